@@ -1,0 +1,124 @@
+//! Code generation for `#[spmd]` and `#[dist_runtime::test]`.
+
+use crate::{args, check};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::ItemFn;
+
+/// The original item plus the error, so the rest of the crate keeps type-checking.
+fn with_error(item: TokenStream, e: syn::Error) -> TokenStream {
+    let err = e.to_compile_error();
+    quote! { #item #err }
+}
+
+/// Registration of `entry_fn` under `module_path!()::name`, plus the constructor that
+/// runs it when this process is started as one of its ranks.
+fn register(name: &syn::Ident, body_fn: &syn::Ident) -> TokenStream {
+    let entry_fn = format_ident!("__dist_entry_{}", name);
+    let ctor_fn = format_ident!("__dist_dispatch_{}", name);
+    let name_str = name.to_string();
+    quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        fn #entry_fn(
+            world: ::dist_runtime::Comm<::dist_runtime::World>,
+        ) -> ::core::result::Result<(), ::dist_runtime::__private::Failure> {
+            ::dist_runtime::__private::EntryReturn::into_outcome(#body_fn(world))
+        }
+        ::dist_runtime::__private::inventory::submit! {
+            ::dist_runtime::__private::Entry {
+                name: ::core::concat!(::core::module_path!(), "::", #name_str),
+                run: #entry_fn,
+            }
+        }
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        #[::dist_runtime::__private::ctor::ctor]
+        fn #ctor_fn() {
+            ::dist_runtime::__private::dispatch();
+        }
+    }
+}
+
+pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let f: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => return with_error(item, syn::Error::new(e.span(), "#[spmd] goes on a function: `fn main(world: Comm<World>)`")),
+    };
+    let mut errs = Vec::new();
+    if let Err(e) = args::parse_spmd(attr) {
+        errs.push(e);
+    }
+    if let Err(e) = check::signature(&f, "an #[spmd] function") {
+        errs.push(e);
+    }
+    if let Some(mut e) = errs.pop() {
+        for x in errs {
+            e.combine(x);
+        }
+        return with_error(item, e);
+    }
+    let name = f.sig.ident.clone();
+    if name == "main" {
+        // The body becomes a plain function; `main` runs it as this rank.
+        let mut body = f.clone();
+        let body_name = format_ident!("__dist_spmd_main");
+        body.sig.ident = body_name.clone();
+        let attrs: Vec<_> = f.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
+        let reg = register(&name, &body_name);
+        let vis = &f.vis;
+        quote! {
+            #body
+            #reg
+            #(#attrs)*
+            #vis fn main() {
+                let code = ::dist_runtime::__private::run_rank(|world| {
+                    ::dist_runtime::__private::EntryReturn::into_outcome(#body_name(world))
+                });
+                ::std::process::exit(code)
+            }
+        }
+    } else {
+        let reg = register(&name, &name);
+        quote! { #f #reg }
+    }
+}
+
+pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let f: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => return with_error(item, syn::Error::new(e.span(), "#[dist_runtime::test] goes on a function: `fn name(world: Comm<World>)`")),
+    };
+    let a = match args::parse_test(attr) {
+        Ok(a) => Some(a),
+        Err(e) => return with_error(quote! {}, e),
+    };
+    if let Err(e) = check::signature(&f, "a distributed test") {
+        return with_error(quote! {}, e);
+    }
+    let a = a.expect("parsed");
+    let name = f.sig.ident.clone();
+    let body_name = format_ident!("__dist_test_{}", name);
+    let mut body = f.clone();
+    body.sig.ident = body_name.clone();
+    body.attrs.retain(|a| !a.path().is_ident("doc"));
+    let passthrough: Vec<_> = f.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
+    let reg = register(&name, &body_name);
+    let ranks = &a.ranks;
+    let timeout = a.timeout;
+    let name_str = name.to_string();
+    quote! {
+        #[allow(non_snake_case)]
+        #body
+        #reg
+        #[test]
+        #(#passthrough)*
+        fn #name() {
+            ::dist_runtime::__private::run_test(
+                ::core::concat!(::core::module_path!(), "::", #name_str),
+                &[#(#ranks),*],
+                #timeout,
+            );
+        }
+    }
+}

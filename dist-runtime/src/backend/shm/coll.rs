@@ -1,0 +1,353 @@
+//! Collective algorithms over the staging slots.
+//!
+//! Every algorithm is a sequence of *steps*. A step writes only into this rank's slot of
+//! parity `(epoch + 1) % 2`, arrives at the next epoch and waits for all peers (`sync`),
+//! and reads peers' slots of the parity just completed. The last step of an algorithm
+//! only reads, so it needs no barrier: the next collective's first write goes to the
+//! other parity, and its own barrier keeps a fast rank from coming round again before
+//! every peer has finished reading. Large buffers are cut into chunks that fit a slot;
+//! step t writes chunk t while reading chunk t−1, so copy-in and copy-out overlap.
+//!
+//! Reductions always combine contributions in rank order 0, 1, …, n−1, so every rank
+//! gets bitwise the same result, on every path.
+
+use super::ShmComm;
+use crate::backend::OpCtx;
+use crate::dtype::{self, DType};
+use crate::error::{Error, Result};
+use crate::op::ReduceOp;
+use std::sync::MutexGuard;
+
+/// All-reduce and reduce at or below this many bytes take the one-barrier flat path:
+/// every rank publishes its whole buffer and reduces all of them itself.
+const FLAT_MAX: usize = 16 << 10;
+
+fn lock(c: &ShmComm) -> MutexGuard<'_, u32> {
+    c.coll.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[inline]
+fn to_shm(dst: *mut u8, src: &[u8]) {
+    // SAFETY: callers pass a region of their own slot of the write parity, which no peer
+    // reads until this rank arrives at the next epoch.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) }
+}
+
+#[inline]
+fn from_shm(dst: &mut [u8], src: *const u8) {
+    // SAFETY: callers pass a region of a peer's slot of the read parity, which that peer
+    // wrote before arriving at the epoch we waited for and won't touch until we arrive.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) }
+}
+
+/// A read-only view of a peer's region of the read parity (same contract as `from_shm`).
+#[inline]
+fn shm<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    // SAFETY: see `from_shm`; the region stays unchanged while the view is used.
+    unsafe { std::slice::from_raw_parts(p, len) }
+}
+
+/// A writable view of this rank's own region of the write parity (contract of `to_shm`).
+#[inline]
+fn shm_mut<'a>(p: *mut u8, len: usize) -> &'a mut [u8] {
+    // SAFETY: see `to_shm`.
+    unsafe { std::slice::from_raw_parts_mut(p, len) }
+}
+
+fn parities(epoch: u32) -> (u32, u32) {
+    (epoch.wrapping_add(1) % 2, epoch % 2)
+}
+
+/// Splits `len` bytes of `es`-byte elements into `n` near-equal parts; returns part j.
+fn part(len: usize, es: usize, n: usize, j: usize) -> (usize, usize) {
+    let ce = len / es;
+    ((ce * j / n) * es, (ce * (j + 1) / n) * es)
+}
+
+/// Region of a slot given to each of n destinations (64-byte aligned).
+fn region(c: &ShmComm) -> usize {
+    (c.seg.layout.slot / c.n / 64) * 64
+}
+
+/// All-reduce (`root == None`) or reduce to `root`.
+pub(super) fn reduce(c: &ShmComm, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp, root: Option<usize>) -> Result<()> {
+    if c.n == 1 {
+        dtype::finish(dtype, op, 1, buf);
+        return Ok(());
+    }
+    let mut epoch = lock(c);
+    reduce_locked(c, &mut epoch, cx, true, buf, dtype, op, root)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reduce_locked(
+    c: &ShmComm,
+    epoch: &mut u32,
+    cx: &OpCtx,
+    fp: bool,
+    buf: &mut [u8],
+    dtype: DType,
+    op: ReduceOp,
+    root: Option<usize>,
+) -> Result<()> {
+    let (n, me, es, b) = (c.n, c.rank, dtype.size(), buf.len());
+    let gets_result = |r: usize| root.is_none_or(|x| x == r);
+    if b <= FLAT_MAX.min(c.seg.layout.slot) {
+        let (w, _) = parities(*epoch);
+        to_shm(c.slot(me, w), buf);
+        c.sync(epoch, cx, fp)?;
+        let (_, r) = parities(*epoch);
+        if gets_result(me) {
+            from_shm(buf, c.slot(0, r));
+            for i in 1..n {
+                dtype::reduce_into(dtype, op, buf, shm(c.slot(i, r), b));
+            }
+            dtype::finish(dtype, op, n, buf);
+        }
+        return Ok(());
+    }
+    // Reduce-scatter + all-gather through the slots, pipelined over chunks.
+    let cin = (c.seg.layout.slot * n / (n + 1)) / 64 * 64;
+    let k = b.div_ceil(cin);
+    let chunk = |t: usize| (t * cin, b.min((t + 1) * cin));
+    for t in 0..=k + 1 {
+        let (w, r) = parities(*epoch);
+        if t < k {
+            let (s, e) = chunk(t);
+            to_shm(c.slot(me, w), &buf[s..e]);
+        }
+        if (1..=k).contains(&t) {
+            let (s, e) = chunk(t - 1);
+            let (ps, pe) = part(e - s, es, n, me);
+            // SAFETY (shm_mut): the out-area of our own write-parity slot.
+            let acc = shm_mut(c.slot(me, w).wrapping_add(cin), pe - ps);
+            from_shm(acc, c.slot(0, r).wrapping_add(ps));
+            for i in 1..n {
+                dtype::reduce_into(dtype, op, acc, shm(c.slot(i, r).wrapping_add(ps), pe - ps));
+            }
+            dtype::finish(dtype, op, n, acc);
+            if gets_result(me) {
+                buf[s + ps..s + pe].copy_from_slice(acc);
+            }
+        }
+        if t >= 2 && gets_result(me) {
+            let (s, e) = chunk(t - 2);
+            for j in (0..n).filter(|&j| j != me) {
+                let (ps, pe) = part(e - s, es, n, j);
+                from_shm(&mut buf[s + ps..s + pe], c.slot(j, r).wrapping_add(cin));
+            }
+        }
+        if t <= k {
+            c.sync(epoch, cx, fp && t == 0)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn broadcast(c: &ShmComm, cx: &OpCtx, buf: &mut [u8], root: usize) -> Result<()> {
+    if c.n == 1 {
+        return Ok(());
+    }
+    let mut epoch = lock(c);
+    let epoch = &mut *epoch;
+    let cap = c.seg.layout.slot;
+    let b = buf.len();
+    let k = b.div_ceil(cap);
+    for t in 0..=k {
+        let (w, r) = parities(*epoch);
+        if t < k && c.rank == root {
+            to_shm(c.slot(root, w), &buf[t * cap..b.min((t + 1) * cap)]);
+        }
+        if t >= 1 && c.rank != root {
+            let (s, e) = ((t - 1) * cap, b.min(t * cap));
+            from_shm(&mut buf[s..e], c.slot(root, r));
+        }
+        if t < k || t == 0 {
+            c.sync(epoch, cx, t == 0)?;
+        }
+    }
+    Ok(())
+}
+
+/// Gather (to `root`) or all-gather (`root == None`) of `counts[j]` bytes from each rank j.
+pub(super) fn gather_v(c: &ShmComm, cx: &OpCtx, send: &[u8], mut recv: Option<&mut [u8]>, counts: &[usize], root: Option<usize>) -> Result<()> {
+    let (n, me) = (c.n, c.rank);
+    let displs: Vec<usize> = counts.iter().scan(0, |a, &x| { let d = *a; *a += x; Some(d) }).collect();
+    if let Some(recv) = recv.as_deref_mut() {
+        recv[displs[me]..displs[me] + counts[me]].copy_from_slice(send);
+    }
+    if n == 1 {
+        return Ok(());
+    }
+    let mut epoch = lock(c);
+    let epoch = &mut *epoch;
+    let cap = c.seg.layout.slot;
+    let k = counts.iter().map(|&x| x.div_ceil(cap)).max().unwrap_or(0);
+    for t in 0..=k {
+        let (w, r) = parities(*epoch);
+        if t < k {
+            let (s, e) = (t * cap, send.len().min((t + 1) * cap));
+            if s < e {
+                to_shm(c.slot(me, w), &send[s..e]);
+            }
+        }
+        if t >= 1 {
+            if let Some(recv) = recv.as_deref_mut() {
+                for j in (0..n).filter(|&j| j != me) {
+                    let (s, e) = ((t - 1) * cap, counts[j].min(t * cap));
+                    if s < e {
+                        from_shm(&mut recv[displs[j] + s..displs[j] + e], c.slot(j, r));
+                    }
+                }
+            }
+        }
+        if t < k || t == 0 {
+            c.sync(epoch, cx, t == 0)?;
+        }
+    }
+    let _ = root;
+    Ok(())
+}
+
+pub(super) fn scatter(c: &ShmComm, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
+    let (n, me, m) = (c.n, c.rank, recv.len());
+    if let Some(send) = send {
+        recv.copy_from_slice(&send[me * m..(me + 1) * m]);
+    }
+    if n == 1 {
+        return Ok(());
+    }
+    let mut epoch = lock(c);
+    let epoch = &mut *epoch;
+    let reg = region(c);
+    let k = m.div_ceil(reg);
+    for t in 0..=k {
+        let (w, r) = parities(*epoch);
+        if t < k {
+            if let Some(send) = send {
+                let (s, e) = (t * reg, m.min((t + 1) * reg));
+                for j in (0..n).filter(|&j| j != me) {
+                    to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+                }
+            }
+        }
+        if t >= 1 && me != root {
+            let (s, e) = ((t - 1) * reg, m.min(t * reg));
+            from_shm(&mut recv[s..e], c.slot(root, r).wrapping_add(me * reg));
+        }
+        if t < k || t == 0 {
+            c.sync(epoch, cx, t == 0)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn reduce_scatter(c: &ShmComm, cx: &OpCtx, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
+    let (n, me, m) = (c.n, c.rank, recv.len());
+    if n == 1 {
+        recv.copy_from_slice(send);
+        dtype::finish(dtype, op, 1, recv);
+        return Ok(());
+    }
+    let mut epoch = lock(c);
+    let epoch = &mut *epoch;
+    let reg = region(c);
+    let k = m.div_ceil(reg);
+    for t in 0..=k {
+        let (w, r) = parities(*epoch);
+        if t < k {
+            let (s, e) = (t * reg, m.min((t + 1) * reg));
+            for j in 0..n {
+                to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+            }
+        }
+        if t >= 1 {
+            let (s, e) = ((t - 1) * reg, m.min(t * reg));
+            let out = &mut recv[s..e];
+            from_shm(out, c.slot(0, r).wrapping_add(me * reg));
+            for i in 1..n {
+                dtype::reduce_into(dtype, op, out, shm(c.slot(i, r).wrapping_add(me * reg), e - s));
+            }
+            dtype::finish(dtype, op, n, out);
+        }
+        if t < k || t == 0 {
+            c.sync(epoch, cx, t == 0)?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn all_to_all_v(c: &ShmComm, cx: &OpCtx, send: &[u8], scounts: &[usize], recv: &mut [u8], rcounts: &[usize]) -> Result<()> {
+    let (n, me) = (c.n, c.rank);
+    let sd: Vec<usize> = scounts.iter().scan(0, |a, &x| { let d = *a; *a += x; Some(d) }).collect();
+    let rd: Vec<usize> = rcounts.iter().scan(0, |a, &x| { let d = *a; *a += x; Some(d) }).collect();
+    if n == 1 {
+        recv[..rcounts[0]].copy_from_slice(&send[..scounts[0]]);
+        return Ok(());
+    }
+    let mut epoch = lock(c);
+    let epoch = &mut *epoch;
+    let reg = region(c);
+    // Agree on the counts first: what j sends me must be what I expect from j, and every
+    // rank must take the same number of steps.
+    let mut announce: Vec<u64> = scounts.iter().map(|&x| x as u64).collect();
+    let mut heard = vec![0u64; n];
+    exchange_fixed(c, epoch, cx, bytemuck::cast_slice_mut(&mut announce), bytemuck::cast_slice_mut(&mut heard), 8)?;
+    let wrong: Vec<String> = (0..n)
+        .filter(|&j| heard[j] != rcounts[j] as u64)
+        .map(|j| format!("rank {j} sends {} bytes to rank {me}, which expects {}", heard[j], rcounts[j]))
+        .collect();
+    let mut agree = [scounts.iter().map(|&x| x.div_ceil(reg)).max().unwrap_or(0) as u64, !wrong.is_empty() as u64];
+    reduce_locked(c, epoch, cx, false, bytemuck::cast_slice_mut(&mut agree), DType::U64, ReduceOp::Max, None)?;
+    if agree[1] != 0 {
+        return Err(Error::Mismatch {
+            comm: c.name.clone(),
+            msg: if wrong.is_empty() {
+                format!("all_to_all_v at {}: another rank's counts disagree with its peers' (see its error)", cx.fp.site)
+            } else {
+                format!("all_to_all_v at {}: {}", cx.fp.site, wrong.join("; "))
+            },
+        });
+    }
+    let k = agree[0] as usize;
+    for t in 0..=k {
+        let (w, r) = parities(*epoch);
+        if t < k {
+            for j in 0..n {
+                let (s, e) = (t * reg, scounts[j].min((t + 1) * reg));
+                if s < e {
+                    to_shm(c.slot(me, w).wrapping_add(j * reg), &send[sd[j] + s..sd[j] + e]);
+                }
+            }
+        }
+        if t >= 1 {
+            for j in 0..n {
+                let (s, e) = ((t - 1) * reg, rcounts[j].min(t * reg));
+                if s < e {
+                    from_shm(&mut recv[rd[j] + s..rd[j] + e], c.slot(j, r).wrapping_add(me * reg));
+                }
+            }
+        }
+        if t < k {
+            c.sync(epoch, cx, false)?;
+        }
+    }
+    Ok(())
+}
+
+/// All-to-all of `m`-byte blocks that fit one region (used for count exchanges).
+fn exchange_fixed(c: &ShmComm, epoch: &mut u32, cx: &OpCtx, send: &mut [u8], recv: &mut [u8], m: usize) -> Result<()> {
+    let (n, me) = (c.n, c.rank);
+    let reg = region(c);
+    debug_assert!(m <= reg);
+    let (w, _) = parities(*epoch);
+    for j in 0..n {
+        to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m..(j + 1) * m]);
+    }
+    c.sync(epoch, cx, true)?;
+    let (_, r) = parities(*epoch);
+    for j in 0..n {
+        from_shm(&mut recv[j * m..(j + 1) * m], c.slot(j, r).wrapping_add(me * reg));
+    }
+    Ok(())
+}

@@ -1,0 +1,431 @@
+//! Point-to-point messages over one single-producer/single-consumer byte ring per
+//! ordered pair of ranks.
+//!
+//! A message is a 128-byte header (tag, dtype, length, the sender's call site) followed
+//! by its payload, streamed through the ring as space frees up, so messages of any size
+//! pass through a ring of fixed size. Matching follows MPI: per (source, tag), the k-th
+//! receive posted gets the k-th message sent. A message that arrives before its receive
+//! is waited on goes to a stash; a receive being waited on takes its message straight
+//! from the ring into the user's buffer.
+//!
+//! Soundness: the engine never keeps a pointer into a user buffer past the call that
+//! lent it. A non-blocking send copies whatever it can't hand over at once; a
+//! non-blocking receive lands in the stash unless its own `wait` is running. So a
+//! handle that is leaked (`mem::forget`) can leak memory but never corrupt it.
+
+use super::segment::RING_CTL;
+use super::{sync, ShmComm};
+use crate::backend::ReqId;
+use crate::dtype::DType;
+use crate::error::{Error, Result, Site};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+const HDR: usize = 128;
+const FILE_MAX: usize = HDR - 24;
+
+struct Header {
+    tag: u32,
+    dtype: u8,
+    len: u64,
+    line: u32,
+    file: String,
+}
+
+impl Header {
+    fn encode(tag: u32, dtype: DType, len: usize, site: Site) -> [u8; HDR] {
+        let mut h = [0u8; HDR];
+        h[0..4].copy_from_slice(&tag.to_le_bytes());
+        h[4] = dtype as u8;
+        h[8..16].copy_from_slice(&(len as u64).to_le_bytes());
+        h[16..20].copy_from_slice(&site.0.line().to_le_bytes());
+        let f = site.0.file().as_bytes();
+        let keep = f.len().min(FILE_MAX);
+        h[20..24].copy_from_slice(&(keep as u32).to_le_bytes());
+        h[24..24 + keep].copy_from_slice(&f[f.len() - keep..]);
+        h
+    }
+    fn decode(h: &[u8; HDR]) -> Header {
+        let keep = (u32::from_le_bytes(h[20..24].try_into().unwrap()) as usize).min(FILE_MAX);
+        Header {
+            tag: u32::from_le_bytes(h[0..4].try_into().unwrap()),
+            dtype: h[4],
+            len: u64::from_le_bytes(h[8..16].try_into().unwrap()),
+            line: u32::from_le_bytes(h[16..20].try_into().unwrap()),
+            file: String::from_utf8_lossy(&h[24..24 + keep]).into_owned(),
+        }
+    }
+}
+
+enum Payload {
+    /// Valid only inside the blocking call that lent it (see module docs).
+    Borrowed(*const u8, usize),
+    Owned(Vec<u8>),
+}
+
+// SAFETY: a Borrowed payload is only created and consumed within one call on one thread.
+unsafe impl Send for Payload {}
+
+impl Payload {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            // SAFETY: see the enum's contract.
+            Payload::Borrowed(p, n) => unsafe { std::slice::from_raw_parts(*p, *n) },
+            Payload::Owned(v) => v,
+        }
+    }
+}
+
+struct Out {
+    id: ReqId,
+    hdr: [u8; HDR],
+    data: Payload,
+    /// Bytes of header + payload written so far.
+    off: usize,
+}
+
+/// Where the payload of the message being read from a source goes.
+enum Sink {
+    Stash,
+    Target,
+    /// A receive whose buffer did not fit: the bytes are read and dropped.
+    Discard,
+}
+
+struct Incoming {
+    hdr: Header,
+    key: (usize, u32, u64),
+    got: usize,
+    sink: Sink,
+}
+
+struct Stashed {
+    hdr: Header,
+    data: Vec<u8>,
+    complete: bool,
+}
+
+/// The receive a `wait` is driving, which may take its message straight from the ring.
+struct Target<'a> {
+    key: (usize, u32, u64),
+    dtype: DType,
+    buf: &'a mut [u8],
+    done: bool,
+    err: Option<Error>,
+}
+
+pub(super) struct P2p {
+    next_id: ReqId,
+    out: Vec<VecDeque<Out>>,
+    done_sends: HashSet<ReqId>,
+    send_dst: HashMap<ReqId, usize>,
+    cur: Vec<Option<Incoming>>,
+    posted: HashMap<(usize, u32), u64>,
+    arrived: HashMap<(usize, u32), u64>,
+    stash: HashMap<(usize, u32, u64), Stashed>,
+    recvs: HashMap<ReqId, (usize, u32, u64)>,
+}
+
+impl P2p {
+    pub(super) fn new(n: usize) -> P2p {
+        P2p {
+            next_id: 1,
+            out: (0..n).map(|_| VecDeque::new()).collect(),
+            done_sends: HashSet::new(),
+            send_dst: HashMap::new(),
+            cur: (0..n).map(|_| None).collect(),
+            posted: HashMap::new(),
+            arrived: HashMap::new(),
+            stash: HashMap::new(),
+            recvs: HashMap::new(),
+        }
+    }
+
+    pub(super) fn post_recv(&mut self, src: usize, tag: u32) -> ReqId {
+        let ord = self.posted.entry((src, tag)).or_insert(0);
+        let key = (src, tag, *ord);
+        *ord += 1;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.recvs.insert(id, key);
+        id
+    }
+
+    /// Moves bytes on every ring this rank touches; never blocks.
+    fn progress(&mut self, c: &ShmComm, mut target: Option<&mut Target<'_>>) {
+        let me = c.rank;
+        for dst in 0..c.n {
+            while let Some(front) = self.out[dst].front_mut() {
+                let ring = Ring::new(c, me, dst);
+                let total = HDR + front.data.bytes().len();
+                loop {
+                    let free = ring.free();
+                    if front.off < HDR {
+                        if free < HDR - front.off {
+                            break;
+                        }
+                        ring.write(&front.hdr[front.off..]);
+                        front.off = HDR;
+                        continue;
+                    }
+                    if front.off == total || free == 0 {
+                        break;
+                    }
+                    let k = free.min(total - front.off);
+                    ring.write(&front.data.bytes()[front.off - HDR..front.off - HDR + k]);
+                    front.off += k;
+                }
+                if front.off == total {
+                    let done = self.out[dst].pop_front().expect("front exists");
+                    self.done_sends.insert(done.id);
+                } else {
+                    break;
+                }
+            }
+        }
+        for src in 0..c.n {
+            let ring = Ring::new(c, src, me);
+            loop {
+                if self.cur[src].is_none() {
+                    if ring.avail() < HDR {
+                        break;
+                    }
+                    let mut h = [0u8; HDR];
+                    ring.read(&mut h);
+                    let hdr = Header::decode(&h);
+                    let ord = self.arrived.entry((src, hdr.tag)).or_insert(0);
+                    let key = (src, hdr.tag, *ord);
+                    *ord += 1;
+                    let sink = match target.as_deref_mut() {
+                        Some(t) if t.key == key => match check_fit(c, t, &hdr) {
+                            Ok(()) => Sink::Target,
+                            Err(e) => {
+                                t.err = Some(e);
+                                Sink::Discard
+                            }
+                        },
+                        _ => {
+                            self.stash.insert(key, Stashed { data: Vec::with_capacity(hdr.len as usize), hdr: Header { file: hdr.file.clone(), ..hdr }, complete: false });
+                            Sink::Stash
+                        }
+                    };
+                    self.cur[src] = Some(Incoming { hdr, key, got: 0, sink });
+                }
+                let inc = self.cur[src].as_mut().expect("set above");
+                let len = inc.hdr.len as usize;
+                let k = ring.avail().min(len - inc.got);
+                if k > 0 {
+                    match inc.sink {
+                        Sink::Target => {
+                            let t = target.as_deref_mut().expect("target sink implies a target");
+                            ring.read(&mut t.buf[inc.got..inc.got + k]);
+                        }
+                        Sink::Stash => {
+                            let s = self.stash.get_mut(&inc.key).expect("stash entry");
+                            let at = s.data.len();
+                            s.data.resize(at + k, 0);
+                            ring.read(&mut s.data[at..]);
+                        }
+                        Sink::Discard => ring.skip(k),
+                    }
+                    inc.got += k;
+                }
+                if inc.got < len {
+                    break;
+                }
+                let inc = self.cur[src].take().expect("set above");
+                match inc.sink {
+                    Sink::Target => target.as_deref_mut().expect("target").done = true,
+                    Sink::Stash => self.stash.get_mut(&inc.key).expect("stash entry").complete = true,
+                    Sink::Discard => {}
+                }
+            }
+        }
+    }
+
+    /// Takes the target's message from the stash if it is there in full.
+    fn take_stashed(&mut self, c: &ShmComm, t: &mut Target<'_>) -> Result<bool> {
+        match self.stash.get(&t.key) {
+            Some(s) if s.complete => {
+                let s = self.stash.remove(&t.key).expect("present");
+                check_fit(c, t, &s.hdr)?;
+                t.buf.copy_from_slice(&s.data);
+                t.done = true;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
+    let (src, tag, _) = t.key;
+    let sent = DType::from_u8(hdr.dtype).map(|d| d.name()).unwrap_or("?");
+    if hdr.dtype != t.dtype as u8 || hdr.len as usize != t.buf.len() {
+        let es = t.dtype.size();
+        return Err(Error::invalid(
+            "recv",
+            format!(
+                "rank {} receives {} × {} with tag {tag} from rank {src} on {}, but rank {src} sent {} bytes of {sent} \
+                 ({}:{}); the receive buffer must match the message exactly",
+                c.rank,
+                t.buf.len() / es,
+                t.dtype,
+                c.name,
+                hdr.len,
+                hdr.file,
+                hdr.line
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The ring from `src` to `dst`: head written by src, tail by dst.
+struct Ring<'a> {
+    head: &'a AtomicU64,
+    tail: &'a AtomicU64,
+    data: *mut u8,
+    cap: usize,
+    writer: bool,
+    c: &'a ShmComm,
+    src: usize,
+    dst: usize,
+}
+
+impl<'a> Ring<'a> {
+    fn new(c: &'a ShmComm, src: usize, dst: usize) -> Ring<'a> {
+        let off = c.seg.layout.ring(src, dst);
+        Ring {
+            head: c.seg.u64_at(off),
+            tail: c.seg.u64_at(off + 64),
+            data: c.seg.ptr(off + RING_CTL),
+            cap: c.seg.layout.ring,
+            writer: src == c.rank,
+            c,
+            src,
+            dst,
+        }
+    }
+    fn free(&self) -> usize {
+        let h = self.head.load(Acquire);
+        let t = self.tail.load(Acquire);
+        self.cap - (h - t) as usize
+    }
+    fn avail(&self) -> usize {
+        (self.head.load(Acquire) - self.tail.load(Acquire)) as usize
+    }
+    /// Writes `src` (caller checked it fits) and publishes it.
+    fn write(&self, src: &[u8]) {
+        debug_assert!(self.writer && src.len() <= self.free());
+        let h = self.head.load(Acquire);
+        let at = (h % self.cap as u64) as usize;
+        let first = src.len().min(self.cap - at);
+        // SAFETY: bytes [head, head+len) of the ring are free: the reader has released them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(at), first);
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.data, src.len() - first);
+        }
+        self.head.store(h + src.len() as u64, Release);
+        self.c.bell(self.dst).ring();
+    }
+    fn read(&self, dst: &mut [u8]) {
+        let t = self.tail.load(Acquire);
+        let at = (t % self.cap as u64) as usize;
+        let first = dst.len().min(self.cap - at);
+        // SAFETY: bytes [tail, tail+len) were published by the writer (Acquire on head).
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.data.add(at), dst.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(self.data, dst.as_mut_ptr().add(first), dst.len() - first);
+        }
+        self.release(t, dst.len());
+    }
+    fn skip(&self, k: usize) {
+        let t = self.tail.load(Acquire);
+        self.release(t, k);
+    }
+    fn release(&self, t: u64, k: usize) {
+        self.tail.store(t + k as u64, Release);
+        self.c.bell(self.src).ring();
+    }
+}
+
+fn lock(c: &ShmComm) -> std::sync::MutexGuard<'_, P2p> {
+    c.p2p.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Drives progress until `done` holds, sleeping on this rank's doorbell in between.
+fn drive(
+    c: &ShmComm,
+    p: &mut P2p,
+    site: Site,
+    op: &'static str,
+    peer: usize,
+    mut done: impl FnMut(&mut P2p) -> Result<bool>,
+) -> Result<()> {
+    let started = Instant::now();
+    let me = c.rank;
+    let waiting = move || {
+        if op == "recv" {
+            format!("rank {me} waits in recv from rank {peer} ({site})")
+        } else {
+            format!("rank {me} waits in send to rank {peer} ({site}), which is not receiving")
+        }
+    };
+    sync::wait_on(&c.bell(me), c.spins(), || done(p), || c.health(&mut std::iter::once(peer), op, site, started, &waiting))
+}
+
+pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
+    let mut p = lock(c);
+    let id = p.next_id;
+    p.next_id += 1;
+    p.send_dst.insert(id, dst);
+    let hdr = Header::encode(tag, dtype, data.len(), site);
+    p.out[dst].push_back(Out { id, hdr, data: Payload::Borrowed(data.as_ptr(), data.len()), off: 0 });
+    p.progress(c, None);
+    // Whatever did not go out yet must not keep pointing at the caller's buffer.
+    if let Some(o) = p.out[dst].iter_mut().find(|o| o.id == id) {
+        o.data = Payload::Owned(o.data.bytes().to_vec());
+    }
+    Ok(id)
+}
+
+pub(super) fn wait_send(c: &ShmComm, site: Site, id: ReqId) -> Result<()> {
+    let mut p = lock(c);
+    let dst = p.send_dst.get(&id).copied().ok_or_else(|| Error::invalid("wait", "unknown send request"))?;
+    let r = drive(c, &mut p, site, "send", dst, |p| {
+        p.progress(c, None);
+        Ok(p.done_sends.contains(&id))
+    });
+    p.done_sends.remove(&id);
+    p.send_dst.remove(&id);
+    r
+}
+
+pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
+    let mut p = lock(c);
+    let key = p.recvs.remove(&id).ok_or_else(|| Error::invalid("wait", "unknown receive request"))?;
+    let mut t = Target { key, dtype, buf, done: false, err: None };
+    drive(c, &mut p, site, "recv", key.0, |p| {
+        if p.take_stashed(c, &mut t)? {
+            return Ok(true);
+        }
+        p.progress(c, Some(&mut t));
+        if let Some(e) = t.err.take() {
+            return Err(e);
+        }
+        Ok(t.done || p.take_stashed(c, &mut t)?)
+    })
+}
+
+/// Pushes out every buffered send (at communicator teardown), best effort.
+pub(super) fn flush(c: &ShmComm) -> Result<()> {
+    let mut p = lock(c);
+    let Some(dst) = (0..c.n).find(|&d| !p.out[d].is_empty()) else { return Ok(()) };
+    drive(c, &mut p, Site::caller(), "send", dst, |p| {
+        p.progress(c, None);
+        Ok(p.out.iter().all(|q| q.is_empty()))
+    })
+}

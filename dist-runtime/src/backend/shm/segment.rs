@@ -1,0 +1,201 @@
+//! The shared segment of one communicator: a memfd mapped by every member.
+//!
+//! The member with rank 0 creates it (`memfd_create`, so it never appears in /dev/shm and
+//! needs no cleanup: the kernel frees it when the last mapping goes, kill -9 included)
+//! and publishes `pid:fd` through the rendezvous store; the others open
+//! `/proc/<pid>/fd/<fd>`, which the kernel only allows to processes of the same user.
+//!
+//! Layout (all offsets 64-byte aligned, see `Layout`):
+//! ```text
+//! header | ctl[n] | slot[n][2] | ring[n*n]
+//! ```
+//! `ctl[r]` holds rank r's futex words, its pid and state, and its fingerprints;
+//! `slot[r][p]` is rank r's staging area for collectives in epoch parity p;
+//! `ring[s*n+d]` is the byte ring carrying point-to-point messages from s to d.
+
+use crate::error::{Error, Result};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+const MAGIC: u64 = 0x6469_7374_5f73_686d; // "dist_shm"
+const HEADER: usize = 4096;
+pub(crate) const CTL: usize = 1024;
+pub(crate) const RING_CTL: usize = 128;
+
+// ctl[r] field offsets
+pub(crate) const EPOCH: usize = 0;
+pub(crate) const EPOCH_SLEEPERS: usize = 4;
+pub(crate) const BELL: usize = 64;
+pub(crate) const BELL_SLEEPERS: usize = 68;
+pub(crate) const PID: usize = 128;
+pub(crate) const STATE: usize = 132;
+pub(crate) const FP: usize = 192; // two records of FP_LEN, by parity
+pub(crate) const FP_LEN: usize = 256;
+pub(crate) const REASON: usize = 704; // 320 bytes, NUL-padded
+pub(crate) const REASON_LEN: usize = CTL - REASON;
+
+/// Rank states in `ctl[r].state`.
+pub(crate) const ALIVE: u32 = 1;
+pub(crate) const FINISHED: u32 = 2;
+pub(crate) const FAILED: u32 = 3;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    pub n: usize,
+    pub slot: usize,
+    pub ring: usize,
+    ctl_off: usize,
+    slots_off: usize,
+    rings_off: usize,
+    pub total: usize,
+}
+
+fn align(x: usize, a: usize) -> usize {
+    x.div_ceil(a) * a
+}
+
+impl Layout {
+    pub(crate) fn new(n: usize, slot: usize, ring: usize) -> Layout {
+        let ctl_off = HEADER;
+        let slots_off = align(ctl_off + n * CTL, 4096);
+        let rings_off = align(slots_off + n * 2 * slot, 4096);
+        let total = align(rings_off + n * n * (RING_CTL + ring), 4096);
+        Layout { n, slot, ring, ctl_off, slots_off, rings_off, total }
+    }
+    /// Default sizes: 256 KiB slots; rings share 16 MiB, each between 4 KiB and 256 KiB.
+    pub(crate) fn for_size(n: usize) -> Layout {
+        let slot = 256 << 10;
+        let r = ((16usize << 20) / (n * n)).clamp(4 << 10, 256 << 10);
+        let ring = 1usize << (usize::BITS - 1 - r.leading_zeros()); // round down to a power of two
+        Layout::new(n, slot, ring)
+    }
+    pub(crate) fn ctl(&self, r: usize) -> usize {
+        self.ctl_off + r * CTL
+    }
+    pub(crate) fn slot(&self, r: usize, parity: u32) -> usize {
+        self.slots_off + (r * 2 + parity as usize) * self.slot
+    }
+    pub(crate) fn ring(&self, src: usize, dst: usize) -> usize {
+        self.rings_off + (src * self.n + dst) * (RING_CTL + self.ring)
+    }
+}
+
+/// A mapping of a segment. Memory is only touched through atomics or through regions
+/// the collective/p2p protocols give to one writer at a time.
+pub(crate) struct Segment {
+    ptr: *mut u8,
+    pub layout: Layout,
+    /// Kept open by the creator so members can open it through /proc.
+    fd: Option<OwnedFd>,
+}
+
+// SAFETY: the mapping is process-wide memory; all shared access goes through atomics or
+// through the epoch/ring protocols, which never let two parties touch one byte at once.
+unsafe impl Send for Segment {}
+unsafe impl Sync for Segment {}
+
+fn os_err(what: &str) -> Error {
+    let e = std::io::Error::last_os_error();
+    Error::Backend { backend: "shm", msg: format!("{what}: {e}"), source: Some(Box::new(e)) }
+}
+
+impl Segment {
+    /// Creates and maps a new segment for `layout.n` ranks.
+    pub(crate) fn create(name: &str, layout: Layout) -> Result<Segment> {
+        let cname = std::ffi::CString::new(name.replace('\0', "")).expect("no NUL");
+        // SAFETY: plain syscalls on a fresh fd we own.
+        let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(os_err("memfd_create failed"));
+        }
+        // SAFETY: fd is a fresh, valid descriptor we own from here on.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: valid fd.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), layout.total as libc::off_t) } != 0 {
+            return Err(os_err(&format!("cannot size the shared segment to {} bytes", layout.total)));
+        }
+        let seg = Segment::map(&fd, layout, Some(fd.try_clone().map_err(|e| Error::Backend {
+            backend: "shm",
+            msg: format!("dup: {e}"),
+            source: Some(Box::new(e)),
+        })?))?;
+        seg.u64_at(0).store(MAGIC, std::sync::atomic::Ordering::SeqCst);
+        seg.u64_at(8).store(layout.n as u64, std::sync::atomic::Ordering::SeqCst);
+        Ok(seg)
+    }
+
+    /// Maps the segment a peer created, given its pid and fd number.
+    pub(crate) fn open(pid: u32, fdnum: i32, layout: Layout) -> Result<Segment> {
+        let path = format!("/proc/{pid}/fd/{fdnum}");
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| Error::Backend {
+            backend: "shm",
+            msg: format!(
+                "cannot open the segment of rank 0 at {path}: {e} (all ranks must run on one machine as one user)"
+            ),
+            source: Some(Box::new(e)),
+        })?;
+        let fd: OwnedFd = f.into();
+        let seg = Segment::map(&fd, layout, None)?;
+        let magic = seg.u64_at(0).load(std::sync::atomic::Ordering::SeqCst);
+        let n = seg.u64_at(8).load(std::sync::atomic::Ordering::SeqCst);
+        if magic != MAGIC || n != layout.n as u64 {
+            return Err(Error::backend("shm", format!("{path} is not a dist segment for {} ranks", layout.n)));
+        }
+        Ok(seg)
+    }
+
+    fn map(fd: &OwnedFd, layout: Layout, keep: Option<OwnedFd>) -> Result<Segment> {
+        // SAFETY: mapping a descriptor we hold, shared, with the size it was created with.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                layout.total,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(os_err("mmap of the shared segment failed"));
+        }
+        Ok(Segment { ptr: ptr as *mut u8, layout, fd: keep })
+    }
+
+    /// The raw fd number to publish (creator only).
+    pub(crate) fn fd_number(&self) -> Option<i32> {
+        self.fd.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    /// Closes the creator's descriptor once every member has mapped the segment.
+    pub(crate) fn forget_fd(&mut self) {
+        self.fd = None;
+    }
+
+    pub(crate) fn ptr(&self, off: usize) -> *mut u8 {
+        debug_assert!(off <= self.layout.total);
+        // SAFETY: in bounds of the mapping.
+        unsafe { self.ptr.add(off) }
+    }
+
+    pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(off % 4 == 0 && off + 4 <= self.layout.total);
+        // SAFETY: aligned, in bounds, and only ever accessed atomically.
+        unsafe { &*(self.ptr(off) as *const AtomicU32) }
+    }
+
+    pub(crate) fn u64_at(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(off % 8 == 0 && off + 8 <= self.layout.total);
+        // SAFETY: aligned, in bounds, and only ever accessed atomically.
+        unsafe { &*(self.ptr(off) as *const AtomicU64) }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `map` mapped; no references outlive `self`.
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.layout.total);
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Futex waits on words in the shared segment, with a spin phase sized to the machine.
+//!
+//! A waiter spins while the job has no more ranks than cores; otherwise it sleeps in the
+//! kernel at once, so an oversubscribed rank never burns the core its peer needs.
+//! Wake-ups are never lost: a waiter registers in the word's `sleepers` count, then
+//! re-reads the word and re-checks its condition before `FUTEX_WAIT` (which itself
+//! returns at once if the word moved); a writer stores, then wakes if anyone sleeps.
+
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+/// Sleeps while `*word == expected`, at most `timeout`. Not private: the word is shared
+/// between processes.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call; the kernel
+    // only reads it. EAGAIN/EINTR/ETIMEDOUT are all "re-check and carry on".
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes every thread (of any process) sleeping on `word`.
+pub(crate) fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: as above; FUTEX_WAKE only uses the address as a key.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX, std::ptr::null::<u32>(), 0, 0);
+    }
+}
+
+/// A futex word plus the count of its sleepers, so writers skip the syscall when nobody waits.
+pub(crate) struct Bell<'a> {
+    pub word: &'a AtomicU32,
+    pub sleepers: &'a AtomicU32,
+}
+
+impl Bell<'_> {
+    /// Publishes `v` and wakes sleepers.
+    pub(crate) fn store(&self, v: u32) {
+        self.word.store(v, SeqCst);
+        if self.sleepers.load(SeqCst) > 0 {
+            futex_wake_all(self.word);
+        }
+    }
+    /// Bumps the word and wakes sleepers.
+    pub(crate) fn ring(&self) {
+        self.word.fetch_add(1, SeqCst);
+        if self.sleepers.load(SeqCst) > 0 {
+            futex_wake_all(self.word);
+        }
+    }
+}
+
+/// How long a waiter sleeps before it looks at its peers' health and the deadline.
+pub(crate) const SLICE: Duration = Duration::from_millis(50);
+
+/// Waits until `poll` says done. `poll` is re-run after every wake-up; `check` runs
+/// every `SLICE` of sleep (peer health, deadline) and ends the wait with its error.
+pub(crate) fn wait_on<E>(
+    bell: &Bell<'_>,
+    spins: u32,
+    mut poll: impl FnMut() -> Result<bool, E>,
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<(), E> {
+    for _ in 0..spins {
+        if poll()? {
+            return Ok(());
+        }
+        std::hint::spin_loop();
+    }
+    let mut last_check = Instant::now();
+    loop {
+        bell.sleepers.fetch_add(1, SeqCst);
+        let v = bell.word.load(SeqCst);
+        let done = poll();
+        if !matches!(done, Ok(false)) {
+            bell.sleepers.fetch_sub(1, SeqCst);
+            return done.map(|_| ());
+        }
+        futex_wait(bell.word, v, SLICE);
+        bell.sleepers.fetch_sub(1, SeqCst);
+        if last_check.elapsed() >= SLICE {
+            check()?;
+            last_check = Instant::now();
+        }
+    }
+}
+
+/// Whether the process `pid` still exists (a zombie counts as gone).
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return true; // not attached yet: nothing to say
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    // A killed child not yet reaped by its parent is a zombie: treat it as dead.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])).unwrap_or(false),
+        Err(_) => r == 0,
+    }
+}

@@ -1,0 +1,224 @@
+//! The environment contract (DESIGN.md): torchrun's and Slurm's variables plus `DIST_*`.
+
+use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// Which backend moves the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// Shared memory between processes on one machine (the default).
+    Shm,
+    /// NCCL on GPUs (needs the `nccl` feature).
+    Nccl,
+    /// MPI for CPU clusters (not built yet).
+    Mpi,
+    /// NCCL when built and a GPU is visible, else shm.
+    Auto,
+}
+
+/// How much checking collectives do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugLevel {
+    /// No cross-rank checks: nothing on the fast path.
+    Off,
+    /// Every collective's fingerprint is compared across ranks.
+    Check,
+    /// As `Check`, plus more detail in reports.
+    Detail,
+}
+
+/// What `init` read from the environment.
+#[derive(Clone, Debug)]
+pub struct Env {
+    /// `RANK` (or `SLURM_PROCID`).
+    pub rank: usize,
+    /// `WORLD_SIZE` (or `SLURM_NTASKS`).
+    pub world_size: usize,
+    /// `LOCAL_RANK` (or `SLURM_LOCALID`); defaults to `rank`.
+    pub local_rank: usize,
+    /// `LOCAL_WORLD_SIZE`; defaults to `world_size`.
+    pub local_world_size: usize,
+    /// `MASTER_ADDR`; defaults to 127.0.0.1.
+    pub master_addr: String,
+    /// `MASTER_PORT`; required when `world_size > 1`.
+    pub master_port: Option<u16>,
+    /// `DIST_BACKEND`.
+    pub backend: BackendChoice,
+    /// `DIST_JOB_ID`.
+    pub job_id: String,
+    /// `DIST_JOB_TOKEN`: the rendezvous secret (empty: no secret).
+    pub token: String,
+    /// `DIST_TIMEOUT` in seconds; default 300.
+    pub timeout: Duration,
+    /// `DIST_DEBUG`; default `check` in debug builds, `off` in release builds.
+    pub debug: DebugLevel,
+    /// `DIST_STORE_EXTERNAL=1`: a launcher hosts the store, rank 0 must not.
+    pub store_external: bool,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn parse<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T> {
+    v.trim().parse().map_err(|_| Error::Env(format!("{name}={v:?} is not {what}")))
+}
+
+impl Env {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Env> {
+        Env::from_lookup(var)
+    }
+
+    /// Reads the contract through `get` (testable without touching the process env).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Env> {
+        let (rank, world_size) = match (get("RANK"), get("WORLD_SIZE")) {
+            (Some(r), Some(w)) => (parse::<usize>("RANK", &r, "a rank number")?, parse::<usize>("WORLD_SIZE", &w, "a positive count")?),
+            (Some(_), None) => return Err(Error::Env("RANK is set but WORLD_SIZE is not; set both (or neither, for a world of one)".into())),
+            (None, Some(_)) => return Err(Error::Env("WORLD_SIZE is set but RANK is not; set both (or neither, for a world of one)".into())),
+            (None, None) => match (get("SLURM_PROCID"), get("SLURM_NTASKS")) {
+                (Some(r), Some(w)) => (parse("SLURM_PROCID", &r, "a rank number")?, parse("SLURM_NTASKS", &w, "a positive count")?),
+                _ => (0, 1),
+            },
+        };
+        if world_size == 0 {
+            return Err(Error::Env("WORLD_SIZE=0: a world needs at least one rank".into()));
+        }
+        if world_size > MAX_WORLD {
+            return Err(Error::Env(format!("WORLD_SIZE={world_size} is larger than this backend supports ({MAX_WORLD})")));
+        }
+        if rank >= world_size {
+            return Err(Error::Env(format!("RANK={rank} is out of range for WORLD_SIZE={world_size} (ranks are 0..{world_size})")));
+        }
+        let local_rank = match get("LOCAL_RANK").or_else(|| get("SLURM_LOCALID")) {
+            Some(v) => parse("LOCAL_RANK", &v, "a rank number")?,
+            None => rank,
+        };
+        let local_world_size = match get("LOCAL_WORLD_SIZE") {
+            Some(v) => parse("LOCAL_WORLD_SIZE", &v, "a positive count")?,
+            None => world_size,
+        };
+        let master_port = match get("MASTER_PORT") {
+            Some(v) => Some(parse::<u16>("MASTER_PORT", &v, "a TCP port (0-65535)")?),
+            None if world_size > 1 => {
+                return Err(Error::Env(format!(
+                    "WORLD_SIZE={world_size} but MASTER_PORT is not set: start ranks with `cargo xtask run -n {world_size}` \
+                     or dist_runtime::launch, or set MASTER_ADDR and MASTER_PORT as torchrun does"
+                )))
+            }
+            None => None,
+        };
+        let backend = match get("DIST_BACKEND").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("shm") => BackendChoice::Shm,
+            Some("nccl") => BackendChoice::Nccl,
+            Some("mpi") => BackendChoice::Mpi,
+            Some("auto") => BackendChoice::Auto,
+            Some(other) => return Err(Error::Env(format!("DIST_BACKEND={other:?} is not one of shm, nccl, mpi, auto"))),
+        };
+        let timeout = match get("DIST_TIMEOUT") {
+            Some(v) => {
+                let s: f64 = parse("DIST_TIMEOUT", &v, "a number of seconds")?;
+                if !(s > 0.0 && s.is_finite()) {
+                    return Err(Error::Env(format!("DIST_TIMEOUT={v:?} must be a positive number of seconds")));
+                }
+                Duration::from_secs_f64(s)
+            }
+            None => Duration::from_secs(300),
+        };
+        let debug = match get("DIST_DEBUG").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None => {
+                if cfg!(debug_assertions) {
+                    DebugLevel::Check
+                } else {
+                    DebugLevel::Off
+                }
+            }
+            Some("off") | Some("0") => DebugLevel::Off,
+            Some("check") | Some("1") => DebugLevel::Check,
+            Some("detail") | Some("2") => DebugLevel::Detail,
+            Some(other) => return Err(Error::Env(format!("DIST_DEBUG={other:?} is not one of off, check, detail"))),
+        };
+        Ok(Env {
+            rank,
+            world_size,
+            local_rank,
+            local_world_size,
+            master_addr: get("MASTER_ADDR").unwrap_or_else(|| "127.0.0.1".into()),
+            master_port,
+            backend,
+            job_id: get("DIST_JOB_ID").unwrap_or_else(|| format!("p{}", std::process::id())),
+            token: get("DIST_JOB_TOKEN").unwrap_or_default(),
+            timeout,
+            debug,
+            store_external: get("DIST_STORE_EXTERNAL").as_deref() == Some("1"),
+        })
+    }
+}
+
+/// The largest world the shm backend accepts.
+pub const MAX_WORLD: usize = 1024;
+
+/// Settings every backend object shares.
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub job_id: String,
+    pub timeout: Duration,
+    pub check: bool,
+    /// Spin iterations before sleeping: many when ranks fit the cores, none otherwise.
+    pub spins: u32,
+}
+
+impl Config {
+    pub(crate) fn from_env(env: &Env) -> Config {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let spins = match var("DIST_SPIN").and_then(|v| v.parse().ok()) {
+            Some(s) => s,
+            None if env.local_world_size <= cores => 20_000,
+            None => 0,
+        };
+        Config { job_id: env.job_id.clone(), timeout: env.timeout, check: env.debug != DebugLevel::Off, spins }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> Result<Env> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Env::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn empty_env_is_world_of_one() {
+        let e = env(&[]).unwrap();
+        assert_eq!((e.rank, e.world_size, e.backend), (0, 1, BackendChoice::Shm));
+    }
+
+    #[test]
+    fn torchrun_vars() {
+        let e = env(&[("RANK", "2"), ("WORLD_SIZE", "4"), ("MASTER_PORT", "29500"), ("LOCAL_RANK", "0")]).unwrap();
+        assert_eq!((e.rank, e.world_size, e.local_rank, e.master_port), (2, 4, 0, Some(29500)));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let msg = |p: &[(&str, &str)]| env(p).unwrap_err().to_string();
+        assert!(msg(&[("RANK", "4"), ("WORLD_SIZE", "4"), ("MASTER_PORT", "1")]).contains("RANK=4 is out of range"));
+        assert!(msg(&[("RANK", "x"), ("WORLD_SIZE", "4")]).contains("RANK=\"x\""));
+        assert!(msg(&[("RANK", "0"), ("WORLD_SIZE", "0")]).contains("WORLD_SIZE=0"));
+        assert!(msg(&[("RANK", "0"), ("WORLD_SIZE", "2")]).contains("MASTER_PORT is not set"));
+        assert!(msg(&[("RANK", "0")]).contains("WORLD_SIZE is not"));
+        assert!(msg(&[("MASTER_PORT", "99999"), ("RANK", "0"), ("WORLD_SIZE", "2")]).contains("MASTER_PORT"));
+        assert!(msg(&[("DIST_BACKEND", "gloo")]).contains("DIST_BACKEND"));
+        assert!(msg(&[("DIST_TIMEOUT", "-1")]).contains("DIST_TIMEOUT"));
+        assert!(msg(&[("DIST_DEBUG", "loud")]).contains("DIST_DEBUG"));
+    }
+
+    #[test]
+    fn slurm_vars() {
+        let e = env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("MASTER_PORT", "5")]).unwrap();
+        assert_eq!((e.rank, e.world_size), (1, 2));
+    }
+}

@@ -1,0 +1,319 @@
+//! Spawning ranks: the library behind `cargo xtask run`, `dist_runtime::launch` and the
+//! test macro. It hosts the rendezvous store, starts N processes with the environment
+//! contract, prefixes their output with `[rank k]`, and on the first failure stops the
+//! rest and reports which rank failed first and why.
+
+use crate::error::{Error, Result};
+use crate::store::StoreServer;
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long the launcher lets the other ranks report after the first failure before it
+/// kills them.
+const GRACE: Duration = Duration::from_millis(500);
+
+/// A job to start: one program, N ranks.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    program: PathBuf,
+    args: Vec<OsString>,
+    n: usize,
+    envs: Vec<(OsString, OsString)>,
+    capture: bool,
+    timeout: Option<Duration>,
+}
+
+/// How one rank ended.
+#[derive(Clone, Debug)]
+pub struct RankExit {
+    /// The rank.
+    pub rank: usize,
+    /// Exit code, if it exited.
+    pub code: Option<i32>,
+    /// Signal, if a signal ended it.
+    pub signal: Option<i32>,
+    /// Whether the launcher killed it (after another rank failed, or at the timeout).
+    pub killed_by_launcher: bool,
+    /// Its output (stdout and stderr, interleaved by line) when captured, else its last lines.
+    pub output: String,
+}
+
+impl RankExit {
+    /// Whether the rank exited with status 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// "exit code 1", "killed by signal 9 (SIGKILL)".
+    pub fn status(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(101), _) => "panicked (exit code 101)".into(),
+            (Some(3), _) => "stopped because a peer failed (exit code 3)".into(),
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(s)) => format!("killed by signal {s}{}", if s == 9 { " (SIGKILL)" } else { "" }),
+            (None, None) => "unknown status".into(),
+        }
+    }
+}
+
+/// The result of a job.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Every rank's exit, by rank.
+    pub ranks: Vec<RankExit>,
+    /// The rank that failed first (the cause, not the peers that stopped because of it).
+    pub first_failure: Option<usize>,
+    /// Whether the launcher's timeout ended the job.
+    pub timed_out: bool,
+    /// Wall time of the job.
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// Whether every rank succeeded.
+    pub fn success(&self) -> bool {
+        !self.timed_out && self.ranks.iter().all(RankExit::success)
+    }
+
+    /// A human summary of what went wrong (empty on success).
+    pub fn summary(&self) -> String {
+        if self.success() {
+            return String::new();
+        }
+        let mut s = String::new();
+        if self.timed_out {
+            s.push_str(&format!("job timed out after {:.1}s; ranks still running were killed\n", self.elapsed.as_secs_f64()));
+        }
+        if let Some(r) = self.first_failure {
+            s.push_str(&format!("rank {r} failed first: {}\n", self.ranks[r].status()));
+        }
+        for r in &self.ranks {
+            if !r.success() {
+                let how = if r.killed_by_launcher { "killed by the launcher".to_string() } else { r.status() };
+                s.push_str(&format!("--- rank {} ({how}) ---\n{}", r.rank, r.output));
+                if !r.output.ends_with('\n') {
+                    s.push('\n');
+                }
+            }
+        }
+        s
+    }
+}
+
+impl Launch {
+    /// `n` ranks of `program`.
+    pub fn new(program: impl Into<PathBuf>, n: usize) -> Launch {
+        Launch { program: program.into(), args: Vec::new(), n, envs: Vec::new(), capture: false, timeout: None }
+    }
+
+    /// Re-executes the current binary as `n` ranks running the `#[spmd]` entry `entry`.
+    pub fn entry(entry: &str, n: usize) -> Result<Launch> {
+        let exe = std::env::current_exe().map_err(|e| Error::Backend { backend: "launch", msg: "cannot find the current executable".into(), source: Some(Box::new(e)) })?;
+        Ok(Launch::new(exe, n).env("DIST_ENTRY", entry))
+    }
+
+    /// Arguments for every rank.
+    pub fn args<I: IntoIterator<Item = S>, S: AsRef<OsStr>>(mut self, args: I) -> Launch {
+        self.args.extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// An environment variable for every rank.
+    pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Launch {
+        self.envs.push((k.as_ref().to_owned(), v.as_ref().to_owned()));
+        self
+    }
+
+    /// Capture output into the report instead of printing it with `[rank k]` prefixes.
+    pub fn capture(mut self, yes: bool) -> Launch {
+        self.capture = yes;
+        self
+    }
+
+    /// Kill the job after `d` (ranks get `DIST_TIMEOUT` a little shorter, unless set, so
+    /// they report what they wait for first).
+    pub fn timeout(mut self, d: Duration) -> Launch {
+        self.timeout = Some(d);
+        self
+    }
+
+    /// Starts the ranks and waits for the job to end.
+    pub fn run(self) -> Result<Report> {
+        if self.n == 0 {
+            return Err(Error::invalid("launch", "cannot launch 0 ranks"));
+        }
+        if self.n > crate::config::MAX_WORLD {
+            return Err(Error::invalid("launch", format!("{} ranks is more than the limit of {}", self.n, crate::config::MAX_WORLD)));
+        }
+        let token = random_token();
+        let store = StoreServer::bind("127.0.0.1:0", &token)?;
+        let port = store.addr().port().to_string();
+        let job_id = format!("j{}x{}", std::process::id(), &token[..8]);
+        let start = Instant::now();
+        let user_timeout = self.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
+        let mut children: Vec<Child> = Vec::with_capacity(self.n);
+        let outputs: Vec<Arc<Mutex<Vec<u8>>>> = (0..self.n).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
+        let mut pumps = Vec::new();
+        for rank in 0..self.n {
+            let mut cmd = Command::new(&self.program);
+            cmd.args(&self.args)
+                .env("RANK", rank.to_string())
+                .env("WORLD_SIZE", self.n.to_string())
+                .env("LOCAL_RANK", rank.to_string())
+                .env("LOCAL_WORLD_SIZE", self.n.to_string())
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .env("DIST_JOB_ID", &job_id)
+                .env("DIST_JOB_TOKEN", &token)
+                .env("DIST_STORE_EXTERNAL", "1")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if let (Some(t), false) = (self.timeout, user_timeout) {
+                cmd.env("DIST_TIMEOUT", format!("{:.3}", (t.as_secs_f64() * 0.8).max(0.5)));
+            }
+            for (k, v) in &self.envs {
+                cmd.env(k, v);
+            }
+            // SAFETY: prctl is async-signal-safe; it makes the rank die with the launcher
+            // (the spawning thread), so no rank outlives a killed test or xtask.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let mut child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) => {
+                    for c in children.iter_mut() {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                    }
+                    return Err(Error::Backend {
+                        backend: "launch",
+                        msg: format!("cannot start {}: {e}", self.program.display()),
+                        source: Some(Box::new(e)),
+                    });
+                }
+            };
+            let out = child.stdout.take().expect("piped");
+            let err = child.stderr.take().expect("piped");
+            pumps.push(pump(out, rank, false, self.capture, outputs[rank].clone()));
+            pumps.push(pump(err, rank, true, self.capture, outputs[rank].clone()));
+            children.push(child);
+        }
+        let mut status: Vec<Option<ExitStatus>> = vec![None; self.n];
+        let mut order: Vec<usize> = Vec::new();
+        let mut killed = vec![false; self.n];
+        let mut failed_at: Option<Instant> = None;
+        let mut timed_out = false;
+        loop {
+            for (i, c) in children.iter_mut().enumerate() {
+                if status[i].is_none() {
+                    if let Ok(Some(s)) = c.try_wait() {
+                        status[i] = Some(s);
+                        order.push(i);
+                        if !s.success() && failed_at.is_none() {
+                            failed_at = Some(Instant::now());
+                        }
+                    }
+                }
+            }
+            if status.iter().all(Option::is_some) {
+                break;
+            }
+            let expired = self.timeout.is_some_and(|t| start.elapsed() >= t);
+            if expired {
+                timed_out = true;
+            }
+            if expired || failed_at.is_some_and(|t| t.elapsed() >= GRACE) {
+                for (i, c) in children.iter_mut().enumerate() {
+                    if status[i].is_none() {
+                        let _ = c.kill();
+                        killed[i] = true;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for p in pumps {
+            let _ = p.join();
+        }
+        let ranks: Vec<RankExit> = (0..self.n)
+            .map(|i| {
+                let s = status[i].expect("all exited");
+                RankExit {
+                    rank: i,
+                    code: s.code(),
+                    signal: s.signal(),
+                    killed_by_launcher: killed[i],
+                    output: String::from_utf8_lossy(&outputs[i].lock().unwrap_or_else(|p| p.into_inner())).into_owned(),
+                }
+            })
+            .collect();
+        // The cause: the first failure in exit order that is not "a peer failed" nor our kill.
+        let failing: Vec<usize> = order.iter().copied().filter(|&i| !ranks[i].success() && !killed[i]).collect();
+        let first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
+        Ok(Report { ranks, first_failure, timed_out, elapsed: start.elapsed() })
+    }
+}
+
+/// Forwards one output stream of a rank, line by line: prefixed to ours, or captured.
+/// When not capturing, keeps the last lines for the failure summary.
+fn pump(stream: impl Read + Send + 'static, rank: usize, is_err: bool, capture: bool, sink: Arc<Mutex<Vec<u8>>>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stream);
+        let mut line = Vec::new();
+        let prefix = format!("[rank {rank}] ");
+        while let Ok(n) = r.read_until(b'\n', &mut line) {
+            if n == 0 {
+                break;
+            }
+            if !line.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            let already = line.starts_with(prefix.as_bytes());
+            {
+                let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
+                s.extend_from_slice(&line);
+                if !capture && s.len() > 64 << 10 {
+                    let cut = s.len() - (32 << 10);
+                    s.drain(..cut);
+                }
+            }
+            if !capture {
+                let mut out: Box<dyn Write> = if is_err { Box::new(std::io::stderr().lock()) } else { Box::new(std::io::stdout().lock()) };
+                if !already {
+                    let _ = out.write_all(prefix.as_bytes());
+                }
+                let _ = out.write_all(&line);
+                let _ = out.flush();
+            }
+            line.clear();
+        }
+    })
+}
+
+fn random_token() -> String {
+    let mut b = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_ok();
+    if !ok {
+        // Fall back to time and pid: unguessable enough for a loopback job of one user.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        b[..16].copy_from_slice(&(t ^ ((std::process::id() as u128) << 64)).to_le_bytes());
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Runs the `#[spmd]` entry `entry` of the current binary on `n` ranks and waits (the
+/// `mp.spawn` of dist). Output is printed with `[rank k]` prefixes. Returns the report;
+/// check [`Report::success`].
+pub fn launch(n: usize, entry: &str) -> Result<Report> {
+    Launch::entry(entry, n)?.run()
+}

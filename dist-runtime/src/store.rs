@@ -1,0 +1,300 @@
+//! The rendezvous store: a small key-value server over TCP that ranks use to find each
+//! other (segment addresses, NCCL unique ids). Rank 0 hosts it (or the launcher, which
+//! outlives every rank); clients must present the job token before anything else, and a
+//! client that doesn't is dropped without touching the job's state.
+//!
+//! Wire format: every request is `op: u8, key: u32-len bytes, …`; see `Op`.
+
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+const HELLO: &[u8; 8] = b"DISTSTR1";
+const OP_SET: u8 = 1;
+const OP_GET: u8 = 2;
+const OP_ADD: u8 = 3;
+
+#[derive(Default)]
+struct State {
+    map: Mutex<HashMap<String, Vec<u8>>>,
+    changed: Condvar,
+}
+
+/// A running store server; it serves until the process exits.
+pub struct StoreServer {
+    addr: SocketAddr,
+}
+
+impl StoreServer {
+    /// Binds `addr` (use port 0 for any free port) and serves clients that present `token`.
+    pub fn bind(addr: impl ToSocketAddrs + std::fmt::Debug, token: &str) -> Result<StoreServer> {
+        let desc = format!("{addr:?}");
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
+                " (the port is in use: pick another MASTER_PORT, or let the launcher choose)"
+            } else {
+                ""
+            };
+            Error::store(format!("cannot listen on {desc}{hint}"), Some(e))
+        })?;
+        let addr = listener.local_addr().map_err(|e| Error::store("local_addr", Some(e)))?;
+        let state = Arc::new(State::default());
+        let token = token.as_bytes().to_vec();
+        std::thread::Builder::new()
+            .name("dist-store".into())
+            .spawn(move || {
+                for conn in listener.incoming().flatten() {
+                    let state = state.clone();
+                    let token = token.clone();
+                    let _ = std::thread::Builder::new().name("dist-store-conn".into()).spawn(move || {
+                        let _ = serve(conn, &state, &token);
+                    });
+                }
+            })
+            .map_err(|e| Error::store("cannot start the store thread", Some(e)))?;
+        Ok(StoreServer { addr })
+    }
+
+    /// The address clients connect to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+fn read_u32(r: &mut impl Read) -> std::io::Result<u32> {
+    let mut b = [0u8; 4];
+    r.read_exact(&mut b)?;
+    Ok(u32::from_le_bytes(b))
+}
+
+fn read_bytes(r: &mut impl Read, max: usize) -> std::io::Result<Vec<u8>> {
+    let n = read_u32(r)? as usize;
+    if n > max {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "oversized field"));
+    }
+    let mut v = vec![0u8; n];
+    r.read_exact(&mut v)?;
+    Ok(v)
+}
+
+fn serve(conn: TcpStream, state: &State, token: &[u8]) -> std::io::Result<()> {
+    conn.set_nodelay(true)?;
+    // A stranger gets a few seconds to say hello, then is dropped.
+    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut r = BufReader::new(conn.try_clone()?);
+    let mut w = BufWriter::new(conn.try_clone()?);
+    let mut hello = [0u8; 8];
+    r.read_exact(&mut hello)?;
+    let presented = read_bytes(&mut r, 4096)?;
+    // Compare without an early exit so timing doesn't leak the token.
+    let ok = hello == *HELLO
+        && presented.len() == token.len()
+        && presented.iter().zip(token).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0;
+    w.write_all(&[ok as u8])?;
+    w.flush()?;
+    if !ok {
+        return Ok(());
+    }
+    conn.set_read_timeout(None)?;
+    loop {
+        let mut op = [0u8; 1];
+        if r.read_exact(&mut op).is_err() {
+            return Ok(()); // client gone
+        }
+        let key = String::from_utf8_lossy(&read_bytes(&mut r, 1 << 16)?).into_owned();
+        match op[0] {
+            OP_SET => {
+                let val = read_bytes(&mut r, 64 << 20)?;
+                state.map.lock().unwrap_or_else(|p| p.into_inner()).insert(key, val);
+                state.changed.notify_all();
+                w.write_all(&[1])?;
+            }
+            OP_GET => {
+                let mut t = [0u8; 8];
+                r.read_exact(&mut t)?;
+                let deadline = Instant::now() + Duration::from_millis(u64::from_le_bytes(t));
+                let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
+                loop {
+                    if let Some(v) = map.get(&key) {
+                        w.write_all(&[1])?;
+                        w.write_all(&(v.len() as u32).to_le_bytes())?;
+                        w.write_all(v)?;
+                        break;
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        w.write_all(&[0])?;
+                        break;
+                    }
+                    map = state.changed.wait_timeout(map, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+                }
+            }
+            OP_ADD => {
+                let mut d = [0u8; 8];
+                r.read_exact(&mut d)?;
+                let delta = i64::from_le_bytes(d);
+                let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
+                let cur = map.get(&key).and_then(|v| v.as_slice().try_into().ok()).map(i64::from_le_bytes).unwrap_or(0);
+                let new = cur.wrapping_add(delta);
+                map.insert(key, new.to_le_bytes().to_vec());
+                drop(map);
+                state.changed.notify_all();
+                w.write_all(&new.to_le_bytes())?;
+            }
+            _ => return Ok(()),
+        }
+        w.flush()?;
+    }
+}
+
+/// A connection to the store.
+pub struct Store {
+    conn: Mutex<(BufReader<TcpStream>, BufWriter<TcpStream>)>,
+    addr: String,
+}
+
+impl Store {
+    /// Connects to `addr`, retrying until `timeout` (the host may not be up yet), and
+    /// presents `token`.
+    pub fn connect(addr: &str, token: &str, timeout: Duration) -> Result<Store> {
+        let start = Instant::now();
+        let stream = loop {
+            match TcpStream::connect(addr) {
+                Ok(s) => break s,
+                Err(e) if start.elapsed() < timeout => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => {
+                    return Err(Error::store(
+                        format!(
+                            "no store at {addr} after {:.0}s: is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on every rank?",
+                            timeout.as_secs_f64()
+                        ),
+                        Some(e),
+                    ))
+                }
+            }
+        };
+        let io = |e: std::io::Error| Error::store(format!("talking to the store at {addr}"), Some(e));
+        stream.set_nodelay(true).map_err(io)?;
+        let mut r = BufReader::new(stream.try_clone().map_err(io)?);
+        let mut w = BufWriter::new(stream);
+        w.write_all(HELLO).map_err(io)?;
+        w.write_all(&(token.len() as u32).to_le_bytes()).map_err(io)?;
+        w.write_all(token.as_bytes()).map_err(io)?;
+        w.flush().map_err(io)?;
+        let mut ok = [0u8; 1];
+        r.read_exact(&mut ok).map_err(io)?;
+        if ok[0] != 1 {
+            return Err(Error::store(format!("the store at {addr} refused this job token (DIST_JOB_TOKEN differs)"), None));
+        }
+        Ok(Store { conn: Mutex::new((r, w)), addr: addr.to_string() })
+    }
+
+    fn io(&self, e: std::io::Error) -> Error {
+        Error::store(format!("lost the store at {}", self.addr), Some(e))
+    }
+
+    fn request(&self, op: u8, key: &str, tail: &[u8], resp: impl FnOnce(&mut BufReader<TcpStream>) -> std::io::Result<Option<Vec<u8>>>) -> Result<Option<Vec<u8>>> {
+        let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let (r, w) = &mut *g;
+        let send = |w: &mut BufWriter<TcpStream>| -> std::io::Result<()> {
+            w.write_all(&[op])?;
+            w.write_all(&(key.len() as u32).to_le_bytes())?;
+            w.write_all(key.as_bytes())?;
+            w.write_all(tail)?;
+            w.flush()
+        };
+        send(w).map_err(|e| self.io(e))?;
+        resp(r).map_err(|e| self.io(e))
+    }
+
+    /// Sets `key` to `val`.
+    pub fn set(&self, key: &str, val: &[u8]) -> Result<()> {
+        let mut tail = (val.len() as u32).to_le_bytes().to_vec();
+        tail.extend_from_slice(val);
+        self.request(OP_SET, key, &tail, |r| {
+            let mut b = [0u8; 1];
+            r.read_exact(&mut b)?;
+            Ok(None)
+        })?;
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for `key` to be set and returns its value.
+    pub fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        let ms = timeout.as_millis().min(u64::MAX as u128) as u64;
+        let v = self.request(OP_GET, key, &ms.to_le_bytes(), |r| {
+            let mut b = [0u8; 1];
+            r.read_exact(&mut b)?;
+            if b[0] == 0 {
+                return Ok(None);
+            }
+            Ok(Some(read_bytes(r, 64 << 20)?))
+        })?;
+        v.ok_or_else(|| Error::store(format!("timed out after {:.0}s waiting for {key:?}: a rank did not start or join", timeout.as_secs_f64()), None))
+    }
+
+    /// Adds `delta` to the integer at `key` (0 if unset) and returns the new value.
+    pub fn add(&self, key: &str, delta: i64) -> Result<i64> {
+        let v = self.request(OP_ADD, key, &delta.to_le_bytes(), |r| {
+            let mut b = [0u8; 8];
+            r.read_exact(&mut b)?;
+            Ok(Some(b.to_vec()))
+        })?;
+        Ok(i64::from_le_bytes(v.expect("add answers").try_into().expect("8 bytes")))
+    }
+
+    /// Waits until the counter at `key` reaches at least `target`.
+    pub fn wait_count(&self, key: &str, target: i64, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            if self.add(key, 0)? >= target {
+                return Ok(());
+            }
+            if start.elapsed() >= timeout {
+                return Err(Error::store(format!("timed out after {:.0}s waiting for {target} ranks at {key:?}", timeout.as_secs_f64()), None));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_get_add_and_token() {
+        let srv = StoreServer::bind("127.0.0.1:0", "secret").unwrap();
+        let addr = srv.addr().to_string();
+        let a = Store::connect(&addr, "secret", Duration::from_secs(5)).unwrap();
+        a.set("k", b"v").unwrap();
+        assert_eq!(a.get("k", Duration::from_secs(1)).unwrap(), b"v");
+        assert_eq!(a.add("c", 2).unwrap(), 2);
+        assert_eq!(a.add("c", 3).unwrap(), 5);
+        assert!(a.get("missing", Duration::from_millis(50)).is_err());
+        let bad = Store::connect(&addr, "wrong", Duration::from_secs(5));
+        assert!(matches!(bad, Err(Error::Store { .. })), "stranger must be refused");
+        // the job is undisturbed
+        assert_eq!(a.get("k", Duration::from_secs(1)).unwrap(), b"v");
+    }
+
+    #[test]
+    fn blocking_get_sees_later_set() {
+        let srv = StoreServer::bind("127.0.0.1:0", "t").unwrap();
+        let addr = srv.addr().to_string();
+        let addr2 = addr.clone();
+        let h = std::thread::spawn(move || {
+            let b = Store::connect(&addr2, "t", Duration::from_secs(5)).unwrap();
+            b.get("late", Duration::from_secs(5)).unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        Store::connect(&addr, "t", Duration::from_secs(5)).unwrap().set("late", b"x").unwrap();
+        assert_eq!(h.join().unwrap(), b"x");
+    }
+}
