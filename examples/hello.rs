@@ -15,7 +15,9 @@ struct Whoami {
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 #[spmd]
@@ -31,7 +33,10 @@ fn main(world: Comm<World>) -> dist_runtime::Result<()> {
     world.all_reduce(&mut sum, ReduceOp::Sum)?;
     let n = world.size() as u64;
     if sum[0] != n * (n - 1) / 2 {
-        return Err(dist_runtime::Error::Mismatch { comm: "World".into(), msg: format!("sum of ranks is {} but should be {}", sum[0], n * (n - 1) / 2) });
+        return Err(dist_runtime::Error::Mismatch {
+            comm: "World".into(),
+            msg: format!("sum of ranks is {} but should be {}", sum[0], n * (n - 1) / 2),
+        });
     }
     if world.rank() == 0 {
         println!("hello from {} ranks", world.size());

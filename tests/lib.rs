@@ -1,1 +1,163 @@
+//! Helpers shared by the integration tests: deterministic per-rank data that every rank
+//! can recompute for every other rank, and serial references for each reduction,
+//! written independently of the runtime's kernels (but combining in rank order, the
+//! order dist promises, so results compare bitwise).
 
+use dist_runtime::{bf16, f16, Element, ReduceOp};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+/// An element type with the arithmetic the references need.
+pub trait Num: Element + Copy {
+    /// A deterministic value for (rank, index, salt); small so products stay finite-ish.
+    fn gen(rank: usize, i: usize, salt: u64) -> Self;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn min(self, o: Self) -> Self;
+    /// Post-step of Avg (divide by n) and PreMulSum (multiply by s); floats only.
+    fn avg(self, n: usize) -> Self;
+    fn premul(self, s: f64) -> Self;
+    const FLOAT: bool;
+}
+
+fn mix(rank: usize, i: usize, salt: u64) -> u64 {
+    let mut x =
+        (rank as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) ^ salt;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x
+}
+
+macro_rules! int_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            fn gen(rank: usize, i: usize, salt: u64) -> Self { mix(rank, i, salt) as $t }
+            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            fn max(self, o: Self) -> Self { if o > self { o } else { self } }
+            fn min(self, o: Self) -> Self { if o < self { o } else { self } }
+            fn avg(self, _: usize) -> Self { unreachable!() }
+            fn premul(self, _: f64) -> Self { unreachable!() }
+            const FLOAT: bool = false;
+        }
+    )*};
+}
+int_num!(u8, i8, i32, u32, i64, u64);
+
+macro_rules! float_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            fn gen(rank: usize, i: usize, salt: u64) -> Self { ((mix(rank, i, salt) % 2001) as f64 / 500.0 - 2.0) as $t }
+            fn add(self, o: Self) -> Self { self + o }
+            fn mul(self, o: Self) -> Self { self * o }
+            fn max(self, o: Self) -> Self { if o > self { o } else { self } }
+            fn min(self, o: Self) -> Self { if o < self { o } else { self } }
+            fn avg(self, n: usize) -> Self { self / (n as $t) }
+            fn premul(self, s: f64) -> Self { self * (s as $t) }
+            const FLOAT: bool = true;
+        }
+    )*};
+}
+float_num!(f32, f64);
+
+macro_rules! half_num {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            fn gen(rank: usize, i: usize, salt: u64) -> Self { <$t>::from_f64((mix(rank, i, salt) % 2001) as f64 / 500.0 - 2.0) }
+            fn add(self, o: Self) -> Self { self + o }
+            fn mul(self, o: Self) -> Self { self * o }
+            fn max(self, o: Self) -> Self { if o > self { o } else { self } }
+            fn min(self, o: Self) -> Self { if o < self { o } else { self } }
+            fn avg(self, n: usize) -> Self { self / <$t>::from_f64(n as f64) }
+            fn premul(self, s: f64) -> Self { self * <$t>::from_f64(s) }
+            const FLOAT: bool = true;
+        }
+    )*};
+}
+half_num!(f16, bf16);
+
+/// Rank `rank`'s input of `len` elements for case `salt`.
+pub fn data<T: Num>(rank: usize, len: usize, salt: u64) -> Vec<T> {
+    (0..len).map(|i| T::gen(rank, i, salt)).collect()
+}
+
+/// Serial reduction of `inputs` (one per rank) in rank order.
+pub fn reduce_ref<T: Num>(inputs: &[Vec<T>], op: ReduceOp) -> Vec<T> {
+    let n = inputs.len();
+    let mut acc = inputs[0].clone();
+    for inp in &inputs[1..] {
+        for (a, &b) in acc.iter_mut().zip(inp) {
+            *a = match op {
+                ReduceOp::Sum | ReduceOp::Avg | ReduceOp::PreMulSum(_) => a.add(b),
+                ReduceOp::Prod => a.mul(b),
+                ReduceOp::Max => a.max(b),
+                ReduceOp::Min => a.min(b),
+            };
+        }
+    }
+    match op {
+        ReduceOp::Avg => acc.iter_mut().for_each(|a| *a = a.avg(n)),
+        ReduceOp::PreMulSum(s) => acc.iter_mut().for_each(|a| *a = a.premul(s)),
+        _ => {}
+    }
+    acc
+}
+
+/// The ops that apply to `T`.
+pub fn ops<T: Num>() -> Vec<ReduceOp> {
+    let mut v = vec![ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
+    if T::FLOAT {
+        v.push(ReduceOp::Avg);
+        v.push(ReduceOp::PreMulSum(0.5));
+    }
+    v
+}
+
+/// Bitwise equality (NaN-safe), with a message naming the first differing index.
+pub fn assert_same<T: Num>(what: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let gb: &[u8] = bytemuck::cast_slice(got);
+    let wb: &[u8] = bytemuck::cast_slice(want);
+    if gb != wb {
+        let i = got.iter().zip(want).position(|(a, b)| bytemuck::bytes_of(a) != bytemuck::bytes_of(b)).unwrap_or(0);
+        panic!("{what}: element {i} is {:?}, expected {:?} (len {})", got[i], want[i], got.len());
+    }
+}
+
+/// A proptest runner whose seed every rank shares (from `DIST_TEST_SEED`, which the
+/// test harness sets for the job), so all ranks draw the same cases.
+pub fn runner() -> TestRunner {
+    let seed: u64 = std::env::var("DIST_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// Draws one value of `s`.
+pub fn draw<S: Strategy>(r: &mut TestRunner, s: S) -> S::Value {
+    s.new_tree(r).expect("strategy").current()
+}
+
+/// Lengths to try: always 0, 1 and a non-multiple of typical sizes, then random ones,
+/// then one that crosses the shm slot (pipelined path).
+pub fn lengths<T: Num>(r: &mut TestRunner, random: usize) -> Vec<usize> {
+    let mut v = vec![0, 1, 7, 1001];
+    for _ in 0..random {
+        v.push(draw(r, 0usize..5000));
+    }
+    // > 256 KiB in bytes: more than one chunk of the slot.
+    v.push((300 << 10) / std::mem::size_of::<T>() + 3);
+    v
+}
+
+/// Calls `$f::<T>()` for every dtype.
+#[macro_export]
+macro_rules! for_all_dtypes {
+    ($f:ident ( $($a:expr),* )) => {{
+        $f::<u8>($($a),*); $f::<i8>($($a),*); $f::<i32>($($a),*); $f::<u32>($($a),*);
+        $f::<i64>($($a),*); $f::<u64>($($a),*); $f::<dist_runtime::f16>($($a),*);
+        $f::<dist_runtime::bf16>($($a),*); $f::<f32>($($a),*); $f::<f64>($($a),*);
+    }};
+}

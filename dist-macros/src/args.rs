@@ -123,7 +123,12 @@ pub fn parse_test(attr: TokenStream) -> syn::Result<TestArgs> {
                     let secs = match &nv.value {
                         Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse::<u64>()? as f64,
                         Expr::Lit(ExprLit { lit: Lit::Float(f), .. }) => f.base10_parse::<f64>()?,
-                        other => return Err(syn::Error::new_spanned(other, "timeout is a number of seconds, e.g. timeout = 30")),
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                "timeout is a number of seconds, e.g. timeout = 30",
+                            ))
+                        }
                     };
                     if secs <= 0.0 {
                         return Err(syn::Error::new_spanned(&nv.value, "timeout must be positive"));

@@ -15,12 +15,18 @@ pub fn signature(f: &ItemFn, what: &str) -> syn::Result<()> {
     match sig.inputs.len() {
         1 => {
             if let Some(FnArg::Receiver(r)) = sig.inputs.first() {
-                errs.push(syn::Error::new_spanned(r, format!("{what} must be a free function taking `world: Comm<World>`, not a method")));
+                errs.push(syn::Error::new_spanned(
+                    r,
+                    format!("{what} must be a free function taking `world: Comm<World>`, not a method"),
+                ));
             }
         }
         0 => errs.push(syn::Error::new_spanned(
             &sig.ident,
-            format!("{what} needs the world communicator as its parameter: write `fn {}(world: Comm<World>)`", sig.ident),
+            format!(
+                "{what} needs the world communicator as its parameter: write `fn {}(world: Comm<World>)`",
+                sig.ident
+            ),
         )),
         _ => {
             let extra = sig.inputs.iter().nth(1).expect("len > 1");

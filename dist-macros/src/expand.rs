@@ -43,7 +43,12 @@ fn register(name: &syn::Ident, body_fn: &syn::Ident) -> TokenStream {
 pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
     let f: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
-        Err(e) => return with_error(item, syn::Error::new(e.span(), "#[spmd] goes on a function: `fn main(world: Comm<World>)`")),
+        Err(e) => {
+            return with_error(
+                item,
+                syn::Error::new(e.span(), "#[spmd] goes on a function: `fn main(world: Comm<World>)`"),
+            )
+        }
     };
     let mut errs = Vec::new();
     if let Err(e) = args::parse_spmd(attr) {
@@ -87,7 +92,12 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
 pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
     let f: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
-        Err(e) => return with_error(item, syn::Error::new(e.span(), "#[dist_runtime::test] goes on a function: `fn name(world: Comm<World>)`")),
+        Err(e) => {
+            return with_error(
+                item,
+                syn::Error::new(e.span(), "#[dist_runtime::test] goes on a function: `fn name(world: Comm<World>)`"),
+            )
+        }
     };
     let a = match args::parse_test(attr) {
         Ok(a) => Some(a),

@@ -67,7 +67,11 @@ impl Inner {
                         job();
                     }
                 })
-                .map_err(|e| Error::Backend { backend: "comm", msg: "cannot start the async worker".into(), source: Some(Box::new(e)) })?;
+                .map_err(|e| Error::Backend {
+                    backend: "comm",
+                    msg: "cannot start the async worker".into(),
+                    source: Some(Box::new(e)),
+                })?;
             *w = Some(Worker { tx });
         }
         *self.inflight.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
@@ -112,7 +116,12 @@ fn hash_usizes(v: &[usize]) -> u64 {
 }
 
 impl<G: Group> Comm<G> {
-    pub(crate) fn from_backend(backend: Arc<dyn Backend>, name: String, members: Vec<usize>, keep: Option<Box<dyn std::any::Any + Send + Sync>>) -> Comm<G> {
+    pub(crate) fn from_backend(
+        backend: Arc<dyn Backend>,
+        name: String,
+        members: Vec<usize>,
+        keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> Comm<G> {
         Comm {
             inner: Arc::new(Inner {
                 backend,
@@ -157,7 +166,12 @@ impl<G: Group> Comm<G> {
         if r >= self.size() {
             return Err(Error::invalid(
                 op,
-                format!("{what} {r} is out of range for {} of size {} (valid: 0..{})", self.inner.name, self.size(), self.size()),
+                format!(
+                    "{what} {r} is out of range for {} of size {} (valid: 0..{})",
+                    self.inner.name,
+                    self.size(),
+                    self.size()
+                ),
             ));
         }
         Ok(())
@@ -174,7 +188,10 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     fn check_counts(&self, op: &'static str, counts: &[usize]) -> Result<()> {
         if counts.len() != self.size() {
-            return Err(Error::invalid(op, format!("counts has {} entries but the communicator has {} ranks", counts.len(), self.size())));
+            return Err(Error::invalid(
+                op,
+                format!("counts has {} entries but the communicator has {} ranks", counts.len(), self.size()),
+            ));
         }
         Ok(())
     }
@@ -259,7 +276,8 @@ impl<G: Group> Comm<G> {
         self.check_len("all_gather_v", "send", send.len(), counts[self.rank()], "counts[rank]")?;
         self.check_len("all_gather_v", "recv", recv.len(), counts.iter().sum(), "the sum of counts")?;
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
-        let fp = Fingerprint::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
+        let fp =
+            Fingerprint::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
         self.inner.drain();
         self.inner.backend.gather_v(&self.cx("all_gather_v", fp), bytes(send), Some(bytes_mut(recv)), &bc, None)
     }
@@ -275,19 +293,55 @@ impl<G: Group> Comm<G> {
 
     /// As [`gather`](Self::gather) with per-rank counts (the same `counts` on every rank).
     #[track_caller]
-    pub fn gather_v<T: Element>(&self, send: &[T], recv: Option<&mut [T]>, counts: &[usize], root: usize) -> Result<()> {
+    pub fn gather_v<T: Element>(
+        &self,
+        send: &[T],
+        recv: Option<&mut [T]>,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()> {
         self.check_counts("gather_v", counts)?;
         self.gather_impl("gather_v", send, recv, counts, root, true)
     }
 
     #[track_caller]
-    fn gather_impl<T: Element>(&self, op: &'static str, send: &[T], recv: Option<&mut [T]>, counts: &[usize], root: usize, v: bool) -> Result<()> {
+    fn gather_impl<T: Element>(
+        &self,
+        op: &'static str,
+        send: &[T],
+        recv: Option<&mut [T]>,
+        counts: &[usize],
+        root: usize,
+        v: bool,
+    ) -> Result<()> {
         self.check_rank(op, "root", root)?;
-        self.check_len(op, "send", send.len(), counts[self.rank()], if v { "counts[rank]" } else { "the same on every rank" })?;
+        self.check_len(
+            op,
+            "send",
+            send.len(),
+            counts[self.rank()],
+            if v { "counts[rank]" } else { "the same on every rank" },
+        )?;
         match (&recv, self.rank() == root) {
-            (None, true) => return Err(Error::invalid(op, format!("root {root} must pass Some(recv) with {} elements", counts.iter().sum::<usize>()))),
-            (Some(_), false) => return Err(Error::invalid(op, format!("rank {} is not the root ({root}) and must pass None for recv", self.rank()))),
-            (Some(r), true) => self.check_len(op, "recv", r.len(), counts.iter().sum(), if v { "the sum of counts" } else { "size() × send.len()" })?,
+            (None, true) => {
+                return Err(Error::invalid(
+                    op,
+                    format!("root {root} must pass Some(recv) with {} elements", counts.iter().sum::<usize>()),
+                ))
+            }
+            (Some(_), false) => {
+                return Err(Error::invalid(
+                    op,
+                    format!("rank {} is not the root ({root}) and must pass None for recv", self.rank()),
+                ))
+            }
+            (Some(r), true) => self.check_len(
+                op,
+                "recv",
+                r.len(),
+                counts.iter().sum(),
+                if v { "the sum of counts" } else { "size() × send.len()" },
+            )?,
             (None, false) => {}
         }
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
@@ -303,9 +357,21 @@ impl<G: Group> Comm<G> {
     pub fn scatter<T: Element>(&self, send: Option<&[T]>, recv: &mut [T], root: usize) -> Result<()> {
         self.check_rank("scatter", "root", root)?;
         match (&send, self.rank() == root) {
-            (None, true) => return Err(Error::invalid("scatter", format!("root {root} must pass Some(send) with {} elements", recv.len() * self.size()))),
-            (Some(_), false) => return Err(Error::invalid("scatter", format!("rank {} is not the root ({root}) and must pass None for send", self.rank()))),
-            (Some(s), true) => self.check_len("scatter", "send", s.len(), recv.len() * self.size(), "size() × recv.len()")?,
+            (None, true) => {
+                return Err(Error::invalid(
+                    "scatter",
+                    format!("root {root} must pass Some(send) with {} elements", recv.len() * self.size()),
+                ))
+            }
+            (Some(_), false) => {
+                return Err(Error::invalid(
+                    "scatter",
+                    format!("rank {} is not the root ({root}) and must pass None for send", self.rank()),
+                ))
+            }
+            (Some(s), true) => {
+                self.check_len("scatter", "send", s.len(), recv.len() * self.size(), "size() × recv.len()")?
+            }
             (None, false) => {}
         }
         let fp = Fingerprint::new(OpKind::Scatter).dtype(T::DTYPE).count(recv.len()).root(root);
@@ -329,8 +395,11 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn all_to_all<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
         let n = self.size();
-        if send.len() % n != 0 {
-            return Err(Error::invalid("all_to_all", format!("send has {} elements, not a multiple of the communicator size {n}", send.len())));
+        if !send.len().is_multiple_of(n) {
+            return Err(Error::invalid(
+                "all_to_all",
+                format!("send has {} elements, not a multiple of the communicator size {n}", send.len()),
+            ));
         }
         self.check_len("all_to_all", "recv", recv.len(), send.len(), "the same as send")?;
         let counts = vec![send.len() / n * T::DTYPE.size(); n];
@@ -343,7 +412,13 @@ impl<G: Group> Comm<G> {
     /// `recv_counts[i]` come from rank i. What i sends to j must equal what j expects
     /// from i; that is checked across ranks, and a disagreement is an error on every rank.
     #[track_caller]
-    pub fn all_to_all_v<T: Element>(&self, send: &[T], send_counts: &[usize], recv: &mut [T], recv_counts: &[usize]) -> Result<()> {
+    pub fn all_to_all_v<T: Element>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+    ) -> Result<()> {
         self.check_counts("all_to_all_v", send_counts)?;
         self.check_counts("all_to_all_v", recv_counts)?;
         self.check_len("all_to_all_v", "send", send.len(), send_counts.iter().sum(), "the sum of send_counts")?;
@@ -374,12 +449,23 @@ impl<G: Group> Comm<G> {
     /// Sends `root`'s value to every rank. `root` passes `Some(value)`, the others `None`;
     /// every rank gets the value back.
     #[track_caller]
-    pub fn broadcast_object<V: serde::Serialize + serde::de::DeserializeOwned>(&self, value: Option<V>, root: usize) -> Result<V> {
+    pub fn broadcast_object<V: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        value: Option<V>,
+        root: usize,
+    ) -> Result<V> {
         self.check_rank("broadcast_object", "root", root)?;
         let mut data = match (value, self.rank() == root) {
             (Some(v), true) => encode("broadcast_object", &v)?,
-            (None, true) => return Err(Error::invalid("broadcast_object", format!("root {root} must pass Some(value)"))),
-            (Some(_), false) => return Err(Error::invalid("broadcast_object", format!("rank {} is not the root ({root}) and must pass None", self.rank()))),
+            (None, true) => {
+                return Err(Error::invalid("broadcast_object", format!("root {root} must pass Some(value)")))
+            }
+            (Some(_), false) => {
+                return Err(Error::invalid(
+                    "broadcast_object",
+                    format!("rank {} is not the root ({root}) and must pass None", self.rank()),
+                ))
+            }
             (None, false) => Vec::new(),
         };
         let mut len = [data.len() as u64];
@@ -392,7 +478,11 @@ impl<G: Group> Comm<G> {
     /// Gathers a serialisable value from every rank on `root` (`Some(values)` there,
     /// `None` elsewhere).
     #[track_caller]
-    pub fn gather_object<V: serde::Serialize + serde::de::DeserializeOwned>(&self, value: &V, root: usize) -> Result<Option<Vec<V>>> {
+    pub fn gather_object<V: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        value: &V,
+        root: usize,
+    ) -> Result<Option<Vec<V>>> {
         self.check_rank("gather_object", "root", root)?;
         let mine = encode("gather_object", value)?;
         let mut lens = vec![0u64; self.size()];
@@ -454,7 +544,11 @@ impl<G: Group> Comm<G> {
         self.check_rank("irecv", "source", src)?;
         let site = Site::caller();
         let id = self.inner.backend.post_recv(site, src, tag.id())?;
-        Ok(Request { state: ReqState::Recv { inner: &self.inner, id, dtype: T::DTYPE, buf: bytes_mut(buf) }, site, _buf: PhantomData })
+        Ok(Request {
+            state: ReqState::Recv { inner: &self.inner, id, dtype: T::DTYPE, buf: bytes_mut(buf) },
+            site,
+            _buf: PhantomData,
+        })
     }
 
     /// Groups point-to-point ops (torch's `batch_isend_irecv`): every op added in `f` is
@@ -601,7 +695,8 @@ impl<G: Group> Comm<G> {
         members.sort_by_key(|&r| (all[2 * r + 1] as i64, r));
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
         let fp = Fingerprint::new(OpKind::CommCreate);
-        let child = self.inner.backend.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
+        let child =
+            self.inner.backend.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
         Ok(self.child(child.expect("every rank is in its own color"), H::NAME, &members))
     }
 

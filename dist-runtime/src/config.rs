@@ -73,11 +73,23 @@ impl Env {
     /// Reads the contract through `get` (testable without touching the process env).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Env> {
         let (rank, world_size) = match (get("RANK"), get("WORLD_SIZE")) {
-            (Some(r), Some(w)) => (parse::<usize>("RANK", &r, "a rank number")?, parse::<usize>("WORLD_SIZE", &w, "a positive count")?),
-            (Some(_), None) => return Err(Error::Env("RANK is set but WORLD_SIZE is not; set both (or neither, for a world of one)".into())),
-            (None, Some(_)) => return Err(Error::Env("WORLD_SIZE is set but RANK is not; set both (or neither, for a world of one)".into())),
+            (Some(r), Some(w)) => {
+                (parse::<usize>("RANK", &r, "a rank number")?, parse::<usize>("WORLD_SIZE", &w, "a positive count")?)
+            }
+            (Some(_), None) => {
+                return Err(Error::Env(
+                    "RANK is set but WORLD_SIZE is not; set both (or neither, for a world of one)".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::Env(
+                    "WORLD_SIZE is set but RANK is not; set both (or neither, for a world of one)".into(),
+                ))
+            }
             (None, None) => match (get("SLURM_PROCID"), get("SLURM_NTASKS")) {
-                (Some(r), Some(w)) => (parse("SLURM_PROCID", &r, "a rank number")?, parse("SLURM_NTASKS", &w, "a positive count")?),
+                (Some(r), Some(w)) => {
+                    (parse("SLURM_PROCID", &r, "a rank number")?, parse("SLURM_NTASKS", &w, "a positive count")?)
+                }
                 _ => (0, 1),
             },
         };
@@ -85,10 +97,14 @@ impl Env {
             return Err(Error::Env("WORLD_SIZE=0: a world needs at least one rank".into()));
         }
         if world_size > MAX_WORLD {
-            return Err(Error::Env(format!("WORLD_SIZE={world_size} is larger than this backend supports ({MAX_WORLD})")));
+            return Err(Error::Env(format!(
+                "WORLD_SIZE={world_size} is larger than this backend supports ({MAX_WORLD})"
+            )));
         }
         if rank >= world_size {
-            return Err(Error::Env(format!("RANK={rank} is out of range for WORLD_SIZE={world_size} (ranks are 0..{world_size})")));
+            return Err(Error::Env(format!(
+                "RANK={rank} is out of range for WORLD_SIZE={world_size} (ranks are 0..{world_size})"
+            )));
         }
         let local_rank = match get("LOCAL_RANK").or_else(|| get("SLURM_LOCALID")) {
             Some(v) => parse("LOCAL_RANK", &v, "a rank number")?,
@@ -113,7 +129,9 @@ impl Env {
             Some("nccl") => BackendChoice::Nccl,
             Some("mpi") => BackendChoice::Mpi,
             Some("auto") => BackendChoice::Auto,
-            Some(other) => return Err(Error::Env(format!("DIST_BACKEND={other:?} is not one of shm, nccl, mpi, auto"))),
+            Some(other) => {
+                return Err(Error::Env(format!("DIST_BACKEND={other:?} is not one of shm, nccl, mpi, auto")))
+            }
         };
         let timeout = match get("DIST_TIMEOUT") {
             Some(v) => {

@@ -87,7 +87,10 @@ impl Report {
         }
         let mut s = String::new();
         if self.timed_out {
-            s.push_str(&format!("job timed out after {:.1}s; ranks still running were killed\n", self.elapsed.as_secs_f64()));
+            s.push_str(&format!(
+                "job timed out after {:.1}s; ranks still running were killed\n",
+                self.elapsed.as_secs_f64()
+            ));
         }
         if let Some(r) = self.first_failure {
             s.push_str(&format!("rank {r} failed first: {}\n", self.ranks[r].status()));
@@ -113,7 +116,11 @@ impl Launch {
 
     /// Re-executes the current binary as `n` ranks running the `#[spmd]` entry `entry`.
     pub fn entry(entry: &str, n: usize) -> Result<Launch> {
-        let exe = std::env::current_exe().map_err(|e| Error::Backend { backend: "launch", msg: "cannot find the current executable".into(), source: Some(Box::new(e)) })?;
+        let exe = std::env::current_exe().map_err(|e| Error::Backend {
+            backend: "launch",
+            msg: "cannot find the current executable".into(),
+            source: Some(Box::new(e)),
+        })?;
         Ok(Launch::new(exe, n).env("DIST_ENTRY", entry))
     }
 
@@ -148,18 +155,22 @@ impl Launch {
             return Err(Error::invalid("launch", "cannot launch 0 ranks"));
         }
         if self.n > crate::config::MAX_WORLD {
-            return Err(Error::invalid("launch", format!("{} ranks is more than the limit of {}", self.n, crate::config::MAX_WORLD)));
+            return Err(Error::invalid(
+                "launch",
+                format!("{} ranks is more than the limit of {}", self.n, crate::config::MAX_WORLD),
+            ));
         }
         let token = random_token();
         let store = StoreServer::bind("127.0.0.1:0", &token)?;
         let port = store.addr().port().to_string();
         let job_id = format!("j{}x{}", std::process::id(), &token[..8]);
         let start = Instant::now();
-        let user_timeout = self.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
+        let user_timeout =
+            self.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
         let mut children: Vec<Child> = Vec::with_capacity(self.n);
         let outputs: Vec<Arc<Mutex<Vec<u8>>>> = (0..self.n).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
         let mut pumps = Vec::new();
-        for rank in 0..self.n {
+        for (rank, sink) in outputs.iter().enumerate() {
             let mut cmd = Command::new(&self.program);
             cmd.args(&self.args)
                 .env("RANK", rank.to_string())
@@ -204,8 +215,8 @@ impl Launch {
             };
             let out = child.stdout.take().expect("piped");
             let err = child.stderr.take().expect("piped");
-            pumps.push(pump(out, rank, false, self.capture, outputs[rank].clone()));
-            pumps.push(pump(err, rank, true, self.capture, outputs[rank].clone()));
+            pumps.push(pump(out, rank, false, self.capture, sink.clone()));
+            pumps.push(pump(err, rank, true, self.capture, sink.clone()));
             children.push(child);
         }
         let mut status: Vec<Option<ExitStatus>> = vec![None; self.n];
@@ -266,7 +277,13 @@ impl Launch {
 
 /// Forwards one output stream of a rank, line by line: prefixed to ours, or captured.
 /// When not capturing, keeps the last lines for the failure summary.
-fn pump(stream: impl Read + Send + 'static, rank: usize, is_err: bool, capture: bool, sink: Arc<Mutex<Vec<u8>>>) -> std::thread::JoinHandle<()> {
+fn pump(
+    stream: impl Read + Send + 'static,
+    rank: usize,
+    is_err: bool,
+    capture: bool,
+    sink: Arc<Mutex<Vec<u8>>>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut r = BufReader::new(stream);
         let mut line = Vec::new();
@@ -288,7 +305,8 @@ fn pump(stream: impl Read + Send + 'static, rank: usize, is_err: bool, capture: 
                 }
             }
             if !capture {
-                let mut out: Box<dyn Write> = if is_err { Box::new(std::io::stderr().lock()) } else { Box::new(std::io::stdout().lock()) };
+                let mut out: Box<dyn Write> =
+                    if is_err { Box::new(std::io::stderr().lock()) } else { Box::new(std::io::stdout().lock()) };
                 if !already {
                     let _ = out.write_all(prefix.as_bytes());
                 }

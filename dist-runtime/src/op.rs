@@ -37,6 +37,7 @@ impl ReduceOp {
     }
 
     /// Checks that the op applies to `dtype`.
+    #[track_caller]
     pub(crate) fn validate(&self, dtype: DType, op_name: &'static str) -> Result<()> {
         match self {
             ReduceOp::Avg | ReduceOp::PreMulSum(_) if !dtype.is_float() => Err(Error::invalid(
@@ -47,10 +48,9 @@ impl ReduceOp {
                     self
                 ),
             )),
-            ReduceOp::PreMulSum(s) if !s.is_finite() => Err(Error::invalid(
-                op_name,
-                format!("ReduceOp::PreMulSum scalar must be finite, got {s}"),
-            )),
+            ReduceOp::PreMulSum(s) if !s.is_finite() => {
+                Err(Error::invalid(op_name, format!("ReduceOp::PreMulSum scalar must be finite, got {s}")))
+            }
             _ => Ok(()),
         }
     }

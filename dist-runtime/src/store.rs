@@ -190,7 +190,10 @@ impl Store {
         let mut ok = [0u8; 1];
         r.read_exact(&mut ok).map_err(io)?;
         if ok[0] != 1 {
-            return Err(Error::store(format!("the store at {addr} refused this job token (DIST_JOB_TOKEN differs)"), None));
+            return Err(Error::store(
+                format!("the store at {addr} refused this job token (DIST_JOB_TOKEN differs)"),
+                None,
+            ));
         }
         Ok(Store { conn: Mutex::new((r, w)), addr: addr.to_string() })
     }
@@ -199,7 +202,13 @@ impl Store {
         Error::store(format!("lost the store at {}", self.addr), Some(e))
     }
 
-    fn request(&self, op: u8, key: &str, tail: &[u8], resp: impl FnOnce(&mut BufReader<TcpStream>) -> std::io::Result<Option<Vec<u8>>>) -> Result<Option<Vec<u8>>> {
+    fn request(
+        &self,
+        op: u8,
+        key: &str,
+        tail: &[u8],
+        resp: impl FnOnce(&mut BufReader<TcpStream>) -> std::io::Result<Option<Vec<u8>>>,
+    ) -> Result<Option<Vec<u8>>> {
         let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let (r, w) = &mut *g;
         let send = |w: &mut BufWriter<TcpStream>| -> std::io::Result<()> {
@@ -236,7 +245,15 @@ impl Store {
             }
             Ok(Some(read_bytes(r, 64 << 20)?))
         })?;
-        v.ok_or_else(|| Error::store(format!("timed out after {:.0}s waiting for {key:?}: a rank did not start or join", timeout.as_secs_f64()), None))
+        v.ok_or_else(|| {
+            Error::store(
+                format!(
+                    "timed out after {:.0}s waiting for {key:?}: a rank did not start or join",
+                    timeout.as_secs_f64()
+                ),
+                None,
+            )
+        })
     }
 
     /// Adds `delta` to the integer at `key` (0 if unset) and returns the new value.
@@ -257,7 +274,10 @@ impl Store {
                 return Ok(());
             }
             if start.elapsed() >= timeout {
-                return Err(Error::store(format!("timed out after {:.0}s waiting for {target} ranks at {key:?}", timeout.as_secs_f64()), None));
+                return Err(Error::store(
+                    format!("timed out after {:.0}s waiting for {target} ranks at {key:?}", timeout.as_secs_f64()),
+                    None,
+                ));
             }
             std::thread::sleep(Duration::from_millis(1));
         }

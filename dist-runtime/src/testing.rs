@@ -9,9 +9,17 @@ use std::time::Duration;
 /// deadline of `timeout_secs` per size. Panics (failing the test) with the failing
 /// rank, its status and every failing rank's output.
 pub fn run_test(entry: &str, sizes: &[usize], timeout_secs: f64) {
+    // One seed for every rank of the job, so property tests draw the same cases; printed
+    // on failure, and taken from DIST_TEST_SEED when set, to replay a failure.
+    let seed = std::env::var("DIST_TEST_SEED").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or_else(|| {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        (t.as_nanos() as u64) ^ ((std::process::id() as u64) << 32)
+    });
     for &n in sizes {
         let mut launch = match Launch::entry(entry, n) {
-            Ok(l) => l.capture(true).timeout(Duration::from_secs_f64(timeout_secs)),
+            Ok(l) => {
+                l.capture(true).timeout(Duration::from_secs_f64(timeout_secs)).env("DIST_TEST_SEED", seed.to_string())
+            }
             Err(e) => panic!("cannot launch {entry}: {e}"),
         };
         if std::env::var_os("DIST_DEBUG").is_none() {
@@ -22,7 +30,7 @@ pub fn run_test(entry: &str, sizes: &[usize], timeout_secs: f64) {
             Err(e) => panic!("cannot launch {entry} on {n} ranks: {e}"),
         };
         if !report.success() {
-            panic!("{entry} failed on {n} rank(s):\n{}", report.summary());
+            panic!("{entry} failed on {n} rank(s) (replay with DIST_TEST_SEED={seed}):\n{}", report.summary());
         }
         // Shown with --nocapture / on failure of a later size.
         for r in &report.ranks {

@@ -92,13 +92,14 @@ fn build(a: &RunArgs) -> Result<PathBuf, String> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let exe = stdout
         .lines()
+        .rev()
         .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
         .filter_map(|l| {
             let i = l.find("\"executable\":\"")? + "\"executable\":\"".len();
             let rest = &l[i..];
             Some(rest[..rest.find('"')?].replace("\\\\", "\\"))
         })
-        .last()
+        .next()
         .ok_or("cargo built no executable for that target")?;
     Ok(PathBuf::from(exe))
 }
@@ -127,7 +128,9 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
         eprintln!("xtask: the job timed out after {:.1}s", report.elapsed.as_secs_f64());
     }
     match report.first_failure {
-        Some(r) => eprintln!("xtask: rank {r} failed first ({}); the other ranks were stopped", report.ranks[r].status()),
+        Some(r) => {
+            eprintln!("xtask: rank {r} failed first ({}); the other ranks were stopped", report.ranks[r].status())
+        }
         None => eprintln!("xtask: the job failed"),
     }
     Ok(ExitCode::FAILURE)

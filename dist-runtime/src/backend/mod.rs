@@ -110,7 +110,15 @@ impl Fingerprint {
             args.push(format!("root={}", self.root));
         }
         if self.op != 0 {
-            args.push(format!("op#{}", self.op));
+            let name = match self.op {
+                1 => "sum",
+                2 => "prod",
+                3 => "max",
+                4 => "min",
+                5 => "avg",
+                _ => "premulsum",
+            };
+            args.push(format!("op={name}"));
         }
         if self.extra != 0 {
             args.push(format!("counts#{:x}", self.extra & 0xffff));
@@ -147,8 +155,14 @@ pub(crate) trait Backend: Send + Sync {
     fn all_reduce(&self, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()>;
     /// `counts[j]` bytes from rank j land at offset `Σ_{i<j} counts[i]` of `recv`.
     /// `recv` is `None` exactly on non-roots when `root` is `Some` (gather).
-    fn gather_v(&self, cx: &OpCtx, send: &[u8], recv: Option<&mut [u8]>, counts: &[usize], root: Option<usize>)
-        -> Result<()>;
+    fn gather_v(
+        &self,
+        cx: &OpCtx,
+        send: &[u8],
+        recv: Option<&mut [u8]>,
+        counts: &[usize],
+        root: Option<usize>,
+    ) -> Result<()>;
     /// Root's `send` holds `size` blocks of `recv.len()` bytes; block j goes to rank j.
     fn scatter(&self, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()>;
     /// `send` holds `size` blocks of `recv.len()` bytes; rank j gets the reduction of block j.

@@ -70,7 +70,14 @@ fn region(c: &ShmComm) -> usize {
 }
 
 /// All-reduce (`root == None`) or reduce to `root`.
-pub(super) fn reduce(c: &ShmComm, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp, root: Option<usize>) -> Result<()> {
+pub(super) fn reduce(
+    c: &ShmComm,
+    cx: &OpCtx,
+    buf: &mut [u8],
+    dtype: DType,
+    op: ReduceOp,
+    root: Option<usize>,
+) -> Result<()> {
     if c.n == 1 {
         dtype::finish(dtype, op, 1, buf);
         return Ok(());
@@ -170,9 +177,23 @@ pub(super) fn broadcast(c: &ShmComm, cx: &OpCtx, buf: &mut [u8], root: usize) ->
 }
 
 /// Gather (to `root`) or all-gather (`root == None`) of `counts[j]` bytes from each rank j.
-pub(super) fn gather_v(c: &ShmComm, cx: &OpCtx, send: &[u8], mut recv: Option<&mut [u8]>, counts: &[usize], root: Option<usize>) -> Result<()> {
+pub(super) fn gather_v(
+    c: &ShmComm,
+    cx: &OpCtx,
+    send: &[u8],
+    mut recv: Option<&mut [u8]>,
+    counts: &[usize],
+    root: Option<usize>,
+) -> Result<()> {
     let (n, me) = (c.n, c.rank);
-    let displs: Vec<usize> = counts.iter().scan(0, |a, &x| { let d = *a; *a += x; Some(d) }).collect();
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0, |a, &x| {
+            let d = *a;
+            *a += x;
+            Some(d)
+        })
+        .collect();
     if let Some(recv) = recv.as_deref_mut() {
         recv[displs[me]..displs[me] + counts[me]].copy_from_slice(send);
     }
@@ -242,7 +263,14 @@ pub(super) fn scatter(c: &ShmComm, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [
     Ok(())
 }
 
-pub(super) fn reduce_scatter(c: &ShmComm, cx: &OpCtx, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
+pub(super) fn reduce_scatter(
+    c: &ShmComm,
+    cx: &OpCtx,
+    send: &[u8],
+    recv: &mut [u8],
+    dtype: DType,
+    op: ReduceOp,
+) -> Result<()> {
     let (n, me, m) = (c.n, c.rank, recv.len());
     if n == 1 {
         recv.copy_from_slice(send);
@@ -277,10 +305,31 @@ pub(super) fn reduce_scatter(c: &ShmComm, cx: &OpCtx, send: &[u8], recv: &mut [u
     Ok(())
 }
 
-pub(super) fn all_to_all_v(c: &ShmComm, cx: &OpCtx, send: &[u8], scounts: &[usize], recv: &mut [u8], rcounts: &[usize]) -> Result<()> {
+pub(super) fn all_to_all_v(
+    c: &ShmComm,
+    cx: &OpCtx,
+    send: &[u8],
+    scounts: &[usize],
+    recv: &mut [u8],
+    rcounts: &[usize],
+) -> Result<()> {
     let (n, me) = (c.n, c.rank);
-    let sd: Vec<usize> = scounts.iter().scan(0, |a, &x| { let d = *a; *a += x; Some(d) }).collect();
-    let rd: Vec<usize> = rcounts.iter().scan(0, |a, &x| { let d = *a; *a += x; Some(d) }).collect();
+    let sd: Vec<usize> = scounts
+        .iter()
+        .scan(0, |a, &x| {
+            let d = *a;
+            *a += x;
+            Some(d)
+        })
+        .collect();
+    let rd: Vec<usize> = rcounts
+        .iter()
+        .scan(0, |a, &x| {
+            let d = *a;
+            *a += x;
+            Some(d)
+        })
+        .collect();
     if n == 1 {
         recv[..rcounts[0]].copy_from_slice(&send[..scounts[0]]);
         return Ok(());
@@ -303,7 +352,10 @@ pub(super) fn all_to_all_v(c: &ShmComm, cx: &OpCtx, send: &[u8], scounts: &[usiz
         return Err(Error::Mismatch {
             comm: c.name.clone(),
             msg: if wrong.is_empty() {
-                format!("all_to_all_v at {}: another rank's counts disagree with its peers' (see its error)", cx.fp.site)
+                format!(
+                    "all_to_all_v at {}: another rank's counts disagree with its peers' (see its error)",
+                    cx.fp.site
+                )
             } else {
                 format!("all_to_all_v at {}: {}", cx.fp.site, wrong.join("; "))
             },

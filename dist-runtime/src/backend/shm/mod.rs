@@ -75,7 +75,9 @@ fn write_reason(seg: &Segment, rank: usize, reason: &str) {
 fn read_reason(seg: &Segment, rank: usize) -> String {
     let mut buf = [0u8; segment::REASON_LEN];
     // SAFETY: in bounds; see write_reason for the ordering.
-    unsafe { std::ptr::copy_nonoverlapping(seg.ptr(seg.layout.ctl(rank) + segment::REASON), buf.as_mut_ptr(), buf.len()) };
+    unsafe {
+        std::ptr::copy_nonoverlapping(seg.ptr(seg.layout.ctl(rank) + segment::REASON), buf.as_mut_ptr(), buf.len())
+    };
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
@@ -145,11 +147,17 @@ impl ShmComm {
     }
 
     fn epoch_bell(&self, r: usize) -> Bell<'_> {
-        Bell { word: self.seg.u32_at(self.ctl(r) + segment::EPOCH), sleepers: self.seg.u32_at(self.ctl(r) + segment::EPOCH_SLEEPERS) }
+        Bell {
+            word: self.seg.u32_at(self.ctl(r) + segment::EPOCH),
+            sleepers: self.seg.u32_at(self.ctl(r) + segment::EPOCH_SLEEPERS),
+        }
     }
 
     fn bell(&self, r: usize) -> Bell<'_> {
-        Bell { word: self.seg.u32_at(self.ctl(r) + segment::BELL), sleepers: self.seg.u32_at(self.ctl(r) + segment::BELL_SLEEPERS) }
+        Bell {
+            word: self.seg.u32_at(self.ctl(r) + segment::BELL),
+            sleepers: self.seg.u32_at(self.ctl(r) + segment::BELL_SLEEPERS),
+        }
     }
 
     pub(crate) fn spins(&self) -> u32 {
@@ -157,7 +165,14 @@ impl ShmComm {
     }
 
     /// Fails if any of `ranks` died, failed or finished, or if the deadline passed.
-    fn health(&self, ranks: &mut dyn Iterator<Item = usize>, op: &'static str, site: Site, started: std::time::Instant, waiting: &dyn Fn() -> String) -> Result<()> {
+    fn health(
+        &self,
+        ranks: &mut dyn Iterator<Item = usize>,
+        op: &'static str,
+        site: Site,
+        started: std::time::Instant,
+        waiting: &dyn Fn() -> String,
+    ) -> Result<()> {
         for r in ranks {
             if r == self.rank {
                 continue;
@@ -167,8 +182,13 @@ impl ShmComm {
             let pid = self.seg.u32_at(c + segment::PID).load(SeqCst);
             let reason = match state {
                 segment::FAILED => Some(read_reason(&self.seg, r)),
-                segment::FINISHED => Some(format!("it left {} (returned from its entry) while rank {} still waits on it in {op} at {site}", self.name, self.rank)),
-                _ if !sync::pid_alive(pid) => Some(format!("its process (pid {pid}) is gone: killed or exited without finishing")),
+                segment::FINISHED => Some(format!(
+                    "it left {} (returned from its entry) while rank {} still waits on it in {op} at {site}",
+                    self.name, self.rank
+                )),
+                _ if !sync::pid_alive(pid) => {
+                    Some(format!("its process (pid {pid}) is gone: killed or exited without finishing"))
+                }
                 _ => None,
             };
             if let Some(reason) = reason {
@@ -210,14 +230,24 @@ impl ShmComm {
             let waiting = || {
                 let behind: Vec<String> = (0..self.n)
                     .filter(|&q| q != self.rank)
-                    .filter(|&q| (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(next) as i32) < 0)
+                    .filter(|&q| {
+                        (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(next) as i32) < 0
+                    })
                     .map(|q| q.to_string())
                     .collect();
-                format!("rank {} waits in {} for rank(s) {} to reach the same call", self.rank, cx.name, behind.join(", "))
+                format!(
+                    "rank {} waits in {} for rank(s) {} to reach the same call",
+                    self.rank,
+                    cx.name,
+                    behind.join(", ")
+                )
             };
-            sync::wait_on(&self.epoch_bell(r), self.spins(), || Ok(reached()), || {
-                self.health(&mut std::iter::once(r), cx.name, cx.fp.site, started, &waiting)
-            })?;
+            sync::wait_on(
+                &self.epoch_bell(r),
+                self.spins(),
+                || Ok(reached()),
+                || self.health(&mut std::iter::once(r), cx.name, cx.fp.site, started, &waiting),
+            )?;
         }
         if fp && self.cfg.check {
             self.check_fps(next % 2, cx)?;
@@ -328,7 +358,14 @@ impl Backend for ShmComm {
     fn all_reduce(&self, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
         coll::reduce(self, cx, buf, dtype, op, None)
     }
-    fn gather_v(&self, cx: &OpCtx, send: &[u8], recv: Option<&mut [u8]>, counts: &[usize], root: Option<usize>) -> Result<()> {
+    fn gather_v(
+        &self,
+        cx: &OpCtx,
+        send: &[u8],
+        recv: Option<&mut [u8]>,
+        counts: &[usize],
+        root: Option<usize>,
+    ) -> Result<()> {
         coll::gather_v(self, cx, send, recv, counts, root)
     }
     fn scatter(&self, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
@@ -337,7 +374,14 @@ impl Backend for ShmComm {
     fn reduce_scatter(&self, cx: &OpCtx, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
         coll::reduce_scatter(self, cx, send, recv, dtype, op)
     }
-    fn all_to_all_v(&self, cx: &OpCtx, send: &[u8], send_counts: &[usize], recv: &mut [u8], recv_counts: &[usize]) -> Result<()> {
+    fn all_to_all_v(
+        &self,
+        cx: &OpCtx,
+        send: &[u8],
+        send_counts: &[usize],
+        recv: &mut [u8],
+        recv_counts: &[usize],
+    ) -> Result<()> {
         coll::all_to_all_v(self, cx, send, send_counts, recv, recv_counts)
     }
 

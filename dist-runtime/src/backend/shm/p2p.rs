@@ -19,8 +19,8 @@ use crate::backend::ReqId;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::Ordering::{Acquire, Release};
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Release};
 use std::time::Instant;
 
 const HDR: usize = 128;
@@ -207,7 +207,14 @@ impl P2p {
                             }
                         },
                         _ => {
-                            self.stash.insert(key, Stashed { data: Vec::with_capacity(hdr.len as usize), hdr: Header { file: hdr.file.clone(), ..hdr }, complete: false });
+                            self.stash.insert(
+                                key,
+                                Stashed {
+                                    data: Vec::with_capacity(hdr.len as usize),
+                                    hdr: Header { file: hdr.file.clone(), ..hdr },
+                                    complete: false,
+                                },
+                            );
                             Sink::Stash
                         }
                     };
@@ -374,7 +381,12 @@ fn drive(
             format!("rank {me} waits in send to rank {peer} ({site}), which is not receiving")
         }
     };
-    sync::wait_on(&c.bell(me), c.spins(), || done(p), || c.health(&mut std::iter::once(peer), op, site, started, &waiting))
+    sync::wait_on(
+        &c.bell(me),
+        c.spins(),
+        || done(p),
+        || c.health(&mut std::iter::once(peer), op, site, started, &waiting),
+    )
 }
 
 pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {

@@ -114,11 +114,15 @@ impl Segment {
         if unsafe { libc::ftruncate(fd.as_raw_fd(), layout.total as libc::off_t) } != 0 {
             return Err(os_err(&format!("cannot size the shared segment to {} bytes", layout.total)));
         }
-        let seg = Segment::map(&fd, layout, Some(fd.try_clone().map_err(|e| Error::Backend {
-            backend: "shm",
-            msg: format!("dup: {e}"),
-            source: Some(Box::new(e)),
-        })?))?;
+        let seg = Segment::map(
+            &fd,
+            layout,
+            Some(fd.try_clone().map_err(|e| Error::Backend {
+                backend: "shm",
+                msg: format!("dup: {e}"),
+                source: Some(Box::new(e)),
+            })?),
+        )?;
         seg.u64_at(0).store(MAGIC, std::sync::atomic::Ordering::SeqCst);
         seg.u64_at(8).store(layout.n as u64, std::sync::atomic::Ordering::SeqCst);
         Ok(seg)
@@ -179,13 +183,13 @@ impl Segment {
     }
 
     pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off + 4 <= self.layout.total);
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= self.layout.total);
         // SAFETY: aligned, in bounds, and only ever accessed atomically.
         unsafe { &*(self.ptr(off) as *const AtomicU32) }
     }
 
     pub(crate) fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= self.layout.total);
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= self.layout.total);
         // SAFETY: aligned, in bounds, and only ever accessed atomically.
         unsafe { &*(self.ptr(off) as *const AtomicU64) }
     }

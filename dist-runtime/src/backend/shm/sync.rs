@@ -12,10 +12,8 @@ use std::time::{Duration, Instant};
 /// Sleeps while `*word == expected`, at most `timeout`. Not private: the word is shared
 /// between processes.
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
+    let ts =
+        libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
     // SAFETY: `word` is a valid, aligned u32 for the duration of the call; the kernel
     // only reads it. EAGAIN/EINTR/ETIMEDOUT are all "re-check and carry on".
     unsafe {

@@ -1,0 +1,241 @@
+//! Every collective × every dtype × world sizes 1, 2, 3, 4, 8, against a serial
+//! reference computed here from data every rank can regenerate.
+
+use dist_runtime::prelude::*;
+use dist_tests::*;
+
+fn all_reduce_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let n = world.size();
+    for (k, len) in lengths::<T>(r, 3).into_iter().enumerate() {
+        for op in ops::<T>() {
+            let salt = k as u64 * 31 + op.name().len() as u64;
+            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
+            let mut buf = inputs[world.rank()].clone();
+            world.all_reduce(&mut buf, op).unwrap();
+            assert_same(&format!("all_reduce {op:?} {} len {len} n {n}", T::DTYPE), &buf, &reduce_ref(&inputs, op));
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn all_reduce_every_dtype_and_op(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(all_reduce_case(&world, &mut r));
+}
+
+fn reduce_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let n = world.size();
+    for (k, len) in lengths::<T>(r, 2).into_iter().enumerate() {
+        let op = ops::<T>()[draw(r, 0..ops::<T>().len())];
+        let root = draw(r, 0..n);
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, k as u64)).collect();
+        let mut buf = inputs[world.rank()].clone();
+        world.reduce(&mut buf, op, root).unwrap();
+        let want = if world.rank() == root { reduce_ref(&inputs, op) } else { inputs[world.rank()].clone() };
+        assert_same(&format!("reduce {op:?} root {root} {} len {len}", T::DTYPE), &buf, &want);
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn reduce_to_random_roots(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(reduce_case(&world, &mut r));
+}
+
+fn broadcast_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let n = world.size();
+    for (k, len) in lengths::<T>(r, 2).into_iter().enumerate() {
+        let root = draw(r, 0..n);
+        let mut buf = data::<T>(world.rank(), len, k as u64);
+        world.broadcast(&mut buf, root).unwrap();
+        assert_same(&format!("broadcast root {root} {} len {len}", T::DTYPE), &buf, &data::<T>(root, len, k as u64));
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn broadcast_from_random_roots(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(broadcast_case(&world, &mut r));
+}
+
+fn gather_family<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in lengths::<T>(r, 2).into_iter().enumerate() {
+        let salt = k as u64;
+        let want: Vec<T> = (0..n).flat_map(|q| data::<T>(q, len, salt)).collect();
+        let mine = data::<T>(me, len, salt);
+        // all_gather
+        let mut out = vec![T::gen(99, 0, 0); n * len];
+        world.all_gather(&mine, &mut out).unwrap();
+        assert_same(&format!("all_gather {} len {len}", T::DTYPE), &out, &want);
+        // gather
+        let root = draw(r, 0..n);
+        if me == root {
+            let mut out = vec![T::gen(99, 0, 0); n * len];
+            world.gather(&mine, Some(&mut out), root).unwrap();
+            assert_same(&format!("gather root {root} {} len {len}", T::DTYPE), &out, &want);
+        } else {
+            world.gather(&mine, None, root).unwrap();
+        }
+        // scatter: root's buffer split into n blocks of len
+        let root = draw(r, 0..n);
+        let mut out = vec![T::gen(99, 0, 0); len];
+        if me == root {
+            world.scatter(Some(&want), &mut out, root).unwrap();
+        } else {
+            world.scatter(None, &mut out, root).unwrap();
+        }
+        assert_same(&format!("scatter root {root} {} len {len}", T::DTYPE), &out, &data::<T>(me, len, salt));
+        // variable counts: rank q contributes counts[q] (some zero)
+        let counts: Vec<usize> = (0..n).map(|q| if q % 3 == 1 { 0 } else { (len + q * 13) % 4099 }).collect();
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data::<T>(q, counts[q], salt + 1)).collect();
+        let wantv: Vec<T> = inputs.concat();
+        let mut out = vec![T::gen(99, 0, 0); wantv.len()];
+        world.all_gather_v(&inputs[me], &mut out, &counts).unwrap();
+        assert_same(&format!("all_gather_v {} counts {counts:?}", T::DTYPE), &out, &wantv);
+        let root = draw(r, 0..n);
+        if me == root {
+            let mut out = vec![T::gen(99, 0, 0); wantv.len()];
+            world.gather_v(&inputs[me], Some(&mut out), &counts, root).unwrap();
+            assert_same(&format!("gather_v {} counts {counts:?}", T::DTYPE), &out, &wantv);
+        } else {
+            world.gather_v(&inputs[me], None, &counts, root).unwrap();
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn gather_scatter_and_variable_counts(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(gather_family(&world, &mut r));
+}
+
+fn reduce_scatter_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in lengths::<T>(r, 2).into_iter().enumerate() {
+        let block = len / n.max(1) + (k % 3); // per-rank block; total need not divide anything
+        for op in ops::<T>() {
+            let salt = k as u64 * 7 + op.name().len() as u64;
+            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, n * block, salt)).collect();
+            let full = reduce_ref(&inputs, op);
+            let mut out = vec![T::gen(99, 0, 0); block];
+            world.reduce_scatter(&inputs[me], &mut out, op).unwrap();
+            assert_same(
+                &format!("reduce_scatter {op:?} {} block {block}", T::DTYPE),
+                &out,
+                &full[me * block..(me + 1) * block],
+            );
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn reduce_scatter_every_dtype_and_op(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(reduce_scatter_case(&world, &mut r));
+}
+
+fn all_to_all_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in lengths::<T>(r, 2).into_iter().enumerate() {
+        let block = len / n;
+        let salt = k as u64;
+        // rank q's send buffer is data(q, n*block); block j of it goes to rank j
+        let send = data::<T>(me, n * block, salt);
+        let mut out = vec![T::gen(99, 0, 0); n * block];
+        world.all_to_all(&send, &mut out).unwrap();
+        let want: Vec<T> =
+            (0..n).flat_map(|q| data::<T>(q, n * block, salt)[me * block..(me + 1) * block].to_vec()).collect();
+        assert_same(&format!("all_to_all {} block {block}", T::DTYPE), &out, &want);
+        // variable: rank q sends c(q, j) elements to j
+        let c = |q: usize, j: usize| (len / 7 + q * 5 + j * 3) % (len / 3 + 2);
+        let sc: Vec<usize> = (0..n).map(|j| c(me, j)).collect();
+        let rc: Vec<usize> = (0..n).map(|q| c(q, me)).collect();
+        let send = data::<T>(me, sc.iter().sum(), salt + 5);
+        let mut out = vec![T::gen(99, 0, 0); rc.iter().sum()];
+        world.all_to_all_v(&send, &sc, &mut out, &rc).unwrap();
+        let mut want = Vec::new();
+        for q in 0..n {
+            let theirs = data::<T>(q, (0..n).map(|j| c(q, j)).sum(), salt + 5);
+            let off: usize = (0..me).map(|j| c(q, j)).sum();
+            want.extend_from_slice(&theirs[off..off + c(q, me)]);
+        }
+        assert_same(&format!("all_to_all_v {} len {len}", T::DTYPE), &out, &want);
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn all_to_all_fixed_and_variable(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(all_to_all_case(&world, &mut r));
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 60)]
+fn barrier_orders_side_effects(world: Comm<World>) {
+    // Each rank appends to a shared file only after the barrier that follows the
+    // previous rank's turn: the file must list ranks in order.
+    let dir = std::env::temp_dir().join(format!("dist-barrier-{}", std::env::var("DIST_JOB_ID").unwrap_or_default()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("order");
+    for turn in 0..world.size() {
+        if turn == world.rank() {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap();
+            writeln!(f, "{turn}").unwrap();
+        }
+        world.barrier().unwrap();
+    }
+    let got = std::fs::read_to_string(&path).unwrap();
+    let want: String = (0..world.size()).map(|r| format!("{r}\n")).collect();
+    assert_eq!(got, want);
+    world.barrier().unwrap();
+    if world.rank() == 0 {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug, Clone)]
+struct Shard {
+    rank: usize,
+    name: String,
+    sizes: Vec<u32>,
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn object_collectives(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let shard = |q: usize| Shard { rank: q, name: "x".repeat(q * 3), sizes: (0..q as u32 * 100).collect() };
+    let all = world.all_gather_object(&shard(me)).unwrap();
+    assert_eq!(all, (0..n).map(shard).collect::<Vec<_>>());
+    let root = n - 1;
+    let got: Shard = world.broadcast_object(if me == root { Some(shard(42)) } else { None }, root).unwrap();
+    assert_eq!(got, shard(42));
+    let g = world.gather_object(&shard(me), 0).unwrap();
+    if me == 0 {
+        assert_eq!(g.unwrap(), (0..n).map(shard).collect::<Vec<_>>());
+    } else {
+        assert!(g.is_none());
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 4, 8])]
+fn async_collectives_keep_order_with_blocking_ones(world: Comm<World>) {
+    let n = world.size() as f64;
+    let mut a = vec![1.0f64; 10_000];
+    let mut b = vec![world.rank() as f64; 3];
+    let mut c = vec![0u32; 5];
+    if world.rank() == 0 {
+        c = vec![9; 5];
+    }
+    {
+        let ra = world.all_reduce_async(&mut a, ReduceOp::Sum).unwrap();
+        let rc = world.broadcast_async(&mut c, 0).unwrap();
+        // a blocking collective in between must wait for the queued ones
+        world.all_reduce(&mut b, ReduceOp::Max).unwrap();
+        ra.wait().unwrap();
+        rc.wait().unwrap();
+    }
+    assert!(a.iter().all(|&x| x == n));
+    assert_eq!(b, vec![n - 1.0; 3]);
+    assert_eq!(c, vec![9; 5]);
+}

@@ -1,0 +1,136 @@
+//! Bad input: every refusal is a typed error with a message that says what is wrong,
+//! checked before any byte moves (so the communicator stays usable), or — for what
+//! only the peers can see — an error on every rank naming both call sites.
+
+use dist_runtime::prelude::*;
+use dist_runtime::Error;
+
+dist_runtime::group!(G);
+
+#[track_caller]
+fn invalid<T: std::fmt::Debug>(r: dist_runtime::Result<T>, needles: &[&str]) {
+    match r {
+        Err(e @ Error::InvalidArgument { .. }) => {
+            let msg = e.to_string();
+            for n in needles {
+                assert!(msg.contains(n), "message {msg:?} lacks {n:?}");
+            }
+            // the caller's line is named
+            assert!(msg.contains("errors.rs:"), "no call site in {msg:?}");
+        }
+        other => panic!("expected InvalidArgument containing {needles:?}, got {other:?}"),
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 3])]
+fn local_argument_checks(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let mut v = vec![1i32; 4];
+    invalid(world.broadcast(&mut v, n), &["root", "out of range"]);
+    invalid(world.reduce(&mut v, ReduceOp::Sum, n + 5), &["root", "out of range"]);
+    invalid(world.all_reduce(&mut v, ReduceOp::Avg), &["Avg", "floating-point", "i32"]);
+    invalid(world.all_reduce(&mut v, ReduceOp::PreMulSum(2.0)), &["PreMulSum", "i32"]);
+    invalid(world.all_reduce(&mut [1.0f32], ReduceOp::PreMulSum(f64::NAN)), &["finite"]);
+    let mut out = vec![0i32; n * 4 + 1];
+    invalid(world.all_gather(&v, &mut out), &["recv has", "size() × send.len()"]);
+    invalid(world.all_gather_v(&v, &mut out, &[4]), &[]); // wrong counts length or wrong recv
+    invalid(world.reduce_scatter(&v, &mut [0i32; 3], ReduceOp::Sum), &["send has 4 elements"]);
+    if n > 1 {
+        invalid(world.all_to_all(&[1i32; 1], &mut [0i32; 1]), &["not a multiple"]);
+    }
+    invalid(world.all_to_all_v(&v, &vec![1; n + 1], &mut [], &vec![0; n]), &["counts has"]);
+    // gather/scatter: root passes the buffer, everyone else None
+    if me == 0 {
+        invalid(world.gather(&v, None, 0), &["root 0 must pass Some"]);
+        invalid(world.scatter::<i32>(None, &mut v, 0), &["must pass Some(send)"]);
+        invalid(world.scatter(Some(&[1i32; 3][..]), &mut v, 0), &["send has 3 elements"]);
+    } else {
+        invalid(world.gather(&v, Some(&mut out), 0), &["is not the root", "must pass None"]);
+        invalid(world.scatter(Some(&v[..]), &mut v.clone(), 0), &["is not the root"]);
+        invalid(world.broadcast_object(Some(1u8), 0), &["must pass None"]);
+    }
+    // p2p peers
+    invalid(world.send(n, Tag::<i32>::new(1), &v), &["destination", "out of range"]);
+    invalid(world.recv(n + 1, Tag::<i32>::new(1), &mut v), &["source", "out of range"]);
+    // groups
+    invalid(world.subgroup::<G>(&[]), &["empty"]);
+    invalid(world.subgroup::<G>(&[0, 0]), &["appears twice"]);
+    invalid(world.subgroup::<G>(&[n]), &["out of range"]);
+    invalid(world.mesh2::<G, G>(2, n), &["needs"]);
+    // nothing moved: the communicator still works
+    let mut s = [1u64];
+    world.all_reduce(&mut s, ReduceOp::Sum).unwrap();
+    assert_eq!(s[0], n as u64);
+}
+
+#[dist_runtime::test(ranks = [2, 3])]
+fn mismatched_collectives_name_both_call_sites(world: Comm<World>) {
+    let mut v = [1.0f32; 8];
+    let (err, mine) = if world.rank() == 0 {
+        (world.all_reduce(&mut v, ReduceOp::Sum).unwrap_err(), line!())
+    } else {
+        (world.broadcast(&mut v, 0).unwrap_err(), line!())
+    };
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Mismatch { .. }), "{msg}");
+    assert!(msg.contains(&format!("errors.rs:{mine}")), "own site missing: {msg}");
+    let other = if world.rank() == 0 { mine + 2 } else { mine - 2 };
+    assert!(msg.contains(&format!("errors.rs:{other}")), "peer site missing: {msg}");
+    assert!(msg.contains("all_reduce") && msg.contains("broadcast"), "{msg}");
+}
+
+#[dist_runtime::test(ranks = [2, 4])]
+fn mismatched_lengths_and_ops_are_caught(world: Comm<World>) {
+    let len = if world.rank() == 1 { 5 } else { 4 };
+    let mut v = vec![1u32; len];
+    let e = world.all_reduce(&mut v, ReduceOp::Sum).unwrap_err().to_string();
+    assert!(e.contains("u32 × 4") && e.contains("u32 × 5"), "{e}");
+    let op = if world.rank() == 0 { ReduceOp::Max } else { ReduceOp::Min };
+    let e = world.all_reduce(&mut [1u32], op).unwrap_err();
+    assert!(matches!(e, Error::Mismatch { .. }), "{e}");
+    let root = if world.rank() == 0 { 0 } else { 1 };
+    let e = world.broadcast(&mut [1u8], root).unwrap_err().to_string();
+    assert!(e.contains("root=0") && e.contains("root=1"), "{e}");
+}
+
+#[dist_runtime::test(ranks = [2, 3])]
+fn all_to_all_v_count_disagreement_fails_everywhere(world: Comm<World>) {
+    let n = world.size();
+    let sc = vec![2usize; n];
+    // rank 1 expects 3 from rank 0, which sends 2
+    let mut rc = vec![2usize; n];
+    if world.rank() == 1 {
+        rc[0] = 3;
+    }
+    let send = vec![7u16; sc.iter().sum()];
+    let mut recv = vec![0u16; rc.iter().sum()];
+    // u16 is not an NCCL type: use u8 pairs instead
+    let send: Vec<u8> = send.iter().flat_map(|x| x.to_le_bytes()).take(sc.iter().sum()).collect();
+    let mut recv8: Vec<u8> = vec![0; rc.iter().sum()];
+    let _ = &mut recv;
+    let e = world.all_to_all_v(&send, &sc, &mut recv8, &rc).unwrap_err();
+    assert!(matches!(e, Error::Mismatch { .. }), "{e}");
+    if world.rank() == 1 {
+        assert!(e.to_string().contains("rank 0 sends 2 bytes to rank 1, which expects 3"), "{e}");
+    }
+}
+
+const T: Tag<f32> = Tag::new(3);
+const TI: Tag<i32> = Tag::new(3);
+
+#[dist_runtime::test(ranks = [2])]
+fn recv_of_wrong_length_or_type_names_both_ends(world: Comm<World>) {
+    if world.rank() == 0 {
+        world.send(1, T, &[1.0; 4]).unwrap();
+        world.send(1, T, &[1.0; 4]).unwrap();
+    } else {
+        let e = world.recv(0, T, &mut [0.0; 5]).unwrap_err().to_string();
+        assert!(
+            e.contains("receives 5 × f32") && e.contains("sent 16 bytes of f32") && e.contains("errors.rs:"),
+            "{e}"
+        );
+        // same tag number, other element type
+        let e = world.recv(0, TI, &mut [0; 4]).unwrap_err().to_string();
+        assert!(e.contains("i32") && e.contains("f32"), "{e}");
+    }
+}

@@ -1,0 +1,74 @@
+//! Subgroups, split and meshes: membership, rank numbering, collectives and p2p inside.
+
+use dist_runtime::prelude::*;
+
+dist_runtime::group!(Half);
+dist_runtime::group!(Parity);
+dist_runtime::group!(Dp);
+dist_runtime::group!(Tp);
+dist_runtime::group!(Inner);
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn subgroups_of_each_half(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let first: Vec<usize> = (0..n.div_ceil(2)).collect();
+    let second: Vec<usize> = (n.div_ceil(2)..n).collect();
+    let g1 = world.subgroup::<Half>(&first).unwrap();
+    let g2 = if second.is_empty() { None } else { world.subgroup::<Half>(&second).unwrap() };
+    let (mine, members) = if me < first.len() { (g1.expect("member"), &first) } else { (g2.expect("member"), &second) };
+    assert_eq!(mine.size(), members.len());
+    assert_eq!(mine.members()[mine.rank()], me);
+    let mut s = [me as u64];
+    mine.all_reduce(&mut s, ReduceOp::Sum).unwrap();
+    assert_eq!(s[0], members.iter().map(|&r| r as u64).sum::<u64>());
+    // share both sums with everyone: MAX over the world of (my half's sum in its slot)
+    let mut both = [0u64; 2];
+    both[usize::from(me >= first.len())] = s[0];
+    world.all_reduce(&mut both, ReduceOp::Max).unwrap();
+    assert_eq!(both[0], first.iter().map(|&r| r as u64).sum::<u64>());
+    assert_eq!(both[1], second.iter().map(|&r| r as u64).sum::<u64>());
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn split_by_parity_ordered_by_key(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    // key reverses the order inside each color
+    let g = world.split::<Parity>((me % 2) as u32, -(me as i64)).unwrap();
+    let want: Vec<usize> = (0..n).rev().filter(|r| r % 2 == me % 2).collect();
+    assert_eq!(g.members(), &want[..]);
+    let mut x = vec![me as i32; 3];
+    g.broadcast(&mut x, 0).unwrap();
+    assert_eq!(x, vec![want[0] as i32; 3]);
+    // p2p inside the group uses group ranks
+    const T: Tag<u64> = Tag::new(5);
+    let (gr, gn) = (g.rank(), g.size());
+    let mut got = [0u64];
+    g.sendrecv((gr + 1) % gn, T, &[me as u64], (gr + gn - 1) % gn, &mut got).unwrap();
+    assert_eq!(got[0], want[(gr + gn - 1) % gn] as u64);
+}
+
+#[dist_runtime::test(ranks = [1, 2, 4, 8])]
+fn mesh2_dp_by_tp(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let dp_size = if n >= 2 { 2 } else { 1 };
+    let tp_size = n / dp_size;
+    let (dp, tp): (Comm<Dp>, Comm<Tp>) = world.mesh2(dp_size, tp_size).unwrap();
+    assert_eq!((dp.size(), tp.size()), (dp_size, tp_size));
+    let (i, j) = (me / tp_size, me % tp_size);
+    assert_eq!(tp.members(), &(0..tp_size).map(|y| i * tp_size + y).collect::<Vec<_>>()[..]);
+    assert_eq!(dp.members(), &(0..dp_size).map(|x| x * tp_size + j).collect::<Vec<_>>()[..]);
+    // tp: all_gather of world ranks = the row; dp: all_reduce of world ranks = column sum
+    let mut row = vec![0u32; tp_size];
+    tp.all_gather(&[me as u32], &mut row).unwrap();
+    assert_eq!(row, tp.members().iter().map(|&r| r as u32).collect::<Vec<_>>());
+    let mut col = [me as u32];
+    dp.all_reduce(&mut col, ReduceOp::Sum).unwrap();
+    assert_eq!(col[0], dp.members().iter().map(|&r| r as u32).sum::<u32>());
+    // a subgroup of a subgroup
+    let inner = tp.subgroup::<Inner>(&[0]).unwrap();
+    assert_eq!(inner.is_some(), tp.rank() == 0);
+    if let Some(inner) = inner {
+        assert_eq!(inner.members(), &[me]);
+        inner.barrier().unwrap();
+    }
+}

@@ -1,0 +1,167 @@
+//! The launcher and the test harness themselves: a failing, panicking, killed or
+//! deadlocked rank ends the job fast, names the rank that failed first, and says why.
+
+use dist_runtime::prelude::*;
+use dist_runtime::Launch;
+use std::time::Duration;
+
+#[spmd]
+fn error_on_rank_2(world: Comm<World>) -> Result<(), String> {
+    if world.rank() == 2 {
+        return Err("bad thing on purpose".into());
+    }
+    world.barrier().map_err(|e| e.to_string())
+}
+
+#[spmd]
+fn panic_on_rank_1(world: Comm<World>) {
+    if world.rank() == 1 {
+        panic!("boom on purpose");
+    }
+    let mut x = [0u8; 4];
+    world.all_reduce(&mut x, ReduceOp::Sum).unwrap();
+}
+
+#[spmd]
+fn sigkill_on_rank_1(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(1);
+    if world.rank() == 1 {
+        std::process::Command::new("kill").args(["-9", &std::process::id().to_string()]).status().unwrap();
+        std::thread::sleep(Duration::from_secs(10));
+    }
+    world.recv(1, T, &mut [0u8; 1])
+}
+
+#[spmd]
+fn deadlock_both_recv(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(1);
+    world.recv(1 - world.rank(), T, &mut [0u8; 1])
+}
+
+#[spmd]
+fn half_reach_a_collective(world: Comm<World>) -> dist_runtime::Result<()> {
+    if world.rank().is_multiple_of(2) {
+        world.barrier()?;
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    Ok(())
+}
+
+fn run(entry: &str, n: usize, timeout: f64) -> dist_runtime::Report {
+    run_env(entry, n, timeout, &[])
+}
+
+/// Runs `harness::entry` on n ranks with output captured and extra environment.
+fn run_env(entry: &str, n: usize, timeout: f64, env: &[(&str, &str)]) -> dist_runtime::Report {
+    let mut l = Launch::entry(&format!("harness::{entry}"), n)
+        .unwrap()
+        .capture(true)
+        .env("RUST_BACKTRACE", "0")
+        .timeout(Duration::from_secs_f64(timeout));
+    for (k, v) in env {
+        l = l.env(k, v);
+    }
+    l.run().unwrap()
+}
+
+#[test]
+fn an_error_names_the_rank_and_stops_the_rest() {
+    let r = run("error_on_rank_2", 4, 30.0);
+    assert!(!r.success());
+    assert_eq!(r.first_failure, Some(2), "{}", r.summary());
+    assert_eq!(r.ranks[2].code, Some(1));
+    assert!(r.ranks[2].output.contains("[rank 2] error: bad thing on purpose"), "{}", r.summary());
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+    // peers waiting in the barrier learn why
+    assert!(
+        r.ranks[0].output.contains("rank 2 (of World) failed: returned an error: bad thing on purpose")
+            || r.ranks[0].killed_by_launcher,
+        "{}",
+        r.summary()
+    );
+}
+
+#[test]
+fn a_panic_reaches_the_peers_with_its_message() {
+    let r = run("panic_on_rank_1", 3, 30.0);
+    assert_eq!(r.first_failure, Some(1), "{}", r.summary());
+    assert_eq!(r.ranks[1].code, Some(101));
+    assert!(r.summary().contains("rank 1 failed first: panicked"), "{}", r.summary());
+    let peer = &r.ranks[0].output;
+    assert!(
+        peer.contains("PeerFailed") && peer.contains("boom on purpose") || r.ranks[0].killed_by_launcher,
+        "{}",
+        r.summary()
+    );
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+}
+
+#[test]
+fn a_killed_rank_is_detected() {
+    let r = run("sigkill_on_rank_1", 2, 30.0);
+    assert_eq!(r.first_failure, Some(1), "{}", r.summary());
+    assert_eq!(r.ranks[1].signal, Some(9));
+    assert!(r.ranks[0].output.contains("is gone") || r.ranks[0].killed_by_launcher, "{}", r.summary());
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+}
+
+#[test]
+fn a_deadlock_ends_at_the_timeout_with_what_each_rank_waits_for() {
+    let r = run_env("deadlock_both_recv", 2, 20.0, &[("DIST_TIMEOUT", "1")]);
+    assert!(!r.success());
+    let all = r.summary();
+    assert!(all.contains("timed out after 1.0s") && all.contains("waits in recv from rank"), "{all}");
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+}
+
+#[test]
+fn a_collective_reached_by_half_the_ranks_times_out_naming_them() {
+    let r = run_env("half_reach_a_collective", 4, 20.0, &[("DIST_TIMEOUT", "1")]);
+    let all = r.summary();
+    assert!(all.contains("waits in barrier for rank(s) 1, 3"), "{all}");
+}
+
+#[test]
+fn the_test_harness_fails_with_the_ranks_report() {
+    let got = std::panic::catch_unwind(|| dist_runtime::testing::run_test("harness::panic_on_rank_1", &[2], 30.0));
+    let msg = *got.expect_err("must fail").downcast::<String>().unwrap();
+    assert!(
+        msg.contains("failed on 2 rank(s)") && msg.contains("boom on purpose") && msg.contains("DIST_TEST_SEED="),
+        "{msg}"
+    );
+}
+
+#[test]
+fn the_harness_timeout_kills_a_hung_job() {
+    let r = run_env("half_reach_a_collective", 2, 1.5, &[("DIST_TIMEOUT", "100")]);
+    assert!(r.timed_out && !r.success());
+    assert!(r.elapsed < Duration::from_secs(4), "took {:?}", r.elapsed);
+}
+
+#[test]
+fn without_environment_a_program_is_a_world_of_one() {
+    let world = dist_runtime::init().unwrap();
+    assert_eq!((world.rank(), world.size()), (0, 1));
+    let mut v = [3.0f32, 4.0];
+    world.all_reduce(&mut v, ReduceOp::Avg).unwrap();
+    assert_eq!(v, [3.0, 4.0]);
+}
+
+#[test]
+fn unknown_entry_is_a_clear_error() {
+    let r = Launch::entry("harness::no_such_entry", 1).unwrap().capture(true).run().unwrap();
+    assert_eq!(r.ranks[0].code, Some(2));
+    assert!(r.ranks[0].output.contains("no #[spmd] entry named"), "{}", r.ranks[0].output);
+}
+
+#[test]
+fn nothing_is_left_in_dev_shm() {
+    let before: Vec<_> =
+        std::fs::read_dir("/dev/shm").map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    let r = run("error_on_rank_2", 3, 30.0);
+    assert!(!r.success());
+    let after: Vec<_> =
+        std::fs::read_dir("/dev/shm").map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    let new: Vec<_> = after.iter().filter(|f| !before.contains(f) && f.to_string_lossy().contains("dist")).collect();
+    assert!(new.is_empty(), "left behind: {new:?}");
+}

@@ -1,0 +1,168 @@
+//! Point-to-point: blocking, non-blocking, batched, tag matching, messages larger than
+//! the rings, against data every rank can regenerate.
+
+use dist_runtime::prelude::*;
+use dist_tests::*;
+
+fn chain_case<T: Num>(world: &Comm<World>, tag: Tag<T>) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in [0usize, 1, 33, 4097, (1 << 20) / std::mem::size_of::<T>() + 5].into_iter().enumerate() {
+        let salt = k as u64;
+        if me > 0 {
+            let mut buf = vec![T::gen(99, 0, 0); len];
+            world.recv(me - 1, tag, &mut buf).unwrap();
+            assert_same(&format!("chain recv {} len {len}", T::DTYPE), &buf, &data::<T>(me - 1, len, salt));
+        }
+        if me + 1 < n {
+            world.send(me + 1, tag, &data::<T>(me, len, salt)).unwrap();
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn blocking_chain_every_dtype(world: Comm<World>) {
+    chain_case::<u8>(&world, Tag::new(1));
+    chain_case::<i8>(&world, Tag::new(2));
+    chain_case::<i32>(&world, Tag::new(3));
+    chain_case::<u32>(&world, Tag::new(4));
+    chain_case::<i64>(&world, Tag::new(5));
+    chain_case::<u64>(&world, Tag::new(6));
+    chain_case::<dist_runtime::f16>(&world, Tag::new(7));
+    chain_case::<dist_runtime::bf16>(&world, Tag::new(8));
+    chain_case::<f32>(&world, Tag::new(9));
+    chain_case::<f64>(&world, Tag::new(10));
+}
+
+const RING: Tag<f64> = Tag::new(11);
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn ring_with_sendrecv(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+    for len in [0usize, 5, 100_000, 300_000] {
+        let mut got = vec![0.0; len];
+        world.sendrecv(right, RING, &data::<f64>(me, len, 3), left, &mut got).unwrap();
+        assert_same("ring", &got, &data::<f64>(left, len, 3));
+    }
+}
+
+const ALL: Tag<u32> = Tag::new(12);
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn isend_irecv_to_everyone(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let len = 70_000; // more than a ring holds at 8 ranks
+    let sends: Vec<Vec<u32>> = (0..n).map(|j| data::<u32>(me * 100 + j, len, 1)).collect();
+    let mut recvs: Vec<Vec<u32>> = vec![vec![0; len]; n];
+    {
+        let mut reqs = Vec::new();
+        for (j, buf) in recvs.iter_mut().enumerate() {
+            reqs.push(world.irecv(j, ALL, buf).unwrap());
+        }
+        for (j, buf) in sends.iter().enumerate() {
+            reqs.push(world.isend(j, ALL, buf).unwrap());
+        }
+        // compute while messages fly; then complete all
+        let busy: u64 = (0..10_000u64).sum();
+        assert_eq!(busy, 49_995_000);
+        dist_runtime::wait_all(reqs).unwrap();
+    }
+    for (j, got) in recvs.iter().enumerate() {
+        assert_same("isend/irecv", got, &data::<u32>(j * 100 + me, len, 1));
+    }
+}
+
+const HALO: Tag<i64> = Tag::new(13);
+const SELF: Tag<i64> = Tag::new(14);
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn batch_halo_exchange_and_self_send(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+    let to_left = data::<i64>(me, 1000, 1);
+    let to_right = data::<i64>(me, 1000, 2);
+    let to_self = data::<i64>(me, 10, 3);
+    let (mut from_left, mut from_right, mut from_self) = (vec![0; 1000], vec![0; 1000], vec![0; 10]);
+    world
+        .batch(|b| {
+            b.send(left, HALO, &to_left);
+            b.send(right, HALO, &to_right);
+            b.send(me, SELF, &to_self);
+            b.recv(left, HALO, &mut from_left);
+            b.recv(right, HALO, &mut from_right);
+            b.recv(me, SELF, &mut from_self);
+        })
+        .unwrap();
+    if n == 1 {
+        // both halo messages come from ourselves, in posting order: left first, then right
+        assert_same("halo n=1 first", &from_left, &to_left);
+        assert_same("halo n=1 second", &from_right, &to_right);
+    } else if n == 2 {
+        // left == right: the first message from the peer is its "to_left"
+        assert_same("halo n=2 first", &from_left, &data::<i64>(left, 1000, 1));
+        assert_same("halo n=2 second", &from_right, &data::<i64>(right, 1000, 2));
+    } else {
+        assert_same("from left", &from_left, &data::<i64>(left, 1000, 2));
+        assert_same("from right", &from_right, &data::<i64>(right, 1000, 1));
+    }
+    assert_same("self", &from_self, &to_self);
+}
+
+const A: Tag<u8> = Tag::new(21);
+const B: Tag<u8> = Tag::new(22);
+
+#[dist_runtime::test(ranks = [2, 3])]
+fn tags_match_out_of_order_and_posting_order_is_kept(world: Comm<World>) {
+    match world.rank() {
+        0 => {
+            world.send(1, A, &[1, 1]).unwrap();
+            world.send(1, B, &[2, 2, 2]).unwrap();
+            world.send(1, A, &[3]).unwrap();
+            world.send(1, A, &[4]).unwrap();
+        }
+        1 => {
+            // B first although A was sent first: A is stashed, not lost.
+            let mut b = [0u8; 3];
+            world.recv(0, B, &mut b).unwrap();
+            assert_eq!(b, [2, 2, 2]);
+            let mut a = [0u8; 2];
+            world.recv(0, A, &mut a).unwrap();
+            assert_eq!(a, [1, 1]);
+            // two receives on one tag match in posting order even when waited in reverse
+            let (mut x, mut y) = ([0u8], [0u8]);
+            let rx = world.irecv(0, A, &mut x).unwrap();
+            let ry = world.irecv(0, A, &mut y).unwrap();
+            ry.wait().unwrap();
+            rx.wait().unwrap();
+            assert_eq!((x, y), ([3], [4]));
+        }
+        _ => {}
+    }
+}
+
+const BIG: Tag<f32> = Tag::new(30);
+
+#[dist_runtime::test(ranks = [2])]
+fn both_send_first_completes_on_shm(world: Comm<World>) {
+    // Rendezvous backends (NCCL) deadlock here and the compile-time check rejects it;
+    // the shm backend buffers, so at run time it completes instead of hanging.
+    let peer = 1 - world.rank();
+    let mine = data::<f32>(world.rank(), 1 << 20, 9);
+    world.send(peer, BIG, &mine).unwrap();
+    let mut got = vec![0.0f32; 1 << 20];
+    world.recv(peer, BIG, &mut got).unwrap();
+    assert_same("both send first", &got, &data::<f32>(peer, 1 << 20, 9));
+}
+
+#[dist_runtime::test(ranks = [2])]
+fn dropping_a_request_completes_it(world: Comm<World>) {
+    let peer = 1 - world.rank();
+    let mut got = vec![0.0f32; 50_000];
+    let mine = data::<f32>(world.rank(), 50_000, 4);
+    {
+        let _s = world.isend(peer, BIG, &mine).unwrap();
+        let _r = world.irecv(peer, BIG, &mut got).unwrap();
+        // both dropped here: drop waits
+    }
+    assert_same("dropped requests", &got, &data::<f32>(peer, 50_000, 4));
+}
