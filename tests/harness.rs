@@ -165,3 +165,34 @@ fn nothing_is_left_in_dev_shm() {
     let new: Vec<_> = after.iter().filter(|f| !before.contains(f) && f.to_string_lossy().contains("dist")).collect();
     assert!(new.is_empty(), "left behind: {new:?}");
 }
+
+#[spmd]
+fn square_of_rank_sum(world: Comm<World>) -> dist_runtime::Result<(usize, u64)> {
+    let mut x = [world.rank() as u64];
+    world.all_reduce(&mut x, ReduceOp::Sum)?;
+    Ok((world.rank(), x[0] * x[0]))
+}
+
+#[test]
+fn launch_returns_each_ranks_value() {
+    let got = dist_runtime::launch(4, square_of_rank_sum).unwrap();
+    assert_eq!(got, (0..4).map(|r| (r, 36)).collect::<Vec<_>>());
+}
+
+#[test]
+fn launch_names_the_first_failure() {
+    match dist_runtime::launch(4, error_on_rank_2) {
+        Err(dist_runtime::Error::RankFailed { rank: 2, n: 4, status, message }) => {
+            assert_eq!(status, "exit code 1");
+            assert!(message.contains("bad thing on purpose"), "{message}");
+        }
+        other => panic!("expected RankFailed on rank 2, got {other:?}"),
+    }
+}
+
+#[test]
+fn launch_refuses_a_function_that_is_not_an_entry() {
+    fn plain(_: Comm<World>) {}
+    let e = dist_runtime::launch(2, plain).unwrap_err().to_string();
+    assert!(e.contains("annotate it with #[spmd]"), "{e}");
+}

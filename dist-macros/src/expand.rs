@@ -16,19 +16,26 @@ fn with_error(item: TokenStream, e: syn::Error) -> TokenStream {
 fn register(name: &syn::Ident, body_fn: &syn::Ident) -> TokenStream {
     let entry_fn = format_ident!("__dist_entry_{}", name);
     let ctor_fn = format_ident!("__dist_dispatch_{}", name);
+    let addr_fn = format_ident!("__dist_addr_{}", name);
     let name_str = name.to_string();
     quote! {
         #[doc(hidden)]
         #[allow(non_snake_case)]
         fn #entry_fn(
             world: ::dist_runtime::Comm<::dist_runtime::World>,
-        ) -> ::core::result::Result<(), ::dist_runtime::__private::Failure> {
-            ::dist_runtime::__private::EntryReturn::into_outcome(#body_fn(world))
+        ) -> ::core::result::Result<::std::vec::Vec<u8>, ::dist_runtime::__private::Failure> {
+            ::dist_runtime::__private::finish_entry(#body_fn(world))
+        }
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        fn #addr_fn() -> *const () {
+            #body_fn as *const ()
         }
         ::dist_runtime::__private::inventory::submit! {
             ::dist_runtime::__private::Entry {
                 name: ::core::concat!(::core::module_path!(), "::", #name_str),
                 run: #entry_fn,
+                addr: #addr_fn,
             }
         }
         #[doc(hidden)]
@@ -37,6 +44,19 @@ fn register(name: &syn::Ident, body_fn: &syn::Ident) -> TokenStream {
         fn #ctor_fn() {
             ::dist_runtime::__private::dispatch();
         }
+    }
+}
+
+/// What to emit beside an error: the function as written (so its body still
+/// type-checks), except that a `main` with parameters becomes a hidden function plus an
+/// empty `main`, so rustc adds no "wrong type for main" noise to our message.
+fn keep_for_ide(f: &ItemFn) -> TokenStream {
+    if f.sig.ident == "main" {
+        let mut body = f.clone();
+        body.sig.ident = format_ident!("__dist_spmd_main");
+        quote! { #[allow(dead_code)] #body fn main() {} }
+    } else {
+        quote! { #[allow(dead_code)] #f }
     }
 }
 
@@ -61,7 +81,7 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
         for x in errs {
             e.combine(x);
         }
-        return with_error(item, e);
+        return with_error(keep_for_ide(&f), e);
     }
     let name = f.sig.ident.clone();
     if name == "main" {
@@ -78,7 +98,7 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
             #(#attrs)*
             #vis fn main() {
                 let code = ::dist_runtime::__private::run_rank(|world| {
-                    ::dist_runtime::__private::EntryReturn::into_outcome(#body_name(world))
+                    ::dist_runtime::__private::finish_entry(#body_name(world))
                 });
                 ::std::process::exit(code)
             }
@@ -99,12 +119,18 @@ pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
             )
         }
     };
-    let a = match args::parse_test(attr) {
-        Ok(a) => Some(a),
-        Err(e) => return with_error(quote! {}, e),
-    };
+    // On error, keep the function (unused, so allow that) so the crate still type-checks.
+    let keep = quote! { #[allow(dead_code)] #f };
+    let mut errs = Vec::new();
+    let a = args::parse_test(attr).map_err(|e| errs.push(e)).ok();
     if let Err(e) = check::signature(&f, "a distributed test") {
-        return with_error(quote! {}, e);
+        errs.push(e);
+    }
+    if let Some(mut e) = errs.pop() {
+        for x in errs {
+            e.combine(x);
+        }
+        return with_error(keep, e);
     }
     let a = a.expect("parsed");
     let name = f.sig.ident.clone();

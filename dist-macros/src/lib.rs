@@ -20,14 +20,15 @@ use proc_macro::TokenStream;
 /// the function stays as written and is also registered as an entry that
 /// `cargo xtask run --entry name` or `dist_runtime::launch(n, "name")` starts.
 ///
-/// `R` is `()` or `Result<(), E>` with `E: Display`.
+/// `R` is `()` or `Result<T, E>` with `T: Serialize + DeserializeOwned` (each rank's `T`
+/// comes back from `dist_runtime::launch`) and `E: Display`.
 ///
 /// Equivalent code without the macro, for `main`:
 ///
 /// ```ignore
 /// fn main() {
 ///     let code = dist_runtime::__private::run_rank(|world| {
-///         dist_runtime::__private::EntryReturn::into_outcome(body(world))
+///         dist_runtime::__private::finish_entry(body(world))
 ///     });
 ///     std::process::exit(code)
 /// }

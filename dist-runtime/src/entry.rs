@@ -19,31 +19,62 @@ pub struct Failure {
 pub struct Entry {
     /// Full path (`module::function`).
     pub name: &'static str,
-    /// Runs the entry on this rank's world communicator.
-    pub run: fn(Comm<World>) -> Result<(), Failure>,
+    /// Runs the entry on this rank's world communicator; the value is the rank's
+    /// result, serialised (for [`launch`](crate::launch)).
+    pub run: fn(Comm<World>) -> Result<Vec<u8>, Failure>,
+    /// Address of the user's function, to find the entry from a function pointer.
+    pub addr: fn() -> *const (),
 }
 
 inventory::collect!(Entry);
 
-/// What an entry function may return: `()` or `Result<(), E>` with a displayable `E`.
+/// What an entry function may return: `()`, or `Result<T, E>` with a serialisable `T`
+/// (each rank's value comes back from [`launch`](crate::launch)) and a displayable `E`.
 pub trait EntryReturn {
+    /// The value a successful rank produces.
+    type Value: serde::Serialize + serde::de::DeserializeOwned;
     /// Converts the return value into an outcome.
-    fn into_outcome(self) -> Result<(), Failure>;
+    fn into_outcome(self) -> Result<Self::Value, Failure>;
 }
 
 impl EntryReturn for () {
+    type Value = ();
     fn into_outcome(self) -> Result<(), Failure> {
         Ok(())
     }
 }
 
-impl<E: std::fmt::Display + 'static> EntryReturn for Result<(), E> {
-    fn into_outcome(self) -> Result<(), Failure> {
+impl<T: serde::Serialize + serde::de::DeserializeOwned, E: std::fmt::Display + 'static> EntryReturn for Result<T, E> {
+    type Value = T;
+    fn into_outcome(self) -> Result<T, Failure> {
         self.map_err(|e| {
             let code = (&e as &dyn std::any::Any).downcast_ref::<Error>().map(Error::exit_code).unwrap_or(1);
             Failure { msg: e.to_string(), code }
         })
     }
+}
+
+/// Runs the outcome conversion and serialises the value (what the macros' entry
+/// wrappers call).
+pub fn finish_entry<R: EntryReturn>(r: R) -> Result<Vec<u8>, Failure> {
+    let v = r.into_outcome()?;
+    bincode::serialize(&v).map_err(|e| Failure { msg: format!("cannot serialise the entry's result: {e}"), code: 1 })
+}
+
+/// Finds the entry registered for the function at `addr`.
+pub(crate) fn find_by_addr(addr: *const ()) -> Option<&'static Entry> {
+    inventory::iter::<Entry>.into_iter().find(|e| std::ptr::eq((e.addr)(), addr))
+}
+
+/// Publishes this rank's result to the launcher's store when it asked for results.
+fn publish_result(rank: usize, value: &[u8]) -> crate::Result<()> {
+    if std::env::var_os("DIST_RESULTS").is_none() {
+        return Ok(());
+    }
+    let env = crate::Env::from_env()?;
+    let Some(port) = env.master_port else { return Ok(()) };
+    let store = crate::store::Store::connect(&format!("{}:{port}", env.master_addr), &env.token, env.timeout)?;
+    store.set(&format!("result/{rank}"), value)
 }
 
 /// All entries registered in this binary.
@@ -95,7 +126,7 @@ fn install_panic_hook() {
 /// Runs `f` as this rank: joins the job from the environment, calls `f`, and turns an
 /// error or a panic into a `[rank k]` message, a failure mark peers can see, and an exit
 /// code (1 for an error, 3 when the error is that a peer failed, 101 for a panic).
-pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<(), Failure>) -> i32 {
+pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 {
     install_panic_hook();
     let world = match crate::init() {
         Ok(w) => w,
@@ -110,7 +141,13 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<(), Failure>) -> i32 {
     let keep = world.inner.clone();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(world)));
     let code = match outcome {
-        Ok(Ok(())) => 0,
+        Ok(Ok(value)) => match publish_result(rank, &value) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("[rank {rank}] error: cannot hand the result to the launcher: {e}");
+                1
+            }
+        },
         Ok(Err(fail)) => {
             crate::backend::shm::mark_failed(&format!("returned an error: {}", fail.msg));
             eprintln!("[rank {rank}] error: {}", fail.msg);

@@ -82,6 +82,18 @@ pub enum Error {
         #[source]
         source: Option<std::io::Error>,
     },
+    /// A rank of a launched job failed (from [`launch`](crate::launch)).
+    #[error("rank {rank} of {n} failed first ({status}): {message}")]
+    RankFailed {
+        /// The rank that failed first.
+        rank: usize,
+        /// How many ranks the job had.
+        n: usize,
+        /// Its exit status, in words.
+        status: String,
+        /// The last lines it printed.
+        message: String,
+    },
     /// A value could not be (de)serialised by an object collective.
     #[error("object collective {op}: {msg}")]
     Serde {

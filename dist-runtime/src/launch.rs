@@ -72,6 +72,8 @@ pub struct Report {
     pub timed_out: bool,
     /// Wall time of the job.
     pub elapsed: Duration,
+    /// Each rank's serialised result, when the ranks published one (`DIST_RESULTS=1`).
+    results: Vec<Option<Vec<u8>>>,
 }
 
 impl Report {
@@ -271,7 +273,8 @@ impl Launch {
         // The cause: the first failure in exit order that is not "a peer failed" nor our kill.
         let failing: Vec<usize> = order.iter().copied().filter(|&i| !ranks[i].success() && !killed[i]).collect();
         let first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
-        Ok(Report { ranks, first_failure, timed_out, elapsed: start.elapsed() })
+        let results = (0..self.n).map(|r| store.get_local(&format!("result/{r}"))).collect();
+        Ok(Report { ranks, first_failure, timed_out, elapsed: start.elapsed(), results })
     }
 }
 
@@ -329,9 +332,56 @@ fn random_token() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Runs the `#[spmd]` entry `entry` of the current binary on `n` ranks and waits (the
-/// `mp.spawn` of dist). Output is printed with `[rank k]` prefixes. Returns the report;
-/// check [`Report::success`].
-pub fn launch(n: usize, entry: &str) -> Result<Report> {
+/// Runs the `#[spmd]` entry named `entry` of the current binary on `n` ranks and waits.
+/// Output is printed with `[rank k]` prefixes. Returns the report; check
+/// [`Report::success`].
+pub fn launch_by_name(n: usize, entry: &str) -> Result<Report> {
     Launch::entry(entry, n)?.run()
+}
+
+/// Runs the `#[spmd]` function `f` on `n` ranks, re-executing the current binary (the
+/// `mp.spawn` of dist), and returns each rank's value, by rank. Output is printed with
+/// `[rank k]` prefixes. If a rank fails, the others are stopped and the error names the
+/// rank that failed first, its status and its last lines.
+///
+/// ```no_run
+/// use dist_runtime::prelude::*;
+///
+/// #[spmd]
+/// fn square(world: Comm<World>) -> dist_runtime::Result<u64> {
+///     let mut x = [world.rank() as u64];
+///     world.all_reduce(&mut x, ReduceOp::Sum)?;
+///     Ok(x[0] * x[0])
+/// }
+///
+/// fn main() -> dist_runtime::Result<()> {
+///     let squares = dist_runtime::launch(4, square)?;
+///     assert_eq!(squares, vec![36; 4]);
+///     Ok(())
+/// }
+/// ```
+pub fn launch<R: crate::EntryReturn>(n: usize, f: fn(crate::Comm<crate::World>) -> R) -> Result<Vec<R::Value>> {
+    let entry = crate::entry::find_by_addr(f as *const ())
+        .ok_or_else(|| Error::invalid("launch", "this function is not an entry point: annotate it with #[spmd]"))?;
+    let report = Launch::entry(entry.name, n)?.env("DIST_RESULTS", "1").run()?;
+    if !report.success() {
+        let rank = report.first_failure.unwrap_or(0);
+        let r = &report.ranks[rank];
+        let tail: Vec<&str> = r.output.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(Error::RankFailed {
+            rank,
+            n,
+            status: if report.timed_out { "timed out".into() } else { r.status() },
+            message: tail.join("\n"),
+        });
+    }
+    report
+        .results
+        .iter()
+        .enumerate()
+        .map(|(rank, v)| {
+            let v = v.as_ref().ok_or_else(|| Error::backend("launch", format!("rank {rank} returned no result")))?;
+            bincode::deserialize(v).map_err(|e| Error::Serde { op: "launch", msg: e.to_string() })
+        })
+        .collect()
 }

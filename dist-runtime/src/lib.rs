@@ -44,10 +44,11 @@ pub use config::{BackendChoice, DebugLevel, Env, MAX_WORLD};
 pub use dist_macros::{spmd, test};
 pub use dtype::{DType, Element};
 pub use entry::entries;
+pub use entry::EntryReturn;
 pub use error::{Error, Result, Site};
 pub use group::{Group, World};
 pub use init::{init, init_with};
-pub use launch::{launch, Launch, Report};
+pub use launch::{launch, launch_by_name, Launch, Report};
 pub use op::ReduceOp;
 pub use tag::Tag;
 
@@ -62,8 +63,9 @@ pub mod prelude {
 /// Items the macros' expansions name by absolute path. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::entry::{dispatch, run_rank, Entry, EntryReturn, Failure};
+    pub use crate::entry::{dispatch, finish_entry, run_rank, Entry, Failure};
     pub use crate::testing::run_test;
+    pub use crate::EntryReturn;
     pub use ctor;
     pub use inventory;
 }

@@ -26,6 +26,7 @@ struct State {
 /// A running store server; it serves until the process exits.
 pub struct StoreServer {
     addr: SocketAddr,
+    state: Arc<State>,
 }
 
 impl StoreServer {
@@ -42,12 +43,13 @@ impl StoreServer {
         })?;
         let addr = listener.local_addr().map_err(|e| Error::store("local_addr", Some(e)))?;
         let state = Arc::new(State::default());
+        let served = state.clone();
         let token = token.as_bytes().to_vec();
         std::thread::Builder::new()
             .name("dist-store".into())
             .spawn(move || {
                 for conn in listener.incoming().flatten() {
-                    let state = state.clone();
+                    let state = served.clone();
                     let token = token.clone();
                     let _ = std::thread::Builder::new().name("dist-store-conn".into()).spawn(move || {
                         let _ = serve(conn, &state, &token);
@@ -55,7 +57,12 @@ impl StoreServer {
                 }
             })
             .map_err(|e| Error::store("cannot start the store thread", Some(e)))?;
-        Ok(StoreServer { addr })
+        Ok(StoreServer { addr, state })
+    }
+
+    /// Reads a key directly from the server's table (the host's view, no network).
+    pub fn get_local(&self, key: &str) -> Option<Vec<u8>> {
+        self.state.map.lock().unwrap_or_else(|p| p.into_inner()).get(key).cloned()
     }
 
     /// The address clients connect to.

@@ -1,0 +1,4 @@
+use dist_runtime::prelude::*;
+
+#[spmd]
+fn main() {}

@@ -1,0 +1,4 @@
+#[dist_runtime::test(ranks = 2)]
+fn sums() {}
+
+fn main() {}
