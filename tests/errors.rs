@@ -134,3 +134,60 @@ fn recv_of_wrong_length_or_type_names_both_ends(world: Comm<World>) {
         assert!(e.contains("i32") && e.contains("f32"), "{e}");
     }
 }
+
+#[dist_runtime::test(ranks = [2, 3])]
+fn arguments_that_must_agree_across_ranks(world: Comm<World>) {
+    let n = world.size();
+    // gather_v with counts that differ across ranks
+    let mut counts = vec![1usize; n];
+    if world.rank() == 1 {
+        counts[0] = 1; // same length for rank 0's own block, but rank 1 claims a different layout
+        counts[n - 1] = 2;
+    }
+    let send = vec![0u8; counts[world.rank()]];
+    let mut recv = vec![0u8; counts.iter().sum()];
+    let e = world.all_gather_v(&send, &mut recv, &counts).unwrap_err();
+    assert!(matches!(e, Error::Mismatch { .. }), "{e}");
+    // subgroup with member lists that differ across ranks
+    let ranks: Vec<usize> = if world.rank() == 0 { vec![0, 1] } else { vec![1, 0] };
+    let e = world.subgroup::<G>(&ranks).unwrap_err();
+    assert!(matches!(e, Error::Mismatch { .. }) && e.to_string().contains("communicator creation"), "{e}");
+}
+
+#[test]
+fn nccl_without_the_feature_is_a_clear_error() {
+    let env = dist_runtime::Env::from_lookup(|k| (k == "DIST_BACKEND").then(|| "nccl".to_string())).unwrap();
+    let e = dist_runtime::init_with(env).unwrap_err().to_string();
+    assert!(e.contains("no `nccl` feature") && e.contains("DIST_BACKEND=shm"), "{e}");
+}
+
+#[test]
+fn a_port_in_use_is_named() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let vars = [("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_PORT", port.as_str()), ("DIST_TIMEOUT", "1")];
+    let env =
+        dist_runtime::Env::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())).unwrap();
+    let e = dist_runtime::init_with(env).unwrap_err().to_string();
+    assert!(e.contains("port is in use"), "{e}");
+}
+
+#[test]
+fn world_sizes_out_of_range() {
+    let e = dist_runtime::Launch::new("/bin/true", 0).run().unwrap_err().to_string();
+    assert!(e.contains("cannot launch 0 ranks"), "{e}");
+    let big = (dist_runtime::MAX_WORLD + 1).to_string();
+    let vars = [("RANK", "0"), ("WORLD_SIZE", big.as_str()), ("MASTER_PORT", "1")];
+    let e = dist_runtime::Env::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("larger than this backend supports"), "{e}");
+}
+
+#[test]
+fn a_stranger_cannot_join_the_store() {
+    let srv = dist_runtime::store::StoreServer::bind("127.0.0.1:0", "the-token").unwrap();
+    let addr = srv.addr().to_string();
+    let e = dist_runtime::store::Store::connect(&addr, "guess", std::time::Duration::from_secs(2)).err().unwrap();
+    assert!(e.to_string().contains("refused this job token"), "{e}");
+}

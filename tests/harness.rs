@@ -111,6 +111,10 @@ fn a_deadlock_ends_at_the_timeout_with_what_each_rank_waits_for() {
     assert!(!r.success());
     let all = r.summary();
     assert!(all.contains("timed out after 1.0s") && all.contains("waits in recv from rank"), "{all}");
+    // the wait-for graph names both call sites and the cycle
+    assert!(all.contains("rank 0 waits in recv from rank 1 (tests/harness.rs:"), "{all}");
+    assert!(all.contains("rank 1 waits in recv from rank 0 (tests/harness.rs:"), "{all}");
+    assert!(all.contains("deadlock (0 → 1 → 0)") || all.contains("deadlock (1 → 0 → 1)"), "{all}");
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
 }
 
@@ -119,6 +123,7 @@ fn a_collective_reached_by_half_the_ranks_times_out_naming_them() {
     let r = run_env("half_reach_a_collective", 4, 20.0, &[("DIST_TIMEOUT", "1")]);
     let all = r.summary();
     assert!(all.contains("waits in barrier for rank(s) 1, 3"), "{all}");
+    assert!(all.contains("rank 1 is not blocked in World") && !all.contains("deadlock"), "{all}");
 }
 
 #[test]

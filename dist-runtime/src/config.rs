@@ -182,6 +182,8 @@ pub(crate) struct Config {
     pub job_id: String,
     pub timeout: Duration,
     pub check: bool,
+    /// `DIST_DEBUG=detail`: the watchdog prints the wait-for graph of long waits.
+    pub detail: bool,
     /// Spin iterations before sleeping: many when ranks fit the cores, none otherwise.
     pub spins: u32,
 }
@@ -194,7 +196,13 @@ impl Config {
             None if env.local_world_size <= cores => 20_000,
             None => 0,
         };
-        Config { job_id: env.job_id.clone(), timeout: env.timeout, check: env.debug != DebugLevel::Off, spins }
+        Config {
+            job_id: env.job_id.clone(),
+            timeout: env.timeout,
+            check: env.debug != DebugLevel::Off,
+            detail: env.debug == DebugLevel::Detail,
+            spins,
+        }
     }
 }
 

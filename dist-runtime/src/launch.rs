@@ -26,6 +26,7 @@ pub struct Launch {
     envs: Vec<(OsString, OsString)>,
     capture: bool,
     timeout: Option<Duration>,
+    kill: Option<(usize, Duration)>,
 }
 
 /// How one rank ended.
@@ -33,6 +34,8 @@ pub struct Launch {
 pub struct RankExit {
     /// The rank.
     pub rank: usize,
+    /// Its process id.
+    pub pid: u32,
     /// Exit code, if it exited.
     pub code: Option<i32>,
     /// Signal, if a signal ended it.
@@ -113,7 +116,15 @@ impl Report {
 impl Launch {
     /// `n` ranks of `program`.
     pub fn new(program: impl Into<PathBuf>, n: usize) -> Launch {
-        Launch { program: program.into(), args: Vec::new(), n, envs: Vec::new(), capture: false, timeout: None }
+        Launch {
+            program: program.into(),
+            args: Vec::new(),
+            n,
+            envs: Vec::new(),
+            capture: false,
+            timeout: None,
+            kill: None,
+        }
     }
 
     /// Re-executes the current binary as `n` ranks running the `#[spmd]` entry `entry`.
@@ -148,6 +159,12 @@ impl Launch {
     /// they report what they wait for first).
     pub fn timeout(mut self, d: Duration) -> Launch {
         self.timeout = Some(d);
+        self
+    }
+
+    /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start.
+    pub fn kill_after(mut self, rank: usize, after: Duration) -> Launch {
+        self.kill = Some((rank, after));
         self
     }
 
@@ -226,7 +243,16 @@ impl Launch {
         let mut killed = vec![false; self.n];
         let mut failed_at: Option<Instant> = None;
         let mut timed_out = false;
+        let mut pending_kill = self.kill.filter(|(r, _)| *r < self.n);
         loop {
+            if let Some((victim, after)) = pending_kill {
+                if start.elapsed() >= after {
+                    if status[victim].is_none() {
+                        let _ = children[victim].kill();
+                    }
+                    pending_kill = None;
+                }
+            }
             for (i, c) in children.iter_mut().enumerate() {
                 if status[i].is_none() {
                     if let Ok(Some(s)) = c.try_wait() {
@@ -263,6 +289,7 @@ impl Launch {
                 let s = status[i].expect("all exited");
                 RankExit {
                     rank: i,
+                    pid: children[i].id(),
                     code: s.code(),
                     signal: s.signal(),
                     killed_by_launcher: killed[i],

@@ -16,6 +16,22 @@ struct Cli {
 enum Cmd {
     /// Build a binary or example and run it on N ranks.
     Run(RunArgs),
+    /// Fault injection: SIGKILL a random rank at a random moment of a mixed workload,
+    /// many times, and check every run ends fast, names the dead rank, leaves nothing.
+    Chaos(ChaosArgs),
+}
+
+#[derive(clap::Args)]
+struct ChaosArgs {
+    /// Number of runs.
+    #[arg(long, default_value_t = 100)]
+    runs: usize,
+    /// Ranks per run.
+    #[arg(short = 'n', long = "nranks", default_value_t = 8)]
+    n: usize,
+    /// Seed of the victim/moment choices (default: from the clock).
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -62,11 +78,18 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Cmd::Chaos(a) => match chaos(a) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 
 /// Builds the target with cargo and returns its executable.
-fn build(a: &RunArgs) -> Result<PathBuf, String> {
+fn build_target(a: &RunArgs) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--message-format=json-render-diagnostics"]);
@@ -105,7 +128,7 @@ fn build(a: &RunArgs) -> Result<PathBuf, String> {
 }
 
 fn run(a: RunArgs) -> Result<ExitCode, String> {
-    let exe = build(&a)?;
+    let exe = build_target(&a)?;
     if a.list {
         let st = Command::new(&exe).env("DIST_LIST_ENTRIES", "1").status().map_err(|e| e.to_string())?;
         return Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
@@ -134,4 +157,96 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
         None => eprintln!("xtask: the job failed"),
     }
     Ok(ExitCode::FAILURE)
+}
+
+fn dev_shm_dist_entries() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains("dist")).collect()
+        })
+        .unwrap_or_default()
+}
+
+fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
+    use std::time::Duration;
+    let build = RunArgs {
+        n: a.n,
+        example: Some("chaos".into()),
+        bin: None,
+        package: None,
+        release: true,
+        backend: "shm".into(),
+        entry: None,
+        list: false,
+        timeout: None,
+        args: Vec::new(),
+    };
+    let exe = build_target(&build)?;
+    let mut seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    }) | 1;
+    let mut rand = move |m: u64| {
+        // xorshift64*: plenty for choosing victims and moments
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        seed.wrapping_mul(0x2545_F491_4F6C_DD1D) % m
+    };
+    println!("chaos: {} runs of {} ranks, seed {}", a.runs, a.n, a.seed.map_or("clock".into(), |s| s.to_string()));
+    let shm_before = dev_shm_dist_entries();
+    let (mut clean, mut named_by_peers, mut leftovers, mut survivors) = (0usize, 0usize, 0usize, 0usize);
+    let mut lags = Vec::new();
+    for run in 0..a.runs {
+        let victim = rand(a.n as u64) as usize;
+        let at = Duration::from_millis(100 + rand(1400));
+        let report = dist_runtime::Launch::new(&exe, a.n)
+            .capture(true)
+            .env("CHAOS_SECS", "4")
+            .env("DIST_TIMEOUT", "30")
+            .timeout(Duration::from_secs(30))
+            .kill_after(victim, at)
+            .run()
+            .map_err(|e| e.to_string())?;
+        let lag = report.elapsed.saturating_sub(at);
+        let named = report.first_failure == Some(victim) && report.ranks[victim].signal == Some(9);
+        let fast = lag <= Duration::from_secs(5);
+        let peers_named = report
+            .ranks
+            .iter()
+            .filter(|r| r.rank != victim && !r.killed_by_launcher)
+            .all(|r| r.output.contains(&format!("rank {victim} ")));
+        let left: Vec<String> = dev_shm_dist_entries().into_iter().filter(|e| !shm_before.contains(e)).collect();
+        let alive = report.ranks.iter().filter(|r| std::path::Path::new(&format!("/proc/{}", r.pid)).exists()).count();
+        leftovers += left.len();
+        survivors += alive;
+        if named && fast && left.is_empty() && alive == 0 {
+            clean += 1;
+        } else {
+            println!(
+                "run {run}: victim {victim} at {at:?}: first failure {:?}, ended {:?} after the kill, {} leftovers, {alive} survivors\n{}",
+                report.first_failure,
+                lag,
+                left.len(),
+                report.summary()
+            );
+        }
+        if peers_named {
+            named_by_peers += 1;
+        }
+        lags.push(lag);
+    }
+    lags.sort();
+    let pct = |p: f64| lags[((lags.len() - 1) as f64 * p) as usize];
+    println!(
+        "chaos: {clean}/{} runs ended cleanly within 5 s of the kill with the dead rank named; \
+         in {named_by_peers} every surviving rank's own error named it too",
+        a.runs
+    );
+    println!(
+        "chaos: kill-to-end median {:.0} ms, p90 {:.0} ms, max {:.0} ms; leftovers in /dev/shm: {leftovers}; surviving rank processes: {survivors}",
+        pct(0.5).as_secs_f64() * 1e3,
+        pct(0.9).as_secs_f64() * 1e3,
+        pct(1.0).as_secs_f64() * 1e3
+    );
+    Ok(if clean == a.runs && leftovers == 0 && survivors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

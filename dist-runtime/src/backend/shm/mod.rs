@@ -172,6 +172,7 @@ impl ShmComm {
         site: Site,
         started: std::time::Instant,
         waiting: &dyn Fn() -> String,
+        warned: &std::cell::Cell<bool>,
     ) -> Result<()> {
         for r in ranks {
             if r == self.rank {
@@ -195,11 +196,23 @@ impl ShmComm {
                 return Err(Error::PeerFailed { rank: r, comm: self.name.clone(), reason });
             }
         }
-        if started.elapsed() >= self.cfg.timeout {
+        let waited = started.elapsed();
+        if self.cfg.detail && !warned.get() && waited >= (self.cfg.timeout / 2).min(std::time::Duration::from_secs(10))
+        {
+            warned.set(true);
+            eprintln!(
+                "[rank {}] watchdog: {} waits in {op} at {site} for {:.1}s; {}",
+                self.rank,
+                self.name,
+                waited.as_secs_f64(),
+                self.wait_graph()
+            );
+        }
+        if waited >= self.cfg.timeout {
             return Err(Error::Timeout {
                 op,
                 comm: self.name.clone(),
-                waiting_for: waiting(),
+                waiting_for: format!("{}; {}", waiting(), self.wait_graph()),
                 secs: self.cfg.timeout.as_secs_f64(),
                 site,
             });
@@ -242,17 +255,113 @@ impl ShmComm {
                     behind.join(", ")
                 )
             };
-            sync::wait_on(
+            let warned = std::cell::Cell::new(false);
+            let blocked = std::cell::Cell::new(false);
+            let res = sync::wait_on(
                 &self.epoch_bell(r),
                 self.spins(),
                 || Ok(reached()),
-                || self.health(&mut std::iter::once(r), cx.name, cx.fp.site, started, &waiting),
-            )?;
+                || self.health(&mut std::iter::once(r), cx.name, cx.fp.site, started, &waiting, &warned),
+                || {
+                    blocked.set(true);
+                    self.mark_wait(WAIT_COLL, next, cx.name, cx.fp.site);
+                },
+            );
+            if blocked.get() {
+                self.clear_wait();
+            }
+            res?;
         }
         if fp && self.cfg.check {
             self.check_fps(next % 2, cx)?;
         }
         Ok(())
+    }
+
+    /// Publishes what this rank is blocked on (read by peers' watchdogs).
+    pub(crate) fn mark_wait(&self, kind: u32, peer: u32, op: &str, site: Site) {
+        let base = self.ctl(self.rank) + segment::WAIT;
+        let word = self.seg.u32_at(base);
+        word.store(0, SeqCst);
+        let mut rec = [0u8; segment::WAIT_LEN];
+        rec[4..8].copy_from_slice(&peer.to_le_bytes());
+        rec[8..12].copy_from_slice(&site.0.line().to_le_bytes());
+        let opb = op.as_bytes();
+        let k = opb.len().min(31);
+        rec[16..16 + k].copy_from_slice(&opb[..k]);
+        let f = site.0.file().as_bytes();
+        let k = f.len().min(segment::WAIT_LEN - 49);
+        rec[48..48 + k].copy_from_slice(&f[f.len() - k..]);
+        // SAFETY: our own wait record; readers check the kind word before and after.
+        unsafe { std::ptr::copy_nonoverlapping(rec[4..].as_ptr(), self.seg.ptr(base + 4), segment::WAIT_LEN - 4) };
+        word.store(kind, SeqCst);
+    }
+
+    pub(crate) fn clear_wait(&self) {
+        self.seg.u32_at(self.ctl(self.rank) + segment::WAIT).store(0, SeqCst);
+    }
+
+    /// Rank r's wait record: (kind, peer-or-epoch, op, file, line); kind 0 if not blocked.
+    fn read_wait(&self, r: usize) -> (u32, u32, String, String, u32) {
+        let base = self.ctl(r) + segment::WAIT;
+        let kind = self.seg.u32_at(base).load(SeqCst);
+        let mut rec = [0u8; segment::WAIT_LEN];
+        // SAFETY: in bounds; a torn read is caught by re-reading the kind word below.
+        unsafe { std::ptr::copy_nonoverlapping(self.seg.ptr(base), rec.as_mut_ptr(), rec.len()) };
+        if self.seg.u32_at(base).load(SeqCst) != kind {
+            return (0, 0, String::new(), String::new(), 0);
+        }
+        let cstr =
+            |b: &[u8]| String::from_utf8_lossy(&b[..b.iter().position(|&x| x == 0).unwrap_or(b.len())]).into_owned();
+        let peer = u32::from_le_bytes(rec[4..8].try_into().unwrap());
+        let line = u32::from_le_bytes(rec[8..12].try_into().unwrap());
+        (kind, peer, cstr(&rec[16..48]), cstr(&rec[48..]), line)
+    }
+
+    /// The wait-for graph of this communicator, in words, naming a cycle if there is one:
+    /// "rank 0 waits in recv from rank 1 (src/x.rs:12); rank 1 waits in recv from rank 0
+    /// (src/x.rs:20): deadlock (0 → 1 → 0)".
+    pub(crate) fn wait_graph(&self) -> String {
+        let n = self.n;
+        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut parts = Vec::new();
+        for (r, out) in edges.iter_mut().enumerate() {
+            let state = self.seg.u32_at(self.ctl(r) + segment::STATE).load(SeqCst);
+            let (kind, peer, op, file, line) = self.read_wait(r);
+            let at = format!("{file}:{line}");
+            let desc = match kind {
+                WAIT_RECV => {
+                    out.push(peer as usize);
+                    format!("rank {r} waits in {op} from rank {peer} ({at})")
+                }
+                WAIT_SEND => {
+                    out.push(peer as usize);
+                    format!("rank {r} waits in {op} to rank {peer} ({at})")
+                }
+                WAIT_COLL => {
+                    let behind: Vec<usize> = (0..n)
+                        .filter(|&q| q != r)
+                        .filter(|&q| {
+                            (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(peer) as i32) < 0
+                        })
+                        .collect();
+                    out.extend(&behind);
+                    format!("rank {r} waits in {op} ({at}) for rank(s) {behind:?}")
+                }
+                _ => match state {
+                    segment::FINISHED => format!("rank {r} has left {}", self.name),
+                    segment::FAILED => format!("rank {r} failed"),
+                    _ => format!("rank {r} is not blocked in {}", self.name),
+                },
+            };
+            parts.push(desc);
+        }
+        let mut s = format!("wait-for graph of {}: {}", self.name, parts.join("; "));
+        if let Some(cycle) = find_cycle(&edges) {
+            let path: Vec<String> = cycle.iter().map(|r| r.to_string()).collect();
+            s.push_str(&format!(": deadlock ({})", path.join(" → ")));
+        }
+        s
     }
 
     fn write_fp(&self, parity: u32, fp: &Fingerprint) {
@@ -328,6 +437,42 @@ impl ShmComm {
     fn slot(&self, r: usize, parity: u32) -> *mut u8 {
         self.seg.ptr(self.seg.layout.slot(r, parity))
     }
+}
+
+pub(crate) const WAIT_RECV: u32 = 1;
+pub(crate) const WAIT_SEND: u32 = 2;
+pub(crate) const WAIT_COLL: u32 = 3;
+
+/// A cycle in the wait-for graph, as the ranks along it (first repeated at the end).
+fn find_cycle(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
+    let n = edges.len();
+    // 0 unvisited, 1 on stack, 2 done
+    let mut color = vec![0u8; n];
+    let mut stack: Vec<usize> = Vec::new();
+    fn dfs(u: usize, edges: &[Vec<usize>], color: &mut [u8], stack: &mut Vec<usize>) -> Option<Vec<usize>> {
+        color[u] = 1;
+        stack.push(u);
+        for &v in &edges[u] {
+            if v >= edges.len() {
+                continue;
+            }
+            if color[v] == 1 {
+                let at = stack.iter().position(|&x| x == v).expect("on stack");
+                let mut c = stack[at..].to_vec();
+                c.push(v);
+                return Some(c);
+            }
+            if color[v] == 0 {
+                if let Some(c) = dfs(v, edges, color, stack) {
+                    return Some(c);
+                }
+            }
+        }
+        stack.pop();
+        color[u] = 2;
+        None
+    }
+    (0..n).find_map(|u| if color[u] == 0 { dfs(u, edges, &mut color, &mut stack) } else { None })
 }
 
 impl Backend for ShmComm {
@@ -436,5 +581,24 @@ impl Backend for ShmComm {
         for r in 0..self.n {
             sync::futex_wake_all(self.seg.u32_at(self.ctl(r) + segment::BELL));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_cycle;
+
+    #[test]
+    fn cycles_in_wait_for_graphs() {
+        // 0 -> 1 -> 0
+        assert_eq!(find_cycle(&[vec![1], vec![0]]), Some(vec![0, 1, 0]));
+        // a chain is no deadlock
+        assert_eq!(find_cycle(&[vec![1], vec![2], vec![]]), None);
+        // a ring of 4 where every rank sends first
+        assert_eq!(find_cycle(&[vec![1], vec![2], vec![3], vec![0]]), Some(vec![0, 1, 2, 3, 0]));
+        // a collective waiting on a rank that waits on a recv from the first
+        assert_eq!(find_cycle(&[vec![2, 3], vec![], vec![0], vec![]]), Some(vec![0, 2, 0]));
+        // edges to ranks out of range are ignored
+        assert_eq!(find_cycle(&[vec![7]]), None);
     }
 }

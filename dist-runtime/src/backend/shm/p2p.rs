@@ -381,12 +381,23 @@ fn drive(
             format!("rank {me} waits in send to rank {peer} ({site}), which is not receiving")
         }
     };
-    sync::wait_on(
+    let warned = std::cell::Cell::new(false);
+    let blocked = std::cell::Cell::new(false);
+    let kind = if op == "recv" { super::WAIT_RECV } else { super::WAIT_SEND };
+    let r = sync::wait_on(
         &c.bell(me),
         c.spins(),
         || done(p),
-        || c.health(&mut std::iter::once(peer), op, site, started, &waiting),
-    )
+        || c.health(&mut std::iter::once(peer), op, site, started, &waiting, &warned),
+        || {
+            blocked.set(true);
+            c.mark_wait(kind, peer as u32, op, site);
+        },
+    );
+    if blocked.get() {
+        c.clear_wait();
+    }
+    r
 }
 
 pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {

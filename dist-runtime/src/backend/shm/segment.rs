@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 const MAGIC: u64 = 0x6469_7374_5f73_686d; // "dist_shm"
 const HEADER: usize = 4096;
-pub(crate) const CTL: usize = 1024;
+pub(crate) const CTL: usize = 1536;
 pub(crate) const RING_CTL: usize = 128;
 
 // ctl[r] field offsets
@@ -32,7 +32,11 @@ pub(crate) const STATE: usize = 132;
 pub(crate) const FP: usize = 192; // two records of FP_LEN, by parity
 pub(crate) const FP_LEN: usize = 256;
 pub(crate) const REASON: usize = 704; // 320 bytes, NUL-padded
-pub(crate) const REASON_LEN: usize = CTL - REASON;
+pub(crate) const REASON_LEN: usize = 320;
+/// What the rank is blocked on, for the watchdog: kind u32 (0 none, 1 recv, 2 send,
+/// 3 collective), peer or target epoch u32, line u32, op name [16..48), file [48..256).
+pub(crate) const WAIT: usize = 1024;
+pub(crate) const WAIT_LEN: usize = 256;
 
 /// Rank states in `ctl[r].state`.
 pub(crate) const ALIVE: u32 = 1;

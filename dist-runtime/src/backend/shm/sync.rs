@@ -65,12 +65,16 @@ pub(crate) const SLICE: Duration = Duration::from_millis(50);
 
 /// Waits until `poll` says done. `poll` is re-run after every wake-up; `check` runs
 /// every `SLICE` of sleep (peer health, deadline) and ends the wait with its error.
+/// `block` runs once, just before the first sleep (the waiter publishes what it waits
+/// on there, so the fast path pays nothing for the watchdog).
 pub(crate) fn wait_on<E>(
     bell: &Bell<'_>,
     spins: u32,
     mut poll: impl FnMut() -> Result<bool, E>,
     mut check: impl FnMut() -> Result<(), E>,
+    block: impl FnOnce(),
 ) -> Result<(), E> {
+    let mut block = Some(block);
     for _ in 0..spins {
         if poll()? {
             return Ok(());
@@ -85,6 +89,9 @@ pub(crate) fn wait_on<E>(
         if !matches!(done, Ok(false)) {
             bell.sleepers.fetch_sub(1, SeqCst);
             return done.map(|_| ());
+        }
+        if let Some(b) = block.take() {
+            b();
         }
         futex_wait(bell.word, v, SLICE);
         bell.sleepers.fetch_sub(1, SeqCst);

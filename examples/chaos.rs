@@ -1,0 +1,41 @@
+//! A mixed workload for fault injection (`cargo xtask chaos`): collectives of several
+//! sizes, a p2p ring, a subgroup, non-blocking ops, in a loop for `CHAOS_SECS` seconds.
+//! Some rank gets SIGKILLed at a random moment; the others must end with that rank
+//! named, fast, leaving nothing behind.
+
+use dist_runtime::prelude::*;
+use std::time::{Duration, Instant};
+
+dist_runtime::group!(Half);
+const RING: Tag<f32> = Tag::new(1);
+
+#[spmd]
+fn main(world: Comm<World>) -> dist_runtime::Result<()> {
+    let secs: f64 = std::env::var("CHAOS_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    let (n, me) = (world.size(), world.rank());
+    let half: Vec<usize> = (0..n.div_ceil(2)).collect();
+    let sub = world.subgroup::<Half>(&half)?;
+    let start = Instant::now();
+    let mut step = 0usize;
+    while start.elapsed() < Duration::from_secs_f64(secs) {
+        let len = [8usize, 4096, 200_000][step % 3];
+        let mut v = vec![me as f32; len];
+        world.all_reduce(&mut v, ReduceOp::Sum)?;
+        let mut got = vec![0.0f32; len / 4];
+        world.sendrecv((me + 1) % n, RING, &v[..len / 4], (me + n - 1) % n, &mut got)?;
+        let mut b = vec![0u8; 1000];
+        world.broadcast(&mut b, step % n)?;
+        let mut all = vec![0u32; n * 64];
+        world.all_to_all(&vec![me as u32; n * 64], &mut all)?;
+        if let Some(sub) = &sub {
+            let mut x = [1u64];
+            sub.all_reduce_async(&mut x, ReduceOp::Sum)?.wait()?;
+        }
+        world.barrier()?;
+        step += 1;
+    }
+    if me == 0 {
+        println!("{step} steps");
+    }
+    Ok(())
+}
