@@ -166,3 +166,25 @@ fn dropping_a_request_completes_it(world: Comm<World>) {
     }
     assert_same("dropped requests", &got, &data::<f32>(peer, 50_000, 4));
 }
+
+dist_runtime::group!(Pair);
+const LAST: Tag<u32> = Tag::new(40);
+
+/// A sender that writes its last message and leaves at once must not look "failed" to a
+/// receiver that was asleep past its health-check interval: the message is there.
+#[dist_runtime::test(ranks = [2], timeout = 60)]
+fn a_peer_that_sends_then_leaves_is_not_a_failure(world: Comm<World>) {
+    for i in 0..20u32 {
+        let pair = world.subgroup::<Pair>(&[0, 1]).unwrap().expect("both are members");
+        if pair.rank() == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            pair.send(1, LAST, &[i; 3]).unwrap();
+            drop(pair); // leaves the communicator right after the send
+        } else {
+            let mut got = [0u32; 3];
+            pair.recv(0, LAST, &mut got).unwrap();
+            assert_eq!(got, [i; 3]);
+        }
+        world.barrier().unwrap();
+    }
+}

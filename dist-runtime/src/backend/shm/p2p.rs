@@ -89,7 +89,8 @@ struct Out {
 /// Where the payload of the message being read from a source goes.
 enum Sink {
     Stash,
-    Target,
+    /// Straight into the buffer of the receive waiting for this key.
+    Target((usize, u32, u64)),
     /// A receive whose buffer did not fit: the bytes are read and dropped.
     Discard,
 }
@@ -200,7 +201,7 @@ impl P2p {
                     *ord += 1;
                     let sink = match target.as_deref_mut() {
                         Some(t) if t.key == key => match check_fit(c, t, &hdr) {
-                            Ok(()) => Sink::Target,
+                            Ok(()) => Sink::Target(key),
                             Err(e) => {
                                 t.err = Some(e);
                                 Sink::Discard
@@ -223,10 +224,17 @@ impl P2p {
                 let inc = self.cur[src].as_mut().expect("set above");
                 let len = inc.hdr.len as usize;
                 let k = ring.avail().min(len - inc.got);
+                if let Sink::Target(key) = inc.sink {
+                    // The receive that took this message gave up (it returned an error):
+                    // drop the rest so the stream stays in step.
+                    if target.as_deref().is_none_or(|t| t.key != key) {
+                        inc.sink = Sink::Discard;
+                    }
+                }
                 if k > 0 {
                     match inc.sink {
-                        Sink::Target => {
-                            let t = target.as_deref_mut().expect("target sink implies a target");
+                        Sink::Target(_) => {
+                            let t = target.as_deref_mut().expect("checked above");
                             ring.read(&mut t.buf[inc.got..inc.got + k]);
                         }
                         Sink::Stash => {
@@ -244,7 +252,7 @@ impl P2p {
                 }
                 let inc = self.cur[src].take().expect("set above");
                 match inc.sink {
-                    Sink::Target => target.as_deref_mut().expect("target").done = true,
+                    Sink::Target(_) => target.as_deref_mut().expect("checked above").done = true,
                     Sink::Stash => self.stash.get_mut(&inc.key).expect("stash entry").complete = true,
                     Sink::Discard => {}
                 }

@@ -96,7 +96,11 @@ pub(crate) fn wait_on<E>(
         futex_wait(bell.word, v, SLICE);
         bell.sleepers.fetch_sub(1, SeqCst);
         if last_check.elapsed() >= SLICE {
-            check()?;
+            if let Err(e) = check() {
+                // What we wait for may have arrived just before the peer left (a sender
+                // that wrote its last bytes and exited): look once more before failing.
+                return if poll()? { Ok(()) } else { Err(e) };
+            }
             last_check = Instant::now();
         }
     }
@@ -116,5 +120,63 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => !s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])).unwrap_or(false),
         Err(_) => r == 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bell_pair() -> (AtomicU32, AtomicU32) {
+        (AtomicU32::new(0), AtomicU32::new(0))
+    }
+
+    #[test]
+    fn a_wait_looks_again_before_failing() {
+        // The condition came true while we slept, and the peer is gone by the time the
+        // health check runs (a sender that wrote its last bytes and exited): success.
+        let (w, s) = bell_pair();
+        let bell = Bell { word: &w, sleepers: &s };
+        let mut polls = 0;
+        let r: Result<(), &str> = wait_on(
+            &bell,
+            0,
+            || {
+                polls += 1;
+                Ok(polls >= 2)
+            },
+            || Err("peer gone"),
+            || {},
+        );
+        assert_eq!(r, Ok(()));
+    }
+
+    #[test]
+    fn a_failed_check_ends_a_wait_that_cannot_complete() {
+        let (w, s) = bell_pair();
+        let bell = Bell { word: &w, sleepers: &s };
+        let mut blocked = false;
+        let r: Result<(), &str> = wait_on(&bell, 10, || Ok(false), || Err("peer gone"), || blocked = true);
+        assert_eq!(r, Err("peer gone"));
+        assert!(blocked, "the block hook runs before the first sleep");
+    }
+
+    #[test]
+    fn a_store_wakes_a_sleeper() {
+        let (w, s) = bell_pair();
+        std::thread::scope(|sc| {
+            let (w, s) = (&w, &s);
+            let h = sc.spawn(move || {
+                let bell = Bell { word: w, sleepers: s };
+                let t = Instant::now();
+                let r: Result<(), ()> = wait_on(&bell, 0, || Ok(w.load(SeqCst) == 7), || Ok(()), || {});
+                (r, t.elapsed())
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            Bell { word: w, sleepers: s }.store(7);
+            let (r, took) = h.join().unwrap();
+            assert_eq!(r, Ok(()));
+            assert!(took < Duration::from_secs(5));
+        });
     }
 }

@@ -1,0 +1,418 @@
+//! `dist-bench`: nccl-tests style timing of every collective and a ping-pong, with every
+//! result checked. The parent process parses the command line and re-executes itself as
+//! N ranks (the `bench_rank` entry); rank 0 prints a row per (op, size) as it finishes.
+//!
+//! ```text
+//! dist-bench -n 4 --ops all_reduce,all_gather --max-bytes 64M
+//! dist-bench --nranks 4 --reps 3 --tsv      # the TSV of ../shared/peers (impl "dist")
+//! ```
+
+use clap::Parser;
+use dist_runtime::prelude::*;
+use std::time::{Duration, Instant};
+
+const OPS: [&str; 6] = ["all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "pingpong"];
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "dist-bench", about = "Time dist's collectives (nccl-tests style)")]
+struct Args {
+    /// Number of ranks.
+    #[arg(short = 'n', long = "nranks", default_value_t = 2)]
+    n: usize,
+    /// Comma-separated ops: all_reduce, broadcast, all_gather, reduce_scatter, all_to_all, pingpong (or `all`).
+    #[arg(long, default_value = "all")]
+    ops: String,
+    /// Smallest size (bytes; K, M, G suffixes).
+    #[arg(long, default_value = "8")]
+    min_bytes: String,
+    /// Largest size.
+    #[arg(long, default_value = "64M")]
+    max_bytes: String,
+    /// Element type: f32, f64, f16, bf16, i32, u8, ...
+    #[arg(long, default_value = "f32")]
+    dtype: String,
+    /// Timed iterations per loop (default: as many as fit in --budget).
+    #[arg(long)]
+    iters: Option<usize>,
+    /// Untimed iterations before each loop.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Timed loops per (op, size).
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
+    /// Seconds per timed loop when --iters is not given.
+    #[arg(long, default_value_t = 0.25)]
+    budget: f64,
+    /// Print the peers harness TSV instead of the table.
+    #[arg(long)]
+    tsv: bool,
+    /// Backend (shm).
+    #[arg(long, default_value = "shm")]
+    backend: String,
+}
+
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<usize>().map(|v| v * mul).map_err(|_| format!("{s:?} is not a size (e.g. 8, 64K, 16M)"))
+}
+
+/// The sizes of the peers harness: 8 B, 1 KiB, 64 KiB, 1 MiB, 16 MiB, 64 MiB.
+const SIZES: [usize; 6] = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20];
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let run = || -> Result<bool, String> {
+        let ops: Vec<String> = if args.ops == "all" {
+            OPS.iter().map(|s| s.to_string()).collect()
+        } else {
+            args.ops.split(',').map(|s| s.trim().to_string()).collect()
+        };
+        for op in &ops {
+            if !OPS.contains(&op.as_str()) {
+                return Err(format!("unknown op {op:?}; expected one of {}", OPS.join(", ")));
+            }
+        }
+        if ops.iter().any(|o| o == "pingpong") && args.n < 2 && ops.len() == 1 {
+            return Err("pingpong needs at least 2 ranks".into());
+        }
+        let (lo, hi) = (parse_bytes(&args.min_bytes)?, parse_bytes(&args.max_bytes)?);
+        let dtype = args.dtype.to_ascii_lowercase();
+        if !["f32", "f64", "f16", "bf16", "i32", "u32", "i64", "u64", "u8", "i8"].contains(&dtype.as_str()) {
+            return Err(format!("unknown dtype {dtype:?}"));
+        }
+        let spec = format!(
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            ops.join(","),
+            lo,
+            hi,
+            dtype,
+            args.iters.unwrap_or(0),
+            args.warmup,
+            args.reps,
+            args.budget,
+            args.tsv as u8
+        );
+        let report = dist_runtime::Launch::entry("bench_rank", args.n)
+            .map_err(|e| e.to_string())?
+            .env("DIST_BENCH", spec)
+            .env("DIST_BACKEND", &args.backend)
+            .env("DIST_DEBUG", std::env::var("DIST_DEBUG").unwrap_or_else(|_| "off".into()))
+            .capture(false)
+            .run()
+            .map_err(|e| e.to_string())?;
+        if !report.success() {
+            return Err(report.summary());
+        }
+        Ok(true)
+    };
+    match run() {
+        Ok(_) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dist-bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+struct Spec {
+    ops: Vec<String>,
+    lo: usize,
+    hi: usize,
+    dtype: String,
+    iters: usize,
+    warmup: usize,
+    reps: usize,
+    budget: f64,
+    tsv: bool,
+}
+
+fn spec() -> Spec {
+    let s = std::env::var("DIST_BENCH").expect("DIST_BENCH is set by the parent");
+    let f: Vec<&str> = s.split('|').collect();
+    Spec {
+        ops: f[0].split(',').map(String::from).collect(),
+        lo: f[1].parse().unwrap(),
+        hi: f[2].parse().unwrap(),
+        dtype: f[3].into(),
+        iters: f[4].parse().unwrap(),
+        warmup: f[5].parse().unwrap(),
+        reps: f[6].parse().unwrap(),
+        budget: f[7].parse().unwrap(),
+        tsv: f[8] == "1",
+    }
+}
+
+/// The value rank `r` puts at index `i`: small integers, exact in every dtype and in sums.
+fn val<T: Element + FromSmall>(r: usize, i: usize) -> T {
+    T::from_small(((r * 7 + i * 3) % 5) as i8)
+}
+
+/// Conversion from small integers, for test data exact in every type.
+trait FromSmall: Copy {
+    fn from_small(v: i8) -> Self;
+}
+macro_rules! from_small {
+    ($($t:ty),*) => {$( impl FromSmall for $t { fn from_small(v: i8) -> Self { v as $t } } )*};
+}
+from_small!(u8, i8, i32, u32, i64, u64, f32, f64);
+impl FromSmall for dist_runtime::f16 {
+    fn from_small(v: i8) -> Self {
+        dist_runtime::f16::from_f32(v as f32)
+    }
+}
+impl FromSmall for dist_runtime::bf16 {
+    fn from_small(v: i8) -> Self {
+        dist_runtime::bf16::from_f32(v as f32)
+    }
+}
+/// Sum of small integers in the element type (exact for the values and sizes used:
+/// wrapping for 8-bit types, which the reference below also does).
+trait AddSmall: Copy {
+    fn add(self, o: Self) -> Self;
+}
+macro_rules! add_int { ($($t:ty),*) => {$( impl AddSmall for $t { fn add(self, o: Self) -> Self { self.wrapping_add(o) } } )*}; }
+add_int!(u8, i8, i32, u32, i64, u64);
+macro_rules! add_float { ($($t:ty),*) => {$( impl AddSmall for $t { fn add(self, o: Self) -> Self { self + o } } )*}; }
+add_float!(f32, f64, dist_runtime::f16, dist_runtime::bf16);
+
+trait BenchElem: Element + FromSmall + AddSmall + Default {}
+impl<T: Element + FromSmall + AddSmall + Default> BenchElem for T {}
+
+#[spmd]
+fn bench_rank(world: Comm<World>) -> dist_runtime::Result<()> {
+    let s = spec();
+    match s.dtype.as_str() {
+        "f32" => run_all::<f32>(&world, &s),
+        "f64" => run_all::<f64>(&world, &s),
+        "f16" => run_all::<dist_runtime::f16>(&world, &s),
+        "bf16" => run_all::<dist_runtime::bf16>(&world, &s),
+        "i32" => run_all::<i32>(&world, &s),
+        "u32" => run_all::<u32>(&world, &s),
+        "i64" => run_all::<i64>(&world, &s),
+        "u64" => run_all::<u64>(&world, &s),
+        "u8" => run_all::<u8>(&world, &s),
+        _ => run_all::<i8>(&world, &s),
+    }
+}
+
+fn harness_name(op: &str) -> &'static str {
+    match op {
+        "all_reduce" => "allreduce",
+        "broadcast" => "bcast",
+        "all_gather" => "allgather",
+        "reduce_scatter" => "reduce_scatter",
+        "all_to_all" => "alltoall",
+        _ => "pingpong",
+    }
+}
+
+fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<()> {
+    let (n, me) = (world.size(), world.rank());
+    let es = std::mem::size_of::<T>();
+    if me == 0 {
+        if s.tsv {
+            println!("impl\top\tranks\tbytes\trep\titers\tus\talgbw_GBps\tbusbw_GBps");
+        } else {
+            println!("# dist-bench: {n} ranks, backend {}, dtype {}", world.backend(), T::DTYPE);
+            println!(
+                "# {:>14} {:>12} {:>6} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7}",
+                "op", "size(B)", "count", "type", "root", "time(us)", "algbw", "busbw", "#wrong"
+            );
+        }
+    }
+    for op in &s.ops {
+        if op == "pingpong" && n < 2 {
+            continue;
+        }
+        for &bytes in SIZES.iter().filter(|&&b| b >= s.lo && b <= s.hi) {
+            // `bytes` follows nccl-tests / the peers harness; derive per-rank element counts.
+            let count = (bytes / es).max(1);
+            let per = (count / n).max(1); // block per rank for gather/scatter-like ops
+            let mut case = Case::<T>::new(op, n, me, count, per);
+            // untimed warm-up, then decide the iteration count on rank 0 and share it
+            let t = Instant::now();
+            for _ in 0..s.warmup.max(1) {
+                case.run(world)?;
+            }
+            let one = t.elapsed().as_secs_f64() / s.warmup.max(1) as f64;
+            let mut iters =
+                [if s.iters > 0 { s.iters } else { ((s.budget / one.max(1e-7)) as usize).clamp(1, 100_000) } as u64];
+            world.broadcast(&mut iters, 0)?;
+            let iters = iters[0] as usize;
+            for rep in 0..s.reps {
+                world.barrier()?;
+                let t = Instant::now();
+                for _ in 0..iters {
+                    case.run(world)?;
+                }
+                let mut el = [t.elapsed().as_secs_f64()];
+                world.all_reduce(&mut el, ReduceOp::Max)?;
+                let mut us = el[0] * 1e6 / iters as f64;
+                if op == "pingpong" {
+                    us /= 2.0; // one way
+                }
+                let wrong = case.check(world)?;
+                let mut w = [wrong as u64];
+                world.all_reduce(&mut w, ReduceOp::Sum)?;
+                let b = case.bytes as f64;
+                let algbw = b / (us * 1e-6) / 1e9;
+                let nf = n as f64;
+                let busbw = algbw
+                    * match op.as_str() {
+                        "all_reduce" => 2.0 * (nf - 1.0) / nf,
+                        "all_gather" | "reduce_scatter" | "all_to_all" => (nf - 1.0) / nf,
+                        _ => 1.0,
+                    };
+                if me == 0 {
+                    if s.tsv {
+                        println!(
+                            "dist\t{}\t{n}\t{}\t{rep}\t{iters}\t{us:.3}\t{algbw:.4}\t{busbw:.4}",
+                            harness_name(op),
+                            case.bytes
+                        );
+                    } else {
+                        let redop = if op == "all_reduce" || op == "reduce_scatter" { "sum" } else { "" };
+                        let root = if op == "broadcast" { "0" } else { "" };
+                        println!(
+                            "  {:>14} {:>12} {:>6} {:>6} {:>5} {:>11.2} {:>9.3} {:>9.3} {:>7}",
+                            op,
+                            case.bytes,
+                            case.count,
+                            format!(
+                                "{}{}",
+                                T::DTYPE,
+                                if redop.is_empty() { String::new() } else { format!("/{redop}") }
+                            ),
+                            root,
+                            us,
+                            algbw,
+                            busbw,
+                            w[0]
+                        );
+                    }
+                    use std::io::Write;
+                    let _ = std::io::stdout().flush();
+                }
+                if w[0] > 0 && me == 0 && !s.tsv {
+                    eprintln!("# {op} {bytes}: {} wrong elements", w[0]);
+                }
+            }
+        }
+    }
+    let _ = Duration::ZERO;
+    Ok(())
+}
+
+/// One (op, size): its buffers, how to run it, and how to check its result.
+struct Case<T> {
+    op: String,
+    n: usize,
+    me: usize,
+    /// Elements in the op's main buffer (for the table's `count`).
+    count: usize,
+    /// Bytes as the peers harness counts them.
+    bytes: usize,
+    a: Vec<T>,
+    b: Vec<T>,
+}
+
+impl<T: BenchElem> Case<T> {
+    fn new(op: &str, n: usize, me: usize, count: usize, per: usize) -> Case<T> {
+        let es = std::mem::size_of::<T>();
+        let (a, b, count, bytes) = match op {
+            // per-rank buffer of `count`
+            "all_reduce" | "broadcast" | "pingpong" => (vec![T::default(); count], Vec::new(), count, count * es),
+            // total gathered size n*per
+            "all_gather" => (vec![T::default(); per], vec![T::default(); n * per], n * per, n * per * es),
+            "reduce_scatter" => (vec![T::default(); n * per], vec![T::default(); per], n * per, n * per * es),
+            // total send size per rank
+            _ => (vec![T::default(); n * per], vec![T::default(); n * per], n * per, n * per * es),
+        };
+        let mut c = Case { op: op.into(), n, me, count, bytes, a, b };
+        c.fill();
+        c
+    }
+
+    fn fill(&mut self) {
+        let me = self.me;
+        for (i, x) in self.a.iter_mut().enumerate() {
+            *x = val(me, i);
+        }
+    }
+
+    fn run(&mut self, w: &Comm<World>) -> dist_runtime::Result<()> {
+        const PING: Tag<u8> = Tag::new(77);
+        match self.op.as_str() {
+            "all_reduce" => w.all_reduce(&mut self.a, ReduceOp::Sum),
+            "broadcast" => w.broadcast(&mut self.a, 0),
+            "all_gather" => w.all_gather(&self.a, &mut self.b),
+            "reduce_scatter" => w.reduce_scatter(&self.a, &mut self.b, ReduceOp::Sum),
+            "all_to_all" => w.all_to_all(&self.a, &mut self.b),
+            _ => {
+                let bytes: &mut [u8] = bytemuck_bytes(&mut self.a);
+                match self.me {
+                    0 => {
+                        w.send(1, PING, bytes)?;
+                        w.recv(1, PING, bytes)
+                    }
+                    1 => {
+                        w.recv(0, PING, bytes)?;
+                        w.send(0, PING, bytes)
+                    }
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Runs the op once more on fresh data and counts wrong elements.
+    fn check(&mut self, w: &Comm<World>) -> dist_runtime::Result<usize> {
+        self.fill();
+        self.run(w)?;
+        let (n, me) = (self.n, self.me);
+        let eq = |x: &T, y: &T| x == y;
+        let wrong = match self.op.as_str() {
+            "all_reduce" => (0..self.a.len())
+                .filter(|&i| {
+                    let want = (0..n).map(|r| val::<T>(r, i)).reduce(|a, b| a.add(b)).unwrap();
+                    !eq(&self.a[i], &want)
+                })
+                .count(),
+            "broadcast" => (0..self.a.len()).filter(|&i| !eq(&self.a[i], &val(0, i))).count(),
+            "all_gather" => {
+                let per = self.a.len();
+                (0..self.b.len()).filter(|&k| !eq(&self.b[k], &val(k / per, k % per))).count()
+            }
+            "reduce_scatter" => {
+                let per = self.b.len();
+                (0..per)
+                    .filter(|&i| {
+                        let want = (0..n).map(|r| val::<T>(r, me * per + i)).reduce(|a, b| a.add(b)).unwrap();
+                        !eq(&self.b[i], &want)
+                    })
+                    .count()
+            }
+            "all_to_all" => {
+                let per = self.a.len() / n;
+                (0..self.b.len()).filter(|&k| !eq(&self.b[k], &val(k / per, me * per + k % per))).count()
+            }
+            // pingpong: rank 1 echoes rank 0's data, so both end with it; others are idle
+            _ => {
+                let from = if me < 2 { 0 } else { me };
+                (0..self.a.len()).filter(|&i| !eq(&self.a[i], &val(from, i))).count()
+            }
+        };
+        self.fill();
+        Ok(wrong)
+    }
+}
+
+fn bytemuck_bytes<T: Element>(v: &mut [T]) -> &mut [u8] {
+    bytemuck::cast_slice_mut(v)
+}
