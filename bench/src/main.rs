@@ -7,6 +7,8 @@
 //! dist-bench --nranks 4 --reps 3 --tsv      # the TSV of ../shared/peers (impl "dist")
 //! ```
 
+mod plot;
+
 use clap::Parser;
 use dist_runtime::prelude::*;
 use std::time::{Duration, Instant};
@@ -49,6 +51,9 @@ struct Args {
     /// Backend (shm).
     #[arg(long, default_value = "shm")]
     backend: String,
+    /// Also draw busbw against size, one line per op, into this SVG file.
+    #[arg(long)]
+    plot: Option<std::path::PathBuf>,
 }
 
 fn parse_bytes(s: &str) -> Result<usize, String> {
@@ -103,6 +108,7 @@ fn main() -> std::process::ExitCode {
             .env("DIST_BENCH", spec)
             .env("DIST_BACKEND", &args.backend)
             .env("DIST_DEBUG", std::env::var("DIST_DEBUG").unwrap_or_else(|_| "off".into()))
+            .env("DIST_BENCH_PLOT", args.plot.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
             .capture(false)
             .run()
             .map_err(|e| e.to_string())?;
@@ -226,6 +232,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
             );
         }
     }
+    let mut points: Vec<(String, usize, f64)> = Vec::new();
     for op in &s.ops {
         if op == "pingpong" && n < 2 {
             continue;
@@ -269,6 +276,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
                         "all_gather" | "reduce_scatter" | "all_to_all" => (nf - 1.0) / nf,
                         _ => 1.0,
                     };
+                points.push((op.clone(), case.bytes, busbw));
                 if me == 0 {
                     if s.tsv {
                         println!(
@@ -306,6 +314,14 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
         }
     }
     let _ = Duration::ZERO;
+    if me == 0 {
+        if let Some(path) = std::env::var("DIST_BENCH_PLOT").ok().filter(|p| !p.is_empty()) {
+            match plot::busbw(&path, n, &points) {
+                Ok(()) => eprintln!("# wrote {path}"),
+                Err(e) => eprintln!("# cannot write {path}: {e}"),
+            }
+        }
+    }
     Ok(())
 }
 

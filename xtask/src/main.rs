@@ -16,6 +16,13 @@ struct Cli {
 enum Cmd {
     /// Build a binary or example and run it on N ranks.
     Run(RunArgs),
+    /// Benchmark the collectives (nccl-tests style); arguments go to `dist-bench`
+    /// (`cargo xtask bench -- --help` lists them).
+    Bench {
+        /// Arguments for dist-bench, e.g. `-n 4 --ops all_reduce --max-bytes 16M --plot busbw.svg`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Fault injection: SIGKILL a random rank at a random moment of a mixed workload,
     /// many times, and check every run ends fast, names the dead rank, leaves nothing.
     Chaos(ChaosArgs),
@@ -72,6 +79,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run(a) => match run(a) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Bench { args } => match bench(args) {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("xtask: {e}");
@@ -249,4 +263,23 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
         pct(1.0).as_secs_f64() * 1e3
     );
     Ok(if clean == a.runs && leftovers == 0 && survivors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Builds dist-bench in release mode and runs it with `args`.
+fn bench(args: Vec<String>) -> Result<ExitCode, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = Command::new(&cargo)
+        .args(["build", "--release", "--quiet", "-p", "dist-bench"])
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !st.success() {
+        return Err("building dist-bench failed".into());
+    }
+    let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
+        root.join("target").to_string_lossy().into_owned()
+    });
+    let exe = std::path::Path::new(&target).join("release").join("dist-bench");
+    let st = Command::new(&exe).args(&args).status().map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

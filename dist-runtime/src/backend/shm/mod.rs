@@ -9,6 +9,7 @@
 //! `p2p.rs` for the point-to-point rings.
 
 mod coll;
+mod copy;
 mod p2p;
 pub(crate) mod segment;
 pub(crate) mod sync;
@@ -51,6 +52,7 @@ pub(crate) fn mark_failed(reason: &str) {
         if let Some(seg) = w.upgrade() {
             write_reason(&seg, *rank, reason);
             seg.u32_at(seg.layout.ctl(*rank) + segment::STATE).store(segment::FAILED, SeqCst);
+            sync::futex_wake_all(seg.u32_at(segment::GEN));
             for r in 0..seg.layout.n {
                 let c = seg.layout.ctl(r);
                 sync::futex_wake_all(seg.u32_at(c + segment::EPOCH));
@@ -146,13 +148,6 @@ impl ShmComm {
         self.seg.layout.ctl(r)
     }
 
-    fn epoch_bell(&self, r: usize) -> Bell<'_> {
-        Bell {
-            word: self.seg.u32_at(self.ctl(r) + segment::EPOCH),
-            sleepers: self.seg.u32_at(self.ctl(r) + segment::EPOCH_SLEEPERS),
-        }
-    }
-
     fn bell(&self, r: usize) -> Bell<'_> {
         Bell {
             word: self.seg.u32_at(self.ctl(r) + segment::BELL),
@@ -228,54 +223,60 @@ impl ShmComm {
         if fp && self.cfg.check {
             self.write_fp(next % 2, &cx.fp);
         }
-        self.epoch_bell(self.rank).store(next);
+        // Our own epoch word is for diagnostics (who is behind); the wait itself is on
+        // the central counter, so the last arrival wakes everyone with one syscall.
+        self.seg.u32_at(self.ctl(self.rank) + segment::EPOCH).store(next, SeqCst);
         *epoch = next;
-        let started = std::time::Instant::now();
-        for r in 0..self.n {
-            if r == self.rank {
-                continue;
-            }
-            let word = self.seg.u32_at(self.ctl(r) + segment::EPOCH);
-            let reached = || (word.load(SeqCst).wrapping_sub(next) as i32) >= 0;
-            if reached() {
-                continue;
-            }
-            let waiting = || {
-                let behind: Vec<String> = (0..self.n)
-                    .filter(|&q| q != self.rank)
-                    .filter(|&q| {
-                        (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(next) as i32) < 0
+        let gen = self.gen_bell();
+        let arrived = self.seg.u32_at(segment::ARRIVALS).fetch_add(1, SeqCst).wrapping_add(1);
+        if arrived == next.wrapping_mul(self.n as u32) {
+            gen.store(next);
+        } else {
+            let reached = || (gen.word.load(SeqCst).wrapping_sub(next) as i32) >= 0;
+            if !reached() {
+                let behind = || {
+                    (0..self.n).filter(move |&q| {
+                        q != self.rank
+                            && (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(next) as i32)
+                                < 0
                     })
-                    .map(|q| q.to_string())
-                    .collect();
-                format!(
-                    "rank {} waits in {} for rank(s) {} to reach the same call",
-                    self.rank,
-                    cx.name,
-                    behind.join(", ")
-                )
-            };
-            let warned = std::cell::Cell::new(false);
-            let blocked = std::cell::Cell::new(false);
-            let res = sync::wait_on(
-                &self.epoch_bell(r),
-                self.spins(),
-                || Ok(reached()),
-                || self.health(&mut std::iter::once(r), cx.name, cx.fp.site, started, &waiting, &warned),
-                || {
-                    blocked.set(true);
-                    self.mark_wait(WAIT_COLL, next, cx.name, cx.fp.site);
-                },
-            );
-            if blocked.get() {
-                self.clear_wait();
+                };
+                let waiting = || {
+                    let who: Vec<String> = behind().map(|q| q.to_string()).collect();
+                    format!(
+                        "rank {} waits in {} for rank(s) {} to reach the same call",
+                        self.rank,
+                        cx.name,
+                        who.join(", ")
+                    )
+                };
+                let warned = std::cell::Cell::new(false);
+                let blocked = std::cell::Cell::new(false);
+                let started = std::time::Instant::now();
+                let res = sync::wait_on(
+                    &gen,
+                    self.spins(),
+                    || Ok(reached()),
+                    || self.health(&mut behind(), cx.name, cx.fp.site, started, &waiting, &warned),
+                    || {
+                        blocked.set(true);
+                        self.mark_wait(WAIT_COLL, next, cx.name, cx.fp.site);
+                    },
+                );
+                if blocked.get() {
+                    self.clear_wait();
+                }
+                res?;
             }
-            res?;
         }
         if fp && self.cfg.check {
             self.check_fps(next % 2, cx)?;
         }
         Ok(())
+    }
+
+    fn gen_bell(&self) -> Bell<'_> {
+        Bell { word: self.seg.u32_at(segment::GEN), sleepers: self.seg.u32_at(segment::GEN_SLEEPERS) }
     }
 
     /// Publishes what this rank is blocked on (read by peers' watchdogs).
@@ -531,8 +532,7 @@ impl Backend for ShmComm {
     }
 
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
-        let id = self.post_send(site, dst, tag, dtype, data)?;
-        self.wait_send(site, id)
+        p2p::send(self, site, dst, tag, dtype, data)
     }
     fn recv(&self, site: Site, src: usize, tag: u32, dtype: DType, buf: &mut [u8]) -> Result<()> {
         let id = self.post_recv(site, src, tag)?;
@@ -578,6 +578,7 @@ impl Backend for ShmComm {
         let _ = p2p::flush(self);
         // Wake peers sleeping on our words (without moving our epoch) so they look at our state.
         sync::futex_wake_all(self.seg.u32_at(ctl + segment::EPOCH));
+        sync::futex_wake_all(self.seg.u32_at(segment::GEN));
         for r in 0..self.n {
             sync::futex_wake_all(self.seg.u32_at(self.ctl(r) + segment::BELL));
         }

@@ -81,9 +81,12 @@ impl Payload {
 struct Out {
     id: ReqId,
     hdr: [u8; HDR],
+    /// The payload from stream offset `base` on (an owned tail keeps only what is left).
     data: Payload,
     /// Bytes of header + payload written so far.
     off: usize,
+    /// Stream offset of `data[0]` (HDR, or later for an owned tail).
+    base: usize,
 }
 
 /// Where the payload of the message being read from a source goes.
@@ -160,7 +163,7 @@ impl P2p {
         for dst in 0..c.n {
             while let Some(front) = self.out[dst].front_mut() {
                 let ring = Ring::new(c, me, dst);
-                let total = HDR + front.data.bytes().len();
+                let total = front.base + front.data.bytes().len();
                 loop {
                     let free = ring.free();
                     if front.off < HDR {
@@ -175,7 +178,8 @@ impl P2p {
                         break;
                     }
                     let k = free.min(total - front.off);
-                    ring.write(&front.data.bytes()[front.off - HDR..front.off - HDR + k]);
+                    let at = front.off - front.base;
+                    ring.write(&front.data.bytes()[at..at + k]);
                     front.off += k;
                 }
                 if front.off == total {
@@ -266,7 +270,7 @@ impl P2p {
             Some(s) if s.complete => {
                 let s = self.stash.remove(&t.key).expect("present");
                 check_fit(c, t, &s.hdr)?;
-                t.buf.copy_from_slice(&s.data);
+                super::copy::copy_slice(t.buf, &s.data);
                 t.done = true;
                 Ok(true)
             }
@@ -340,8 +344,8 @@ impl<'a> Ring<'a> {
         let first = src.len().min(self.cap - at);
         // SAFETY: bytes [head, head+len) of the ring are free: the reader has released them.
         unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(at), first);
-            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.data, src.len() - first);
+            super::copy::copy(self.data.add(at), src.as_ptr(), first);
+            super::copy::copy(self.data, src.as_ptr().add(first), src.len() - first);
         }
         self.head.store(h + src.len() as u64, Release);
         self.c.bell(self.dst).ring();
@@ -352,8 +356,8 @@ impl<'a> Ring<'a> {
         let first = dst.len().min(self.cap - at);
         // SAFETY: bytes [tail, tail+len) were published by the writer (Acquire on head).
         unsafe {
-            std::ptr::copy_nonoverlapping(self.data.add(at), dst.as_mut_ptr(), first);
-            std::ptr::copy_nonoverlapping(self.data, dst.as_mut_ptr().add(first), dst.len() - first);
+            super::copy::copy(dst.as_mut_ptr(), self.data.add(at), first);
+            super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
         }
         self.release(t, dst.len());
     }
@@ -410,17 +414,42 @@ fn drive(
 
 pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
     let mut p = lock(c);
+    let id = enqueue(c, &mut p, site, dst, tag, dtype, data);
+    // Whatever did not go out yet must not keep pointing at the caller's buffer.
+    if let Some(o) = p.out[dst].iter_mut().find(|o| o.id == id) {
+        o.data = Payload::Owned(o.data.bytes()[o.off.saturating_sub(HDR)..].to_vec());
+        o.base = o.off.max(HDR);
+    }
+    Ok(id)
+}
+
+/// Queues a send borrowing `data` and pushes out what fits now.
+fn enqueue(c: &ShmComm, p: &mut P2p, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> ReqId {
     let id = p.next_id;
     p.next_id += 1;
     p.send_dst.insert(id, dst);
     let hdr = Header::encode(tag, dtype, data.len(), site);
-    p.out[dst].push_back(Out { id, hdr, data: Payload::Borrowed(data.as_ptr(), data.len()), off: 0 });
+    p.out[dst].push_back(Out { id, hdr, data: Payload::Borrowed(data.as_ptr(), data.len()), off: 0, base: HDR });
     p.progress(c, None);
-    // Whatever did not go out yet must not keep pointing at the caller's buffer.
-    if let Some(o) = p.out[dst].iter_mut().find(|o| o.id == id) {
-        o.data = Payload::Owned(o.data.bytes().to_vec());
+    id
+}
+
+/// Blocking send: streams straight from the caller's buffer (no copy), which stays
+/// borrowed until every byte is in the ring.
+pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
+    let mut p = lock(c);
+    let id = enqueue(c, &mut p, site, dst, tag, dtype, data);
+    let r = drive(c, &mut p, site, "send", dst, |p| {
+        p.progress(c, None);
+        Ok(p.done_sends.contains(&id))
+    });
+    p.done_sends.remove(&id);
+    p.send_dst.remove(&id);
+    if r.is_err() {
+        // Never leave a pointer to the caller's buffer behind.
+        p.out[dst].retain(|o| o.id != id);
     }
-    Ok(id)
+    r
 }
 
 pub(super) fn wait_send(c: &ShmComm, site: Site, id: ReqId) -> Result<()> {

@@ -19,12 +19,16 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 const MAGIC: u64 = 0x6469_7374_5f73_686d; // "dist_shm"
 const HEADER: usize = 4096;
+/// Header words of the central barrier: every arrival adds one to `ARRIVALS`; the rank
+/// that completes epoch e (the n·e-th arrival) stores e in `GEN` and wakes its sleepers.
+pub(crate) const ARRIVALS: usize = 64;
+pub(crate) const GEN: usize = 128;
+pub(crate) const GEN_SLEEPERS: usize = 132;
 pub(crate) const CTL: usize = 1536;
 pub(crate) const RING_CTL: usize = 128;
 
 // ctl[r] field offsets
 pub(crate) const EPOCH: usize = 0;
-pub(crate) const EPOCH_SLEEPERS: usize = 4;
 pub(crate) const BELL: usize = 64;
 pub(crate) const BELL_SLEEPERS: usize = 68;
 pub(crate) const PID: usize = 128;
