@@ -110,6 +110,7 @@ fn main() -> std::process::ExitCode {
             .env("DIST_DEBUG", std::env::var("DIST_DEBUG").unwrap_or_else(|_| "off".into()))
             .env("DIST_BENCH_PLOT", args.plot.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
             .capture(false)
+            .prefix_output(!args.tsv)
             .run()
             .map_err(|e| e.to_string())?;
         if !report.success() {

@@ -193,7 +193,7 @@ impl Config {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let spins = match var("DIST_SPIN").and_then(|v| v.parse().ok()) {
             Some(s) => s,
-            None if env.local_world_size <= cores => 20_000,
+            None if env.local_world_size <= cores => 1_000,
             None => 0,
         };
         Config {

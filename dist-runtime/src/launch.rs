@@ -27,6 +27,7 @@ pub struct Launch {
     capture: bool,
     timeout: Option<Duration>,
     kill: Option<(usize, Duration)>,
+    prefix: bool,
 }
 
 /// How one rank ended.
@@ -124,6 +125,7 @@ impl Launch {
             capture: false,
             timeout: None,
             kill: None,
+            prefix: true,
         }
     }
 
@@ -159,6 +161,12 @@ impl Launch {
     /// they report what they wait for first).
     pub fn timeout(mut self, d: Duration) -> Launch {
         self.timeout = Some(d);
+        self
+    }
+
+    /// Whether printed output lines get a `[rank k]` prefix (default true).
+    pub fn prefix_output(mut self, yes: bool) -> Launch {
+        self.prefix = yes;
         self
     }
 
@@ -234,8 +242,8 @@ impl Launch {
             };
             let out = child.stdout.take().expect("piped");
             let err = child.stderr.take().expect("piped");
-            pumps.push(pump(out, rank, false, self.capture, sink.clone()));
-            pumps.push(pump(err, rank, true, self.capture, sink.clone()));
+            pumps.push(pump(out, rank, false, self.capture, self.prefix, sink.clone()));
+            pumps.push(pump(err, rank, true, self.capture, self.prefix, sink.clone()));
             children.push(child);
         }
         let mut status: Vec<Option<ExitStatus>> = vec![None; self.n];
@@ -312,6 +320,7 @@ fn pump(
     rank: usize,
     is_err: bool,
     capture: bool,
+    prefixed: bool,
     sink: Arc<Mutex<Vec<u8>>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -325,7 +334,7 @@ fn pump(
             if !line.ends_with(b"\n") {
                 line.push(b'\n');
             }
-            let already = line.starts_with(prefix.as_bytes());
+            let already = !prefixed || line.starts_with(prefix.as_bytes());
             {
                 let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
                 s.extend_from_slice(&line);

@@ -24,6 +24,8 @@ use std::sync::atomic::Ordering::{Acquire, Release};
 use std::time::Instant;
 
 const HDR: usize = 128;
+/// Largest copy into or out of a ring before publishing it.
+const PIECE: usize = 64 << 10;
 const FILE_MAX: usize = HDR - 24;
 
 struct Header {
@@ -177,7 +179,8 @@ impl P2p {
                     if front.off == total || free == 0 {
                         break;
                     }
-                    let k = free.min(total - front.off);
+                    // Publish in pieces so the reader starts copying out while we copy in.
+                    let k = free.min(total - front.off).min(PIECE);
                     let at = front.off - front.base;
                     ring.write(&front.data.bytes()[at..at + k]);
                     front.off += k;
@@ -227,7 +230,7 @@ impl P2p {
                 }
                 let inc = self.cur[src].as_mut().expect("set above");
                 let len = inc.hdr.len as usize;
-                let k = ring.avail().min(len - inc.got);
+                let k = ring.avail().min(len - inc.got).min(PIECE);
                 if let Sink::Target(key) = inc.sink {
                     // The receive that took this message gave up (it returned an error):
                     // drop the rest so the stream stays in step.
@@ -252,6 +255,9 @@ impl P2p {
                     inc.got += k;
                 }
                 if inc.got < len {
+                    if k == PIECE {
+                        continue; // more may be there: keep draining
+                    }
                     break;
                 }
                 let inc = self.cur[src].take().expect("set above");

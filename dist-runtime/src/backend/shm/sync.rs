@@ -60,10 +60,14 @@ impl Bell<'_> {
     }
 }
 
-/// Yielding polls before a waiter sleeps (`DIST_YIELDS`, default 200).
-fn yields() -> u32 {
-    static Y: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *Y.get_or_init(|| std::env::var("DIST_YIELDS").ok().and_then(|v| v.parse().ok()).unwrap_or(200))
+/// How long a waiter polls with `sched_yield` before it sleeps (`DIST_YIELD_US`,
+/// default 500 µs): long enough to cover a peer's copy of a chunk (~25 µs per 256 KiB
+/// here), so streaming ops don't pay a futex sleep and wake-up per chunk.
+fn yield_budget() -> Duration {
+    static Y: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *Y.get_or_init(|| {
+        Duration::from_micros(std::env::var("DIST_YIELD_US").ok().and_then(|v| v.parse().ok()).unwrap_or(500))
+    })
 }
 
 /// How long a waiter sleeps before it looks at its peers' health and the deadline.
@@ -90,9 +94,13 @@ pub(crate) fn wait_on<E>(
     // Then poll with sched_yield: a runnable peer on this core gets it at once (we never
     // hold a core someone needs), and when nobody else wants the core we answer within
     // microseconds instead of paying a futex sleep and wake-up.
-    for _ in 0..yields() {
+    let until = Instant::now() + yield_budget();
+    loop {
         if poll()? {
             return Ok(());
+        }
+        if Instant::now() >= until {
+            break;
         }
         // SAFETY: sched_yield has no preconditions.
         unsafe { libc::sched_yield() };
