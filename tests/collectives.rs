@@ -239,3 +239,33 @@ fn async_collectives_keep_order_with_blocking_ones(world: Comm<World>) {
     assert_eq!(b, vec![n - 1.0; 3]);
     assert_eq!(c, vec![9; 5]);
 }
+
+/// Runs a registered test entry with extra environment (to force a code path).
+fn run_with_env(entry: &str, sizes: &[usize], env: &[(&str, &str)]) {
+    for &n in sizes {
+        let mut l =
+            dist_runtime::Launch::entry(entry, n).unwrap().capture(true).timeout(std::time::Duration::from_secs(120));
+        for (k, v) in env {
+            l = l.env(k, v);
+        }
+        let r = l.env("DIST_DEBUG", "check").run().unwrap();
+        assert!(r.success(), "{entry} on {n} ranks with {env:?}:\n{}", r.summary());
+    }
+}
+
+/// The single-copy path (process_vm_readv) normally starts at 512 KiB blocks; force it
+/// for every block so the property tests above cover it at every length.
+#[test]
+fn single_copy_gathers_and_all_to_all() {
+    let env = [("DIST_CMA", "1"), ("DIST_CMA_MIN", "1")];
+    run_with_env("collectives::gather_scatter_and_variable_counts", &[2, 3, 8], &env);
+    run_with_env("collectives::all_to_all_fixed_and_variable", &[2, 3, 8], &env);
+}
+
+/// And with it turned off, the copy-through path handles every size.
+#[test]
+fn copy_through_path_when_single_copy_is_off() {
+    let env = [("DIST_CMA", "0")];
+    run_with_env("collectives::gather_scatter_and_variable_counts", &[2, 4], &env);
+    run_with_env("collectives::all_to_all_fixed_and_variable", &[2, 4], &env);
+}

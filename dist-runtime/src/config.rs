@@ -186,6 +186,8 @@ pub(crate) struct Config {
     pub detail: bool,
     /// Spin iterations before sleeping: many when ranks fit the cores, none otherwise.
     pub spins: u32,
+    /// More local ranks than cores.
+    pub oversubscribed: bool,
 }
 
 impl Config {
@@ -202,6 +204,7 @@ impl Config {
             check: env.debug != DebugLevel::Off,
             detail: env.debug == DebugLevel::Detail,
             spins,
+            oversubscribed: env.local_world_size > cores,
         }
     }
 }

@@ -11,7 +11,7 @@
 //! Reductions always combine contributions in rank order 0, 1, …, n−1, so every rank
 //! gets bitwise the same result, on every path.
 
-use super::ShmComm;
+use super::{cma, segment, ShmComm};
 use crate::backend::OpCtx;
 use crate::dtype::{self, DType};
 use crate::error::{Error, Result};
@@ -202,6 +202,9 @@ pub(super) fn gather_v(
     }
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
+    if counts.iter().copied().max().unwrap_or(0) >= cma::min_block(c) && cma::usable(c, epoch, cx)? {
+        return gather_cma(c, epoch, cx, send, recv, counts, &displs);
+    }
     let cap = c.seg.layout.slot;
     let k = counts.iter().map(|&x| x.div_ceil(cap)).max().unwrap_or(0);
     for t in 0..=k {
@@ -341,6 +344,9 @@ pub(super) fn all_to_all_v(
     // checked by the fingerprint's count) needs no count exchange.
     if cx.fp.extra == 0 {
         let m = scounts[0];
+        if m >= cma::min_block(c) && cma::usable(c, epoch, cx)? {
+            return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
+        }
         let k = m.div_ceil(reg);
         for t in 0..=k {
             let (w, r) = parities(*epoch);
@@ -387,6 +393,10 @@ pub(super) fn all_to_all_v(
         });
     }
     let k = agree[0] as usize;
+    // every rank knows k, so every rank takes the same path
+    if k * reg >= cma::min_block(c).saturating_add(reg) && cma::usable(c, epoch, cx)? {
+        return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
+    }
     for t in 0..=k {
         let (w, r) = parities(*epoch);
         if t < k {
@@ -427,4 +437,95 @@ fn exchange_fixed(c: &ShmComm, epoch: &mut u32, cx: &OpCtx, send: &mut [u8], rec
         from_shm(&mut recv[j * m..(j + 1) * m], c.slot(j, r).wrapping_add(me * reg));
     }
     Ok(())
+}
+
+/// MIN all-reduce of a few bytes (the single-copy probe), with the op's fingerprint.
+pub(super) fn all_reduce_min_u8(c: &ShmComm, epoch: &mut u32, cx: &OpCtx, buf: &mut [u8]) -> Result<()> {
+    reduce_locked(c, epoch, cx, true, buf, DType::U8, ReduceOp::Min, None)
+}
+
+/// Publishes `words` (addresses, offsets) in this rank's write-parity slot.
+fn publish(c: &ShmComm, epoch: u32, words: &[u64]) {
+    let (w, _) = parities(epoch);
+    to_shm(c.slot(c.rank, w), bytemuck::cast_slice(words));
+}
+
+/// Reads `n` words rank j published in the step just completed.
+fn published(c: &ShmComm, epoch: u32, j: usize, n: usize) -> Vec<u64> {
+    let (_, r) = parities(epoch);
+    let mut v = vec![0u64; n];
+    from_shm(bytemuck::cast_slice_mut(&mut v), c.slot(j, r));
+    v
+}
+
+fn pid(c: &ShmComm, j: usize) -> u32 {
+    c.seg.u32_at(c.seg.layout.ctl(j) + segment::PID).load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Gather / all-gather by reading each peer's send buffer directly (one copy per byte).
+/// Two barriers: after the addresses are published, and after every read is done (no
+/// rank may return, and reuse its buffer, while a peer still reads it).
+#[allow(clippy::too_many_arguments)]
+fn gather_cma(
+    c: &ShmComm,
+    epoch: &mut u32,
+    cx: &OpCtx,
+    send: &[u8],
+    recv: Option<&mut [u8]>,
+    counts: &[usize],
+    displs: &[usize],
+) -> Result<()> {
+    publish(c, *epoch, &[send.as_ptr() as u64]);
+    c.sync(epoch, cx, true)?;
+    let mut res = Ok(());
+    if let Some(recv) = recv {
+        for j in (0..c.n).filter(|&j| j != c.rank && counts[j] > 0) {
+            let addr = published(c, *epoch, j, 1)[0];
+            if let Err(e) = cma::read(pid(c, j), addr, &mut recv[displs[j]..displs[j] + counts[j]]) {
+                res = Err(cma::err(j, e));
+                break;
+            }
+        }
+    }
+    c.sync(epoch, cx, false)?;
+    res
+}
+
+/// All-to-all by reading, from each peer j, the block j sends to this rank straight out
+/// of j's send buffer. Each rank publishes its buffer's address and block offsets.
+#[allow(clippy::too_many_arguments)]
+fn all_to_all_cma(
+    c: &ShmComm,
+    epoch: &mut u32,
+    cx: &OpCtx,
+    send: &[u8],
+    sd: &[usize],
+    recv: &mut [u8],
+    rcounts: &[usize],
+    rd: &[usize],
+) -> Result<()> {
+    let (n, me) = (c.n, c.rank);
+    let mut words = Vec::with_capacity(n + 1);
+    words.push(send.as_ptr() as u64);
+    words.extend(sd.iter().map(|&d| d as u64));
+    publish(c, *epoch, &words);
+    c.sync(epoch, cx, true)?;
+    let mut res = Ok(());
+    for j in 0..n {
+        let dst = &mut recv[rd[j]..rd[j] + rcounts[j]];
+        if j == me {
+            super::copy::copy_slice(dst, &send[sd[me]..sd[me] + rcounts[me]]);
+            continue;
+        }
+        if rcounts[j] == 0 {
+            continue;
+        }
+        let theirs = published(c, *epoch, j, n + 1);
+        if let Err(e) = cma::read(pid(c, j), theirs[0] + theirs[1 + me], dst) {
+            res = Err(cma::err(j, e));
+            break;
+        }
+    }
+    c.sync(epoch, cx, false)?;
+    res
 }

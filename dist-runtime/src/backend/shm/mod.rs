@@ -8,6 +8,7 @@
 //! data a slower peer is still reading. See `coll.rs` for the algorithms and
 //! `p2p.rs` for the point-to-point rings.
 
+mod cma;
 mod coll;
 mod copy;
 mod p2p;
@@ -39,6 +40,8 @@ pub(crate) struct ShmComm {
     /// Collective state: the last epoch this rank arrived at.
     coll: Mutex<u32>,
     p2p: Mutex<p2p::P2p>,
+    /// Single-copy reads of peers' buffers: 0 not probed yet, 1 usable, 2 not usable.
+    cma: std::sync::atomic::AtomicU8,
 }
 
 /// Every segment this process maps, so a failing rank can tell all its peers at once.
@@ -123,6 +126,7 @@ impl ShmComm {
         };
         let ctl = seg.layout.ctl(rank);
         seg.u32_at(ctl + segment::PID).store(std::process::id(), SeqCst);
+        seg.u64_at(ctl + segment::CMA_ADDR).store(cma::probe_addr(), SeqCst);
         seg.u32_at(ctl + segment::STATE).store(segment::ALIVE, SeqCst);
         let seg = Arc::new(seg);
         {
@@ -140,6 +144,7 @@ impl ShmComm {
             cfg,
             store,
             coll: Mutex::new(0),
+            cma: std::sync::atomic::AtomicU8::new(0),
         };
         Ok(comm)
     }

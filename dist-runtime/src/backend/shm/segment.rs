@@ -33,6 +33,10 @@ pub(crate) const BELL: usize = 64;
 pub(crate) const BELL_SLEEPERS: usize = 68;
 pub(crate) const PID: usize = 128;
 pub(crate) const STATE: usize = 132;
+/// Address, in the rank's own address space, of a word holding `CMA_MAGIC` (the probe
+/// that tells whether peers may read this process with process_vm_readv).
+pub(crate) const CMA_ADDR: usize = 136;
+pub(crate) const CMA_MAGIC: u64 = 0x636d_615f_6f6b_2121;
 pub(crate) const FP: usize = 192; // two records of FP_LEN, by parity
 pub(crate) const FP_LEN: usize = 256;
 pub(crate) const REASON: usize = 704; // 320 bytes, NUL-padded

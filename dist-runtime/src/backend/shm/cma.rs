@@ -1,0 +1,96 @@
+//! Single-copy transfers: reading a peer's user buffer straight into ours with
+//! `process_vm_readv` (Linux "cross-memory attach", as OpenMPI's vader CMA), so a large
+//! all_gather or all_to_all moves each byte once instead of twice through the slots.
+//!
+//! The kernel allows it between processes of one user unless a sandbox forbids it
+//! (seccomp, Yama `ptrace_scope` ≥ 2). Whether it works is probed once per communicator,
+//! collectively, and all ranks agree (a MIN all-reduce), so every rank takes the same
+//! path. It is used automatically while ranks ≤ cores; `DIST_CMA=1` forces it,
+//! `DIST_CMA=0` turns it off; `DIST_CMA_MIN` (bytes, default 512 KiB) is the smallest
+//! block that uses it.
+
+use super::{segment, ShmComm};
+use crate::error::{Error, Result};
+use std::sync::atomic::Ordering::SeqCst;
+
+static PROBE: u64 = segment::CMA_MAGIC;
+
+/// The address peers read to probe.
+pub(super) fn probe_addr() -> u64 {
+    &PROBE as *const u64 as u64
+}
+
+/// Smallest block (bytes) worth a single-copy read on `c`; `usize::MAX` when off.
+///
+/// Automatic (`DIST_CMA` unset) only while every rank has a core of its own: measured
+/// here, with 4 or 8 ranks on 2 cores the copy-through pipeline is faster for most sizes
+/// (docs/performance.md). `DIST_CMA=1` forces it on, `DIST_CMA=0` off.
+pub(super) fn min_block(c: &ShmComm) -> usize {
+    static M: std::sync::OnceLock<(Option<bool>, usize)> = std::sync::OnceLock::new();
+    let (force, min) = *M.get_or_init(|| {
+        let force = match std::env::var("DIST_CMA").as_deref() {
+            Ok("0") => Some(false),
+            Ok("1") => Some(true),
+            _ => None,
+        };
+        (force, std::env::var("DIST_CMA_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(512 << 10))
+    });
+    match force.unwrap_or(!c.cfg.oversubscribed) {
+        true => min,
+        false => usize::MAX,
+    }
+}
+
+/// Reads `dst.len()` bytes at `addr` in process `pid` into `dst`.
+pub(super) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
+    let mut done = 0usize;
+    while done < dst.len() {
+        let local = libc::iovec { iov_base: dst[done..].as_mut_ptr() as *mut libc::c_void, iov_len: dst.len() - done };
+        let remote = libc::iovec { iov_base: (addr as usize + done) as *mut libc::c_void, iov_len: dst.len() - done };
+        // SAFETY: `local` is our own writable slice; the kernel checks `remote` against
+        // the peer's mappings and fails (EFAULT) rather than touching anything else.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "process_vm_readv read nothing"));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// This rank's own verdict: can it read every peer's probe word?
+fn probe_local(c: &ShmComm) -> bool {
+    (0..c.n).filter(|&r| r != c.rank).all(|r| {
+        let ctl = c.seg.layout.ctl(r);
+        let pid = c.seg.u32_at(ctl + segment::PID).load(SeqCst);
+        let addr = c.seg.u64_at(ctl + segment::CMA_ADDR).load(SeqCst);
+        let mut buf = [0u8; 8];
+        read(pid, addr, &mut buf).is_ok() && u64::from_le_bytes(buf) == segment::CMA_MAGIC
+    })
+}
+
+/// Whether single-copy reads are usable on this communicator (collective on first call:
+/// every rank must reach it at the same point, which the callers guarantee by deciding
+/// on sizes every rank agrees on).
+pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::backend::OpCtx) -> Result<bool> {
+    match c.cma.load(SeqCst) {
+        1 => return Ok(true),
+        2 => return Ok(false),
+        _ => {}
+    }
+    let mut ok = [probe_local(c) as u8];
+    super::coll::all_reduce_min_u8(c, epoch, cx, &mut ok)?;
+    c.cma.store(if ok[0] == 1 { 1 } else { 2 }, SeqCst);
+    Ok(ok[0] == 1)
+}
+
+pub(super) fn err(peer: usize, e: std::io::Error) -> Error {
+    Error::Backend {
+        backend: "shm",
+        msg: format!("single-copy read from rank {peer} failed: {e} (set DIST_CMA=0 to use the copy-through path)"),
+        source: Some(Box::new(e)),
+    }
+}
