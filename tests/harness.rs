@@ -22,7 +22,8 @@ fn panic_on_rank_1(world: Comm<World>) {
     world.all_reduce(&mut x, ReduceOp::Sum).unwrap();
 }
 
-#[spmd]
+// Wrong on purpose: the run-time checks must catch it, so the compile-time one is off.
+#[spmd(unchecked)]
 fn sigkill_on_rank_1(world: Comm<World>) -> dist_runtime::Result<()> {
     const T: Tag<u8> = Tag::new(1);
     if world.rank() == 1 {
@@ -32,13 +33,15 @@ fn sigkill_on_rank_1(world: Comm<World>) -> dist_runtime::Result<()> {
     world.recv(1, T, &mut [0u8; 1])
 }
 
-#[spmd]
+// Wrong on purpose: the run-time checks must catch it, so the compile-time one is off.
+#[spmd(unchecked)]
 fn deadlock_both_recv(world: Comm<World>) -> dist_runtime::Result<()> {
     const T: Tag<u8> = Tag::new(1);
     world.recv(1 - world.rank(), T, &mut [0u8; 1])
 }
 
-#[spmd]
+// Wrong on purpose: the run-time checks must catch it, so the compile-time one is off.
+#[spmd(unchecked)]
 fn half_reach_a_collective(world: Comm<World>) -> dist_runtime::Result<()> {
     if world.rank().is_multiple_of(2) {
         world.barrier()?;

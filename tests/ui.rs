@@ -9,5 +9,6 @@ fn ui() {
     t.compile_fail("ui/spmd/*.rs");
     t.compile_fail("ui/test/*.rs");
     t.compile_fail("ui/types/*.rs");
+    t.compile_fail("ui/check/*.rs");
     t.pass("ui/pass/*.rs");
 }

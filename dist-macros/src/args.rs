@@ -1,6 +1,6 @@
 //! Parsing of the macros' arguments.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, Meta, Token};
@@ -8,12 +8,12 @@ use syn::{Expr, ExprLit, Lit, Meta, Token};
 /// Arguments of `#[spmd(..)]`.
 #[derive(Default)]
 pub struct SpmdArgs {
-    /// World sizes the compile-time check covers.
-    #[allow(dead_code)]
+    /// World sizes the compile-time check covers (default 1..=8).
     pub sizes: Option<(usize, usize)>,
     /// Whether "cannot decide" is an error.
-    #[allow(dead_code)]
     pub strict: bool,
+    /// Skip the communication check (for programs that exercise the run-time checks).
+    pub unchecked: bool,
 }
 
 /// Arguments of `#[dist_runtime::test(..)]`.
@@ -69,6 +69,7 @@ pub fn parse_spmd(attr: TokenStream) -> syn::Result<SpmdArgs> {
         let r: syn::Result<()> = (|| {
             match &meta {
                 Meta::Path(p) if p.is_ident("strict") => out.strict = true,
+                Meta::Path(p) if p.is_ident("unchecked") => out.unchecked = true,
                 Meta::NameValue(nv) if nv.path.is_ident("ranks") => {
                     let n = positive(&nv.value, "ranks")?;
                     out.sizes = Some((n, n));
@@ -89,7 +90,7 @@ pub fn parse_spmd(attr: TokenStream) -> syn::Result<SpmdArgs> {
                 other => {
                     return Err(syn::Error::new_spanned(
                         other,
-                        "unknown #[spmd] option; expected `ranks = N`, `sizes = A..=B` or `strict`",
+                        "unknown #[spmd] option; expected `ranks = N`, `sizes = A..=B`, `strict` or `unchecked`",
                     ))
                 }
             }
@@ -152,7 +153,3 @@ pub fn parse_test(attr: TokenStream) -> syn::Result<TestArgs> {
     Ok(out)
 }
 
-#[allow(dead_code)]
-pub fn call_site() -> Span {
-    Span::call_site()
-}

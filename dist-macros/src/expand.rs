@@ -71,9 +71,7 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut errs = Vec::new();
-    if let Err(e) = args::parse_spmd(attr) {
-        errs.push(e);
-    }
+    let a = args::parse_spmd(attr).map_err(|e| errs.push(e)).ok();
     if let Err(e) = check::signature(&f, "an #[spmd] function") {
         errs.push(e);
     }
@@ -83,6 +81,17 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
         return with_error(keep_for_ide(&f), e);
     }
+    let a = a.expect("parsed");
+    let expanded = spmd_expand(&f);
+    if !a.unchecked {
+        if let Err(e) = check::communication(&f, a.sizes.unwrap_or((1, 8)), a.strict) {
+            return with_error(expanded, e);
+        }
+    }
+    expanded
+}
+
+fn spmd_expand(f: &ItemFn) -> TokenStream {
     let name = f.sig.ident.clone();
     if name == "main" {
         // The body becomes a plain function; `main` runs it as this rank.

@@ -1,0 +1,152 @@
+//! Checks of an annotated function: its shape ([`signature`]) and, for `#[spmd]`, its
+//! communication ([`communication`]): the body is interpreted for every rank of every
+//! checked world size, and the traces are matched (see `docs/static-checks.md`).
+
+mod interp;
+mod signature;
+mod sim;
+mod trace;
+
+pub use signature::signature;
+
+use interp::{Interp, MacroBody, Macros, Outcome, Splits, Stop};
+use syn::visit::Visit;
+use syn::ItemFn;
+
+/// How many times the body is re-run to resolve `split` memberships (each pass learns
+/// the colors of one more level of nested splits).
+const PASSES: usize = 4;
+
+/// What one world size gave.
+enum SizeResult {
+    /// Every rank ran to the end and the traces match.
+    Clean,
+    /// Some rank panics or returns `Err` at this size on every run: not a supported size.
+    Fails,
+    /// Communication depends on something the interpreter cannot evaluate.
+    Undecidable(proc_macro2::TokenStream, String),
+    /// Errors to report.
+    Problems(Vec<syn::Error>),
+}
+
+/// Checks the communication of `f` at world sizes `lo..=hi`. Reports the problems of
+/// the smallest failing size. In `strict` mode, a size the check cannot decide is an
+/// error naming the construct; otherwise it is left to the run-time checks.
+pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn::Result<()> {
+    let macros = parse_macros(f);
+    for n in lo..=hi {
+        match check_size(f, n, &macros) {
+            SizeResult::Clean | SizeResult::Fails => {}
+            SizeResult::Undecidable(at, what) => {
+                if strict {
+                    return Err(syn::Error::new_spanned(
+                        at,
+                        format!(
+                            "#[spmd(strict)]: the communication check cannot follow {what} (world size {n}); \
+                             make it depend only on `rank()`, `size()` and constants, or drop `strict` to \
+                             leave it to the run-time checks"
+                        ),
+                    ));
+                }
+            }
+            SizeResult::Problems(errs) => {
+                let mut it = errs.into_iter();
+                let mut first = it.next().expect("at least one problem");
+                for e in it {
+                    first.combine(e);
+                }
+                return Err(first);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_size(f: &ItemFn, n: usize, macros: &Macros) -> SizeResult {
+    let mut splits = Splits::new();
+    for _ in 0..PASSES {
+        let mut traces = Vec::with_capacity(n);
+        let mut learned = Splits::new();
+        let mut again = false;
+        let mut invalid = None;
+        let mut undecidable = None;
+        for r in 0..n {
+            let mut it = Interp::new(r, n, &splits, macros);
+            match it.run(f) {
+                Outcome::Done => {}
+                Outcome::Fails => return SizeResult::Fails,
+                Outcome::Stop(Stop::Invalid { site, msg }) => {
+                    invalid.get_or_insert_with(|| site.error(msg));
+                }
+                Outcome::Stop(Stop::Undecidable { at, what, .. }) => {
+                    undecidable.get_or_insert((at, what));
+                }
+            }
+            for (key, rank, ck) in it.splits_out.drain(..) {
+                learned.entry(key).or_default().insert(rank, ck);
+            }
+            again |= it.needs_another_pass;
+            traces.push(std::mem::take(&mut it.events));
+        }
+        if again && learned != splits {
+            // A split's members are known now: run again before judging anything.
+            splits = learned;
+            continue;
+        }
+        if let Some(e) = invalid {
+            return SizeResult::Problems(vec![e]);
+        }
+        if let Some((at, what)) = undecidable {
+            return SizeResult::Undecidable(at, what);
+        }
+        if !again {
+            let errs = sim::check(n, &traces);
+            return if errs.is_empty() { SizeResult::Clean } else { SizeResult::Problems(errs) };
+        }
+        break;
+    }
+    SizeResult::Undecidable(
+        quote::quote_spanned!(f.sig.ident.span() => #f),
+        "a `split` whose members the check could not work out".into(),
+    )
+}
+
+/// Parses the body of every macro in `f` (and in those bodies) as comma-separated
+/// expressions or `x; n`, so `println!`, `assert!` and `vec!` arguments are evaluated too.
+fn parse_macros(f: &ItemFn) -> Macros {
+    type Args = syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>;
+    #[derive(Default)]
+    struct Collect(Vec<(usize, Box<MacroBody>)>);
+    impl<'ast> Visit<'ast> for Collect {
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            let repeat = |input: syn::parse::ParseStream| -> syn::Result<MacroBody> {
+                let x: syn::Expr = input.parse()?;
+                input.parse::<syn::Token![;]>()?;
+                Ok(MacroBody::Repeat(x, input.parse()?))
+            };
+            let body = m.parse_body_with(repeat).or_else(|_| m.parse_body_with(Args::parse_terminated).map(MacroBody::Args));
+            if let Ok(b) = body {
+                self.0.push((m as *const syn::Macro as usize, Box::new(b)));
+            }
+        }
+    }
+    let mut out = Macros::new();
+    let mut round = Collect::default();
+    round.visit_item_fn(f);
+    while !round.0.is_empty() {
+        let mut next = Collect::default();
+        for (_, body) in &round.0 {
+            match &**body {
+                MacroBody::Args(args) => args.iter().for_each(|e| next.visit_expr(e)),
+                MacroBody::Repeat(x, k) => {
+                    next.visit_expr(x);
+                    next.visit_expr(k);
+                }
+            }
+        }
+        // The boxes move into the map; the macros inside them stay where they are.
+        out.extend(round.0);
+        round = next;
+    }
+    out
+}

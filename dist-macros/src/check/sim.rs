@@ -1,0 +1,420 @@
+//! From the traces of every rank at one world size: collectives that not every member
+//! reaches (or reaches in another order, with another root or op), sends and receives
+//! without a partner, and deadlocks under rendezvous semantics.
+
+use super::trace::{Ev, Site};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// Problems found at world size `n`, each an error spanned at the call to fix.
+pub fn check(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
+    let mut errs = collectives(n, traces);
+    errs.extend(unmatched(n, traces));
+    if errs.is_empty() {
+        errs.extend(deadlock(n, traces));
+    }
+    errs.truncate(4);
+    errs
+}
+
+fn ranks(rs: &[usize]) -> String {
+    match rs {
+        [r] => format!("rank {r}"),
+        _ => format!("ranks {}", list(rs)),
+    }
+}
+
+fn list(rs: &[usize]) -> String {
+    // 0, 1, 2, 3 → 0..=3
+    if rs.len() > 2 && rs.windows(2).all(|w| w[1] == w[0] + 1) {
+        return format!("{}..={}", rs[0], rs[rs.len() - 1]);
+    }
+    rs.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn comm_desc(comm: &str, group: &str, members: &[usize]) -> String {
+    if comm == "world" {
+        "the world".into()
+    } else {
+        format!("`{group}` (world ranks {})", list(members))
+    }
+}
+
+fn tag_desc(t: &str) -> String {
+    match t.strip_prefix('#') {
+        Some(n) => format!("tag {n}"),
+        None => format!("tag `{t}`"),
+    }
+}
+
+// ---------------------------------------------------------------- collectives
+
+fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
+    // comm → (group, members, rank → its collectives on it in order)
+    type Seqs<'t, 'a> = BTreeMap<String, (String, Vec<usize>, BTreeMap<usize, Vec<&'t Ev<'a>>>)>;
+    let mut seqs: Seqs<'_, '_> = BTreeMap::new();
+    for (r, t) in traces.iter().enumerate() {
+        for ev in t {
+            if let Ev::Coll { comm, group, members, .. } = ev {
+                let e = seqs.entry(comm.clone()).or_insert_with(|| (group.clone(), members.clone(), BTreeMap::new()));
+                e.2.entry(r).or_default().push(ev);
+            }
+        }
+    }
+    let mut errs = Vec::new();
+    for (comm, (group, members, by_rank)) in &seqs {
+        let desc = comm_desc(comm, group, members);
+        let len = members.iter().map(|r| by_rank.get(r).map_or(0, Vec::len)).max().unwrap_or(0);
+        for i in 0..len {
+            let at: Vec<(usize, Option<&Ev>)> =
+                members.iter().map(|&r| (r, by_rank.get(&r).and_then(|s| s.get(i)).copied())).collect();
+            let reached: Vec<usize> = at.iter().filter(|(_, e)| e.is_some()).map(|(r, _)| *r).collect();
+            let missing: Vec<usize> = at.iter().filter(|(_, e)| e.is_none()).map(|(r, _)| *r).collect();
+            if !missing.is_empty() {
+                let ev = at.iter().find_map(|(_, e)| *e).expect("someone reached it");
+                errs.push(ev.site().error(format!(
+                    "`{}` on {desc} is reached by {} but not by {} at world size {n}: a collective must be \
+                     called by every rank of its communicator, in the same order; call it outside the \
+                     rank-dependent branch, or on a subgroup of the ranks that reach it",
+                    ev.call(),
+                    ranks(&reached),
+                    ranks(&missing),
+                )));
+                break;
+            }
+            let sig = |e: &Ev| match e {
+                Ev::Coll { kind, .. } => *kind,
+                _ => "",
+            };
+            let first = at[0].1.expect("all reached");
+            let other = at.iter().find(|(_, e)| sig(e.expect("reached")) != sig(first));
+            if let Some((or, Some(o))) = other {
+                // One side has an extra collective: say it is reached by some ranks only.
+                let kinds = |r: usize, from: usize| -> Vec<&'static str> {
+                    by_rank.get(&r).map(|s| s[from.min(s.len())..].iter().map(|e| sig(e)).collect()).unwrap_or_default()
+                };
+                let r0 = at[0].0;
+                let extra = if kinds(r0, i + 1) == kinds(*or, i) {
+                    Some((first, sig(first)))
+                } else if kinds(*or, i + 1) == kinds(r0, i) {
+                    Some((*o, sig(o)))
+                } else {
+                    None
+                };
+                if let Some((ev, k)) = extra {
+                    let with: Vec<usize> = at.iter().filter(|(_, e)| sig(e.expect("reached")) == k).map(|x| x.0).collect();
+                    let without: Vec<usize> = at.iter().filter(|(_, e)| sig(e.expect("reached")) != k).map(|x| x.0).collect();
+                    errs.push(ev.site().error(format!(
+                        "`{}` on {desc} is reached by {} but not by {} at world size {n}: a collective must be \
+                         called by every rank of its communicator, in the same order; call it outside the \
+                         rank-dependent branch, or on a subgroup of the ranks that reach it",
+                        ev.call(),
+                        ranks(&with),
+                        ranks(&without),
+                    )));
+                    break;
+                }
+                let with = |k: &str| -> Vec<usize> {
+                    at.iter().filter(|(_, e)| sig(e.expect("reached")) == k).map(|x| x.0).collect()
+                };
+                let (a, b) = (with(sig(first)), with(sig(o)));
+                errs.push(o.site().error(format!(
+                    "collectives in a different order at world size {n}: on {desc}, collective #{} is `{}` \
+                     (line {}) on {} but `{}` (line {}) on {}; every rank must call the same collectives \
+                     in the same order",
+                    i + 1,
+                    first.call(),
+                    first.site().line(),
+                    ranks(&a),
+                    o.call(),
+                    o.site().line(),
+                    ranks(&b),
+                )));
+                break;
+            }
+            // Same kind everywhere: the root and the op must agree where both are known.
+            let mismatch = |get: &dyn Fn(&Ev) -> Option<String>, what: &str| -> Option<syn::Error> {
+                let base = at.iter().find_map(|(r, e)| get(e.expect("reached")).map(|v| (*r, v, *e)))?;
+                let odd = at.iter().find_map(|(r, e)| {
+                    let v = get(e.expect("reached"))?;
+                    (v != base.1).then_some((*r, v, *e))
+                })?;
+                let same: Vec<usize> =
+                    at.iter().filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&base.1)).map(|x| x.0).collect();
+                let diff: Vec<usize> =
+                    at.iter().filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&odd.1)).map(|x| x.0).collect();
+                let (oe, be) = (odd.2.expect("reached"), base.2.expect("reached"));
+                Some(oe.site().error(format!(
+                    "`{}` on {desc} is called with different {what}s at world size {n}: {} pass{} {what} {} \
+                     (line {}) but {} pass{} {what} {} (line {}); every rank must pass the same {what}",
+                    oe.call(),
+                    ranks(&same),
+                    if same.len() == 1 { "es" } else { "" },
+                    base.1,
+                    be.site().line(),
+                    ranks(&diff),
+                    if diff.len() == 1 { "es" } else { "" },
+                    odd.1,
+                    oe.site().line(),
+                )))
+            };
+            let root = |e: &Ev| match e {
+                Ev::Coll { root, .. } => root.map(|r| r.to_string()),
+                _ => None,
+            };
+            let op = |e: &Ev| match e {
+                Ev::Coll { op, .. } => op.clone(),
+                _ => None,
+            };
+            if let Some(e) = mismatch(&root, "root").or_else(|| mismatch(&op, "op")) {
+                errs.push(e);
+                break;
+            }
+        }
+    }
+    errs
+}
+
+// ---------------------------------------------------------------- unmatched p2p
+
+/// (communicator, source, destination, tag), in world ranks.
+type Channel = (String, usize, usize, String);
+
+fn channels<'t, 'a>(traces: &'t [Vec<Ev<'a>>]) -> BTreeMap<Channel, (Vec<&'t Ev<'a>>, Vec<&'t Ev<'a>>)> {
+    let mut ch: BTreeMap<Channel, (Vec<&Ev>, Vec<&Ev>)> = BTreeMap::new();
+    for (r, t) in traces.iter().enumerate() {
+        for ev in t {
+            if let Ev::P2p { send, comm, peer, tag, .. } = ev {
+                let key = if *send { (comm.clone(), r, *peer, tag.clone()) } else { (comm.clone(), *peer, r, tag.clone()) };
+                let e = ch.entry(key).or_default();
+                if *send {
+                    e.0.push(ev)
+                } else {
+                    e.1.push(ev)
+                }
+            }
+        }
+    }
+    ch
+}
+
+fn unmatched(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
+    let ch = channels(traces);
+    let mut errs = Vec::new();
+    for ((comm, src, dst, tag), (sends, recvs)) in &ch {
+        if sends.len() == recvs.len() {
+            continue;
+        }
+        let on = match sends.first().or(recvs.first()) {
+            Some(Ev::P2p { group, .. }) if comm != "world" => format!(" on `{group}`"),
+            _ => String::new(),
+        };
+        let msgs = |k: usize| if k == 1 { "1 message".to_string() } else { format!("{k} messages") };
+        let posts = |k: usize| match k {
+            0 => "posts no matching `recv`".to_string(),
+            1 => "posts 1 matching `recv`".to_string(),
+            k => format!("posts {k} matching `recv`s"),
+        };
+        let td = tag_desc(tag);
+        if sends.len() > recvs.len() {
+            let ev = sends[recvs.len()];
+            let hint = near_miss(&ch, comm, *src, *dst, tag, false);
+            errs.push(ev.site().error(format!(
+                "this `{}` from rank {src} to rank {dst} ({td}{on}) has no matching `recv` at world size {n}: \
+                 rank {src} sends {} to rank {dst} with {td}, and rank {dst} {}{hint}; add the `recv` on \
+                 rank {dst} or remove the send",
+                ev.call(),
+                msgs(sends.len()),
+                posts(recvs.len()),
+            )));
+        } else {
+            let ev = recvs[sends.len()];
+            let hint = near_miss(&ch, comm, *src, *dst, tag, true);
+            errs.push(ev.site().error(format!(
+                "this `{}` on rank {dst} from rank {src} ({td}{on}) has no matching `send` at world size {n}: \
+                 rank {dst} expects {} from rank {src} with {td}, and rank {src} sends {}{hint}; it would \
+                 wait forever",
+                ev.call(),
+                msgs(recvs.len()),
+                if sends.is_empty() { "none".to_string() } else { msgs(sends.len()) },
+            )));
+        }
+    }
+    errs
+}
+
+/// A hint when the partner exists with another tag or another peer.
+fn near_miss(
+    ch: &BTreeMap<Channel, (Vec<&Ev>, Vec<&Ev>)>,
+    comm: &str,
+    src: usize,
+    dst: usize,
+    tag: &str,
+    for_recv: bool,
+) -> String {
+    for ((c, s, d, t), (sends, recvs)) in ch {
+        if c != comm || sends.len() == recvs.len() {
+            continue;
+        }
+        if for_recv && sends.len() > recvs.len() && *d == dst && (*s != src || t != tag) {
+            let ev = sends[recvs.len()];
+            return format!(
+                " (rank {s} does send to rank {dst} with {} at line {})",
+                tag_desc(t),
+                ev.site().line()
+            );
+        }
+        if !for_recv && recvs.len() > sends.len() && *s == src && (*d != dst || t != tag) {
+            let ev = recvs[sends.len()];
+            return format!(
+                " (rank {d} does receive from rank {src} with {} at line {})",
+                tag_desc(t),
+                ev.site().line()
+            );
+        }
+    }
+    String::new()
+}
+
+// ---------------------------------------------------------------- deadlock
+
+fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+    let mut pc = vec![0usize; n];
+    let mut done: Vec<HashSet<usize>> = vec![HashSet::new(); n];
+    let mut queues: HashMap<Channel, (VecDeque<(usize, usize)>, VecDeque<(usize, usize)>)> = HashMap::new();
+    let mut arrivals: HashMap<(String, usize), Vec<(usize, usize)>> = HashMap::new();
+    let mut coll_seq: Vec<HashMap<String, usize>> = vec![HashMap::new(); n];
+    // (rank, id) → (comm, index) of a posted collective.
+    let mut coll_at: HashMap<(usize, usize), (String, usize)> = HashMap::new();
+    loop {
+        let mut progress = false;
+        for r in 0..n {
+            while let Some(ev) = traces[r].get(pc[r]) {
+                match ev {
+                    Ev::P2p { id, send, comm, peer, tag, .. } => {
+                        let key =
+                            if *send { (comm.clone(), r, *peer, tag.clone()) } else { (comm.clone(), *peer, r, tag.clone()) };
+                        let q = queues.entry(key).or_default();
+                        if *send {
+                            q.0.push_back((r, *id))
+                        } else {
+                            q.1.push_back((r, *id))
+                        }
+                        while !q.0.is_empty() && !q.1.is_empty() {
+                            let (a, b) = (q.0.pop_front().expect("send"), q.1.pop_front().expect("recv"));
+                            done[a.0].insert(a.1);
+                            done[b.0].insert(b.1);
+                        }
+                    }
+                    Ev::Coll { id, comm, members, .. } => {
+                        let k = coll_seq[r].entry(comm.clone()).or_default();
+                        let key = (comm.clone(), *k);
+                        *k += 1;
+                        coll_at.insert((r, *id), key.clone());
+                        let a = arrivals.entry(key).or_default();
+                        a.push((r, *id));
+                        if a.len() == members.len() {
+                            for &(x, i) in a.iter() {
+                                done[x].insert(i);
+                            }
+                        }
+                    }
+                    Ev::Wait { ids, .. } => {
+                        if !ids.iter().all(|i| done[r].contains(i)) {
+                            break;
+                        }
+                    }
+                }
+                pc[r] += 1;
+                progress = true;
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    let blocked: Vec<usize> = (0..n).filter(|&r| pc[r] < traces[r].len()).collect();
+    let first = *blocked.first()?;
+    // What rank r waits for: (the posted event it waits on, the ranks it waits for).
+    let waits = |r: usize| -> (&Ev, Vec<usize>) {
+        let Ev::Wait { ids, .. } = &traces[r][pc[r]] else { unreachable!("only waits block") };
+        let id = *ids.iter().find(|i| !done[r].contains(i)).expect("an incomplete id");
+        let ev = traces[r][..pc[r]]
+            .iter()
+            .find(|e| matches!(e, Ev::P2p { id: x, .. } | Ev::Coll { id: x, .. } if *x == id))
+            .expect("posted before the wait");
+        let on = match ev {
+            Ev::P2p { peer, .. } => vec![*peer],
+            Ev::Coll { members, .. } => {
+                let key = &coll_at[&(r, id)];
+                let here: HashSet<usize> = arrivals.get(key).map(|a| a.iter().map(|x| x.0).collect()).unwrap_or_default();
+                members.iter().copied().filter(|m| !here.contains(m)).collect()
+            }
+            Ev::Wait { .. } => vec![],
+        };
+        (ev, on)
+    };
+    let mut path = vec![first];
+    let cycle: Vec<usize> = loop {
+        let cur = *path.last().expect("non-empty");
+        let (_, on) = waits(cur);
+        let next = on.iter().copied().find(|p| blocked.contains(p)).or(on.first().copied());
+        match next {
+            Some(p) if path.contains(&p) => {
+                let at = path.iter().position(|&x| x == p).expect("contained");
+                break path[at..].to_vec();
+            }
+            Some(p) if blocked.contains(&p) => path.push(p),
+            _ => break path.clone(),
+        }
+    };
+    let describe = |r: usize| -> String {
+        let (ev, on) = waits(r);
+        let w = &traces[r][pc[r]];
+        let via = if w.call() == ev.call() { String::new() } else { format!("`{}` for its ", w.call()) };
+        match ev {
+            Ev::P2p { send, peer, site, call, .. } => format!(
+                "rank {r} blocks in {via}`{call}` {} rank {peer} (line {})",
+                if *send { "to" } else { "from" },
+                site.line()
+            ),
+            Ev::Coll { kind, comm, group, members, site, .. } => format!(
+                "rank {r} waits in {via}`{kind}` on {} (line {}) for {}",
+                comm_desc(comm, group, members),
+                site.line(),
+                ranks(&on)
+            ),
+            Ev::Wait { .. } => format!("rank {r} waits"),
+        }
+    };
+    let mut parts: Vec<String> = cycle.iter().take(3).map(|&r| describe(r)).collect();
+    if cycle.len() > 3 {
+        parts.push(format!("so on around a cycle of {} ranks", cycle.len()));
+    }
+    let all_sends = cycle.iter().all(|&r| matches!(waits(r).0, Ev::P2p { send: true, .. }));
+    let any_coll = cycle.iter().any(|&r| matches!(waits(r).0, Ev::Coll { .. }));
+    let fix = if cycle.len() == 1 && waits(cycle[0]).1 == vec![cycle[0]] {
+        "a blocking send to oneself completes only when the matching recv is posted: put both in one \
+         `batch(|b| { b.send(..); b.recv(..) })`, or use `sendrecv`"
+            .to_string()
+    } else if all_sends {
+        "under rendezvous semantics (NCCL, MPI_Ssend) a send completes only once its recv is posted, so none \
+         of these sends finishes: post both directions at once with `sendrecv` or `batch`, or order them by \
+         parity (even ranks send first, odd ranks receive first)"
+            .to_string()
+    } else if any_coll {
+        "every rank must reach its collectives and its p2p calls in an order that lets each complete: call the \
+         collective at the same point on every rank, or make the p2p non-blocking (`isend`/`irecv`) and wait \
+         after the collective"
+            .to_string()
+    } else {
+        "each waits for the other: reorder the calls so that one side sends while the other receives, or post \
+         both with `sendrecv` or `batch`"
+            .to_string()
+    };
+    let site: Site = traces[first][pc[first]].site();
+    let site = match waits(first).0 {
+        Ev::P2p { site, .. } | Ev::Coll { site, .. } if traces[first][pc[first]].call() == waits(first).0.call() => *site,
+        _ => site,
+    };
+    Some(site.error(format!("deadlock at world size {n}: {}; {fix}", parts.join(", while "))))
+}

@@ -1,0 +1,244 @@
+//! Programs the compile-time communication check accepts (it checks each at world sizes
+//! 1..=8 when this file compiles), run for real at every one of those sizes. Each
+//! computes something its ranks verify, so "accepted" also means "correct".
+
+use dist_runtime::prelude::*;
+
+dist_runtime::group!(Dp);
+dist_runtime::group!(Tp);
+dist_runtime::group!(Half);
+
+const T: Tag<i64> = Tag::new(1);
+const ACT: Tag<f32> = Tag::new(2);
+const GRAD: Tag<f32> = Tag::new(3);
+
+/// The seed's deadlock, fixed by ordering: rank 0 sends then receives, rank 1 receives
+/// then sends; the other ranks sit out.
+#[spmd(strict)]
+fn seed_reorder(world: Comm<World>) -> dist_runtime::Result<()> {
+    if world.size() < 2 {
+        return Ok(());
+    }
+    let r = world.rank();
+    let mut got = [0i64; 4];
+    if r == 0 {
+        world.send(1, T, &[10; 4])?;
+        world.recv(1, T, &mut got)?;
+        assert_eq!(got, [11; 4]);
+    } else if r == 1 {
+        world.recv(0, T, &mut got)?;
+        world.send(0, T, &[got[0] + 1; 4])?;
+    }
+    Ok(())
+}
+
+/// 0 → 1 → 2 → …: each rank adds its rank and passes the sum on.
+#[spmd(strict)]
+fn chain(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    let mut acc = [0i64];
+    if r > 0 {
+        world.recv(r - 1, T, &mut acc)?;
+    }
+    acc[0] += r as i64;
+    if r + 1 < n {
+        world.send(r + 1, T, &acc)?;
+    } else {
+        assert_eq!(acc[0], (n * (n - 1) / 2) as i64);
+    }
+    Ok(())
+}
+
+/// A ring shift with `sendrecv`: every rank sends right and receives from the left at once.
+#[spmd(strict)]
+fn ring_sendrecv(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    let mut got = [0i64; 3];
+    world.sendrecv((r + 1) % n, T, &[r as i64; 3], (r + n - 1) % n, &mut got)?;
+    assert_eq!(got, [((r + n - 1) % n) as i64; 3]);
+    Ok(())
+}
+
+/// A ring with blocking sends, safe because even ranks send first and odd ranks
+/// receive first (for an odd world the last even rank still finds its partner ready).
+#[spmd(strict)]
+fn ring_even_odd(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    if n == 1 {
+        return Ok(());
+    }
+    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    let mut got = [0i64];
+    if r % 2 == 0 {
+        world.send(right, T, &[r as i64])?;
+        world.recv(left, T, &mut got)?;
+    } else {
+        world.recv(left, T, &mut got)?;
+        world.send(right, T, &[r as i64])?;
+    }
+    assert_eq!(got[0], left as i64);
+    Ok(())
+}
+
+/// A 1-d halo exchange on a periodic domain: each rank owns 8 cells and swaps one ghost
+/// cell with each neighbour, in a batch so that no order can deadlock.
+#[spmd(strict)]
+fn halo(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    let cells: Vec<f32> = (0..8).map(|i| (r * 8 + i) as f32).collect();
+    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    let (mut from_left, mut from_right) = ([0.0f32], [0.0f32]);
+    world.batch(|b| {
+        b.send(right, ACT, &cells[7..]);
+        b.send(left, GRAD, &cells[..1]);
+        b.recv(left, ACT, &mut from_left);
+        b.recv(right, GRAD, &mut from_right);
+    })?;
+    assert_eq!(from_left[0], (left * 8 + 7) as f32);
+    assert_eq!(from_right[0], (right * 8) as f32);
+    Ok(())
+}
+
+/// GPipe-style pipeline over microbatches: activations flow forward stage by stage,
+/// gradients flow back; stage s adds s on the way forward, and the last stage turns
+/// the activation into a gradient.
+#[spmd(strict)]
+fn pipeline(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (stage, stages) = (world.rank(), world.size());
+    let microbatches = 4;
+    let mut acts = vec![[0.0f32; 2]; microbatches];
+    for (mb, act) in acts.iter_mut().enumerate() {
+        if stage == 0 {
+            *act = [mb as f32; 2];
+        } else {
+            world.recv(stage - 1, ACT, act)?;
+        }
+        act[0] += stage as f32;
+        if stage + 1 < stages {
+            world.send(stage + 1, ACT, act)?;
+        }
+    }
+    let forward_sum = (stages * (stages - 1) / 2) as f32;
+    for mb in (0..microbatches).rev() {
+        let mut grad = [0.0f32; 2];
+        if stage + 1 == stages {
+            grad = [2.0 * acts[mb][0], 0.0];
+        } else {
+            world.recv(stage + 1, GRAD, &mut grad)?;
+        }
+        assert_eq!(grad[0], 2.0 * (mb as f32 + forward_sum));
+        if stage > 0 {
+            world.send(stage - 1, GRAD, &grad)?;
+        }
+    }
+    Ok(())
+}
+
+/// Non-blocking p2p with work between post and wait; the wait is where it completes.
+#[spmd(strict)]
+fn isend_irecv(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    let out = [r as i64; 5];
+    let mut inn = [0i64; 5];
+    let s = world.isend((r + 1) % n, T, &out)?;
+    let rq = world.irecv((r + n - 1) % n, T, &mut inn)?;
+    let busy: i64 = (0..1000).sum();
+    rq.wait()?;
+    s.wait()?;
+    assert_eq!(inn[0] + busy - busy, ((r + n - 1) % n) as i64);
+    Ok(())
+}
+
+/// Collectives on derived communicators: halves by `subgroup`, a dp × tp mesh when the
+/// size is even, and a `split` by parity; a helper defined inside is checked inline.
+#[spmd(strict)]
+fn subgroups(world: Comm<World>) -> dist_runtime::Result<()> {
+    fn sum_ranks<G: dist_runtime::Group>(c: &Comm<G>) -> dist_runtime::Result<u64> {
+        let mut x = [c.rank() as u64];
+        c.all_reduce(&mut x, ReduceOp::Sum)?;
+        Ok(x[0])
+    }
+    let (r, n) = (world.rank(), world.size());
+    let first: Vec<usize> = (0..n.div_ceil(2)).collect();
+    let second: Vec<usize> = (n.div_ceil(2)..n).collect();
+    let a = world.subgroup::<Half>(&first)?;
+    if let Some(h) = &a {
+        let k = h.size() as u64;
+        assert_eq!(sum_ranks(h)?, k * (k - 1) / 2);
+    }
+    if !second.is_empty() {
+        if let Some(h) = world.subgroup::<Half>(&second)? {
+            let mut x = [1u32];
+            h.all_reduce(&mut x, ReduceOp::Sum)?;
+            assert_eq!(x[0] as usize, second.len());
+        }
+    }
+    if n % 2 == 0 {
+        let (dp, tp) = world.mesh2::<Dp, Tp>(n / 2, 2)?;
+        let mut w = [r as f32];
+        tp.broadcast(&mut w, 0)?;
+        assert_eq!(w[0], (r - r % 2) as f32);
+        let mut g = [1.0f32];
+        dp.all_reduce(&mut g, ReduceOp::Sum)?;
+        assert_eq!(g[0], (n / 2) as f32);
+        if tp.rank() == 0 {
+            tp.send(1, ACT, &[r as f32])?;
+        } else {
+            let mut got = [0.0f32];
+            tp.recv(0, ACT, &mut got)?;
+            assert_eq!(got[0], (r - 1) as f32);
+        }
+    }
+    let parity = world.split::<Half>((r % 2) as u32, r as i64)?;
+    let mut m = [r as i64];
+    parity.all_reduce(&mut m, ReduceOp::Max)?;
+    let top = if (n - 1) % 2 == r % 2 { n - 1 } else { n - 2 };
+    assert_eq!(m[0], top as i64);
+    world.barrier()
+}
+
+fn each_size(f: fn(Comm<World>) -> dist_runtime::Result<()>) {
+    for n in 1..=8 {
+        dist_runtime::launch(n, f).unwrap_or_else(|e| panic!("at {n} ranks: {e}"));
+    }
+}
+
+#[test]
+fn seed_reorder_runs() {
+    each_size(seed_reorder);
+}
+
+#[test]
+fn chain_runs() {
+    each_size(chain);
+}
+
+#[test]
+fn ring_sendrecv_runs() {
+    each_size(ring_sendrecv);
+}
+
+#[test]
+fn ring_even_odd_runs() {
+    each_size(ring_even_odd);
+}
+
+#[test]
+fn halo_runs() {
+    each_size(halo);
+}
+
+#[test]
+fn pipeline_runs() {
+    each_size(pipeline);
+}
+
+#[test]
+fn isend_irecv_runs() {
+    each_size(isend_irecv);
+}
+
+#[test]
+fn subgroups_run() {
+    each_size(subgroups);
+}
