@@ -269,3 +269,30 @@ fn copy_through_path_when_single_copy_is_off() {
     run_with_env("collectives::gather_scatter_and_variable_counts", &[2, 4], &env);
     run_with_env("collectives::all_to_all_fixed_and_variable", &[2, 4], &env);
 }
+
+/// Every DIST_ALGO choice gives the serial reference's results: the flat path for every
+/// size that fits a slot, and the pipelined path even for one element.
+#[test]
+fn forced_algorithms_agree_with_the_reference() {
+    for algo in ["flat", "pipeline", "cma", "copy,pipeline"] {
+        let env = [("DIST_ALGO", algo)];
+        run_with_env("collectives::all_reduce_every_dtype_and_op", &[2, 3, 8], &env);
+        run_with_env("collectives::reduce_to_random_roots", &[3], &env);
+    }
+    run_with_env("collectives::gather_scatter_and_variable_counts", &[3], &[("DIST_ALGO", "cma")]);
+}
+
+/// A misspelt DIST_ALGO is an error at init on every rank, naming the variable.
+#[test]
+fn unknown_algorithm_is_a_clear_error() {
+    let r = dist_runtime::Launch::entry("collectives::barrier_orders_side_effects", 2)
+        .unwrap()
+        .capture(true)
+        .env("DIST_ALGO", "ring")
+        .timeout(std::time::Duration::from_secs(60))
+        .run()
+        .unwrap();
+    assert!(!r.success());
+    let out = r.summary();
+    assert!(out.contains("DIST_ALGO=\"ring\": unknown algorithm"), "{out}");
+}

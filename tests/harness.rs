@@ -50,6 +50,22 @@ fn half_reach_a_collective(world: Comm<World>) -> dist_runtime::Result<()> {
     Ok(())
 }
 
+dist_runtime::group!(Pair);
+
+/// A little of everything, for the trace test.
+#[spmd]
+fn traced_ops(world: Comm<World>) -> dist_runtime::Result<()> {
+    const RING: Tag<f32> = Tag::new(9);
+    let (r, n) = (world.rank(), world.size());
+    let mut x = vec![1.0f32; 100];
+    world.all_reduce(&mut x, ReduceOp::Sum)?;
+    let mut got = [0.0f32; 3];
+    world.sendrecv((r + 1) % n, RING, &[r as f32; 3], (r + n - 1) % n, &mut got)?;
+    let pair = world.split::<Pair>((r / 2) as u32, r as i64)?;
+    pair.barrier()?;
+    world.broadcast(&mut x[..10], 0)
+}
+
 fn run(entry: &str, n: usize, timeout: f64) -> dist_runtime::Report {
     run_env(entry, n, timeout, &[])
 }
@@ -203,4 +219,42 @@ fn launch_refuses_a_function_that_is_not_an_entry() {
     fn plain(_: Comm<World>) {}
     let e = dist_runtime::launch(2, plain).unwrap_err().to_string();
     assert!(e.contains("annotate it with #[spmd]"), "{e}");
+}
+
+#[test]
+fn dist_trace_writes_every_op_of_every_rank() {
+    let dir = std::env::temp_dir().join(format!("dist-trace-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = run_env("traced_ops", 4, 60.0, &[("DIST_TRACE", dir.to_str().unwrap())]);
+    assert!(r.success(), "{}", r.summary());
+    for rank in 0..4 {
+        let text = std::fs::read_to_string(dir.join(format!("rank-{rank}.jsonl"))).unwrap();
+        let evs: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let names: Vec<&str> = evs.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        // split = an all_gather of colors, then the child's creation; the ring sendrecv
+        // is a posted recv, a send and its wait.
+        for want in ["all_reduce", "all_gather", "split", "barrier", "broadcast"] {
+            assert!(names.contains(&want), "rank {rank}: {names:?}");
+        }
+        assert!(names.iter().any(|n| n.contains("send")) && names.iter().any(|n| n.contains("recv")), "{names:?}");
+        for e in &evs {
+            assert_eq!(e["pid"].as_u64(), Some(rank as u64), "{e}");
+            assert_eq!(e["ph"], "X");
+            assert!(e["dur"].as_f64().unwrap() >= 0.0 && e["ts"].as_f64().unwrap() > 1e15, "{e}");
+        }
+        let ar = evs.iter().find(|e| e["name"] == "all_reduce").unwrap();
+        assert_eq!((ar["args"]["bytes"].as_u64(), ar["args"]["op"].as_str()), (Some(400), Some("Sum")), "{ar}");
+        let bar = evs.iter().find(|e| e["name"] == "barrier").unwrap();
+        assert!(bar["args"]["comm"].as_str().unwrap().starts_with("World/Pair"), "{bar}");
+        let bc = evs.iter().find(|e| e["name"] == "broadcast").unwrap();
+        assert_eq!((bc["args"]["bytes"].as_u64(), bc["args"]["root"].as_u64()), (Some(40), Some(0)), "{bc}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_trace_directory_is_a_clear_error() {
+    let r = run_env("traced_ops", 2, 60.0, &[("DIST_TRACE", "/proc/no-such-dir/trace")]);
+    assert!(!r.success());
+    assert!(r.summary().contains("DIST_TRACE=/proc/no-such-dir/trace: cannot create the directory"), "{}", r.summary());
 }

@@ -197,6 +197,28 @@ fn subgroups(world: Comm<World>) -> dist_runtime::Result<()> {
     world.barrier()
 }
 
+/// A helper outside the entry point: the check reads it from this file and follows it
+/// at each call, so the exchange below is checked like inline code.
+fn shift<G: dist_runtime::Group>(c: &Comm<G>, by: usize, out: &[i64], inn: &mut [i64]) -> dist_runtime::Result<()> {
+    let (r, n) = (c.rank(), c.size());
+    c.sendrecv((r + by) % n, T, out, (r + n - by % n) % n, inn)
+}
+
+/// Shifts by 1 and by 2 through the helper, then checks with a collective.
+#[spmd(strict)]
+fn file_helper(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    let mut a = [0i64];
+    shift(&world, 1, &[r as i64], &mut a)?;
+    let mut b = [0i64];
+    shift(&world, 2, &a, &mut b)?;
+    assert_eq!(b[0] as usize, (r + 3 * n - 3) % n);
+    let mut total = [b[0]];
+    world.all_reduce(&mut total, ReduceOp::Sum)?;
+    assert_eq!(total[0] as usize, n * (n - 1) / 2);
+    Ok(())
+}
+
 fn each_size(f: fn(Comm<World>) -> dist_runtime::Result<()>) {
     for n in 1..=8 {
         dist_runtime::launch(n, f).unwrap_or_else(|e| panic!("at {n} ranks: {e}"));
@@ -241,4 +263,9 @@ fn isend_irecv_runs() {
 #[test]
 fn subgroups_run() {
     each_size(subgroups);
+}
+
+#[test]
+fn file_helper_runs() {
+    each_size(file_helper);
 }

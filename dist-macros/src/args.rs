@@ -152,4 +152,3 @@ pub fn parse_test(attr: TokenStream) -> syn::Result<TestArgs> {
     combine(errs)?;
     Ok(out)
 }
-

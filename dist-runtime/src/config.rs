@@ -54,6 +54,9 @@ pub struct Env {
     pub debug: DebugLevel,
     /// `DIST_STORE_EXTERNAL=1`: a launcher hosts the store, rank 0 must not.
     pub store_external: bool,
+    /// `DIST_TRACE=DIR`: write each op as a Chrome trace event to `DIR/rank-<r>.jsonl`
+    /// (merge with `cargo xtask trace DIR`).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -169,6 +172,7 @@ impl Env {
             timeout,
             debug,
             store_external: get("DIST_STORE_EXTERNAL").as_deref() == Some("1"),
+            trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
         })
     }
 }
@@ -188,24 +192,100 @@ pub(crate) struct Config {
     pub spins: u32,
     /// More local ranks than cores.
     pub oversubscribed: bool,
+    /// Algorithm choices (`DIST_ALGO`, `DIST_CMA`, `DIST_CMA_MIN`).
+    pub algo: Algo,
+}
+
+/// Which shared-memory algorithm each op takes: by size by default, or as `DIST_ALGO`
+/// says (the `NCCL_ALGO` of dist). `DIST_ALGO` is a comma list of
+/// - `flat`: all_reduce/reduce use the flat path (every rank reads every rank's slot)
+///   whenever the message fits a slot, instead of only up to 16 KiB;
+/// - `pipeline`: they always use the pipelined reduce-scatter + all-gather;
+/// - `cma`: gathers and all_to_all read peers' buffers directly (single copy) at every
+///   size, where the kernel allows it;
+/// - `copy`: they never do, and always copy through the segment.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Algo {
+    /// Largest all_reduce/reduce that takes the flat path (bytes; capped by the slot).
+    pub flat_max: usize,
+    /// Single-copy reads: `Some(true)` forced on, `Some(false)` off, `None` automatic
+    /// (on while ranks ≤ cores).
+    pub cma: Option<bool>,
+    /// Smallest block that uses a single-copy read.
+    pub cma_min: usize,
+}
+
+impl Algo {
+    /// Default flat-path limit.
+    pub const FLAT_MAX: usize = 16 << 10;
+
+    pub(crate) fn parse(algo: Option<&str>, cma: Option<&str>, cma_min: Option<&str>) -> Result<Algo> {
+        let bad = |what: String| Error::invalid("init", what);
+        let mut a = Algo { flat_max: Self::FLAT_MAX, cma: None, cma_min: 512 << 10 };
+        match cma {
+            None | Some("") => {}
+            Some("1") => a.cma = Some(true),
+            Some("0") => a.cma = Some(false),
+            Some(v) => return Err(bad(format!("DIST_CMA={v:?}: expected 1 (force single-copy reads) or 0 (off)"))),
+        }
+        if let Some(v) = cma_min.filter(|v| !v.is_empty()) {
+            a.cma_min = v.parse().map_err(|_| bad(format!("DIST_CMA_MIN={v:?}: expected a number of bytes")))?;
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for t in algo.unwrap_or("").split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let t = match t.to_ascii_lowercase().as_str() {
+                "auto" => continue,
+                "flat" => "flat",
+                "pipeline" | "rsag" => "pipeline",
+                "cma" | "single-copy" => "cma",
+                "copy" => "copy",
+                _ => {
+                    return Err(bad(format!(
+                        "DIST_ALGO={:?}: unknown algorithm {t:?}; expected a comma list of flat, pipeline, cma, copy \
+                         (or auto)",
+                        algo.unwrap_or("")
+                    )))
+                }
+            };
+            for (x, y) in [("flat", "pipeline"), ("cma", "copy")] {
+                if (t == x && seen.contains(&y)) || (t == y && seen.contains(&x)) {
+                    return Err(bad(format!("DIST_ALGO: {x} and {y} exclude each other")));
+                }
+            }
+            seen.push(t);
+            match t {
+                "flat" => a.flat_max = usize::MAX,
+                "pipeline" => a.flat_max = 0,
+                "cma" => {
+                    a.cma = Some(true);
+                    a.cma_min = 1;
+                }
+                _ => a.cma = Some(false),
+            }
+        }
+        Ok(a)
+    }
 }
 
 impl Config {
-    pub(crate) fn from_env(env: &Env) -> Config {
+    pub(crate) fn from_env(env: &Env) -> Result<Config> {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let spins = match var("DIST_SPIN").and_then(|v| v.parse().ok()) {
             Some(s) => s,
             None if env.local_world_size <= cores => 1_000,
             None => 0,
         };
-        Config {
+        let algo =
+            Algo::parse(var("DIST_ALGO").as_deref(), var("DIST_CMA").as_deref(), var("DIST_CMA_MIN").as_deref())?;
+        Ok(Config {
             job_id: env.job_id.clone(),
             timeout: env.timeout,
             check: env.debug != DebugLevel::Off,
             detail: env.debug == DebugLevel::Detail,
             spins,
             oversubscribed: env.local_world_size > cores,
-        }
+            algo,
+        })
     }
 }
 
@@ -217,6 +297,27 @@ mod tests {
     fn env(pairs: &[(&str, &str)]) -> Result<Env> {
         let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Env::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn algo_choices_parse_and_bad_ones_are_errors() {
+        let d = Algo::parse(None, None, None).unwrap();
+        assert_eq!((d.flat_max, d.cma, d.cma_min), (Algo::FLAT_MAX, None, 512 << 10));
+        let a = Algo::parse(Some("flat, cma"), None, None).unwrap();
+        assert_eq!((a.flat_max, a.cma, a.cma_min), (usize::MAX, Some(true), 1));
+        let a = Algo::parse(Some("pipeline,copy"), Some("1"), Some("4096")).unwrap();
+        assert_eq!((a.flat_max, a.cma, a.cma_min), (0, Some(false), 4096));
+        assert_eq!(Algo::parse(Some("auto"), Some("0"), None).unwrap().cma, Some(false));
+        for (algo, cma, min, want) in [
+            (Some("ring"), None, None, "unknown algorithm \"ring\""),
+            (Some("flat,pipeline"), None, None, "flat and pipeline exclude each other"),
+            (Some("copy,cma"), None, None, "cma and copy exclude each other"),
+            (None, Some("yes"), None, "DIST_CMA=\"yes\""),
+            (None, None, Some("1M"), "DIST_CMA_MIN=\"1M\""),
+        ] {
+            let e = Algo::parse(algo, cma, min).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]

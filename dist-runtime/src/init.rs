@@ -1,6 +1,8 @@
 //! Joining the job: read the environment, meet at the store, build the world.
 
 use crate::backend::shm::ShmComm;
+use crate::backend::trace::{Traced, Tracer};
+use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::config::{BackendChoice, Config, Env};
 use crate::error::{Error, Result};
@@ -36,7 +38,7 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
             return Err(Error::backend("mpi", "DIST_BACKEND=mpi is not available in this build; use DIST_BACKEND=shm"))
         }
     }
-    let cfg = Arc::new(Config::from_env(&env));
+    let cfg = Arc::new(Config::from_env(&env)?);
     let (store, keep): (Option<Arc<Store>>, Option<Box<dyn std::any::Any + Send + Sync>>) = if env.world_size > 1 {
         let port = env.master_port.expect("validated by Env");
         let addr = format!("{}:{}", env.master_addr, port);
@@ -50,6 +52,9 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
     } else {
         (None, None)
     };
-    let backend = ShmComm::connect("w", "World", env.rank, env.world_size, cfg, store)?;
-    Ok(Comm::from_backend(Arc::new(backend), "World".into(), (0..env.world_size).collect(), keep))
+    let mut backend: Box<dyn Backend> = Box::new(ShmComm::connect("w", "World", env.rank, env.world_size, cfg, store)?);
+    if let Some(dir) = &env.trace {
+        backend = Box::new(Traced::new(backend, Tracer::open(dir, env.rank)?, "World".into()));
+    }
+    Ok(Comm::from_backend(Arc::from(backend), "World".into(), (0..env.world_size).collect(), keep))
 }

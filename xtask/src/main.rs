@@ -1,6 +1,8 @@
 //! `cargo xtask`: the command line of dist. The launcher itself lives in dist-runtime
 //! (`dist_runtime::Launch`); this file only builds the target and calls it.
 
+mod trace;
+
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -26,6 +28,15 @@ enum Cmd {
     /// Fault injection: SIGKILL a random rank at a random moment of a mixed workload,
     /// many times, and check every run ends fast, names the dead rank, leaves nothing.
     Chaos(ChaosArgs),
+    /// Merge the per-rank traces written under DIST_TRACE=DIR (or `run --trace DIR`)
+    /// into DIR/trace.json for Perfetto, one track per rank, and print a summary.
+    Trace {
+        /// The directory the ranks wrote to.
+        dir: PathBuf,
+        /// Where to write the merged trace (default DIR/trace.json).
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -70,6 +81,10 @@ struct RunArgs {
     /// Kill the job after this many seconds.
     #[arg(long)]
     timeout: Option<f64>,
+    /// Trace every op of every rank into this directory (DIST_TRACE), then merge the
+    /// ranks into DIR/trace.json.
+    #[arg(long)]
+    trace: Option<PathBuf>,
     /// Arguments passed to every rank.
     #[arg(last = true)]
     args: Vec<String>,
@@ -87,6 +102,13 @@ fn main() -> ExitCode {
         },
         Cmd::Bench { args } => match bench(args) {
             Ok(code) => code,
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Trace { dir, out } => match trace::merge(&dir, out) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("xtask: {e}");
                 ExitCode::from(2)
@@ -157,7 +179,20 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     if let Some(t) = a.timeout {
         launch = launch.timeout(std::time::Duration::from_secs_f64(t));
     }
+    if let Some(dir) = &a.trace {
+        // Old rank files would mix with this run's.
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("rank-") && name.ends_with(".jsonl") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        launch = launch.env("DIST_TRACE", dir.to_string_lossy().as_ref());
+    }
     let report = launch.run().map_err(|e| e.to_string())?;
+    if let Some(dir) = &a.trace {
+        trace::merge(dir, None)?;
+    }
     if report.success() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -193,6 +228,7 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
         entry: None,
         list: false,
         timeout: None,
+        trace: None,
         args: Vec::new(),
     };
     let exe = build_target(&build)?;

@@ -44,7 +44,9 @@ pub enum V<'a> {
     Err,
     Closure(Closure<'a>),
     /// Unknown data; `comm` when it may hold a communicator (a helper's return value).
-    Opaque { comm: bool },
+    Opaque {
+        comm: bool,
+    },
 }
 
 impl<'a> V<'a> {
@@ -96,7 +98,7 @@ pub enum MacroBody {
     /// Comma-separated expressions.
     Args(syn::punctuated::Punctuated<Expr, syn::Token![,]>),
     /// `vec![x; n]`.
-    Repeat(Expr, Expr),
+    Repeat(Box<Expr>, Box<Expr>),
 }
 
 /// Longest `vec![x; n]` or `[x; n]` materialised as a list (so `iter().enumerate()`
@@ -144,6 +146,10 @@ pub struct CommInst {
     children: usize,
 }
 
+/// One `split` call seen on this rank: (parent key, creation index), this rank's number
+/// in the parent, and its (color, key).
+pub type SplitSeen = ((String, usize), usize, (i128, i128));
+
 /// What each rank passed to each `split`: `(parent key, creation index)` → per parent
 /// rank `(color, key)`. Filled by one pass, read by the next.
 pub type Splits = HashMap<(String, usize), HashMap<usize, (i128, i128)>>;
@@ -156,10 +162,14 @@ pub struct Interp<'a> {
     pub events: Vec<Ev<'a>>,
     next_id: usize,
     fns: HashMap<String, &'a ItemFn>,
+    /// Free functions of the same source file, checked inline when called.
+    file_fns: &'a HashMap<String, ItemFn>,
+    /// Calls into file helpers under way, outermost first.
+    via: Vec<(&'a Expr, &'a syn::Ident)>,
     /// Macro bodies parsed as comma-separated expressions, by the macro's address.
     macros: &'a Macros,
     splits_in: &'a Splits,
-    pub splits_out: Vec<((String, usize), usize, (i128, i128))>,
+    pub splits_out: Vec<SplitSeen>,
     /// A split's membership was unknown in this pass: run again with `splits_out`.
     pub needs_another_pass: bool,
     steps: u64,
@@ -216,7 +226,13 @@ fn root_op_args(kind: &str) -> (Option<usize>, Option<usize>) {
 }
 
 impl<'a> Interp<'a> {
-    pub fn new(rank: usize, size: usize, splits_in: &'a Splits, macros: &'a Macros) -> Self {
+    pub fn new(
+        rank: usize,
+        size: usize,
+        splits_in: &'a Splits,
+        macros: &'a Macros,
+        file_fns: &'a HashMap<String, ItemFn>,
+    ) -> Self {
         Interp {
             rank,
             size,
@@ -230,6 +246,8 @@ impl<'a> Interp<'a> {
             events: Vec::new(),
             next_id: 0,
             fns: HashMap::new(),
+            file_fns,
+            via: Vec::new(),
             macros,
             splits_in,
             splits_out: Vec::new(),
@@ -296,6 +314,22 @@ impl<'a> Interp<'a> {
             return Err(undecidable(at, format!("more than {STEP_BUDGET} evaluation steps")));
         }
         Ok(())
+    }
+
+    /// Where to report an event at `e`: `e` itself, or the outermost call of a file
+    /// helper when `e` is inside one (its tokens carry no usable location).
+    fn site(&self, e: &'a Expr) -> Site<'a> {
+        match self.via.first() {
+            Some((call, helper)) => Site::via(call, helper),
+            None => Site::new(e),
+        }
+    }
+
+    fn site_binary(&self, b: &'a syn::ExprBinary) -> Site<'a> {
+        match self.via.first() {
+            Some((call, helper)) => Site::via(call, helper),
+            None => Site::binary(b),
+        }
     }
 
     fn fresh_id(&mut self) -> usize {
@@ -449,7 +483,11 @@ impl<'a> Interp<'a> {
                     match self.bind(&l.pat, v) {
                         Some(true) => {}
                         Some(false) => match &init.diverge {
-                            Some((_, e)) => return self.expr(e).and(Err(Flow::Fail)).or_else(|f| Err(f)),
+                            Some((_, e)) => {
+                                // The else block diverges (return, break, panic).
+                                self.expr(e)?;
+                                return Err(Flow::Fail);
+                            }
                             None => return Err(Flow::Fail),
                         },
                         None => {
@@ -608,7 +646,7 @@ impl<'a> Interp<'a> {
                     (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
                     (V::List(items), V::Int(i)) => {
                         return Err(Flow::Stop(Stop::Invalid {
-                            site: Site::new(e),
+                            site: self.site(e),
                             msg: format!("index {i} is out of bounds for a list of {}", items.len()),
                         }))
                     }
@@ -769,7 +807,7 @@ impl<'a> Interp<'a> {
         let l = self.expr(&b.left)?;
         let r = self.expr(&b.right)?;
         let op = compound.unwrap_or(b.op);
-        let v = arith(&op, &l, &r).map_err(|msg| Flow::Stop(Stop::Invalid { site: Site::binary(b), msg }))?;
+        let v = arith(&op, &l, &r).map_err(|msg| Flow::Stop(Stop::Invalid { site: self.site_binary(b), msg }))?;
         if compound.is_some() {
             self.store(&b.left, v)?;
             return Ok(V::Unit);
@@ -853,7 +891,8 @@ impl<'a> Interp<'a> {
         items: impl Iterator<Item = V<'a>>,
         body: &'a Block,
     ) -> R<'a> {
-        let mine = |l: &Option<String>| l.is_none() || label.is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()));
+        let mine =
+            |l: &Option<String>| l.is_none() || label.is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()));
         for x in items {
             let r = self.scoped(|me| {
                 if let Some(p) = pat {
@@ -887,7 +926,9 @@ impl<'a> Interp<'a> {
     }
 
     fn while_loop(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
-        let mine = |l: &Option<String>| l.is_none() || w.label.as_ref().is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()));
+        let mine = |l: &Option<String>| {
+            l.is_none() || w.label.as_ref().is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()))
+        };
         let mut n = 0u64;
         loop {
             n += 1;
@@ -915,7 +956,9 @@ impl<'a> Interp<'a> {
     }
 
     fn loop_expr(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
-        let mine = |x: &Option<String>| x.is_none() || l.label.as_ref().is_some_and(|y| x.as_deref() == Some(&*y.name.ident.to_string()));
+        let mine = |x: &Option<String>| {
+            x.is_none() || l.label.as_ref().is_some_and(|y| x.as_deref() == Some(&*y.name.ident.to_string()))
+        };
         for _ in 0..LOOP_BOUND {
             match self.block(&l.body) {
                 Ok(_) => {}
@@ -987,6 +1030,15 @@ impl<'a> Interp<'a> {
             if let Some(f) = self.fns.get(&name).copied() {
                 return self.apply_fn(f, args);
             }
+            if let Some(f) = self.file_fns.get(&name) {
+                if self.via.len() > 16 {
+                    return Err(undecidable(e, format!("calls into `{name}` nested more than 16 deep")));
+                }
+                self.via.push((e, &f.sig.ident));
+                let r = self.apply_fn(f, args);
+                self.via.pop();
+                return r;
+            }
         }
         match (last.as_str(), args.as_slice()) {
             ("Some", [x]) => Ok(V::Opt(Some(Box::new(x.clone())))),
@@ -998,11 +1050,11 @@ impl<'a> Interp<'a> {
             ("from" | "try_from", [V::Int(a)]) => Ok(V::Int(*a)),
             ("wait_all", [v]) => {
                 let ids = req_ids(v);
-                self.events.push(Ev::Wait { ids, site: Site::new(e), call: "wait_all" });
+                self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait_all" });
                 Ok(V::Unit)
             }
             ("drop", [V::Req(ids)]) => {
-                self.events.push(Ev::Wait { ids: ids.clone(), site: Site::new(e), call: "drop" });
+                self.events.push(Ev::Wait { ids: ids.clone(), site: self.site(e), call: "drop" });
                 Ok(V::Unit)
             }
             ("drop", _) => Ok(V::Unit),
@@ -1014,7 +1066,10 @@ impl<'a> Interp<'a> {
         if args.iter().any(V::has_comm) {
             return Err(undecidable(
                 e,
-                format!("a call to `{name}`, which takes a communicator: the check cannot see its body"),
+                format!(
+                    "a call to `{name}`, which takes a communicator: the check sees only functions \
+                     defined in the same source file (or inside the #[spmd] function)"
+                ),
             ));
         }
         Ok(V::opaque())
@@ -1034,7 +1089,7 @@ impl<'a> Interp<'a> {
                 return self.comm_size(c, e);
             }
             V::Req(ids) if m == "wait" => {
-                self.events.push(Ev::Wait { ids, site: Site::new(e), call: "wait" });
+                self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait" });
                 return Ok(V::Unit);
             }
             _ => {}
@@ -1054,9 +1109,11 @@ impl<'a> Interp<'a> {
             ("unwrap" | "expect" | "map_err" | "context" | "with_context", V::Err) if m != "map_err" => {
                 return Err(Flow::Fail)
             }
-            ("unwrap" | "expect" | "map_err" | "context" | "with_context" | "clone" | "as_ref" | "borrow" | "to_owned", _) => {
-                return Ok(recv)
-            }
+            (
+                "unwrap" | "expect" | "map_err" | "context" | "with_context" | "clone" | "as_ref" | "borrow"
+                | "to_owned",
+                _,
+            ) => return Ok(recv),
             ("ok_or" | "ok_or_else", V::Opt(Some(x))) => return Ok((**x).clone()),
             ("ok_or" | "ok_or_else", V::Opt(None)) => return Ok(V::Err),
             ("is_some", V::Opt(x)) => return Ok(V::Bool(x.is_some())),
@@ -1104,7 +1161,9 @@ impl<'a> Interp<'a> {
                         items.into_iter().enumerate().map(|(i, x)| V::Tuple(vec![V::Int(i as i128), x])).collect(),
                     ))
                 }
-                ("step_by", [V::Int(k)]) if *k > 0 => return Ok(V::List(items.into_iter().step_by(*k as usize).collect())),
+                ("step_by", [V::Int(k)]) if *k > 0 => {
+                    return Ok(V::List(items.into_iter().step_by(*k as usize).collect()))
+                }
                 ("skip", [V::Int(k)]) => return Ok(V::List(items.into_iter().skip(*k as usize).collect())),
                 ("take", [V::Int(k)]) => return Ok(V::List(items.into_iter().take(*k as usize).collect())),
                 ("contains", [x]) if items.iter().all(|i| matches!(i, V::Int(_) | V::Bool(_))) => {
@@ -1163,7 +1222,10 @@ impl<'a> Interp<'a> {
         if m == "push" {
             // Pushing into data we cannot see: a request pushed there is lost to the check.
             if args.iter().any(|a| matches!(a, V::Req(_)) || a.has_comm()) {
-                return Err(undecidable(e, "a request or communicator pushed into a collection the check cannot follow"));
+                return Err(undecidable(
+                    e,
+                    "a request or communicator pushed into a collection the check cannot follow",
+                ));
             }
         }
         if recv.has_comm() && (P2P.contains(&m.as_str()) || COLLECTIVES.contains(&m.as_str()) || m == "batch") {
@@ -1228,7 +1290,7 @@ impl<'a> Interp<'a> {
         }
         if self.speculative > 0 {
             // Record it, so `speculate` sees the communication and reports it.
-            self.events.push(Ev::Wait { ids: vec![], site: Site::new(e), call: "communication" });
+            self.events.push(Ev::Wait { ids: vec![], site: self.site(e), call: "communication" });
             return Ok(V::Unit);
         }
         if m == "batch" {
@@ -1244,7 +1306,7 @@ impl<'a> Interp<'a> {
                 Ok(())
             })?;
             let ids: Vec<usize> = (start..self.next_id).collect();
-            self.events.push(Ev::Wait { ids, site: Site::new(e), call: "batch" });
+            self.events.push(Ev::Wait { ids, site: self.site(e), call: "batch" });
             return Ok(V::Unit);
         }
         let args = self.args(&mc.args)?;
@@ -1256,7 +1318,7 @@ impl<'a> Interp<'a> {
                 if m.starts_with('i') {
                     return Ok(V::Req(vec![id]));
                 }
-                self.events.push(Ev::Wait { ids: vec![id], site: Site::new(e), call: call_name(m) });
+                self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
                 return Ok(V::Unit);
             }
             "sendrecv" => {
@@ -1265,7 +1327,7 @@ impl<'a> Interp<'a> {
                 }
                 let a = self.post_p2p_on(e, c, true, &args[0], &args[1], &mc.args[0], "sendrecv")?;
                 let b = self.post_p2p_on(e, c, false, &args[3], &args[1], &mc.args[3], "sendrecv")?;
-                self.events.push(Ev::Wait { ids: vec![a, b], site: Site::new(e), call: "sendrecv" });
+                self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv" });
                 return Ok(V::Unit);
             }
             "subgroup" | "split" | "mesh2" => return self.create(e, mc, c, m, &args),
@@ -1295,7 +1357,7 @@ impl<'a> Interp<'a> {
             if m.ends_with("_async") {
                 return Ok(V::Req(vec![id]));
             }
-            self.events.push(Ev::Wait { ids: vec![id], site: Site::new(e), call: call_name(m) });
+            self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
             return Ok(V::Unit);
         }
         Err(undecidable(e, format!("the communicator method `{m}`")))
@@ -1307,11 +1369,15 @@ impl<'a> Interp<'a> {
         if p < 0 || p >= n {
             let comm = &self.comms[c];
             let ranks = if n == 1 { "1 rank".to_string() } else { format!("{n} ranks") };
-            let ctx = if comm.key == "world" { format!("the world has {ranks}") } else { format!("`{}` has {ranks} here", comm.group) };
+            let ctx = if comm.key == "world" {
+                format!("the world has {ranks}")
+            } else {
+                format!("`{}` has {ranks} here", comm.group)
+            };
             let text = arg.to_token_stream().to_string();
             let value = if text == p.to_string() { format!("{what} {p}") } else { format!("{what} `{text}` = {p}") };
             return Err(Flow::Stop(Stop::Invalid {
-                site: Site::new(e),
+                site: self.site(e),
                 msg: format!(
                     "{value} on rank {} at world size {} is out of range: {ctx} (0..{n}); wrap it (`% n`), \
                      guard the call, or pin the sizes this program supports with #[spmd(sizes = A..=B)]",
@@ -1322,7 +1388,15 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
-    fn post_p2p(&mut self, e: &'a Expr, c: usize, send: bool, peer: &V<'a>, tag: &V<'a>, arg: &'a Expr) -> Result<usize, Flow<'a>> {
+    fn post_p2p(
+        &mut self,
+        e: &'a Expr,
+        c: usize,
+        send: bool,
+        peer: &V<'a>,
+        tag: &V<'a>,
+        arg: &'a Expr,
+    ) -> Result<usize, Flow<'a>> {
         self.post_p2p_on(e, c, send, peer, tag, arg, if send { "send" } else { "recv" })
     }
 
@@ -1338,7 +1412,10 @@ impl<'a> Interp<'a> {
         call: &str,
     ) -> Result<usize, Flow<'a>> {
         let V::Int(p) = *peer else {
-            return Err(undecidable(arg, format!("the peer `{}` of `{call}`, which depends on data", arg.to_token_stream())));
+            return Err(undecidable(
+                arg,
+                format!("the peer `{}` of `{call}`, which depends on data", arg.to_token_stream()),
+            ));
         };
         if self.comms[c].members.is_none() {
             self.needs_another_pass = true;
@@ -1359,13 +1436,20 @@ impl<'a> Interp<'a> {
             group: self.comms[c].group.clone(),
             peer: world_peer,
             tag,
-            site: Site::new(e),
+            site: self.site(e),
             call: call_name(call),
         });
         Ok(id)
     }
 
-    fn post_coll(&mut self, e: &'a Expr, c: usize, kind: &str, root: Option<i128>, op: Option<String>) -> Result<usize, Flow<'a>> {
+    fn post_coll(
+        &mut self,
+        e: &'a Expr,
+        c: usize,
+        kind: &str,
+        root: Option<i128>,
+        op: Option<String>,
+    ) -> Result<usize, Flow<'a>> {
         let id = self.fresh_id();
         let Some(members) = self.comms[c].members.clone() else {
             self.needs_another_pass = true;
@@ -1379,7 +1463,7 @@ impl<'a> Interp<'a> {
             kind: call_name(kind),
             root,
             op,
-            site: Site::new(e),
+            site: self.site(e),
         });
         Ok(id)
     }
@@ -1409,9 +1493,9 @@ impl<'a> Interp<'a> {
             kind: call_name(m),
             root: None,
             op: None,
-            site: Site::new(e),
+            site: self.site(e),
         });
-        self.events.push(Ev::Wait { ids: vec![id], site: Site::new(e), call: call_name(m) });
+        self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
         let new = |me: &mut Self, key: String, g: String, members: Option<Vec<usize>>| -> V<'a> {
             me.comms.push(CommInst { key, group: g, members, children: 0 });
             V::Comm(me.comms.len() - 1)
@@ -1427,8 +1511,11 @@ impl<'a> Interp<'a> {
                 let mut seen = std::collections::HashSet::new();
                 if let Some(d) = ranks.iter().find(|r| !seen.insert(**r)) {
                     return Err(Flow::Stop(Stop::Invalid {
-                        site: Site::new(e),
-                        msg: format!("rank {d} appears twice in the subgroup list {ranks:?} at world size {}", self.size),
+                        site: self.site(e),
+                        msg: format!(
+                            "rank {d} appears twice in the subgroup list {ranks:?} at world size {}",
+                            self.size
+                        ),
                     }));
                 }
                 if !ranks.contains(&(my_local as i128)) {
@@ -1463,7 +1550,7 @@ impl<'a> Interp<'a> {
                 let (a, b) = (*a, *b);
                 if a <= 0 || b <= 0 || (a * b) as usize != pmembers.len() {
                     return Err(Flow::Stop(Stop::Invalid {
-                        site: Site::new(e),
+                        site: self.site(e),
                         msg: format!(
                             "a mesh of {a} × {b} needs {} ranks, but the communicator has {} at world size {}; \
                              derive the dimensions from `size()` or pin the size with #[spmd(ranks = {})]",
@@ -1536,9 +1623,7 @@ impl<'a> Interp<'a> {
                     return self.repeat(x, k);
                 }
                 match parse_args() {
-                    Some(args) => {
-                            Ok(V::List(self.args(args)?))
-                    }
+                    Some(args) => Ok(V::List(self.args(args)?)),
                     None => Ok(V::opaque()),
                 }
             }
@@ -1555,9 +1640,8 @@ impl<'a> Interp<'a> {
 
 /// The display name of an op (`send`, `all_reduce`).
 fn call_name(m: &str) -> &'static str {
-    const ALL: &[&str] = &[
-        "send", "recv", "isend", "irecv", "sendrecv", "batch", "wait", "wait_all", "subgroup", "split", "mesh2",
-    ];
+    const ALL: &[&str] =
+        &["send", "recv", "isend", "irecv", "sendrecv", "batch", "wait", "wait_all", "subgroup", "split", "mesh2"];
     ALL.iter().chain(COLLECTIVES.iter()).find(|x| **x == m).copied().unwrap_or("communication")
 }
 
@@ -1666,4 +1750,3 @@ fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, String> {
         _ => V::taint(&[l, r]),
     })
 }
-

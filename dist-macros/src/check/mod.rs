@@ -10,6 +10,7 @@ mod trace;
 pub use signature::signature;
 
 use interp::{Interp, MacroBody, Macros, Outcome, Splits, Stop};
+use std::collections::HashMap;
 use syn::visit::Visit;
 use syn::ItemFn;
 
@@ -33,9 +34,13 @@ enum SizeResult {
 /// the smallest failing size. In `strict` mode, a size the check cannot decide is an
 /// error naming the construct; otherwise it is left to the run-time checks.
 pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn::Result<()> {
-    let macros = parse_macros(f);
+    let file = same_file_fns(f);
+    let mut macros = parse_macros(f);
+    for g in file.values() {
+        macros.extend(parse_macros(g));
+    }
     for n in lo..=hi {
-        match check_size(f, n, &macros) {
+        match check_size(f, n, &macros, &file) {
             SizeResult::Clean | SizeResult::Fails => {}
             SizeResult::Undecidable(at, what) => {
                 if strict {
@@ -62,7 +67,7 @@ pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn:
     Ok(())
 }
 
-fn check_size(f: &ItemFn, n: usize, macros: &Macros) -> SizeResult {
+fn check_size(f: &ItemFn, n: usize, macros: &Macros, file: &HashMap<String, ItemFn>) -> SizeResult {
     let mut splits = Splits::new();
     for _ in 0..PASSES {
         let mut traces = Vec::with_capacity(n);
@@ -71,7 +76,7 @@ fn check_size(f: &ItemFn, n: usize, macros: &Macros) -> SizeResult {
         let mut invalid = None;
         let mut undecidable = None;
         for r in 0..n {
-            let mut it = Interp::new(r, n, &splits, macros);
+            let mut it = Interp::new(r, n, &splits, macros, file);
             match it.run(f) {
                 Outcome::Done => {}
                 Outcome::Fails => return SizeResult::Fails,
@@ -111,6 +116,26 @@ fn check_size(f: &ItemFn, n: usize, macros: &Macros) -> SizeResult {
     )
 }
 
+/// The free functions of the source file that holds `f` (other than `f` and other
+/// entry points), so that helpers taking a `Comm` are checked inline where called.
+/// Empty when the file cannot be read (a macro-generated function, say).
+fn same_file_fns(f: &ItemFn) -> HashMap<String, ItemFn> {
+    let Some(path) = f.sig.ident.span().local_file() else { return HashMap::new() };
+    let Some(file) = std::fs::read_to_string(path).ok().and_then(|s| syn::parse_file(&s).ok()) else {
+        return HashMap::new();
+    };
+    let entry = |g: &ItemFn| {
+        g.attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == "spmd" || s.ident == "test"))
+    };
+    file.items
+        .into_iter()
+        .filter_map(|i| match i {
+            syn::Item::Fn(g) if g.sig.ident != f.sig.ident && !entry(&g) => Some((g.sig.ident.to_string(), g)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Parses the body of every macro in `f` (and in those bodies) as comma-separated
 /// expressions or `x; n`, so `println!`, `assert!` and `vec!` arguments are evaluated too.
 fn parse_macros(f: &ItemFn) -> Macros {
@@ -122,9 +147,10 @@ fn parse_macros(f: &ItemFn) -> Macros {
             let repeat = |input: syn::parse::ParseStream| -> syn::Result<MacroBody> {
                 let x: syn::Expr = input.parse()?;
                 input.parse::<syn::Token![;]>()?;
-                Ok(MacroBody::Repeat(x, input.parse()?))
+                Ok(MacroBody::Repeat(Box::new(x), Box::new(input.parse()?)))
             };
-            let body = m.parse_body_with(repeat).or_else(|_| m.parse_body_with(Args::parse_terminated).map(MacroBody::Args));
+            let body =
+                m.parse_body_with(repeat).or_else(|_| m.parse_body_with(Args::parse_terminated).map(MacroBody::Args));
             if let Ok(b) = body {
                 self.0.push((m as *const syn::Macro as usize, Box::new(b)));
             }
@@ -149,4 +175,78 @@ fn parse_macros(f: &ItemFn) -> Macros {
         round = next;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::communication;
+    use std::fmt::Write;
+
+    /// A 200-line entry point with loops: pipeline stages over microbatches, a ring
+    /// exchange, a halo in a batch, collectives on a mesh when the size allows.
+    fn big_function() -> String {
+        let mut s = String::from(
+            "fn main(world: Comm<World>) -> Result<()> {\n    let (r, n) = (world.rank(), world.size());\n",
+        );
+        for k in 0..9 {
+            write!(
+                s,
+                r#"
+    for mb in 0..8 {{
+        let mut act = [0.0f32; 4];
+        if r > 0 {{
+            world.recv(r - 1, Tag::<f32>::new({t}), &mut act)?;
+        }}
+        if r + 1 < n {{
+            world.send(r + 1, Tag::<f32>::new({t}), &act)?;
+        }}
+        let _ = mb;
+    }}
+    for step in 0..n - 1 {{
+        let mut got = [0u64; 2];
+        world.sendrecv((r + 1) % n, Tag::<u64>::new({u}), &[step as u64; 2], (r + n - 1) % n, &mut got)?;
+    }}
+    let (mut a, mut b) = ([0.0f32], [0.0f32]);
+    world.batch(|x| {{
+        x.send((r + 1) % n, Tag::<f32>::new({v}), &[1.0]);
+        x.recv((r + n - 1) % n, Tag::<f32>::new({v}), &mut a);
+        x.send((r + n - 1) % n, Tag::<f32>::new({w}), &[2.0]);
+        x.recv((r + 1) % n, Tag::<f32>::new({w}), &mut b);
+    }})?;
+    world.all_reduce(&mut a, ReduceOp::Sum)?;
+"#,
+                t = 10 * k,
+                u = 10 * k + 1,
+                v = 10 * k + 2,
+                w = 10 * k + 3
+            )
+            .unwrap();
+        }
+        s.push_str("    Ok(())\n}\n");
+        s
+    }
+
+    #[test]
+    fn a_200_line_function_is_checked_quickly() {
+        let src = big_function();
+        assert!(src.lines().count() >= 200, "{} lines", src.lines().count());
+        let f: syn::ItemFn = syn::parse_str(&src).unwrap();
+        let t = std::time::Instant::now();
+        communication(&f, (1, 8), true).unwrap();
+        // A figure for docs/static-checks.md, not an assertion: timings go in benchmarks.
+        eprintln!("checked {} lines at sizes 1..=8 in {:.1} ms", src.lines().count(), t.elapsed().as_secs_f64() * 1e3);
+    }
+
+    #[test]
+    fn a_deadlock_in_the_big_function_is_found() {
+        // Turn the first sendrecv into a send followed by a recv: a ring that deadlocks.
+        let src = big_function().replacen(
+            "world.sendrecv((r + 1) % n, Tag::<u64>::new(1), &[step as u64; 2], (r + n - 1) % n, &mut got)?;",
+            "world.send((r + 1) % n, Tag::<u64>::new(1), &[step as u64; 2])?; world.recv((r + n - 1) % n, Tag::<u64>::new(1), &mut got)?;",
+            1,
+        );
+        let f: syn::ItemFn = syn::parse_str(&src).unwrap();
+        let e = communication(&f, (1, 8), false).unwrap_err().to_string();
+        assert!(e.starts_with("deadlock at world size 2"), "{e}");
+    }
 }

@@ -101,8 +101,10 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                     None
                 };
                 if let Some((ev, k)) = extra {
-                    let with: Vec<usize> = at.iter().filter(|(_, e)| sig(e.expect("reached")) == k).map(|x| x.0).collect();
-                    let without: Vec<usize> = at.iter().filter(|(_, e)| sig(e.expect("reached")) != k).map(|x| x.0).collect();
+                    let with: Vec<usize> =
+                        at.iter().filter(|(_, e)| sig(e.expect("reached")) == k).map(|x| x.0).collect();
+                    let without: Vec<usize> =
+                        at.iter().filter(|(_, e)| sig(e.expect("reached")) != k).map(|x| x.0).collect();
                     errs.push(ev.site().error(format!(
                         "`{}` on {desc} is reached by {} but not by {} at world size {n}: a collective must be \
                          called by every rank of its communicator, in the same order; call it outside the \
@@ -119,14 +121,14 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                 let (a, b) = (with(sig(first)), with(sig(o)));
                 errs.push(o.site().error(format!(
                     "collectives in a different order at world size {n}: on {desc}, collective #{} is `{}` \
-                     (line {}) on {} but `{}` (line {}) on {}; every rank must call the same collectives \
+                     ({}) on {} but `{}` ({}) on {}; every rank must call the same collectives \
                      in the same order",
                     i + 1,
                     first.call(),
-                    first.site().line(),
+                    first.site().loc(),
                     ranks(&a),
                     o.call(),
-                    o.site().line(),
+                    o.site().loc(),
                     ranks(&b),
                 )));
                 break;
@@ -138,23 +140,26 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                     let v = get(e.expect("reached"))?;
                     (v != base.1).then_some((*r, v, *e))
                 })?;
-                let same: Vec<usize> =
-                    at.iter().filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&base.1)).map(|x| x.0).collect();
+                let same: Vec<usize> = at
+                    .iter()
+                    .filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&base.1))
+                    .map(|x| x.0)
+                    .collect();
                 let diff: Vec<usize> =
                     at.iter().filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&odd.1)).map(|x| x.0).collect();
                 let (oe, be) = (odd.2.expect("reached"), base.2.expect("reached"));
                 Some(oe.site().error(format!(
                     "`{}` on {desc} is called with different {what}s at world size {n}: {} pass{} {what} {} \
-                     (line {}) but {} pass{} {what} {} (line {}); every rank must pass the same {what}",
+                     ({}) but {} pass{} {what} {} ({}); every rank must pass the same {what}",
                     oe.call(),
                     ranks(&same),
                     if same.len() == 1 { "es" } else { "" },
                     base.1,
-                    be.site().line(),
+                    be.site().loc(),
                     ranks(&diff),
                     if diff.len() == 1 { "es" } else { "" },
                     odd.1,
-                    oe.site().line(),
+                    oe.site().loc(),
                 )))
             };
             let root = |e: &Ev| match e {
@@ -184,7 +189,8 @@ fn channels<'t, 'a>(traces: &'t [Vec<Ev<'a>>]) -> BTreeMap<Channel, (Vec<&'t Ev<
     for (r, t) in traces.iter().enumerate() {
         for ev in t {
             if let Ev::P2p { send, comm, peer, tag, .. } = ev {
-                let key = if *send { (comm.clone(), r, *peer, tag.clone()) } else { (comm.clone(), *peer, r, tag.clone()) };
+                let key =
+                    if *send { (comm.clone(), r, *peer, tag.clone()) } else { (comm.clone(), *peer, r, tag.clone()) };
                 let e = ch.entry(key).or_default();
                 if *send {
                     e.0.push(ev)
@@ -257,19 +263,11 @@ fn near_miss(
         }
         if for_recv && sends.len() > recvs.len() && *d == dst && (*s != src || t != tag) {
             let ev = sends[recvs.len()];
-            return format!(
-                " (rank {s} does send to rank {dst} with {} at line {})",
-                tag_desc(t),
-                ev.site().line()
-            );
+            return format!(" (rank {s} does send to rank {dst} with {} at {})", tag_desc(t), ev.site().loc());
         }
         if !for_recv && recvs.len() > sends.len() && *s == src && (*d != dst || t != tag) {
             let ev = recvs[sends.len()];
-            return format!(
-                " (rank {d} does receive from rank {src} with {} at line {})",
-                tag_desc(t),
-                ev.site().line()
-            );
+            return format!(" (rank {d} does receive from rank {src} with {} at {})", tag_desc(t), ev.site().loc());
         }
     }
     String::new()
@@ -280,7 +278,9 @@ fn near_miss(
 fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
     let mut pc = vec![0usize; n];
     let mut done: Vec<HashSet<usize>> = vec![HashSet::new(); n];
-    let mut queues: HashMap<Channel, (VecDeque<(usize, usize)>, VecDeque<(usize, usize)>)> = HashMap::new();
+    // Posted, unmatched (rank, id) per channel: sends, then receives.
+    type Queue = VecDeque<(usize, usize)>;
+    let mut queues: HashMap<Channel, (Queue, Queue)> = HashMap::new();
     let mut arrivals: HashMap<(String, usize), Vec<(usize, usize)>> = HashMap::new();
     let mut coll_seq: Vec<HashMap<String, usize>> = vec![HashMap::new(); n];
     // (rank, id) → (comm, index) of a posted collective.
@@ -291,8 +291,11 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
             while let Some(ev) = traces[r].get(pc[r]) {
                 match ev {
                     Ev::P2p { id, send, comm, peer, tag, .. } => {
-                        let key =
-                            if *send { (comm.clone(), r, *peer, tag.clone()) } else { (comm.clone(), *peer, r, tag.clone()) };
+                        let key = if *send {
+                            (comm.clone(), r, *peer, tag.clone())
+                        } else {
+                            (comm.clone(), *peer, r, tag.clone())
+                        };
                         let q = queues.entry(key).or_default();
                         if *send {
                             q.0.push_back((r, *id))
@@ -346,7 +349,8 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
             Ev::P2p { peer, .. } => vec![*peer],
             Ev::Coll { members, .. } => {
                 let key = &coll_at[&(r, id)];
-                let here: HashSet<usize> = arrivals.get(key).map(|a| a.iter().map(|x| x.0).collect()).unwrap_or_default();
+                let here: HashSet<usize> =
+                    arrivals.get(key).map(|a| a.iter().map(|x| x.0).collect()).unwrap_or_default();
                 members.iter().copied().filter(|m| !here.contains(m)).collect()
             }
             Ev::Wait { .. } => vec![],
@@ -373,14 +377,14 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
         let via = if w.call() == ev.call() { String::new() } else { format!("`{}` for its ", w.call()) };
         match ev {
             Ev::P2p { send, peer, site, call, .. } => format!(
-                "rank {r} blocks in {via}`{call}` {} rank {peer} (line {})",
+                "rank {r} blocks in {via}`{call}` {} rank {peer} ({})",
                 if *send { "to" } else { "from" },
-                site.line()
+                site.loc()
             ),
             Ev::Coll { kind, comm, group, members, site, .. } => format!(
-                "rank {r} waits in {via}`{kind}` on {} (line {}) for {}",
+                "rank {r} waits in {via}`{kind}` on {} ({}) for {}",
                 comm_desc(comm, group, members),
-                site.line(),
+                site.loc(),
                 ranks(&on)
             ),
             Ev::Wait { .. } => format!("rank {r} waits"),
@@ -413,7 +417,9 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
     };
     let site: Site = traces[first][pc[first]].site();
     let site = match waits(first).0 {
-        Ev::P2p { site, .. } | Ev::Coll { site, .. } if traces[first][pc[first]].call() == waits(first).0.call() => *site,
+        Ev::P2p { site, .. } | Ev::Coll { site, .. } if traces[first][pc[first]].call() == waits(first).0.call() => {
+            *site
+        }
         _ => site,
     };
     Some(site.error(format!("deadlock at world size {n}: {}; {fix}", parts.join(", while "))))

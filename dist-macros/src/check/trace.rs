@@ -3,30 +3,46 @@
 use quote::ToTokens;
 use syn::Expr;
 
-/// Where a call is in the source: the expression, for spans and line numbers.
+/// Where a call is in the source: the expression, for spans and line numbers. A call
+/// inside a helper defined elsewhere in the file is reported at the helper's call in
+/// the checked function, naming the helper.
 #[derive(Clone, Copy)]
-pub struct Site<'a>(&'a dyn ToTokens);
+pub struct Site<'a> {
+    node: &'a dyn ToTokens,
+    inside: Option<&'a syn::Ident>,
+}
 
 impl<'a> Site<'a> {
     pub fn new(e: &'a Expr) -> Self {
-        Site(e)
+        Site { node: e, inside: None }
     }
     pub fn binary(b: &'a syn::ExprBinary) -> Self {
-        Site(b)
+        Site { node: b, inside: None }
+    }
+    /// The call `call` of the helper `helper`, standing for what happens inside it.
+    pub fn via(call: &'a Expr, helper: &'a syn::Ident) -> Self {
+        Site { node: call, inside: Some(helper) }
     }
     /// The line of the call's first token (1-based).
     pub fn line(&self) -> usize {
-        self.0.to_token_stream().into_iter().next().map(|t| t.span().start().line).unwrap_or(0)
+        self.node.to_token_stream().into_iter().next().map(|t| t.span().start().line).unwrap_or(0)
+    }
+    /// "line 12", or "line 12, inside `exchange`".
+    pub fn loc(&self) -> String {
+        match self.inside {
+            Some(h) => format!("line {}, inside `{h}`", self.line()),
+            None => format!("line {}", self.line()),
+        }
     }
     /// An error spanning the whole call.
     pub fn error(&self, msg: impl std::fmt::Display) -> syn::Error {
-        syn::Error::new_spanned(self.0, msg)
+        syn::Error::new_spanned(self.node, msg)
     }
 }
 
 impl std::fmt::Debug for Site<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}", self.line())
+        f.write_str(&self.loc())
     }
 }
 

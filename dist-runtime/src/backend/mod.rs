@@ -4,6 +4,7 @@
 //! elements of a [`DType`], aligned for it, with every length already validated by `comm`.
 
 pub(crate) mod shm;
+pub(crate) mod trace;
 
 use crate::dtype::DType;
 use crate::error::{Result, Site};

@@ -24,19 +24,11 @@ pub(super) fn probe_addr() -> u64 {
 ///
 /// Automatic (`DIST_CMA` unset) only while every rank has a core of its own: measured
 /// here, with 4 or 8 ranks on 2 cores the copy-through pipeline is faster for most sizes
-/// (docs/performance.md). `DIST_CMA=1` forces it on, `DIST_CMA=0` off.
+/// (docs/performance.md). `DIST_CMA=1` or `DIST_ALGO=cma` forces it on, `DIST_CMA=0` or
+/// `DIST_ALGO=copy` off.
 pub(super) fn min_block(c: &ShmComm) -> usize {
-    static M: std::sync::OnceLock<(Option<bool>, usize)> = std::sync::OnceLock::new();
-    let (force, min) = *M.get_or_init(|| {
-        let force = match std::env::var("DIST_CMA").as_deref() {
-            Ok("0") => Some(false),
-            Ok("1") => Some(true),
-            _ => None,
-        };
-        (force, std::env::var("DIST_CMA_MIN").ok().and_then(|v| v.parse().ok()).unwrap_or(512 << 10))
-    });
-    match force.unwrap_or(!c.cfg.oversubscribed) {
-        true => min,
+    match c.cfg.algo.cma.unwrap_or(!c.cfg.oversubscribed) {
+        true => c.cfg.algo.cma_min,
         false => usize::MAX,
     }
 }

@@ -18,10 +18,6 @@ use crate::error::{Error, Result};
 use crate::op::ReduceOp;
 use std::sync::MutexGuard;
 
-/// All-reduce and reduce at or below this many bytes take the one-barrier flat path:
-/// every rank publishes its whole buffer and reduces all of them itself.
-const FLAT_MAX: usize = 16 << 10;
-
 fn lock(c: &ShmComm) -> MutexGuard<'_, u32> {
     c.coll.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -99,7 +95,9 @@ fn reduce_locked(
 ) -> Result<()> {
     let (n, me, es, b) = (c.n, c.rank, dtype.size(), buf.len());
     let gets_result = |r: usize| root.is_none_or(|x| x == r);
-    if b <= FLAT_MAX.min(c.seg.layout.slot) {
+    // At or below `flat_max` (16 KiB unless DIST_ALGO says otherwise), the one-barrier
+    // flat path: every rank publishes its whole buffer and reduces all of them itself.
+    if b <= c.cfg.algo.flat_max.min(c.seg.layout.slot) {
         let (w, _) = parities(*epoch);
         to_shm(c.slot(me, w), buf);
         c.sync(epoch, cx, fp)?;
