@@ -164,6 +164,8 @@ pub struct Interp<'a> {
     fns: HashMap<String, &'a ItemFn>,
     /// Free functions of the same source file, checked inline when called.
     file_fns: &'a HashMap<String, ItemFn>,
+    /// Values of the `const` items of the same source file (`STEPS`, `ACT`).
+    consts: HashMap<String, V<'a>>,
     /// Calls into file helpers under way, outermost first.
     via: Vec<(&'a Expr, &'a syn::Ident)>,
     /// Macro bodies parsed as comma-separated expressions, by the macro's address.
@@ -232,6 +234,7 @@ impl<'a> Interp<'a> {
         splits_in: &'a Splits,
         macros: &'a Macros,
         file_fns: &'a HashMap<String, ItemFn>,
+        consts: HashMap<String, V<'a>>,
     ) -> Self {
         Interp {
             rank,
@@ -247,6 +250,7 @@ impl<'a> Interp<'a> {
             next_id: 0,
             fns: HashMap::new(),
             file_fns,
+            consts,
             via: Vec::new(),
             macros,
             splits_in,
@@ -285,7 +289,7 @@ impl<'a> Interp<'a> {
     // ------------------------------------------------------------ scopes
 
     fn lookup(&self, name: &str) -> Option<&V<'a>> {
-        self.scopes.iter().rev().find_map(|s| s.get(name))
+        self.scopes.iter().rev().find_map(|s| s.get(name)).or_else(|| self.consts.get(name))
     }
 
     fn define(&mut self, name: String, v: V<'a>) {
@@ -1290,7 +1294,7 @@ impl<'a> Interp<'a> {
         }
         if self.speculative > 0 {
             // Record it, so `speculate` sees the communication and reports it.
-            self.events.push(Ev::Wait { ids: vec![], site: self.site(e), call: "communication" });
+            self.events.push(Ev::Wait { ids: vec![], site: self.site(e), call: call_name(m) });
             return Ok(V::Unit);
         }
         if m == "batch" {
@@ -1636,6 +1640,32 @@ impl<'a> Interp<'a> {
             }
         }
     }
+}
+
+/// Evaluates the `const` items of the source file (in two passes, so one may use
+/// another defined below it); those that are not integers, booleans or tags are left out.
+pub fn eval_consts<'a>(
+    consts: &'a [syn::ItemConst],
+    splits: &'a Splits,
+    macros: &'a Macros,
+    fns: &'a HashMap<String, ItemFn>,
+) -> HashMap<String, V<'a>> {
+    let mut it = Interp::new(0, 1, splits, macros, fns, HashMap::new());
+    for _ in 0..2 {
+        for c in consts {
+            match it.expr(&c.expr) {
+                // A numbered tag keeps its name for messages: "#1 ACT".
+                Ok(V::Tag(t)) if t.starts_with('#') && !t.contains(' ') => {
+                    it.consts.insert(c.ident.to_string(), V::Tag(format!("{t} {}", c.ident)));
+                }
+                Ok(v @ (V::Int(_) | V::Bool(_) | V::Tag(_))) => {
+                    it.consts.insert(c.ident.to_string(), v);
+                }
+                _ => {}
+            }
+        }
+    }
+    it.consts
 }
 
 /// The display name of an op (`send`, `all_reduce`).

@@ -34,13 +34,15 @@ enum SizeResult {
 /// the smallest failing size. In `strict` mode, a size the check cannot decide is an
 /// error naming the construct; otherwise it is left to the run-time checks.
 pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn::Result<()> {
-    let file = same_file_fns(f);
+    let (file, consts) = same_file_items(f);
     let mut macros = parse_macros(f);
     for g in file.values() {
         macros.extend(parse_macros(g));
     }
+    let no_splits = Splits::new();
+    let consts = interp::eval_consts(&consts, &no_splits, &macros, &file);
     for n in lo..=hi {
-        match check_size(f, n, &macros, &file) {
+        match check_size(f, n, &macros, &file, &consts) {
             SizeResult::Clean | SizeResult::Fails => {}
             SizeResult::Undecidable(at, what) => {
                 if strict {
@@ -67,7 +69,13 @@ pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn:
     Ok(())
 }
 
-fn check_size(f: &ItemFn, n: usize, macros: &Macros, file: &HashMap<String, ItemFn>) -> SizeResult {
+fn check_size<'a>(
+    f: &'a ItemFn,
+    n: usize,
+    macros: &'a Macros,
+    file: &'a HashMap<String, ItemFn>,
+    consts: &HashMap<String, interp::V<'a>>,
+) -> SizeResult {
     let mut splits = Splits::new();
     for _ in 0..PASSES {
         let mut traces = Vec::with_capacity(n);
@@ -76,7 +84,7 @@ fn check_size(f: &ItemFn, n: usize, macros: &Macros, file: &HashMap<String, Item
         let mut invalid = None;
         let mut undecidable = None;
         for r in 0..n {
-            let mut it = Interp::new(r, n, &splits, macros, file);
+            let mut it = Interp::new(r, n, &splits, macros, file, consts.clone());
             match it.run(f) {
                 Outcome::Done => {}
                 Outcome::Fails => return SizeResult::Fails,
@@ -117,23 +125,28 @@ fn check_size(f: &ItemFn, n: usize, macros: &Macros, file: &HashMap<String, Item
 }
 
 /// The free functions of the source file that holds `f` (other than `f` and other
-/// entry points), so that helpers taking a `Comm` are checked inline where called.
+/// entry points), so that helpers taking a `Comm` are checked inline where called, and
+/// its `const` items (`const STEPS: usize = 5;`, `const ACT: Tag<f32> = Tag::new(1);`).
 /// Empty when the file cannot be read (a macro-generated function, say).
-fn same_file_fns(f: &ItemFn) -> HashMap<String, ItemFn> {
-    let Some(path) = f.sig.ident.span().local_file() else { return HashMap::new() };
+fn same_file_items(f: &ItemFn) -> (HashMap<String, ItemFn>, Vec<syn::ItemConst>) {
+    let Some(path) = f.sig.ident.span().local_file() else { return Default::default() };
     let Some(file) = std::fs::read_to_string(path).ok().and_then(|s| syn::parse_file(&s).ok()) else {
-        return HashMap::new();
+        return Default::default();
     };
     let entry = |g: &ItemFn| {
         g.attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == "spmd" || s.ident == "test"))
     };
-    file.items
-        .into_iter()
-        .filter_map(|i| match i {
-            syn::Item::Fn(g) if g.sig.ident != f.sig.ident && !entry(&g) => Some((g.sig.ident.to_string(), g)),
-            _ => None,
-        })
-        .collect()
+    let (mut fns, mut consts) = (HashMap::new(), Vec::new());
+    for item in file.items {
+        match item {
+            syn::Item::Fn(g) if g.sig.ident != f.sig.ident && !entry(&g) => {
+                fns.insert(g.sig.ident.to_string(), g);
+            }
+            syn::Item::Const(c) => consts.push(c),
+            _ => {}
+        }
+    }
+    (fns, consts)
 }
 
 /// Parses the body of every macro in `f` (and in those bodies) as comma-separated

@@ -39,11 +39,26 @@ fn comm_desc(comm: &str, group: &str, members: &[usize]) -> String {
     }
 }
 
+/// A tag as the program names it: `#3` (Tag::new(3)), `#3 ACT` (a const of the file),
+/// or `ACT` (a const the check cannot see).
 fn tag_desc(t: &str) -> String {
-    match t.strip_prefix('#') {
-        Some(n) => format!("tag {n}"),
+    match t.strip_prefix('#').map(|n| n.split_once(' ')) {
+        Some(Some((_, name))) => format!("tag `{name}`"),
+        Some(None) => format!("tag {}", &t[1..]),
         None => format!("tag `{t}`"),
     }
+}
+
+fn ev_tag(e: &Ev) -> String {
+    match e {
+        Ev::P2p { tag, .. } => tag.clone(),
+        _ => String::new(),
+    }
+}
+
+/// What matching compares: the number when known, else the name.
+fn tag_id(t: &str) -> String {
+    t.split(' ').next().unwrap_or(t).to_string()
 }
 
 // ---------------------------------------------------------------- collectives
@@ -190,7 +205,7 @@ fn channels<'t, 'a>(traces: &'t [Vec<Ev<'a>>]) -> BTreeMap<Channel, (Vec<&'t Ev<
         for ev in t {
             if let Ev::P2p { send, comm, peer, tag, .. } = ev {
                 let key =
-                    if *send { (comm.clone(), r, *peer, tag.clone()) } else { (comm.clone(), *peer, r, tag.clone()) };
+                    if *send { (comm.clone(), r, *peer, tag_id(tag)) } else { (comm.clone(), *peer, r, tag_id(tag)) };
                 let e = ch.entry(key).or_default();
                 if *send {
                     e.0.push(ev)
@@ -220,7 +235,7 @@ fn unmatched(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
             1 => "posts 1 matching `recv`".to_string(),
             k => format!("posts {k} matching `recv`s"),
         };
-        let td = tag_desc(tag);
+        let td = tag_desc(&sends.first().or(recvs.first()).map(|e| ev_tag(e)).unwrap_or_else(|| tag.clone()));
         if sends.len() > recvs.len() {
             let ev = sends[recvs.len()];
             let hint = near_miss(&ch, comm, *src, *dst, tag, false);
@@ -263,11 +278,19 @@ fn near_miss(
         }
         if for_recv && sends.len() > recvs.len() && *d == dst && (*s != src || t != tag) {
             let ev = sends[recvs.len()];
-            return format!(" (rank {s} does send to rank {dst} with {} at {})", tag_desc(t), ev.site().loc());
+            return format!(
+                " (rank {s} does send to rank {dst} with {} at {})",
+                tag_desc(&ev_tag(ev)),
+                ev.site().loc()
+            );
         }
         if !for_recv && recvs.len() > sends.len() && *s == src && (*d != dst || t != tag) {
             let ev = recvs[sends.len()];
-            return format!(" (rank {d} does receive from rank {src} with {} at {})", tag_desc(t), ev.site().loc());
+            return format!(
+                " (rank {d} does receive from rank {src} with {} at {})",
+                tag_desc(&ev_tag(ev)),
+                ev.site().loc()
+            );
         }
     }
     String::new()
@@ -292,9 +315,9 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
                 match ev {
                     Ev::P2p { id, send, comm, peer, tag, .. } => {
                         let key = if *send {
-                            (comm.clone(), r, *peer, tag.clone())
+                            (comm.clone(), r, *peer, tag_id(tag))
                         } else {
-                            (comm.clone(), *peer, r, tag.clone())
+                            (comm.clone(), *peer, r, tag_id(tag))
                         };
                         let q = queues.entry(key).or_default();
                         if *send {
