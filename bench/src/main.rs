@@ -48,7 +48,7 @@ struct Args {
     /// Print the peers harness TSV instead of the table.
     #[arg(long)]
     tsv: bool,
-    /// Backend (shm).
+    /// Backend: shm, or nccl (device buffers on GPUs; built with the `nccl` feature).
     #[arg(long, default_value = "shm")]
     backend: String,
     /// Also draw busbw against size, one line per op, into this SVG file.
@@ -188,8 +188,18 @@ add_int!(u8, i8, i32, u32, i64, u64);
 macro_rules! add_float { ($($t:ty),*) => {$( impl AddSmall for $t { fn add(self, o: Self) -> Self { self + o } } )*}; }
 add_float!(f32, f64, dist_runtime::f16, dist_runtime::bf16);
 
-trait BenchElem: Element + FromSmall + AddSmall + Default {}
-impl<T: Element + FromSmall + AddSmall + Default> BenchElem for T {}
+/// Element types NCCL can move (every dtype of dist; empty without the `nccl` feature).
+#[cfg(feature = "nccl")]
+trait DevElem: dist_runtime::NcclType + dist_runtime::nccl::DeviceRepr {}
+#[cfg(feature = "nccl")]
+impl<T: dist_runtime::NcclType + dist_runtime::nccl::DeviceRepr> DevElem for T {}
+#[cfg(not(feature = "nccl"))]
+trait DevElem {}
+#[cfg(not(feature = "nccl"))]
+impl<T> DevElem for T {}
+
+trait BenchElem: Element + FromSmall + AddSmall + Default + DevElem {}
+impl<T: Element + FromSmall + AddSmall + Default + DevElem> BenchElem for T {}
 
 #[spmd]
 fn bench_rank(world: Comm<World>) -> dist_runtime::Result<()> {
@@ -243,11 +253,13 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
             let count = (bytes / es).max(1);
             let per = (count / n).max(1); // block per rank for gather/scatter-like ops
             let mut case = Case::<T>::new(op, n, me, count, per);
+            case.place_on_device(world)?;
             // untimed warm-up, then decide the iteration count on rank 0 and share it
             let t = Instant::now();
             for _ in 0..s.warmup.max(1) {
                 case.run(world)?;
             }
+            case.sync()?;
             let one = t.elapsed().as_secs_f64() / s.warmup.max(1) as f64;
             let mut iters =
                 [if s.iters > 0 { s.iters } else { ((s.budget / one.max(1e-7)) as usize).clamp(1, 100_000) } as u64];
@@ -259,6 +271,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
                 for _ in 0..iters {
                     case.run(world)?;
                 }
+                case.sync()?;
                 let mut el = [t.elapsed().as_secs_f64()];
                 world.all_reduce(&mut el, ReduceOp::Max)?;
                 let mut us = el[0] * 1e6 / iters as f64;
@@ -337,6 +350,16 @@ struct Case<T> {
     bytes: usize,
     a: Vec<T>,
     b: Vec<T>,
+    /// Device copies of `a` and `b` when the job runs NCCL: the ops run on them.
+    #[cfg(feature = "nccl")]
+    dev: Option<Device<T>>,
+}
+
+#[cfg(feature = "nccl")]
+struct Device<T> {
+    stream: std::sync::Arc<dist_runtime::nccl::CudaStream>,
+    a: dist_runtime::nccl::CudaSlice<T>,
+    b: dist_runtime::nccl::CudaSlice<T>,
 }
 
 impl<T: BenchElem> Case<T> {
@@ -351,9 +374,84 @@ impl<T: BenchElem> Case<T> {
             // total send size per rank
             _ => (vec![T::default(); n * per], vec![T::default(); n * per], n * per, n * per * es),
         };
-        let mut c = Case { op: op.into(), n, me, count, bytes, a, b };
+        let mut c = Case {
+            op: op.into(),
+            n,
+            me,
+            count,
+            bytes,
+            a,
+            b,
+            #[cfg(feature = "nccl")]
+            dev: None,
+        };
         c.fill();
         c
+    }
+
+    /// With the NCCL backend, moves the buffers to this rank's GPU; the ops then run there.
+    fn place_on_device(&mut self, _w: &Comm<World>) -> dist_runtime::Result<()> {
+        #[cfg(feature = "nccl")]
+        if let Ok(d) = _w.device() {
+            let stream = d.stream().clone();
+            let err = |e: dist_runtime::nccl::DriverError| dist_runtime::Error::Backend {
+                backend: "nccl",
+                msg: format!("bench buffers: {e:?}"),
+                source: None,
+            };
+            let a = stream.clone_htod(&self.a).map_err(err)?;
+            let b = if self.b.is_empty() {
+                stream.clone_htod(&self.a[..1]).map_err(err)?
+            } else {
+                stream.clone_htod(&self.b).map_err(err)?
+            };
+            self.dev = Some(Device { stream, a, b });
+        }
+        Ok(())
+    }
+
+    /// Waits for the ops enqueued on the GPU (no-op on the host backends).
+    fn sync(&self) -> dist_runtime::Result<()> {
+        #[cfg(feature = "nccl")]
+        if let Some(d) = &self.dev {
+            d.stream.synchronize().map_err(|e| dist_runtime::Error::Backend {
+                backend: "nccl",
+                msg: format!("stream synchronize: {e:?}"),
+                source: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The device run of the op: enqueued, not waited for (see `sync`).
+    #[cfg(feature = "nccl")]
+    fn run_device(&mut self, w: &Comm<World>) -> dist_runtime::Result<()> {
+        const PING: Tag<u8> = Tag::new(77);
+        let dc = w.device()?;
+        let d = self.dev.as_mut().expect("on the device");
+        let _pending = match self.op.as_str() {
+            "all_reduce" => dc.all_reduce(&mut d.a, ReduceOp::Sum)?,
+            "broadcast" => dc.broadcast(&mut d.a, 0)?,
+            "all_gather" => dc.all_gather(&d.a, &mut d.b)?,
+            "reduce_scatter" => dc.reduce_scatter(&d.a, &mut d.b, ReduceOp::Sum)?,
+            "all_to_all" => dc.all_to_all(&d.a, &mut d.b)?,
+            _ => {
+                // NCCL tags nothing: the typed tag only fixes the element type.
+                let _ = PING;
+                match self.me {
+                    0 => {
+                        let _ = dc.send(1, Tag::<T>::new(77), &d.a)?;
+                        dc.recv(1, Tag::<T>::new(77), &mut d.a)?
+                    }
+                    1 => {
+                        let _ = dc.recv(0, Tag::<T>::new(77), &mut d.a)?;
+                        dc.send(0, Tag::<T>::new(77), &d.a)?
+                    }
+                    _ => return Ok(()),
+                }
+            }
+        };
+        Ok(())
     }
 
     fn fill(&mut self) {
@@ -364,6 +462,10 @@ impl<T: BenchElem> Case<T> {
     }
 
     fn run(&mut self, w: &Comm<World>) -> dist_runtime::Result<()> {
+        #[cfg(feature = "nccl")]
+        if self.dev.is_some() {
+            return self.run_device(w);
+        }
         const PING: Tag<u8> = Tag::new(77);
         match self.op.as_str() {
             "all_reduce" => w.all_reduce(&mut self.a, ReduceOp::Sum),
@@ -391,7 +493,29 @@ impl<T: BenchElem> Case<T> {
     /// Runs the op once more on fresh data and counts wrong elements.
     fn check(&mut self, w: &Comm<World>) -> dist_runtime::Result<usize> {
         self.fill();
+        #[cfg(feature = "nccl")]
+        if let Some(d) = &mut self.dev {
+            let err = |e: dist_runtime::nccl::DriverError| dist_runtime::Error::Backend {
+                backend: "nccl",
+                msg: format!("bench check: {e:?}"),
+                source: None,
+            };
+            d.stream.memcpy_htod(&self.a, &mut d.a).map_err(err)?;
+        }
         self.run(w)?;
+        self.sync()?;
+        #[cfg(feature = "nccl")]
+        if let Some(d) = &self.dev {
+            let err = |e: dist_runtime::nccl::DriverError| dist_runtime::Error::Backend {
+                backend: "nccl",
+                msg: format!("bench check: {e:?}"),
+                source: None,
+            };
+            d.stream.memcpy_dtoh(&d.a, &mut self.a).map_err(err)?;
+            if !self.b.is_empty() {
+                d.stream.memcpy_dtoh(&d.b, &mut self.b).map_err(err)?;
+            }
+        }
         let (n, me) = (self.n, self.me);
         let eq = |x: &T, y: &T| x == y;
         let wrong = match self.op.as_str() {

@@ -25,6 +25,9 @@ pub(crate) struct Inner {
     inflight: Arc<(Mutex<usize>, Condvar)>,
     /// Keeps the store server alive when this process hosts it (world communicator only).
     _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// The NCCL communicator for device buffers, when the job runs the NCCL backend.
+    #[cfg(feature = "nccl")]
+    pub(crate) nccl: Option<Arc<crate::nccl::NcclComm>>,
 }
 
 impl Drop for Inner {
@@ -131,6 +134,8 @@ impl<G: Group> Comm<G> {
                 worker: Mutex::new(None),
                 inflight: Arc::new((Mutex::new(0), Condvar::new())),
                 _keep: keep,
+                #[cfg(feature = "nccl")]
+                nccl: None,
             }),
             _g: PhantomData,
         }
@@ -676,7 +681,34 @@ impl<G: Group> Comm<G> {
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
         let fp = Fingerprint::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
         let child = self.inner.backend.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
-        Ok(child.map(|b| self.child(b, H::NAME, ranks)))
+        #[cfg(feature = "nccl")]
+        let dev = self.split_nccl(
+            ranks.iter().position(|&r| r == self.rank()).map(|_| 0),
+            ranks.iter().position(|&r| r == self.rank()).unwrap_or(0),
+        )?;
+        let c = child.map(|b| self.child::<H>(b, H::NAME, ranks));
+        #[cfg(feature = "nccl")]
+        let c = c.map(|c| c.with_nccl(dev));
+        Ok(c)
+    }
+
+    /// Attaches an NCCL communicator (world creation, and children split from a parent's).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn with_nccl(mut self, nccl: Option<crate::nccl::NcclComm>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.nccl = nccl.map(Arc::new);
+        }
+        self
+    }
+
+    /// The NCCL side of a child: `ncclCommSplit` of ours (collective over this
+    /// communicator; `color` None for ranks that are not in the child).
+    #[cfg(feature = "nccl")]
+    fn split_nccl(&self, color: Option<u32>, key: usize) -> Result<Option<crate::nccl::NcclComm>> {
+        match &self.inner.nccl {
+            Some(n) => n.split(color, key),
+            None => Ok(None),
+        }
     }
 
     fn child<H: Group>(&self, b: Box<dyn Backend>, name: &str, ranks: &[usize]) -> Comm<H> {
@@ -697,7 +729,13 @@ impl<G: Group> Comm<G> {
         let fp = Fingerprint::new(OpKind::CommCreate);
         let child =
             self.inner.backend.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
-        Ok(self.child(child.expect("every rank is in its own color"), H::NAME, &members))
+        let c = self.child::<H>(child.expect("every rank is in its own color"), H::NAME, &members);
+        #[cfg(feature = "nccl")]
+        let c = {
+            let key = members.iter().position(|&r| r == self.rank()).expect("a member of its own color");
+            c.with_nccl(self.split_nccl(Some(color), key)?)
+        };
+        Ok(c)
     }
 
     /// Arranges the `a × b` ranks of this communicator as a mesh (rank = i·b + j) and
@@ -719,7 +757,15 @@ impl<G: Group> Comm<G> {
         let row: Vec<usize> = (0..b).map(|y| i * b + y).collect();
         let ca = self.inner.backend.create_child(&self.cx("mesh2", fp), &format!("{}#{k}c{j}", A::NAME), &col)?;
         let cb = self.inner.backend.create_child(&self.cx("mesh2", fp), &format!("{}#{k}r{i}", B::NAME), &row)?;
-        Ok((self.child(ca.expect("member"), A::NAME, &col), self.child(cb.expect("member"), B::NAME, &row)))
+        let (a_comm, b_comm) =
+            (self.child::<A>(ca.expect("member"), A::NAME, &col), self.child::<B>(cb.expect("member"), B::NAME, &row));
+        #[cfg(feature = "nccl")]
+        let (a_comm, b_comm) = {
+            let col_dev = self.split_nccl(Some(j as u32), i)?;
+            let row_dev = self.split_nccl(Some(i as u32), j)?;
+            (a_comm.with_nccl(col_dev), b_comm.with_nccl(row_dev))
+        };
+        Ok((a_comm, b_comm))
     }
 }
 

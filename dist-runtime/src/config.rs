@@ -57,6 +57,23 @@ pub struct Env {
     /// `DIST_TRACE=DIR`: write each op as a Chrome trace event to `DIR/rank-<r>.jsonl`
     /// (merge with `cargo xtask trace DIR`).
     pub trace: Option<std::path::PathBuf>,
+    /// `DIST_GPUS=0,2,4,6`: the device of each local rank (NCCL backend).
+    pub gpus: Option<String>,
+    /// `DIST_RANK_TABLE=FILE`: a rank table mapping ranks to devices (NCCL backend).
+    pub rank_table: Option<std::path::PathBuf>,
+}
+
+impl Env {
+    /// Where this rank's GPU comes from: the rank table, `DIST_GPUS`, or `LOCAL_RANK`.
+    pub fn placement(&self) -> Result<crate::placement::Placement> {
+        use crate::placement::{parse_gpus, Placement, RankTable};
+        match (&self.rank_table, &self.gpus) {
+            (Some(_), Some(_)) => Err(Error::Env("DIST_RANK_TABLE and DIST_GPUS are both set: use one".into())),
+            (Some(path), None) => Ok(Placement::Table(RankTable::load(path, self.world_size)?)),
+            (None, Some(g)) => Ok(Placement::Gpus(parse_gpus(g)?)),
+            (None, None) => Ok(Placement::LocalRank),
+        }
+    }
 }
 
 fn var(name: &str) -> Option<String> {
@@ -173,6 +190,8 @@ impl Env {
             debug,
             store_external: get("DIST_STORE_EXTERNAL").as_deref() == Some("1"),
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
+            gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
+            rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
         })
     }
 }

@@ -25,8 +25,16 @@ pub fn init() -> Result<Comm<World>> {
 
 /// As [`init`], from an explicit [`Env`].
 pub fn init_with(env: Env) -> Result<Comm<World>> {
-    match env.backend {
-        BackendChoice::Shm | BackendChoice::Auto => {}
+    // Which device side: decided before the rendezvous, so a missing driver or library
+    // is an error at once, naming what is missing (probing never panics).
+    let device: Option<usize> = match env.backend {
+        BackendChoice::Shm => None,
+        BackendChoice::Mpi => {
+            return Err(Error::backend("mpi", "DIST_BACKEND=mpi is not available in this build; use DIST_BACKEND=shm"))
+        }
+        #[cfg(not(feature = "nccl"))]
+        BackendChoice::Auto => None,
+        #[cfg(not(feature = "nccl"))]
         BackendChoice::Nccl => {
             return Err(Error::backend(
                 "nccl",
@@ -34,10 +42,17 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
                  build with `--features dist-runtime/nccl`, or use DIST_BACKEND=shm",
             ))
         }
-        BackendChoice::Mpi => {
-            return Err(Error::backend("mpi", "DIST_BACKEND=mpi is not available in this build; use DIST_BACKEND=shm"))
+        #[cfg(feature = "nccl")]
+        BackendChoice::Nccl => {
+            let count = crate::nccl::probe()?;
+            Some(env.placement()?.device(env.rank, env.local_rank, count)?)
         }
-    }
+        #[cfg(feature = "nccl")]
+        BackendChoice::Auto => match crate::nccl::probe() {
+            Ok(count) => Some(env.placement()?.device(env.rank, env.local_rank, count)?),
+            Err(_) => None,
+        },
+    };
     let cfg = Arc::new(Config::from_env(&env)?);
     let (store, keep): (Option<Arc<Store>>, Option<Box<dyn std::any::Any + Send + Sync>>) = if env.world_size > 1 {
         let port = env.master_port.expect("validated by Env");
@@ -52,9 +67,34 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
     } else {
         (None, None)
     };
+    #[cfg(feature = "nccl")]
+    let nccl_store = store.clone();
     let mut backend: Box<dyn Backend> = Box::new(ShmComm::connect("w", "World", env.rank, env.world_size, cfg, store)?);
     if let Some(dir) = &env.trace {
         backend = Box::new(Traced::new(backend, Tracer::open(dir, env.rank)?, "World".into()));
     }
-    Ok(Comm::from_backend(Arc::from(backend), "World".into(), (0..env.world_size).collect(), keep))
+    let world: Comm<World> =
+        Comm::from_backend(Arc::from(backend), "World".into(), (0..env.world_size).collect(), keep);
+    #[cfg(feature = "nccl")]
+    {
+        // Every rank must agree on the device side (with `auto`, one rank without a GPU
+        // means none uses NCCL), or the first device collective would hang.
+        let mut all = [device.is_some() as u8];
+        world.all_reduce(&mut all, crate::ReduceOp::Min)?;
+        if env.backend == BackendChoice::Nccl && all[0] == 0 {
+            return Err(Error::backend(
+                "nccl",
+                "DIST_BACKEND=nccl, but another rank could not start NCCL (see its error)",
+            ));
+        }
+        if let (Some(dev), 1) = (device, all[0]) {
+            let key = format!("nccl/{}/world", env.job_id);
+            let nccl =
+                crate::nccl::NcclComm::world(dev, env.rank, env.world_size, nccl_store.as_deref(), &key, env.timeout)?;
+            return Ok(world.with_nccl(Some(nccl)));
+        }
+    }
+    #[cfg(not(feature = "nccl"))]
+    let _ = device;
+    Ok(world)
 }

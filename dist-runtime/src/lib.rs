@@ -34,7 +34,10 @@ mod error;
 mod group;
 mod init;
 pub mod launch;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 mod op;
+pub mod placement;
 pub mod store;
 mod tag;
 pub mod testing;
@@ -49,6 +52,8 @@ pub use error::{Error, Result, Site};
 pub use group::{Group, World};
 pub use init::{init, init_with};
 pub use launch::{launch, launch_by_name, Launch, Report};
+#[cfg(feature = "nccl")]
+pub use nccl::{DeviceBatch, DeviceComm, DeviceRequest, NcclType};
 pub use op::ReduceOp;
 pub use tag::Tag;
 

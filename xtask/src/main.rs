@@ -85,6 +85,13 @@ struct RunArgs {
     /// ranks into DIR/trace.json.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// GPUs for the ranks, one per local rank (NCCL backend), e.g. `--gpus 0,2,4,6`.
+    #[arg(long, conflicts_with = "rank_table")]
+    gpus: Option<String>,
+    /// A rank table (JSON: version, node_list[].device_list[] with device_id and rank)
+    /// placing each rank on a device (NCCL backend).
+    #[arg(long)]
+    rank_table: Option<PathBuf>,
     /// Arguments passed to every rank.
     #[arg(last = true)]
     args: Vec<String>,
@@ -179,6 +186,19 @@ fn run(a: RunArgs) -> Result<ExitCode, String> {
     if let Some(t) = a.timeout {
         launch = launch.timeout(std::time::Duration::from_secs_f64(t));
     }
+    if let Some(g) = &a.gpus {
+        let list = dist_runtime::placement::parse_gpus(g).map_err(|e| e.to_string())?;
+        if list.len() < a.n {
+            return Err(format!("--gpus {g} lists {} device(s) for {} ranks: give one per rank", list.len(), a.n));
+        }
+        launch = launch.env("DIST_GPUS", g);
+    }
+    if let Some(t) = &a.rank_table {
+        // Validate before starting anything, so a bad table is one clear error.
+        dist_runtime::placement::RankTable::load(t, a.n).map_err(|e| e.to_string())?;
+        let abs = std::fs::canonicalize(t).map_err(|e| format!("{}: {e}", t.display()))?;
+        launch = launch.env("DIST_RANK_TABLE", abs.to_string_lossy().as_ref());
+    }
     if let Some(dir) = &a.trace {
         // Old rank files would mix with this run's.
         for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -229,6 +249,8 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
         list: false,
         timeout: None,
         trace: None,
+        gpus: None,
+        rank_table: None,
         args: Vec::new(),
     };
     let exe = build_target(&build)?;
@@ -304,10 +326,14 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
 /// Builds dist-bench in release mode and runs it with `args`.
 fn bench(args: Vec<String>) -> Result<ExitCode, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = Command::new(&cargo)
-        .args(["build", "--release", "--quiet", "-p", "dist-bench"])
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    // `--backend nccl` needs the bench built with the NCCL backend.
+    let nccl =
+        args.windows(2).any(|w| w[0] == "--backend" && w[1] == "nccl") || args.iter().any(|a| a == "--backend=nccl");
+    let mut build = vec!["build", "--release", "--quiet", "-p", "dist-bench"];
+    if nccl {
+        build.extend(["--features", "dist-bench/nccl"]);
+    }
+    let st = Command::new(&cargo).args(&build).status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !st.success() {
         return Err("building dist-bench failed".into());
     }

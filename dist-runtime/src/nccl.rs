@@ -1,0 +1,721 @@
+//! The NCCL backend (feature `nccl`): collectives and p2p on device buffers through
+//! cudarc's `nccl::result` layer (cudarc's bindings, loaded at run time, so this builds
+//! on machines without CUDA).
+//!
+//! A job started with `DIST_BACKEND=nccl` (or `auto` where a GPU is visible) gives every
+//! communicator both a host backend (shared memory, for `&[T]` slices and objects) and an
+//! NCCL communicator on this rank's GPU, reached through [`Comm::device`]:
+//!
+//! ```ignore
+//! let dev = world.device()?;                       // DeviceComm on this rank's GPU
+//! let mut grad = dev.stream().clone_htod(&host)?;  // a CudaSlice<f32>
+//! dev.all_reduce(&mut grad, ReduceOp::Avg)?.wait()?;
+//! ```
+//!
+//! Ops are enqueued on the communicator's stream in call order and return a
+//! [`DeviceRequest`] holding a CUDA event recorded after the op: `wait()` blocks the host,
+//! `stream_wait(&s)` makes another stream wait on the GPU (compute/communication
+//! overlap). Host slices passed to the ordinary `Comm` methods keep using the host
+//! backend: no staging copies through the GPU (docs/design.md, "NCCL").
+
+use crate::comm::Comm;
+use crate::error::{Error, Result};
+use crate::group::Group;
+use crate::op::ReduceOp;
+use crate::tag::Tag;
+use cudarc::driver::{CudaContext, CudaEvent};
+use cudarc::nccl::{result, sys};
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// The cudarc types device code works with, re-exported so one dependency is enough.
+pub use cudarc::driver::{
+    CudaContext as Context, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
+};
+pub use cudarc::nccl::safe::NcclType;
+
+fn fail(op: &str, e: impl std::fmt::Debug) -> Error {
+    Error::backend("nccl", format!("{op} failed: {e:?}"))
+}
+
+/// Checks, without panicking, that the CUDA driver and NCCL can be loaded and a GPU is
+/// visible; returns the number of visible devices.
+pub fn probe() -> Result<usize> {
+    // SAFETY: both only try to dlopen the library's candidate names.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(Error::backend(
+            "nccl",
+            "the NCCL backend needs the CUDA driver library (libcuda.so.1), which could not be loaded: install \
+             the NVIDIA driver (or run where one is), or use DIST_BACKEND=shm",
+        ));
+    }
+    if !unsafe { cudarc::nccl::sys::is_culib_present() } {
+        return Err(Error::backend(
+            "nccl",
+            "the NCCL backend needs libnccl.so.2, which could not be loaded: install NCCL (Debian/Ubuntu: \
+             libnccl2; or the nvidia-nccl-cu12 wheel) and put its directory on LD_LIBRARY_PATH, or use \
+             DIST_BACKEND=shm",
+        ));
+    }
+    let n = CudaContext::device_count().map_err(|e| {
+        Error::backend(
+            "nccl",
+            format!("the CUDA driver loaded but found no usable device ({e:?}); use DIST_BACKEND=shm"),
+        )
+    })?;
+    if n <= 0 {
+        let vis = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "unset".into());
+        return Err(Error::backend(
+            "nccl",
+            format!("no GPU is visible (CUDA_VISIBLE_DEVICES={vis}); use DIST_BACKEND=shm"),
+        ));
+    }
+    Ok(n as usize)
+}
+
+/// One NCCL communicator and the stream its ops go on.
+pub(crate) struct NcclComm {
+    comm: sys::ncclComm_t,
+    stream: Arc<CudaStream>,
+    rank: usize,
+    size: usize,
+    /// NCCL requires one caller at a time per communicator.
+    lock: Mutex<()>,
+}
+
+// SAFETY: an ncclComm_t may be used from any thread as long as calls on it are not
+// concurrent, which `lock` guarantees; the stream is cudarc's thread-safe handle.
+unsafe impl Send for NcclComm {}
+// SAFETY: as above.
+unsafe impl Sync for NcclComm {}
+
+impl Drop for NcclComm {
+    fn drop(&mut self) {
+        // Collective teardown in a fixed order: finalize (flushes pending ops), destroy.
+        // Abort only when unwinding or when finalizing failed.
+        // SAFETY: `comm` was created by ncclCommInitRank/Split and is dropped once.
+        unsafe {
+            if std::thread::panicking() || result::comm_finalize(self.comm).is_err() {
+                let _ = result::comm_abort(self.comm);
+            } else {
+                let _ = result::comm_destroy(self.comm);
+            }
+        }
+    }
+}
+
+impl NcclComm {
+    /// Creates the world communicator on `device`: rank 0 makes the unique id and
+    /// publishes it through the rendezvous store under `key`.
+    pub(crate) fn world(
+        device: usize,
+        rank: usize,
+        size: usize,
+        store: Option<&crate::store::Store>,
+        key: &str,
+        timeout: std::time::Duration,
+    ) -> Result<NcclComm> {
+        let ctx = CudaContext::new(device).map_err(|e| fail(&format!("opening device {device}"), e))?;
+        let stream = ctx.new_stream().map_err(|e| fail("creating a stream", e))?;
+        let id = match (rank, store) {
+            (0, _) | (_, None) => {
+                let id = result::get_uniqueid().map_err(|e| fail("ncclGetUniqueId", e))?;
+                if let Some(s) = store {
+                    let bytes: Vec<u8> = id.internal.iter().map(|&c| c as u8).collect();
+                    s.set(key, &bytes)?;
+                }
+                id
+            }
+            (_, Some(s)) => {
+                let bytes = s.get(key, timeout)?;
+                if bytes.len() != 128 {
+                    return Err(Error::backend(
+                        "nccl",
+                        format!("the NCCL unique id in the store has {} bytes, not 128", bytes.len()),
+                    ));
+                }
+                let mut internal = [0 as std::ffi::c_char; 128];
+                for (d, b) in internal.iter_mut().zip(&bytes) {
+                    *d = *b as std::ffi::c_char;
+                }
+                sys::ncclUniqueId { internal }
+            }
+        };
+        let mut comm = std::mem::MaybeUninit::uninit();
+        // SAFETY: `comm` is written by NCCL on success; the context is current on this
+        // thread (CudaContext::new binds it).
+        let comm = unsafe {
+            ctx.bind_to_thread().map_err(|e| fail("binding the CUDA context", e))?;
+            result::comm_init_rank(comm.as_mut_ptr(), size as i32, id, rank as i32)
+                .map_err(|e| fail("ncclCommInitRank", e))?;
+            comm.assume_init()
+        };
+        Ok(NcclComm { comm, stream, rank, size, lock: Mutex::new(()) })
+    }
+
+    /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
+    /// form one communicator per color, ordered by `key`; `None` takes no part.
+    pub(crate) fn split(&self, color: Option<u32>, key: usize) -> Result<Option<NcclComm>> {
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut new: sys::ncclComm_t = std::ptr::null_mut();
+        let c = color.map_or(-1, |c| c as i32); // NCCL_SPLIT_NOCOLOR
+                                                // SAFETY: valid parent comm; `new` is written by NCCL (null for no color).
+        unsafe {
+            sys::ncclCommSplit(self.comm, c, key as i32, &mut new, std::ptr::null_mut())
+                .result()
+                .map_err(|e| fail("ncclCommSplit", e))?;
+        }
+        if new.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: `new` is a valid communicator just created.
+        let (rank, size) = unsafe {
+            (
+                result::comm_user_rank(new).map_err(|e| fail("ncclCommUserRank", e))? as usize,
+                result::comm_count(new).map_err(|e| fail("ncclCommCount", e))? as usize,
+            )
+        };
+        let stream = self.stream.context().new_stream().map_err(|e| fail("creating a stream", e))?;
+        Ok(Some(NcclComm { comm: new, stream, rank, size, lock: Mutex::new(()) }))
+    }
+}
+
+/// A device op in flight: a CUDA event recorded on the communicator's stream after it.
+#[must_use = "a device op completes on the GPU; wait() or stream_wait() before using its buffers"]
+pub struct DeviceRequest {
+    event: CudaEvent,
+}
+
+impl DeviceRequest {
+    /// Blocks the host until the op has completed on the GPU.
+    pub fn wait(self) -> Result<()> {
+        self.event.synchronize().map_err(|e| fail("cudaEventSynchronize", e))
+    }
+    /// Makes `stream` wait (on the GPU) for the op, without blocking the host.
+    pub fn stream_wait(&self, stream: &CudaStream) -> Result<()> {
+        stream.wait(&self.event).map_err(|e| fail("cuStreamWaitEvent", e))
+    }
+    /// The event, for other CUDA calls.
+    pub fn event(&self) -> &CudaEvent {
+        &self.event
+    }
+}
+
+/// The device side of a [`Comm`]: the same ops, on device buffers, through NCCL.
+pub struct DeviceComm<'c, G: Group> {
+    comm: &'c Comm<G>,
+    nccl: &'c NcclComm,
+}
+
+impl<G: Group> Comm<G> {
+    /// This communicator's NCCL side; an error unless the job runs the NCCL backend.
+    pub fn device(&self) -> Result<DeviceComm<'_, G>> {
+        match self.inner.nccl.as_deref() {
+            Some(nccl) => Ok(DeviceComm { comm: self, nccl }),
+            None => Err(Error::backend(
+                "nccl",
+                format!(
+                    "{} has no NCCL communicator: start the job with DIST_BACKEND=nccl (or auto, on a machine \
+                     with a GPU) to use device buffers",
+                    self.name()
+                ),
+            )),
+        }
+    }
+}
+
+fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
+    Some(match op {
+        ReduceOp::Sum => sys::ncclRedOp_t::ncclSum,
+        ReduceOp::Prod => sys::ncclRedOp_t::ncclProd,
+        ReduceOp::Max => sys::ncclRedOp_t::ncclMax,
+        ReduceOp::Min => sys::ncclRedOp_t::ncclMin,
+        ReduceOp::Avg => sys::ncclRedOp_t::ncclAvg,
+        ReduceOp::PreMulSum(_) => return None,
+    })
+}
+
+fn is_float(t: sys::ncclDataType_t) -> bool {
+    use sys::ncclDataType_t::*;
+    matches!(t, ncclFloat16 | ncclFloat32 | ncclFloat64 | ncclBfloat16)
+}
+
+impl<'c, G: Group> DeviceComm<'c, G> {
+    /// The stream every op of this communicator is enqueued on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.nccl.stream
+    }
+    /// This rank in the communicator.
+    pub fn rank(&self) -> usize {
+        self.nccl.rank
+    }
+    /// Ranks in the communicator.
+    pub fn size(&self) -> usize {
+        self.nccl.size
+    }
+
+    fn check_rank(&self, op: &'static str, what: &str, r: usize) -> Result<()> {
+        if r >= self.size() {
+            return Err(Error::invalid(
+                op,
+                format!("{what} {r} is out of range for {} of size {}", self.comm.name(), self.size()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_len(op: &'static str, what: &str, got: usize, want: usize) -> Result<()> {
+        if got != want {
+            return Err(Error::invalid(op, format!("{what} has {got} elements but must have {want}")));
+        }
+        Ok(())
+    }
+
+    /// Runs `f` under the communicator's lock, then records the completion event.
+    fn enqueue(&self, op: &str, f: impl FnOnce(&NcclComm) -> Result<()>) -> Result<DeviceRequest> {
+        let _g = self.nccl.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.nccl.stream.context().bind_to_thread().map_err(|e| fail("binding the CUDA context", e))?;
+        f(self.nccl)?;
+        let event =
+            self.nccl.stream.record_event(None).map_err(|e| fail(&format!("recording an event after {op}"), e))?;
+        Ok(DeviceRequest { event })
+    }
+
+    /// With `op` as NCCL's reduction (creating a PreMulSum op for the call if needed).
+    fn with_op<T: NcclType>(
+        &self,
+        name: &'static str,
+        op: ReduceOp,
+        f: impl FnOnce(sys::ncclRedOp_t) -> Result<()>,
+    ) -> Result<()> {
+        let dt = T::as_nccl_type();
+        if matches!(op, ReduceOp::Avg | ReduceOp::PreMulSum(_)) && !is_float(dt) {
+            return Err(Error::invalid(name, format!("{op:?} needs a floating-point element type, not {dt:?}")));
+        }
+        if let Some(o) = red_op(op) {
+            return f(o);
+        }
+        let ReduceOp::PreMulSum(s) = op else { unreachable!("only PreMulSum has no direct op") };
+        // The scalar in the element type, passed by host pointer (ncclScalarHostImmediate).
+        let mut bytes = [0u8; 8];
+        match dt {
+            sys::ncclDataType_t::ncclFloat32 => bytes[..4].copy_from_slice(&(s as f32).to_ne_bytes()),
+            sys::ncclDataType_t::ncclFloat64 => bytes.copy_from_slice(&s.to_ne_bytes()),
+            sys::ncclDataType_t::ncclFloat16 => bytes[..2].copy_from_slice(&half::f16::from_f64(s).to_ne_bytes()),
+            _ => bytes[..2].copy_from_slice(&half::bf16::from_f64(s).to_ne_bytes()),
+        }
+        let mut o = std::mem::MaybeUninit::uninit();
+        // SAFETY: valid comm, scalar pointer valid for the call (host-immediate).
+        let o = unsafe {
+            result::reduce_op_create_pre_mul_sum(
+                o.as_mut_ptr(),
+                bytes.as_mut_ptr() as *mut c_void,
+                dt,
+                sys::ncclScalarResidence_t::ncclScalarHostImmediate,
+                self.nccl.comm,
+            )
+            .map_err(|e| fail("ncclRedOpCreatePreMulSum", e))?;
+            o.assume_init()
+        };
+        let r = f(o);
+        // SAFETY: the op was created on this comm and the call using it is enqueued.
+        unsafe {
+            let _ = result::reduce_op_destroy(o, self.nccl.comm);
+        }
+        r
+    }
+
+    /// All-reduce in place.
+    pub fn all_reduce<T: NcclType, B: DevicePtrMut<T>>(&self, buf: &mut B, op: ReduceOp) -> Result<DeviceRequest> {
+        let n = buf.len();
+        self.enqueue("all_reduce", |c| {
+            let (p, _sync) = buf.device_ptr_mut(&c.stream);
+            self.with_op::<T>("all_reduce", op, |o| {
+                // SAFETY: `p` is a device buffer of `n` elements on this comm's device.
+                unsafe {
+                    result::all_reduce(
+                        p as *const c_void,
+                        p as *mut c_void,
+                        n,
+                        T::as_nccl_type(),
+                        o,
+                        c.comm,
+                        c.stream.cu_stream() as _,
+                    )
+                }
+                .map(|_| ())
+                .map_err(|e| fail("ncclAllReduce", e))
+            })
+        })
+    }
+
+    /// Reduce in place to `root` (other ranks' buffers are unchanged).
+    pub fn reduce<T: NcclType, B: DevicePtrMut<T>>(
+        &self,
+        buf: &mut B,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<DeviceRequest> {
+        self.check_rank("reduce", "root", root)?;
+        let n = buf.len();
+        self.enqueue("reduce", |c| {
+            let (p, _sync) = buf.device_ptr_mut(&c.stream);
+            self.with_op::<T>("reduce", op, |o| {
+                // SAFETY: as in all_reduce; NCCL writes only on the root.
+                unsafe {
+                    result::reduce(
+                        p as *const c_void,
+                        p as *mut c_void,
+                        n,
+                        T::as_nccl_type(),
+                        o,
+                        root as i32,
+                        c.comm,
+                        c.stream.cu_stream() as _,
+                    )
+                }
+                .map(|_| ())
+                .map_err(|e| fail("ncclReduce", e))
+            })
+        })
+    }
+
+    /// Broadcast in place from `root`.
+    pub fn broadcast<T: NcclType, B: DevicePtrMut<T>>(&self, buf: &mut B, root: usize) -> Result<DeviceRequest> {
+        self.check_rank("broadcast", "root", root)?;
+        let n = buf.len();
+        self.enqueue("broadcast", |c| {
+            let (p, _sync) = buf.device_ptr_mut(&c.stream);
+            // SAFETY: a device buffer of `n` elements.
+            unsafe {
+                result::broadcast(
+                    p as *const c_void,
+                    p as *mut c_void,
+                    n,
+                    T::as_nccl_type(),
+                    root as i32,
+                    c.comm,
+                    c.stream.cu_stream() as _,
+                )
+            }
+            .map(|_| ())
+            .map_err(|e| fail("ncclBroadcast", e))
+        })
+    }
+
+    /// Every rank's `send` concatenated in rank order into `recv` (`size × send.len()`).
+    pub fn all_gather<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<DeviceRequest> {
+        Self::check_len("all_gather", "recv", recv.len(), self.size() * send.len())?;
+        let n = send.len();
+        self.enqueue("all_gather", |c| {
+            let (s, _a) = send.device_ptr(&c.stream);
+            let (r, _b) = recv.device_ptr_mut(&c.stream);
+            // SAFETY: lengths checked above.
+            unsafe {
+                result::all_gather(
+                    s as *const c_void,
+                    r as *mut c_void,
+                    n,
+                    T::as_nccl_type(),
+                    c.comm,
+                    c.stream.cu_stream() as _,
+                )
+            }
+            .map(|_| ())
+            .map_err(|e| fail("ncclAllGather", e))
+        })
+    }
+
+    /// Block j of `send` (`size × recv.len()`) reduced over ranks lands in rank j's `recv`.
+    pub fn reduce_scatter<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        op: ReduceOp,
+    ) -> Result<DeviceRequest> {
+        Self::check_len("reduce_scatter", "send", send.len(), self.size() * recv.len())?;
+        let n = recv.len();
+        self.enqueue("reduce_scatter", |c| {
+            let (s, _a) = send.device_ptr(&c.stream);
+            let (r, _b) = recv.device_ptr_mut(&c.stream);
+            self.with_op::<T>("reduce_scatter", op, |o| {
+                // SAFETY: lengths checked above.
+                unsafe {
+                    result::reduce_scatter(
+                        s as *const c_void,
+                        r as *mut c_void,
+                        n,
+                        T::as_nccl_type(),
+                        o,
+                        c.comm,
+                        c.stream.cu_stream() as _,
+                    )
+                }
+                .map(|_| ())
+                .map_err(|e| fail("ncclReduceScatter", e))
+            })
+        })
+    }
+
+    /// Grouped sends and receives of `count`-element blocks at element offsets.
+    /// `sends`/`recvs`: (peer, offset) pairs.
+    fn grouped<T: NcclType>(
+        c: &NcclComm,
+        send: Option<cudarc::driver::sys::CUdeviceptr>,
+        recv: Option<cudarc::driver::sys::CUdeviceptr>,
+        count: usize,
+        sends: &[(usize, usize)],
+        recvs: &[(usize, usize)],
+    ) -> Result<()> {
+        let es = std::mem::size_of::<T>() as u64;
+        result::group_start().map_err(|e| fail("ncclGroupStart", e))?;
+        let mut res = Ok(());
+        for &(peer, off) in sends {
+            let p = send.expect("sends need a send buffer") + off as u64 * es;
+            // SAFETY: offsets are within the checked buffer lengths.
+            let r = unsafe {
+                result::send(
+                    p as *const c_void,
+                    count,
+                    T::as_nccl_type(),
+                    peer as i32,
+                    c.comm,
+                    c.stream.cu_stream() as _,
+                )
+            };
+            if let Err(e) = r {
+                res = Err(fail("ncclSend", e));
+            }
+        }
+        for &(peer, off) in recvs {
+            let p = recv.expect("recvs need a recv buffer") + off as u64 * es;
+            // SAFETY: as above.
+            let r = unsafe {
+                result::recv(p as *mut c_void, count, T::as_nccl_type(), peer as i32, c.comm, c.stream.cu_stream() as _)
+            };
+            if let Err(e) = r {
+                res = Err(fail("ncclRecv", e));
+            }
+        }
+        result::group_end().map_err(|e| fail("ncclGroupEnd", e))?;
+        res
+    }
+
+    /// All-to-all: block j of `send` goes to rank j; block i of `recv` comes from rank i
+    /// (grouped send/recv, as NCCL has no all-to-all of its own).
+    pub fn all_to_all<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<DeviceRequest> {
+        let n = self.size();
+        Self::check_len("all_to_all", "recv", recv.len(), send.len())?;
+        if send.len() % n != 0 {
+            return Err(Error::invalid(
+                "all_to_all",
+                format!("send has {} elements, not a multiple of {n} ranks", send.len()),
+            ));
+        }
+        let k = send.len() / n;
+        self.enqueue("all_to_all", |c| {
+            let (s, _a) = send.device_ptr(&c.stream);
+            let (r, _b) = recv.device_ptr_mut(&c.stream);
+            let blocks: Vec<(usize, usize)> = (0..n).map(|j| (j, j * k)).collect();
+            Self::grouped::<T>(c, Some(s), Some(r), k, &blocks, &blocks)
+        })
+    }
+
+    /// Gather every rank's `send` into `recv` on `root` (`Some` exactly there).
+    pub fn gather<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
+        &self,
+        send: &S,
+        recv: Option<&mut R>,
+        root: usize,
+    ) -> Result<DeviceRequest> {
+        self.check_rank("gather", "root", root)?;
+        let (n, k, me) = (self.size(), send.len(), self.rank());
+        match (&recv, me == root) {
+            (Some(r), true) => Self::check_len("gather", "recv", r.len(), n * k)?,
+            (None, true) => return Err(Error::invalid("gather", "the root must pass Some(recv)")),
+            (Some(_), false) => return Err(Error::invalid("gather", "only the root passes a recv buffer")),
+            (None, false) => {}
+        }
+        self.enqueue("gather", |c| {
+            let (s, _a) = send.device_ptr(&c.stream);
+            match recv {
+                Some(r) => {
+                    let (rp, _b) = r.device_ptr_mut(&c.stream);
+                    let from: Vec<(usize, usize)> = (0..n).map(|j| (j, j * k)).collect();
+                    Self::grouped::<T>(c, Some(s), Some(rp), k, &[(root, 0)], &from)
+                }
+                None => Self::grouped::<T>(c, Some(s), None, k, &[(root, 0)], &[]),
+            }
+        })
+    }
+
+    /// Scatter `send` (`Some` on `root`, `size × recv.len()`) so rank j gets block j.
+    pub fn scatter<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
+        &self,
+        send: Option<&S>,
+        recv: &mut R,
+        root: usize,
+    ) -> Result<DeviceRequest> {
+        self.check_rank("scatter", "root", root)?;
+        let (n, k, me) = (self.size(), recv.len(), self.rank());
+        match (&send, me == root) {
+            (Some(s), true) => Self::check_len("scatter", "send", s.len(), n * k)?,
+            (None, true) => return Err(Error::invalid("scatter", "the root must pass Some(send)")),
+            (Some(_), false) => return Err(Error::invalid("scatter", "only the root passes a send buffer")),
+            (None, false) => {}
+        }
+        self.enqueue("scatter", |c| {
+            let (r, _b) = recv.device_ptr_mut(&c.stream);
+            match send {
+                Some(s) => {
+                    let (sp, _a) = s.device_ptr(&c.stream);
+                    let to: Vec<(usize, usize)> = (0..n).map(|j| (j, j * k)).collect();
+                    Self::grouped::<T>(c, Some(sp), Some(r), k, &to, &[(root, 0)])
+                }
+                None => Self::grouped::<T>(c, None, Some(r), k, &[], &[(root, 0)]),
+            }
+        })
+    }
+
+    /// Sends `buf` to `dst`. NCCL has no tags: messages between two ranks match in
+    /// order; the typed tag still ties the element type, as on the host.
+    pub fn send<T: NcclType, S: DevicePtr<T>>(&self, dst: usize, _tag: Tag<T>, buf: &S) -> Result<DeviceRequest> {
+        self.check_rank("send", "destination", dst)?;
+        let n = buf.len();
+        self.enqueue("send", |c| {
+            let (p, _a) = buf.device_ptr(&c.stream);
+            // SAFETY: a device buffer of `n` elements.
+            unsafe {
+                result::send(p as *const c_void, n, T::as_nccl_type(), dst as i32, c.comm, c.stream.cu_stream() as _)
+            }
+            .map(|_| ())
+            .map_err(|e| fail("ncclSend", e))
+        })
+    }
+
+    /// Receives into `buf` from `src`.
+    pub fn recv<T: NcclType, R: DevicePtrMut<T>>(
+        &self,
+        src: usize,
+        _tag: Tag<T>,
+        buf: &mut R,
+    ) -> Result<DeviceRequest> {
+        self.check_rank("recv", "source", src)?;
+        let n = buf.len();
+        self.enqueue("recv", |c| {
+            let (p, _a) = buf.device_ptr_mut(&c.stream);
+            // SAFETY: a device buffer of `n` elements.
+            unsafe {
+                result::recv(p as *mut c_void, n, T::as_nccl_type(), src as i32, c.comm, c.stream.cu_stream() as _)
+            }
+            .map(|_| ())
+            .map_err(|e| fail("ncclRecv", e))
+        })
+    }
+
+    /// Posts every send and receive of `f` in one NCCL group (batch_isend_irecv).
+    pub fn batch<'b>(&self, f: impl FnOnce(&mut DeviceBatch<'b>)) -> Result<DeviceRequest> {
+        let mut b = DeviceBatch { ops: Vec::new(), size: self.size(), err: None };
+        f(&mut b);
+        if let Some(e) = b.err {
+            return Err(e);
+        }
+        self.enqueue("batch", |c| {
+            result::group_start().map_err(|e| fail("ncclGroupStart", e))?;
+            let mut res = Ok(());
+            for op in &mut b.ops {
+                if let Err(e) = (op.post)(c) {
+                    res = Err(e);
+                }
+            }
+            result::group_end().map_err(|e| fail("ncclGroupEnd", e))?;
+            res
+        })
+    }
+
+    /// Blocks until every rank has reached it (a one-element all_reduce, then a sync).
+    pub fn barrier(&self) -> Result<()> {
+        let mut one = self.nccl.stream.alloc_zeros::<f32>(1).map_err(|e| fail("allocating the barrier word", e))?;
+        self.all_reduce(&mut one, ReduceOp::Sum)?.wait()
+    }
+}
+
+/// Enqueues one grouped p2p op on a communicator.
+type PostFn<'b> = Box<dyn FnMut(&NcclComm) -> Result<()> + 'b>;
+
+/// One grouped p2p op.
+struct Posted<'b> {
+    post: PostFn<'b>,
+}
+
+/// The sends and receives of one [`DeviceComm::batch`].
+pub struct DeviceBatch<'b> {
+    ops: Vec<Posted<'b>>,
+    size: usize,
+    err: Option<Error>,
+}
+
+impl<'b> DeviceBatch<'b> {
+    fn peer_ok(&mut self, op: &'static str, p: usize) -> bool {
+        if p >= self.size {
+            self.err.get_or_insert(Error::invalid(op, format!("peer {p} is out of range for {} ranks", self.size)));
+            return false;
+        }
+        true
+    }
+    /// Adds a send of `buf` to `dst`.
+    pub fn send<T: NcclType, S: DevicePtr<T>>(&mut self, dst: usize, _tag: Tag<T>, buf: &'b S) {
+        if self.peer_ok("batch send", dst) {
+            self.ops.push(Posted {
+                post: Box::new(move |c: &NcclComm| {
+                    let (p, _a) = buf.device_ptr(&c.stream);
+                    // SAFETY: a device buffer of `buf.len()` elements.
+                    unsafe {
+                        result::send(
+                            p as *const c_void,
+                            buf.len(),
+                            T::as_nccl_type(),
+                            dst as i32,
+                            c.comm,
+                            c.stream.cu_stream() as _,
+                        )
+                    }
+                    .map(|_| ())
+                    .map_err(|e| fail("ncclSend", e))
+                }),
+            });
+        }
+    }
+    /// Adds a receive into `buf` from `src`.
+    pub fn recv<T: NcclType, R: DevicePtrMut<T>>(&mut self, src: usize, _tag: Tag<T>, buf: &'b mut R) {
+        if self.peer_ok("batch recv", src) {
+            self.ops.push(Posted {
+                post: Box::new(move |c: &NcclComm| {
+                    let n = buf.len();
+                    let (p, _a) = buf.device_ptr_mut(&c.stream);
+                    // SAFETY: a device buffer of `n` elements.
+                    unsafe {
+                        result::recv(
+                            p as *mut c_void,
+                            n,
+                            T::as_nccl_type(),
+                            src as i32,
+                            c.comm,
+                            c.stream.cu_stream() as _,
+                        )
+                    }
+                    .map(|_| ())
+                    .map_err(|e| fail("ncclRecv", e))
+                }),
+            });
+        }
+    }
+}

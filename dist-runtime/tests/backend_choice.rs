@@ -1,0 +1,77 @@
+//! Which backend a job gets, and the errors when the one asked for cannot run. These
+//! need no GPU: on a machine without one (CI), asking for NCCL must be a clear error
+//! naming what is missing, never a panic from the dynamic loader, and `auto` must fall
+//! back to shared memory.
+
+use dist_runtime::{init_with, BackendChoice, Env};
+
+fn env(backend: &str) -> Env {
+    let backend = backend.to_string();
+    Env::from_lookup(move |k| (k == "DIST_BACKEND").then(|| backend.clone())).unwrap()
+}
+
+#[test]
+fn shm_is_the_default_and_has_no_device_side() {
+    let world = init_with(Env::from_lookup(|_| None).unwrap()).unwrap();
+    assert_eq!(world.backend(), "shm");
+    #[cfg(feature = "nccl")]
+    {
+        let e = world.device().err().expect("no NCCL on shm").to_string();
+        assert!(e.contains("start the job with DIST_BACKEND=nccl"), "{e}");
+    }
+}
+
+#[test]
+fn nccl_without_the_feature_or_a_gpu_is_a_clear_error() {
+    let e = env("nccl");
+    assert_eq!(e.backend, BackendChoice::Nccl);
+    #[cfg(not(feature = "nccl"))]
+    {
+        let err = init_with(e).expect_err("no nccl feature").to_string();
+        assert!(err.contains("no `nccl` feature") && err.contains("--features dist-runtime/nccl"), "{err}");
+    }
+    #[cfg(feature = "nccl")]
+    match dist_runtime::nccl::probe() {
+        Err(why) => {
+            let err = init_with(e).expect_err("no GPU here").to_string();
+            assert_eq!(err, why.to_string());
+            assert!(
+                err.contains("libcuda.so.1") || err.contains("libnccl.so.2") || err.contains("no GPU is visible"),
+                "{err}"
+            );
+            assert!(err.contains("DIST_BACKEND=shm"), "says what to do instead: {err}");
+        }
+        Ok(_) => {
+            // A machine with a GPU: NCCL must come up.
+            let world = init_with(e).unwrap();
+            assert!(world.device().is_ok());
+        }
+    }
+}
+
+#[test]
+fn auto_falls_back_to_shm_without_a_gpu() {
+    let world = init_with(env("auto")).unwrap();
+    assert_eq!(world.backend(), "shm");
+    #[cfg(feature = "nccl")]
+    assert_eq!(world.device().is_ok(), dist_runtime::nccl::probe().is_ok());
+}
+
+#[test]
+fn placement_errors_come_before_any_device_work() {
+    let bad = Env::from_lookup(|k| match k {
+        "DIST_GPUS" => Some("0,0".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(bad.placement().unwrap_err().to_string().contains("device 0 appears twice"));
+    let both = Env::from_lookup(|k| match k {
+        "DIST_GPUS" => Some("0".into()),
+        "DIST_RANK_TABLE" => Some("/nonexistent".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert!(both.placement().unwrap_err().to_string().contains("use one"));
+    let missing = Env::from_lookup(|k| (k == "DIST_RANK_TABLE").then(|| "/nonexistent/table.json".into())).unwrap();
+    assert!(missing.placement().unwrap_err().to_string().contains("cannot read /nonexistent/table.json"));
+}
