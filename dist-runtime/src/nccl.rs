@@ -34,6 +34,9 @@ pub use cudarc::driver::{
 };
 pub use cudarc::nccl::safe::NcclType;
 
+/// Oldest NCCL dist runs on (`NCCL_VERSION_CODE` of 2.18.0).
+const MIN_NCCL: i32 = 21800;
+
 fn fail(op: &str, e: impl std::fmt::Debug) -> Error {
     Error::backend("nccl", format!("{op} failed: {e:?}"))
 }
@@ -55,6 +58,21 @@ pub fn probe() -> Result<usize> {
             "the NCCL backend needs libnccl.so.2, which could not be loaded: install NCCL (Debian/Ubuntu: \
              libnccl2; or the nvidia-nccl-cu12 wheel) and put its directory on LD_LIBRARY_PATH, or use \
              DIST_BACKEND=shm",
+        ));
+    }
+    // The bindings are NCCL 2.30's; dist calls ncclCommSplit (2.18) and ncclCommFinalize
+    // (2.14), which an older library lacks (the loader would panic on the missing symbol).
+    let v = result::get_nccl_version().map_err(|e| fail("ncclGetVersion", e))?;
+    if v < MIN_NCCL {
+        return Err(Error::backend(
+            "nccl",
+            format!(
+                "the loaded libnccl is version {}.{}.{}, but dist needs NCCL 2.18 or newer (ncclCommSplit, \
+                 ncclCommFinalize): install a newer NCCL, or use DIST_BACKEND=shm",
+                v / 10000,
+                v / 100 % 100,
+                v % 100
+            ),
         ));
     }
     let n = CudaContext::device_count().map_err(|e| {
