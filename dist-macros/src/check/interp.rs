@@ -1288,8 +1288,10 @@ impl<'a> Interp<'a> {
         match m {
             "rank" => return Ok(self.comm_rank(c)),
             "size" => return self.comm_size(c, e),
-            "clone" | "as_ref" | "borrow" => return Ok(V::Comm(c)),
-            "members" | "name" | "backend" => return Ok(V::opaque()),
+            // `device()` is the same communicator's NCCL side: its ops have the same names and
+            // arguments and run in stream order, so they are checked like blocking host ops.
+            "clone" | "as_ref" | "borrow" | "device" => return Ok(V::Comm(c)),
+            "members" | "name" | "backend" | "stream" => return Ok(V::opaque()),
             _ => {}
         }
         if self.speculative > 0 {
