@@ -296,3 +296,9 @@ fn unknown_algorithm_is_a_clear_error() {
     let out = r.summary();
     assert!(out.contains("DIST_ALGO=\"ring\": unknown algorithm"), "{out}");
 }
+
+/// DIST_PIN=1 binds each rank to a core; results are unchanged.
+#[test]
+fn pinned_ranks_agree_with_the_reference() {
+    run_with_env("collectives::all_reduce_every_dtype_and_op", &[4], &[("DIST_PIN", "1")]);
+}

@@ -54,6 +54,9 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
         },
     };
     let cfg = Arc::new(Config::from_env(&env)?);
+    if std::env::var("DIST_PIN").as_deref() == Ok("1") {
+        pin_to_core(env.local_rank);
+    }
     let (store, keep): (Option<Arc<Store>>, Option<Box<dyn std::any::Any + Send + Sync>>) = if env.world_size > 1 {
         let port = env.master_port.expect("validated by Env");
         let addr = format!("{}:{}", env.master_addr, port);
@@ -97,4 +100,23 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
     #[cfg(not(feature = "nccl"))]
     let _ = device;
     Ok(world)
+}
+
+/// `DIST_PIN=1`: binds local rank r to the r-th CPU this process may run on (mod their
+/// count), as `mpirun --bind-to core` does. Off by default (docs/performance.md).
+fn pin_to_core(local_rank: usize) {
+    // SAFETY: a zeroed cpu_set_t is valid; the calls only read/write it and our affinity.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
+        if cpus.is_empty() {
+            return;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpus[local_rank % cpus.len()], &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+    }
 }
