@@ -20,7 +20,7 @@ pub struct Entry {
     /// Full path (`module::function`).
     pub name: &'static str,
     /// Runs the entry on this rank's world communicator; the value is the rank's
-    /// result, serialised (for [`launch`](crate::launch)).
+    /// result, serialised (for [`launch`](crate::launch())).
     pub run: fn(Comm<World>) -> Result<Vec<u8>, Failure>,
     /// Address of the user's function, to find the entry from a function pointer.
     pub addr: fn() -> *const (),
@@ -29,7 +29,7 @@ pub struct Entry {
 inventory::collect!(Entry);
 
 /// What an entry function may return: `()`, or `Result<T, E>` with a serialisable `T`
-/// (each rank's value comes back from [`launch`](crate::launch)) and a displayable `E`.
+/// (each rank's value comes back from [`launch`](crate::launch())) and a displayable `E`.
 pub trait EntryReturn {
     /// The value a successful rank produces.
     type Value: serde::Serialize + serde::de::DeserializeOwned;

@@ -82,7 +82,7 @@ pub enum Error {
         #[source]
         source: Option<std::io::Error>,
     },
-    /// A rank of a launched job failed (from [`launch`](crate::launch)).
+    /// A rank of a launched job failed (from [`launch`](crate::launch())).
     #[error("rank {rank} of {n} failed first ({status}): {message}")]
     RankFailed {
         /// The rank that failed first.
