@@ -302,3 +302,48 @@ fn unknown_algorithm_is_a_clear_error() {
 fn pinned_ranks_agree_with_the_reference() {
     run_with_env("collectives::all_reduce_every_dtype_and_op", &[4], &[("DIST_PIN", "1")]);
 }
+
+/// Under DIST_ALGO=ring, floats are folded in ring order, not rank order: results must
+/// equal the serial reference up to rounding, be exact for integers and for Max/Min, and
+/// be the same bits on every rank. Lengths cross the ring's segment (n slots).
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn all_reduce_within_rounding_of_the_reference(world: Comm<World>) {
+    fn fnv(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    }
+    fn same_everywhere(world: &Comm<World>, what: &str, bytes: &[u8]) {
+        let mut all = vec![0u64; world.size()];
+        world.all_gather(&[fnv(bytes)], &mut all).unwrap();
+        assert!(all.iter().all(|&h| h == all[0]), "{what}: ranks got different bits");
+    }
+    let n = world.size();
+    for (k, len) in [0usize, 1, 7, 1000, 600_000].into_iter().enumerate() {
+        for op in ops::<f32>() {
+            let salt = k as u64 * 7 + op.name().len() as u64;
+            let inputs: Vec<Vec<f32>> = (0..n).map(|q| data(q, len, salt)).collect();
+            let mut buf = inputs[world.rank()].clone();
+            world.all_reduce(&mut buf, op).unwrap();
+            let want = reduce_ref(&inputs, op);
+            let what = format!("f32 all_reduce {op:?} len {len} n {n}");
+            for (i, (g, w)) in buf.iter().zip(&want).enumerate() {
+                assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: element {i} is {g}, expected {w}");
+            }
+            if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+                assert_same(&what, &buf, &want);
+            }
+            same_everywhere(&world, &what, bytemuck::cast_slice(&buf));
+        }
+        for op in ops::<i64>() {
+            let inputs: Vec<Vec<i64>> = (0..n).map(|q| data(q, len, k as u64)).collect();
+            let mut buf = inputs[world.rank()].clone();
+            world.all_reduce(&mut buf, op).unwrap();
+            assert_same(&format!("i64 all_reduce {op:?} len {len} n {n}"), &buf, &reduce_ref(&inputs, op));
+        }
+    }
+}
+
+/// The ring all_reduce (DIST_ALGO=ring, for comparison) against the reference.
+#[test]
+fn ring_all_reduce_agrees_with_the_reference() {
+    run_with_env("collectives::all_reduce_within_rounding_of_the_reference", &[2, 3, 4, 8], &[("DIST_ALGO", "ring")]);
+}

@@ -220,6 +220,7 @@ pub(crate) struct Config {
 /// - `flat`: all_reduce/reduce use the flat path (every rank reads every rank's slot)
 ///   whenever the message fits a slot, instead of only up to 16 KiB;
 /// - `pipeline`: they always use the pipelined reduce-scatter + all-gather;
+/// - `ring`: all_reduce goes around a ring (for comparison; floats round in ring order);
 /// - `cma`: gathers and all_to_all read peers' buffers directly (single copy) at every
 ///   size, where the kernel allows it;
 /// - `copy`: they never do, and always copy through the segment.
@@ -232,6 +233,9 @@ pub(crate) struct Algo {
     pub cma: Option<bool>,
     /// Smallest block that uses a single-copy read.
     pub cma_min: usize,
+    /// all_reduce around a ring through the slots (for comparison; not bitwise equal to
+    /// the rank-order fold for floats).
+    pub ring: bool,
 }
 
 impl Algo {
@@ -240,7 +244,7 @@ impl Algo {
 
     pub(crate) fn parse(algo: Option<&str>, cma: Option<&str>, cma_min: Option<&str>) -> Result<Algo> {
         let bad = |what: String| Error::invalid("init", what);
-        let mut a = Algo { flat_max: Self::FLAT_MAX, cma: None, cma_min: 512 << 10 };
+        let mut a = Algo { flat_max: Self::FLAT_MAX, cma: None, cma_min: 512 << 10, ring: false };
         match cma {
             None | Some("") => {}
             Some("1") => a.cma = Some(true),
@@ -258,15 +262,16 @@ impl Algo {
                 "pipeline" | "rsag" => "pipeline",
                 "cma" | "single-copy" => "cma",
                 "copy" => "copy",
+                "ring" => "ring",
                 _ => {
                     return Err(bad(format!(
-                        "DIST_ALGO={:?}: unknown algorithm {t:?}; expected a comma list of flat, pipeline, cma, copy \
-                         (or auto)",
+                        "DIST_ALGO={:?}: unknown algorithm {t:?}; expected a comma list of flat, pipeline, ring, cma, \
+                         copy (or auto)",
                         algo.unwrap_or("")
                     )))
                 }
             };
-            for (x, y) in [("flat", "pipeline"), ("cma", "copy")] {
+            for (x, y) in [("flat", "pipeline"), ("cma", "copy"), ("ring", "flat"), ("ring", "pipeline")] {
                 if (t == x && seen.contains(&y)) || (t == y && seen.contains(&x)) {
                     return Err(bad(format!("DIST_ALGO: {x} and {y} exclude each other")));
                 }
@@ -275,6 +280,7 @@ impl Algo {
             match t {
                 "flat" => a.flat_max = usize::MAX,
                 "pipeline" => a.flat_max = 0,
+                "ring" => a.ring = true,
                 "cma" => {
                     a.cma = Some(true);
                     a.cma_min = 1;
@@ -328,7 +334,8 @@ mod tests {
         assert_eq!((a.flat_max, a.cma, a.cma_min), (0, Some(false), 4096));
         assert_eq!(Algo::parse(Some("auto"), Some("0"), None).unwrap().cma, Some(false));
         for (algo, cma, min, want) in [
-            (Some("ring"), None, None, "unknown algorithm \"ring\""),
+            (Some("tree"), None, None, "unknown algorithm \"tree\""),
+            (Some("ring,flat"), None, None, "ring and flat exclude each other"),
             (Some("flat,pipeline"), None, None, "flat and pipeline exclude each other"),
             (Some("copy,cma"), None, None, "cma and copy exclude each other"),
             (None, Some("yes"), None, "DIST_CMA=\"yes\""),
