@@ -288,13 +288,13 @@ fn unknown_algorithm_is_a_clear_error() {
     let r = dist_runtime::Launch::entry("collectives::barrier_orders_side_effects", 2)
         .unwrap()
         .capture(true)
-        .env("DIST_ALGO", "ring")
+        .env("DIST_ALGO", "tree")
         .timeout(std::time::Duration::from_secs(60))
         .run()
         .unwrap();
     assert!(!r.success());
     let out = r.summary();
-    assert!(out.contains("DIST_ALGO=\"ring\": unknown algorithm"), "{out}");
+    assert!(out.contains("DIST_ALGO=\"tree\": unknown algorithm"), "{out}");
 }
 
 /// DIST_PIN=1 binds each rank to a core; results are unchanged.
