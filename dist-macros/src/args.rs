@@ -48,7 +48,8 @@ fn positive(e: &Expr, what: &str) -> syn::Result<usize> {
     Ok(v)
 }
 
-fn combine(errs: Vec<syn::Error>) -> syn::Result<()> {
+/// All the errors as one (each keeps its span), or `Ok` when there are none.
+pub(crate) fn combine(errs: Vec<syn::Error>) -> syn::Result<()> {
     let mut it = errs.into_iter();
     match it.next() {
         None => Ok(()),

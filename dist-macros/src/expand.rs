@@ -75,10 +75,7 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Err(e) = check::signature(&f, "an #[spmd] function") {
         errs.push(e);
     }
-    if let Some(mut e) = errs.pop() {
-        for x in errs {
-            e.combine(x);
-        }
+    if let Err(e) = args::combine(errs) {
         return with_error(keep_for_ide(&f), e);
     }
     let a = a.expect("parsed");
@@ -135,10 +132,7 @@ pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Err(e) = check::signature(&f, "a distributed test") {
         errs.push(e);
     }
-    if let Some(mut e) = errs.pop() {
-        for x in errs {
-            e.combine(x);
-        }
+    if let Err(e) = args::combine(errs) {
         return with_error(keep, e);
     }
     let a = a.expect("parsed");

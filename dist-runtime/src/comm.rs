@@ -682,10 +682,11 @@ impl<G: Group> Comm<G> {
         let fp = Fingerprint::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
         let child = self.inner.backend.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
         #[cfg(feature = "nccl")]
-        let dev = self.split_nccl(
-            ranks.iter().position(|&r| r == self.rank()).map(|_| 0),
-            ranks.iter().position(|&r| r == self.rank()).unwrap_or(0),
-        )?;
+        let dev = {
+            // Members split with color 0, ordered by their place in `ranks`.
+            let pos = ranks.iter().position(|&r| r == self.rank());
+            self.split_nccl(pos.map(|_| 0), pos.unwrap_or(0))?
+        };
         let c = child.map(|b| self.child::<H>(b, H::NAME, ranks));
         #[cfg(feature = "nccl")]
         let c = c.map(|c| c.with_nccl(dev));

@@ -41,6 +41,13 @@ fn fail(op: &str, e: impl std::fmt::Debug) -> Error {
     Error::backend("nccl", format!("{op} failed: {e:?}"))
 }
 
+/// An NCCL call's result as ours.
+fn ok(r: std::result::Result<result::NcclStatus, result::NcclError>, op: &str) -> Result<()> {
+    r.map(|_| ()).map_err(|e| fail(op, e))
+}
+
+type DevPtr = cudarc::driver::sys::CUdeviceptr;
+
 /// Checks, without panicking, that the CUDA driver and NCCL can be loaded and a GPU is
 /// visible; returns the number of visible devices.
 pub fn probe() -> Result<usize> {
@@ -123,6 +130,42 @@ impl Drop for NcclComm {
 }
 
 impl NcclComm {
+    fn cu(&self) -> sys::cudaStream_t {
+        self.stream.cu_stream() as _
+    }
+
+    /// `ncclSend` of `n` elements at `p` to `peer`, on this communicator's stream.
+    ///
+    /// # Safety
+    /// `p` is a device buffer of at least `n` elements of `T` on this comm's device.
+    unsafe fn post_send<T: NcclType>(&self, p: DevPtr, n: usize, peer: usize) -> Result<()> {
+        // SAFETY: forwarded.
+        ok(
+            unsafe { result::send(p as *const c_void, n, T::as_nccl_type(), peer as i32, self.comm, self.cu()) },
+            "ncclSend",
+        )
+    }
+
+    /// `ncclRecv` of `n` elements into `p` from `peer`.
+    ///
+    /// # Safety
+    /// As [`post_send`](Self::post_send), for writing.
+    unsafe fn post_recv<T: NcclType>(&self, p: DevPtr, n: usize, peer: usize) -> Result<()> {
+        // SAFETY: forwarded.
+        ok(
+            unsafe { result::recv(p as *mut c_void, n, T::as_nccl_type(), peer as i32, self.comm, self.cu()) },
+            "ncclRecv",
+        )
+    }
+
+    /// Runs `f` as one NCCL group; the group is closed even when `f` fails.
+    fn group(f: impl FnOnce() -> Result<()>) -> Result<()> {
+        ok(result::group_start(), "ncclGroupStart")?;
+        let r = f();
+        ok(result::group_end(), "ncclGroupEnd")?;
+        r
+    }
+
     /// Creates the world communicator on `device`: rank 0 makes the unique id and
     /// publishes it through the rendezvous store under `key`.
     pub(crate) fn world(
@@ -350,19 +393,20 @@ impl<'c, G: Group> DeviceComm<'c, G> {
             let (p, _sync) = buf.device_ptr_mut(&c.stream);
             self.with_op::<T>("all_reduce", op, |o| {
                 // SAFETY: `p` is a device buffer of `n` elements on this comm's device.
-                unsafe {
-                    result::all_reduce(
-                        p as *const c_void,
-                        p as *mut c_void,
-                        n,
-                        T::as_nccl_type(),
-                        o,
-                        c.comm,
-                        c.stream.cu_stream() as _,
-                    )
-                }
-                .map(|_| ())
-                .map_err(|e| fail("ncclAllReduce", e))
+                ok(
+                    unsafe {
+                        result::all_reduce(
+                            p as *const c_void,
+                            p as *mut c_void,
+                            n,
+                            T::as_nccl_type(),
+                            o,
+                            c.comm,
+                            c.cu(),
+                        )
+                    },
+                    "ncclAllReduce",
+                )
             })
         })
     }
@@ -380,20 +424,21 @@ impl<'c, G: Group> DeviceComm<'c, G> {
             let (p, _sync) = buf.device_ptr_mut(&c.stream);
             self.with_op::<T>("reduce", op, |o| {
                 // SAFETY: as in all_reduce; NCCL writes only on the root.
-                unsafe {
-                    result::reduce(
-                        p as *const c_void,
-                        p as *mut c_void,
-                        n,
-                        T::as_nccl_type(),
-                        o,
-                        root as i32,
-                        c.comm,
-                        c.stream.cu_stream() as _,
-                    )
-                }
-                .map(|_| ())
-                .map_err(|e| fail("ncclReduce", e))
+                ok(
+                    unsafe {
+                        result::reduce(
+                            p as *const c_void,
+                            p as *mut c_void,
+                            n,
+                            T::as_nccl_type(),
+                            o,
+                            root as i32,
+                            c.comm,
+                            c.cu(),
+                        )
+                    },
+                    "ncclReduce",
+                )
             })
         })
     }
@@ -405,19 +450,20 @@ impl<'c, G: Group> DeviceComm<'c, G> {
         self.enqueue("broadcast", |c| {
             let (p, _sync) = buf.device_ptr_mut(&c.stream);
             // SAFETY: a device buffer of `n` elements.
-            unsafe {
-                result::broadcast(
-                    p as *const c_void,
-                    p as *mut c_void,
-                    n,
-                    T::as_nccl_type(),
-                    root as i32,
-                    c.comm,
-                    c.stream.cu_stream() as _,
-                )
-            }
-            .map(|_| ())
-            .map_err(|e| fail("ncclBroadcast", e))
+            ok(
+                unsafe {
+                    result::broadcast(
+                        p as *const c_void,
+                        p as *mut c_void,
+                        n,
+                        T::as_nccl_type(),
+                        root as i32,
+                        c.comm,
+                        c.cu(),
+                    )
+                },
+                "ncclBroadcast",
+            )
         })
     }
 
@@ -433,18 +479,12 @@ impl<'c, G: Group> DeviceComm<'c, G> {
             let (s, _a) = send.device_ptr(&c.stream);
             let (r, _b) = recv.device_ptr_mut(&c.stream);
             // SAFETY: lengths checked above.
-            unsafe {
-                result::all_gather(
-                    s as *const c_void,
-                    r as *mut c_void,
-                    n,
-                    T::as_nccl_type(),
-                    c.comm,
-                    c.stream.cu_stream() as _,
-                )
-            }
-            .map(|_| ())
-            .map_err(|e| fail("ncclAllGather", e))
+            ok(
+                unsafe {
+                    result::all_gather(s as *const c_void, r as *mut c_void, n, T::as_nccl_type(), c.comm, c.cu())
+                },
+                "ncclAllGather",
+            )
         })
     }
 
@@ -462,19 +502,20 @@ impl<'c, G: Group> DeviceComm<'c, G> {
             let (r, _b) = recv.device_ptr_mut(&c.stream);
             self.with_op::<T>("reduce_scatter", op, |o| {
                 // SAFETY: lengths checked above.
-                unsafe {
-                    result::reduce_scatter(
-                        s as *const c_void,
-                        r as *mut c_void,
-                        n,
-                        T::as_nccl_type(),
-                        o,
-                        c.comm,
-                        c.stream.cu_stream() as _,
-                    )
-                }
-                .map(|_| ())
-                .map_err(|e| fail("ncclReduceScatter", e))
+                ok(
+                    unsafe {
+                        result::reduce_scatter(
+                            s as *const c_void,
+                            r as *mut c_void,
+                            n,
+                            T::as_nccl_type(),
+                            o,
+                            c.comm,
+                            c.cu(),
+                        )
+                    },
+                    "ncclReduceScatter",
+                )
             })
         })
     }
@@ -483,44 +524,26 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     /// `sends`/`recvs`: (peer, offset) pairs.
     fn grouped<T: NcclType>(
         c: &NcclComm,
-        send: Option<cudarc::driver::sys::CUdeviceptr>,
-        recv: Option<cudarc::driver::sys::CUdeviceptr>,
+        send: Option<DevPtr>,
+        recv: Option<DevPtr>,
         count: usize,
         sends: &[(usize, usize)],
         recvs: &[(usize, usize)],
     ) -> Result<()> {
         let es = std::mem::size_of::<T>() as u64;
-        result::group_start().map_err(|e| fail("ncclGroupStart", e))?;
-        let mut res = Ok(());
-        for &(peer, off) in sends {
-            let p = send.expect("sends need a send buffer") + off as u64 * es;
-            // SAFETY: offsets are within the checked buffer lengths.
-            let r = unsafe {
-                result::send(
-                    p as *const c_void,
-                    count,
-                    T::as_nccl_type(),
-                    peer as i32,
-                    c.comm,
-                    c.stream.cu_stream() as _,
-                )
-            };
-            if let Err(e) = r {
-                res = Err(fail("ncclSend", e));
+        NcclComm::group(|| {
+            for &(peer, off) in sends {
+                let p = send.expect("sends need a send buffer") + off as u64 * es;
+                // SAFETY: offsets and counts are within the checked buffer lengths.
+                unsafe { c.post_send::<T>(p, count, peer)? };
             }
-        }
-        for &(peer, off) in recvs {
-            let p = recv.expect("recvs need a recv buffer") + off as u64 * es;
-            // SAFETY: as above.
-            let r = unsafe {
-                result::recv(p as *mut c_void, count, T::as_nccl_type(), peer as i32, c.comm, c.stream.cu_stream() as _)
-            };
-            if let Err(e) = r {
-                res = Err(fail("ncclRecv", e));
+            for &(peer, off) in recvs {
+                let p = recv.expect("recvs need a recv buffer") + off as u64 * es;
+                // SAFETY: as above.
+                unsafe { c.post_recv::<T>(p, count, peer)? };
             }
-        }
-        result::group_end().map_err(|e| fail("ncclGroupEnd", e))?;
-        res
+            Ok(())
+        })
     }
 
     /// All-to-all: block j of `send` goes to rank j; block i of `recv` comes from rank i
@@ -607,15 +630,10 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     /// order; the typed tag still ties the element type, as on the host.
     pub fn send<T: NcclType, S: DevicePtr<T>>(&self, dst: usize, _tag: Tag<T>, buf: &S) -> Result<DeviceRequest> {
         self.check_rank("send", "destination", dst)?;
-        let n = buf.len();
         self.enqueue("send", |c| {
             let (p, _a) = buf.device_ptr(&c.stream);
-            // SAFETY: a device buffer of `n` elements.
-            unsafe {
-                result::send(p as *const c_void, n, T::as_nccl_type(), dst as i32, c.comm, c.stream.cu_stream() as _)
-            }
-            .map(|_| ())
-            .map_err(|e| fail("ncclSend", e))
+            // SAFETY: a device buffer of `buf.len()` elements.
+            unsafe { c.post_send::<T>(p, buf.len(), dst) }
         })
     }
 
@@ -631,11 +649,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
         self.enqueue("recv", |c| {
             let (p, _a) = buf.device_ptr_mut(&c.stream);
             // SAFETY: a device buffer of `n` elements.
-            unsafe {
-                result::recv(p as *mut c_void, n, T::as_nccl_type(), src as i32, c.comm, c.stream.cu_stream() as _)
-            }
-            .map(|_| ())
-            .map_err(|e| fail("ncclRecv", e))
+            unsafe { c.post_recv::<T>(p, n, src) }
         })
     }
 
@@ -646,17 +660,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
         if let Some(e) = b.err {
             return Err(e);
         }
-        self.enqueue("batch", |c| {
-            result::group_start().map_err(|e| fail("ncclGroupStart", e))?;
-            let mut res = Ok(());
-            for op in &mut b.ops {
-                if let Err(e) = (op.post)(c) {
-                    res = Err(e);
-                }
-            }
-            result::group_end().map_err(|e| fail("ncclGroupEnd", e))?;
-            res
-        })
+        self.enqueue("batch", |c| NcclComm::group(|| b.ops.iter_mut().try_for_each(|post| post(c))))
     }
 
     /// Blocks until every rank has reached it (a one-element all_reduce, then a sync).
@@ -669,14 +673,9 @@ impl<'c, G: Group> DeviceComm<'c, G> {
 /// Enqueues one grouped p2p op on a communicator.
 type PostFn<'b> = Box<dyn FnMut(&NcclComm) -> Result<()> + 'b>;
 
-/// One grouped p2p op.
-struct Posted<'b> {
-    post: PostFn<'b>,
-}
-
 /// The sends and receives of one [`DeviceComm::batch`].
 pub struct DeviceBatch<'b> {
-    ops: Vec<Posted<'b>>,
+    ops: Vec<PostFn<'b>>,
     size: usize,
     err: Option<Error>,
 }
@@ -692,48 +691,22 @@ impl<'b> DeviceBatch<'b> {
     /// Adds a send of `buf` to `dst`.
     pub fn send<T: NcclType, S: DevicePtr<T>>(&mut self, dst: usize, _tag: Tag<T>, buf: &'b S) {
         if self.peer_ok("batch send", dst) {
-            self.ops.push(Posted {
-                post: Box::new(move |c: &NcclComm| {
-                    let (p, _a) = buf.device_ptr(&c.stream);
-                    // SAFETY: a device buffer of `buf.len()` elements.
-                    unsafe {
-                        result::send(
-                            p as *const c_void,
-                            buf.len(),
-                            T::as_nccl_type(),
-                            dst as i32,
-                            c.comm,
-                            c.stream.cu_stream() as _,
-                        )
-                    }
-                    .map(|_| ())
-                    .map_err(|e| fail("ncclSend", e))
-                }),
-            });
+            self.ops.push(Box::new(move |c: &NcclComm| {
+                let (p, _a) = buf.device_ptr(&c.stream);
+                // SAFETY: a device buffer of `buf.len()` elements.
+                unsafe { c.post_send::<T>(p, buf.len(), dst) }
+            }));
         }
     }
     /// Adds a receive into `buf` from `src`.
     pub fn recv<T: NcclType, R: DevicePtrMut<T>>(&mut self, src: usize, _tag: Tag<T>, buf: &'b mut R) {
         if self.peer_ok("batch recv", src) {
-            self.ops.push(Posted {
-                post: Box::new(move |c: &NcclComm| {
-                    let n = buf.len();
-                    let (p, _a) = buf.device_ptr_mut(&c.stream);
-                    // SAFETY: a device buffer of `n` elements.
-                    unsafe {
-                        result::recv(
-                            p as *mut c_void,
-                            n,
-                            T::as_nccl_type(),
-                            src as i32,
-                            c.comm,
-                            c.stream.cu_stream() as _,
-                        )
-                    }
-                    .map(|_| ())
-                    .map_err(|e| fail("ncclRecv", e))
-                }),
-            });
+            self.ops.push(Box::new(move |c: &NcclComm| {
+                let n = buf.len();
+                let (p, _a) = buf.device_ptr_mut(&c.stream);
+                // SAFETY: a device buffer of `n` elements.
+                unsafe { c.post_recv::<T>(p, n, src) }
+            }));
         }
     }
 }

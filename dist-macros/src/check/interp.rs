@@ -109,7 +109,7 @@ const REPEAT_BOUND: i128 = 1024;
 #[derive(Debug)]
 pub enum Stop<'a> {
     /// Communication depends on something the check cannot evaluate.
-    Undecidable { at: TokenStream, what: String, _p: std::marker::PhantomData<&'a ()> },
+    Undecidable { at: TokenStream, what: String },
     /// A definite error found while running (a peer out of range).
     Invalid { site: Site<'a>, msg: String },
 }
@@ -180,7 +180,7 @@ pub struct Interp<'a> {
 }
 
 fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
-    Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into(), _p: std::marker::PhantomData })
+    Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into() })
 }
 
 fn path_str(p: &syn::Path) -> String {
@@ -268,7 +268,6 @@ impl<'a> Interp<'a> {
                 return Outcome::Stop(Stop::Undecidable {
                     at: pt.pat.to_token_stream(),
                     what: "a parameter pattern other than a name".into(),
-                    _p: std::marker::PhantomData,
                 });
             }
         }
@@ -1086,11 +1085,11 @@ impl<'a> Interp<'a> {
             V::Comm(c) => return self.comm_method(e, mc, c, &m),
             V::Batch(c) if m == "send" || m == "recv" => {
                 let args = self.args(&mc.args)?;
-                self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0])?;
+                self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(&m))?;
                 return Ok(V::Unit);
             }
             V::Batch(c) if m == "size" => {
-                return self.comm_size(c, e);
+                return Ok(self.comm_size(c));
             }
             V::Req(ids) if m == "wait" => {
                 self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait" });
@@ -1235,9 +1234,8 @@ impl<'a> Interp<'a> {
         if recv.has_comm() && (P2P.contains(&m.as_str()) || COLLECTIVES.contains(&m.as_str()) || m == "batch") {
             return Err(undecidable(e, format!("`.{m}(..)` on a value that may be a communicator")));
         }
-        if let V::Req(ids) = &recv {
+        if let V::Req(_) = &recv {
             // `req.is_done()` and the like: leave pending.
-            let _ = ids;
             return Ok(V::opaque());
         }
         let mut all: Vec<&V> = args.iter().collect();
@@ -1263,13 +1261,12 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn comm_size(&mut self, c: usize, e: &'a Expr) -> R<'a> {
+    fn comm_size(&mut self, c: usize) -> V<'a> {
         match &self.comms[c].members {
-            Some(m) => Ok(V::Int(m.len() as i128)),
+            Some(m) => V::Int(m.len() as i128),
             None => {
-                let _ = e;
                 self.needs_another_pass = true;
-                Ok(V::opaque())
+                V::opaque()
             }
         }
     }
@@ -1287,7 +1284,7 @@ impl<'a> Interp<'a> {
     fn comm_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, c: usize, m: &str) -> R<'a> {
         match m {
             "rank" => return Ok(self.comm_rank(c)),
-            "size" => return self.comm_size(c, e),
+            "size" => return Ok(self.comm_size(c)),
             // `device()` is the same communicator's NCCL side: its ops have the same names and
             // arguments and run in stream order, so they are checked like blocking host ops.
             "clone" | "as_ref" | "borrow" | "device" => return Ok(V::Comm(c)),
@@ -1320,7 +1317,7 @@ impl<'a> Interp<'a> {
             "send" | "recv" | "isend" | "irecv" => {
                 let (peer, tag) = (args.first(), args.get(1));
                 let (Some(peer), Some(tag)) = (peer, tag) else { return Ok(V::Unit) };
-                let id = self.post_p2p_on(e, c, m.starts_with("send") || m == "isend", peer, tag, &mc.args[0], m)?;
+                let id = self.post_p2p(e, c, m.starts_with("send") || m == "isend", peer, tag, &mc.args[0], m)?;
                 if m.starts_with('i') {
                     return Ok(V::Req(vec![id]));
                 }
@@ -1331,8 +1328,8 @@ impl<'a> Interp<'a> {
                 if args.len() < 4 {
                     return Ok(V::Unit);
                 }
-                let a = self.post_p2p_on(e, c, true, &args[0], &args[1], &mc.args[0], "sendrecv")?;
-                let b = self.post_p2p_on(e, c, false, &args[3], &args[1], &mc.args[3], "sendrecv")?;
+                let a = self.post_p2p(e, c, true, &args[0], &args[1], &mc.args[0], "sendrecv")?;
+                let b = self.post_p2p(e, c, false, &args[3], &args[1], &mc.args[3], "sendrecv")?;
                 self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv" });
                 return Ok(V::Unit);
             }
@@ -1394,20 +1391,8 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
-    fn post_p2p(
-        &mut self,
-        e: &'a Expr,
-        c: usize,
-        send: bool,
-        peer: &V<'a>,
-        tag: &V<'a>,
-        arg: &'a Expr,
-    ) -> Result<usize, Flow<'a>> {
-        self.post_p2p_on(e, c, send, peer, tag, arg, if send { "send" } else { "recv" })
-    }
-
     #[allow(clippy::too_many_arguments)]
-    fn post_p2p_on(
+    fn post_p2p(
         &mut self,
         e: &'a Expr,
         c: usize,

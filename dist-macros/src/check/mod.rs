@@ -56,14 +56,7 @@ pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn:
                     ));
                 }
             }
-            SizeResult::Problems(errs) => {
-                let mut it = errs.into_iter();
-                let mut first = it.next().expect("at least one problem");
-                for e in it {
-                    first.combine(e);
-                }
-                return Err(first);
-            }
+            SizeResult::Problems(errs) => return crate::args::combine(errs),
         }
     }
     Ok(())

@@ -36,14 +36,5 @@ pub fn signature(f: &ItemFn, what: &str) -> syn::Result<()> {
             ));
         }
     }
-    let mut it = errs.into_iter();
-    match it.next() {
-        None => Ok(()),
-        Some(mut e) => {
-            for x in it {
-                e.combine(x);
-            }
-            Err(e)
-        }
-    }
+    crate::args::combine(errs)
 }

@@ -86,14 +86,7 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
             let missing: Vec<usize> = at.iter().filter(|(_, e)| e.is_none()).map(|(r, _)| *r).collect();
             if !missing.is_empty() {
                 let ev = at.iter().find_map(|(_, e)| *e).expect("someone reached it");
-                errs.push(ev.site().error(format!(
-                    "`{}` on {desc} is reached by {} but not by {} at world size {n}: a collective must be \
-                     called by every rank of its communicator, in the same order; call it outside the \
-                     rank-dependent branch, or on a subgroup of the ranks that reach it",
-                    ev.call(),
-                    ranks(&reached),
-                    ranks(&missing),
-                )));
+                errs.push(reached_by_some(ev, &desc, &reached, &missing, n));
                 break;
             }
             let sig = |e: &Ev| match e {
@@ -120,14 +113,7 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                         at.iter().filter(|(_, e)| sig(e.expect("reached")) == k).map(|x| x.0).collect();
                     let without: Vec<usize> =
                         at.iter().filter(|(_, e)| sig(e.expect("reached")) != k).map(|x| x.0).collect();
-                    errs.push(ev.site().error(format!(
-                        "`{}` on {desc} is reached by {} but not by {} at world size {n}: a collective must be \
-                         called by every rank of its communicator, in the same order; call it outside the \
-                         rank-dependent branch, or on a subgroup of the ranks that reach it",
-                        ev.call(),
-                        ranks(&with),
-                        ranks(&without),
-                    )));
+                    errs.push(reached_by_some(ev, &desc, &with, &without, n));
                     break;
                 }
                 let with = |k: &str| -> Vec<usize> {
@@ -192,6 +178,18 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
         }
     }
     errs
+}
+
+/// A collective that `with` reach and `without` do not.
+fn reached_by_some(ev: &Ev, desc: &str, with: &[usize], without: &[usize], n: usize) -> syn::Error {
+    ev.site().error(format!(
+        "`{}` on {desc} is reached by {} but not by {} at world size {n}: a collective must be called by \
+         every rank of its communicator, in the same order; call it outside the rank-dependent branch, or on a \
+         subgroup of the ranks that reach it",
+        ev.call(),
+        ranks(with),
+        ranks(without),
+    ))
 }
 
 // ---------------------------------------------------------------- unmatched p2p
