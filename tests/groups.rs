@@ -72,3 +72,54 @@ fn mesh2_dp_by_tp(world: Comm<World>) {
         inner.barrier().unwrap();
     }
 }
+
+/// World and group ranks translate both ways on a nested mesh; a non-member is an error
+/// naming the group and the caller's line.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn world_and_group_ranks_translate(world: Comm<World>) {
+    let n = world.size();
+    let tp_size = if n.is_multiple_of(2) { 2 } else { 1 };
+    let (dp, tp): (Comm<Dp>, Comm<Tp>) = world.mesh2(n / tp_size, tp_size).unwrap();
+    for c in [dp.members().to_vec(), tp.members().to_vec()] {
+        assert!(c.contains(&world.rank()));
+    }
+    assert_eq!(tp.world_rank(), world.rank());
+    assert_eq!(dp.world_rank(), world.rank());
+    for r in 0..tp.size() {
+        let w = tp.world_rank_of(r).unwrap();
+        assert_eq!(w, world.rank() / tp_size * tp_size + r);
+        assert_eq!(tp.group_rank_of(w).unwrap(), r);
+    }
+    let outside = (0..n).find(|w| !dp.members().contains(w));
+    if let Some(w) = outside {
+        let e = dp.group_rank_of(w).unwrap_err().to_string();
+        assert!(e.contains(&format!("world rank {w} is not a member of Dp{{")), "{e}");
+        assert!(e.contains("groups.rs"), "the error names the caller's line: {e}");
+    }
+    assert!(tp.world_rank_of(tp.size()).is_err());
+}
+
+/// `Comm` is a cheap handle: clones run ops on the same communicator, in one order, and
+/// `init()` inside an entry returns the same world instead of joining again.
+#[dist_runtime::test(ranks = [1, 2, 3, 4])]
+fn clones_and_init_share_the_communicator(world: Comm<World>) {
+    struct Layer {
+        tp: Comm<World>,
+    }
+    let layer = Layer { tp: world.clone() };
+    let again = dist_runtime::init().unwrap();
+    assert_eq!((again.rank(), again.size()), (world.rank(), world.size()));
+    let mut a = [world.rank() as u32];
+    layer.tp.all_reduce(&mut a, ReduceOp::Sum).unwrap();
+    let mut b = [1u32];
+    again.all_reduce(&mut b, ReduceOp::Sum).unwrap();
+    world.barrier().unwrap();
+    let n = world.size() as u32;
+    assert_eq!((a[0], b[0]), (n * (n - 1) / 2, n));
+    // Asking for another identity is an error, not a second join.
+    let mut env = dist_runtime::Env::from_env().unwrap();
+    env.rank = (env.rank + 1) % 2;
+    env.world_size = 2 + world.size();
+    let e = dist_runtime::init_with(env).unwrap_err().to_string();
+    assert!(e.contains("already joined its job as rank"), "{e}");
+}

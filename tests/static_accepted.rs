@@ -219,6 +219,24 @@ fn file_helper(world: Comm<World>) -> dist_runtime::Result<()> {
     Ok(())
 }
 
+/// A Megatron-style port: the tensor-parallel group is kept as a clone, and the root of
+/// its broadcast is named by world rank (torch's `src=`), translated with
+/// `group_rank_of`; the last world rank of each group is its source.
+#[spmd(strict)]
+fn broadcast_by_world_rank(world: Comm<World>) -> dist_runtime::Result<()> {
+    let n = world.size();
+    let tp_size = if n.is_multiple_of(2) { 2 } else { 1 };
+    let (_dp, tp): (Comm<Dp>, Comm<Tp>) = world.mesh2(n / tp_size, tp_size)?;
+    let layer_tp = tp.clone();
+    let src_world = layer_tp.world_rank_of(layer_tp.size() - 1)?;
+    let root = layer_tp.group_rank_of(src_world)?;
+    let mut w = [if world.world_rank() == src_world { src_world as i64 } else { -1 }];
+    layer_tp.broadcast(&mut w, root)?;
+    assert_eq!(w[0] as usize, src_world);
+    assert_eq!(tp.world_rank(), world.rank());
+    Ok(())
+}
+
 fn each_size(f: fn(Comm<World>) -> dist_runtime::Result<()>) {
     for n in 1..=8 {
         dist_runtime::launch(n, f).unwrap_or_else(|e| panic!("at {n} ranks: {e}"));
@@ -268,4 +286,9 @@ fn subgroups_run() {
 #[test]
 fn file_helper_runs() {
     each_size(file_helper);
+}
+
+#[test]
+fn broadcast_by_world_rank_runs() {
+    each_size(broadcast_by_world_rank);
 }

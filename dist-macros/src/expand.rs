@@ -17,6 +17,7 @@ fn register(name: &syn::Ident, body_fn: &syn::Ident) -> TokenStream {
     let entry_fn = format_ident!("__dist_entry_{}", name);
     let ctor_fn = format_ident!("__dist_dispatch_{}", name);
     let addr_fn = format_ident!("__dist_addr_{}", name);
+    let static_name = format_ident!("__DIST_ENTRY_{}", name);
     let name_str = name.to_string();
     quote! {
         #[doc(hidden)]
@@ -31,13 +32,15 @@ fn register(name: &syn::Ident, body_fn: &syn::Ident) -> TokenStream {
         fn #addr_fn() -> *const () {
             #body_fn as *const ()
         }
-        ::dist_runtime::__private::inventory::submit! {
-            ::dist_runtime::__private::Entry {
-                name: ::core::concat!(::core::module_path!(), "::", #name_str),
-                run: #entry_fn,
-                addr: #addr_fn,
-            }
-        }
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals)]
+        #[::dist_runtime::__private::linkme::distributed_slice(::dist_runtime::__private::ENTRIES)]
+        #[linkme(crate = ::dist_runtime::__private::linkme)]
+        static #static_name: ::dist_runtime::__private::Entry = ::dist_runtime::__private::Entry {
+            name: ::core::concat!(::core::module_path!(), "::", #name_str),
+            run: #entry_fn,
+            addr: #addr_fn,
+        };
         #[doc(hidden)]
         #[allow(non_snake_case)]
         #[::dist_runtime::__private::ctor::ctor]

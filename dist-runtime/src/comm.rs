@@ -93,6 +93,31 @@ pub struct Comm<G: Group> {
     _g: PhantomData<fn() -> G>,
 }
 
+/// A cheap handle to the same communicator (a reference count), as torch's process
+/// groups are shared by the layers that keep them: every clone runs its ops on the one
+/// communicator, in the one order every rank sees. The communicator ends when the last
+/// clone (and every request borrowing it) is gone.
+///
+/// ```
+/// # use dist_runtime::prelude::*;
+/// # #[spmd]
+/// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+/// // A layer keeps its own handle; its ops share the one order with `world`'s.
+/// let layer = world.clone();
+/// let mut a = [1u32];
+/// let mut b = [world.rank() as u32];
+/// layer.all_reduce(&mut a, ReduceOp::Sum)?;
+/// world.all_reduce(&mut b, ReduceOp::Max)?;
+/// assert_eq!((a[0], b[0]), (world.size() as u32, world.size() as u32 - 1));
+/// # Ok(()) }
+/// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+/// ```
+impl<G: Group> Clone for Comm<G> {
+    fn clone(&self) -> Self {
+        Comm { inner: self.inner.clone(), _g: PhantomData }
+    }
+}
+
 impl<G: Group> std::fmt::Debug for Comm<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Comm<{}>(rank {} of {}, {})", G::NAME, self.rank(), self.size(), self.inner.name)
@@ -141,27 +166,192 @@ impl<G: Group> Comm<G> {
         }
     }
 
+    /// Another handle to an existing communicator.
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Comm<G> {
+        Comm { inner, _g: PhantomData }
+    }
+
     /// This rank's number in the communicator, `0..size()`.
+    ///
+    /// ```
+    /// use dist_runtime::prelude::*;
+    ///
+    /// #[spmd]
+    /// fn whoami(world: Comm<World>) -> dist_runtime::Result<usize> {
+    ///     assert!(world.rank() < world.size());
+    ///     Ok(world.rank())
+    /// }
+    ///
+    /// fn main() {
+    ///     // `launch` returns each rank's value, by rank.
+    ///     assert_eq!(dist_runtime::launch(3, whoami).unwrap(), [0, 1, 2]);
+    /// }
+    /// ```
     pub fn rank(&self) -> usize {
         self.inner.backend.rank()
     }
 
     /// Number of ranks in the communicator.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Every rank contributes 1: the sum counts the ranks.
+    /// let mut count = [1u32];
+    /// world.all_reduce(&mut count, ReduceOp::Sum)?;
+    /// assert_eq!(count[0] as usize, world.size());
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     pub fn size(&self) -> usize {
         self.inner.backend.size()
     }
 
     /// World rank of each member, indexed by communicator rank.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Pair);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// assert_eq!(world.members(), (0..world.size()).collect::<Vec<_>>());
+    /// if world.size() >= 2 {
+    ///     // The child's rank i is world rank ranks[i].
+    ///     if let Some(pair) = world.subgroup::<Pair>(&[1, 0])? {
+    ///         assert_eq!(pair.members(), [1, 0]);
+    ///         assert_eq!(pair.members()[pair.rank()], world.rank());
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
     pub fn members(&self) -> &[usize] {
         &self.inner.members
     }
 
-    /// The group's name and members, e.g. `Tp{2,3}`.
+    /// This rank's number in the world (torch's `dist.get_rank()`, where [`rank`](Self::rank)
+    /// is `dist.get_rank(group)`).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() % 2 == 0 {
+    ///     // Rows of two ranks: world ranks {0, 1}, {2, 3}, …
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     assert_eq!(tp.rank(), world.rank() % 2); // dist.get_rank(tp)
+    ///     assert_eq!(tp.world_rank(), world.rank()); // dist.get_rank()
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    pub fn world_rank(&self) -> usize {
+        self.inner.members[self.rank()]
+    }
+
+    /// The world rank of this communicator's rank `rank` (torch's
+    /// `get_global_rank(group, group_rank)`). An error if `rank` is not in `0..size()`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() % 2 == 0 {
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     let first = world.rank() / 2 * 2; // the first world rank of this row
+    ///     assert_eq!(tp.world_rank_of(0)?, first); // get_global_rank(tp, 0)
+    ///     assert_eq!(tp.world_rank_of(1)?, first + 1);
+    ///     assert!(tp.world_rank_of(2).is_err()); // tp has ranks 0 and 1
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn world_rank_of(&self, rank: usize) -> Result<usize> {
+        self.check_rank("world_rank_of", "rank", rank)?;
+        Ok(self.inner.members[rank])
+    }
+
+    /// This communicator's rank of the world rank `world_rank` (torch's
+    /// `get_group_rank(group, global_rank)`): how to name a root or peer by its world
+    /// rank, since every `Comm` op takes ranks in the communicator's own numbering,
+    /// as MPI does (torch's `src=`/`dst=` are world ranks; its `group_src=` are not).
+    /// An error naming the group if that rank is not a member.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() % 2 == 0 {
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     // torch: dist.broadcast(t, src=src, group=tp), `src` a world rank
+    ///     let src = world.rank() / 2 * 2 + 1; // the second world rank of this row
+    ///     let mut t = [0u32; 2];
+    ///     if world.rank() == src {
+    ///         t = [7, src as u32];
+    ///     }
+    ///     tp.broadcast(&mut t, tp.group_rank_of(src)?)?;
+    ///     assert_eq!(t, [7, src as u32]);
+    ///     assert_eq!(tp.group_rank_of(src)?, 1);
+    ///     assert!(tp.group_rank_of(world.size()).is_err()); // not a member
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn group_rank_of(&self, world_rank: usize) -> Result<usize> {
+        match self.inner.members.iter().position(|&m| m == world_rank) {
+            Some(r) => Ok(r),
+            None => Err(Error::invalid(
+                "group_rank_of",
+                format!(
+                    "world rank {world_rank} is not a member of {} (members: {:?})",
+                    self.inner.name, self.inner.members
+                ),
+            )),
+        }
+    }
+
+    /// The group's name and members in world ranks, e.g. `Tp{2,3}`; the world communicator is `World`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// assert_eq!(world.name(), "World");
+    /// if world.size() % 2 == 0 {
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     let first = world.rank() / 2 * 2;
+    ///     assert_eq!(tp.name(), format!("Tp{{{},{}}}", first, first + 1));
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
-    /// The backend in use ("shm", "nccl").
+    /// The backend that moves this communicator's host buffers: "shm" (device buffers go through
+    /// NCCL, on the `device()` side, with the `nccl` feature).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Host buffers go through shared memory.
+    /// assert_eq!(world.backend(), "shm");
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(2, demo).unwrap(); }
+    /// ```
     pub fn backend(&self) -> &'static str {
         self.inner.backend.kind()
     }
@@ -209,6 +399,25 @@ impl<G: Group> Comm<G> {
     // ---------------------------------------------------------------- collectives
 
     /// Blocks until every rank of the communicator has called `barrier`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// # let dir = std::env::temp_dir()
+    /// #     .join(format!("dist-barrier-doctest-{}", std::os::unix::process::parent_id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// // Each rank leaves a file; past the barrier, every rank sees all of them.
+    /// std::fs::write(dir.join(world.rank().to_string()), b"here").unwrap();
+    /// world.barrier()?;
+    /// assert_eq!(std::fs::read_dir(&dir).unwrap().count(), world.size());
+    /// # world.barrier()?;
+    /// # if world.rank() == 0 {
+    /// #     std::fs::remove_dir_all(&dir).unwrap();
+    /// # }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn barrier(&self) -> Result<()> {
         self.inner.drain();
@@ -218,12 +427,18 @@ impl<G: Group> Comm<G> {
     /// Copies `buf` of rank `root` into `buf` of every rank. Every rank passes a buffer of
     /// the same length.
     ///
-    /// ```no_run
-    /// # fn f(world: &dist_runtime::Comm<dist_runtime::World>) -> dist_runtime::Result<()> {
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// let mut params = vec![0.0f32; 4];
-    /// if world.rank() == 0 { params = vec![1.0, 2.0, 3.0, 4.0]; }
+    /// if world.rank() == 0 {
+    ///     params = vec![1.0, 2.0, 3.0, 4.0];
+    /// }
     /// world.broadcast(&mut params, 0)?;
+    /// assert_eq!(params, [1.0, 2.0, 3.0, 4.0]);
     /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
     pub fn broadcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<()> {
@@ -234,6 +449,22 @@ impl<G: Group> Comm<G> {
     }
 
     /// Reduces `buf` over all ranks into `buf` of `root`; other ranks' `buf` is unchanged.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank() as u64, world.size() as u64);
+    /// let mut x = [r, 1];
+    /// world.reduce(&mut x, ReduceOp::Sum, 0)?;
+    /// if r == 0 {
+    ///     assert_eq!(x, [n * (n - 1) / 2, n]); // 0 + 1 + … + (n-1), and n ones
+    /// } else {
+    ///     assert_eq!(x, [r, 1]); // unchanged
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn reduce<T: Element>(&self, buf: &mut [T], op: ReduceOp, root: usize) -> Result<()> {
         self.check_rank("reduce", "root", root)?;
@@ -246,12 +477,17 @@ impl<G: Group> Comm<G> {
     /// Reduces `buf` over all ranks, element by element, leaving the result in every
     /// rank's `buf`. All ranks get bitwise-identical results.
     ///
-    /// ```no_run
-    /// # use dist_runtime::{Comm, World, ReduceOp};
-    /// # fn f(world: &Comm<World>) -> dist_runtime::Result<()> {
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// let mut grad = vec![world.rank() as f32; 1024];
     /// world.all_reduce(&mut grad, ReduceOp::Avg)?;
+    /// // The mean of 0, 1, …, n-1 is (n-1)/2.
+    /// let mean = (world.size() - 1) as f32 / 2.0;
+    /// assert!(grad.iter().all(|&g| g == mean));
     /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
     pub fn all_reduce<T: Element>(&self, buf: &mut [T], op: ReduceOp) -> Result<()> {
@@ -263,6 +499,20 @@ impl<G: Group> Comm<G> {
 
     /// Concatenates every rank's `send` (all of the same length) into `recv`, in rank
     /// order, on every rank: `recv.len() == size() * send.len()`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let r = world.rank() as u32;
+    /// let mut all = vec![0u32; 2 * world.size()];
+    /// world.all_gather(&[r, 10 * r], &mut all)?;
+    /// // [0, 0, 1, 10, 2, 20, …]
+    /// let want: Vec<u32> = (0..world.size() as u32).flat_map(|j| [j, 10 * j]).collect();
+    /// assert_eq!(all, want);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn all_gather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
         self.check_len("all_gather", "recv", recv.len(), send.len() * self.size(), "size() × send.len()")?;
@@ -275,6 +525,22 @@ impl<G: Group> Comm<G> {
     /// As [`all_gather`](Self::all_gather) with per-rank counts: rank j contributes
     /// `counts[j]` elements (its `send.len()`), placed after those of ranks `0..j`.
     /// Every rank passes the same `counts`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Rank j contributes j + 1 copies of j.
+    /// let counts: Vec<usize> = (0..world.size()).map(|j| j + 1).collect();
+    /// let mine = vec![world.rank() as i32; world.rank() + 1];
+    /// let mut all = vec![0i32; counts.iter().sum()];
+    /// world.all_gather_v(&mine, &mut all, &counts)?;
+    /// // [0, 1, 1, 2, 2, 2, …]
+    /// let want: Vec<i32> = (0..world.size()).flat_map(|j| vec![j as i32; j + 1]).collect();
+    /// assert_eq!(all, want);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn all_gather_v<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize]) -> Result<()> {
         self.check_counts("all_gather_v", counts)?;
@@ -290,6 +556,23 @@ impl<G: Group> Comm<G> {
     /// Gathers every rank's `send` (all of the same length) into `recv` on `root`, in rank
     /// order. `root` passes `Some(recv)` with `size() * send.len()` elements; the others
     /// pass `None`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let root = world.size() - 1;
+    /// let mine = [2 * world.rank() as u32];
+    /// if world.rank() == root {
+    ///     let mut all = vec![0u32; world.size()];
+    ///     world.gather(&mine, Some(&mut all[..]), root)?;
+    ///     assert_eq!(all, (0..world.size() as u32).map(|j| 2 * j).collect::<Vec<_>>());
+    /// } else {
+    ///     world.gather(&mine, None, root)?;
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn gather<T: Element>(&self, send: &[T], recv: Option<&mut [T]>, root: usize) -> Result<()> {
         let counts = vec![send.len(); self.size()];
@@ -297,6 +580,26 @@ impl<G: Group> Comm<G> {
     }
 
     /// As [`gather`](Self::gather) with per-rank counts (the same `counts` on every rank).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Rank j sends j + 1 copies of j; the root gets them one rank after another.
+    /// let root = 0;
+    /// let counts: Vec<usize> = (1..=world.size()).collect();
+    /// let mine = vec![world.rank() as u64; world.rank() + 1];
+    /// if world.rank() == root {
+    ///     let mut all = vec![0u64; counts.iter().sum()];
+    ///     world.gather_v(&mine, Some(&mut all[..]), &counts, root)?;
+    ///     let want: Vec<u64> = (0..world.size()).flat_map(|j| vec![j as u64; j + 1]).collect();
+    ///     assert_eq!(all, want); // [0, 1, 1, 2, 2, 2, …]
+    /// } else {
+    ///     world.gather_v(&mine, None, &counts, root)?;
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn gather_v<T: Element>(
         &self,
@@ -358,6 +661,21 @@ impl<G: Group> Comm<G> {
 
     /// Splits `root`'s `send` (`size() * recv.len()` elements) into `size()` blocks and
     /// gives block j to rank j. `root` passes `Some(send)`; the others pass `None`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let root = 0;
+    /// let data: Vec<i64> = (0..2 * world.size() as i64).collect();
+    /// let send = if world.rank() == root { Some(&data[..]) } else { None };
+    /// let mut mine = [0i64; 2];
+    /// world.scatter(send, &mut mine, root)?;
+    /// let r = world.rank() as i64;
+    /// assert_eq!(mine, [2 * r, 2 * r + 1]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn scatter<T: Element>(&self, send: Option<&[T]>, recv: &mut [T], root: usize) -> Result<()> {
         self.check_rank("scatter", "root", root)?;
@@ -386,6 +704,20 @@ impl<G: Group> Comm<G> {
 
     /// Reduces `send` (`size()` blocks of `recv.len()` elements) over all ranks and gives
     /// rank j the reduction of block j.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank() as u64, world.size() as u64);
+    /// // Block j of every rank's `send` is [r, j]; it sums to [0 + 1 + … + (n-1), n·j].
+    /// let send: Vec<u64> = (0..n).flat_map(|j| [r, j]).collect();
+    /// let mut mine = [0u64; 2];
+    /// world.reduce_scatter(&send, &mut mine, ReduceOp::Sum)?;
+    /// assert_eq!(mine, [n * (n - 1) / 2, n * r]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn reduce_scatter<T: Element>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
         op.validate(T::DTYPE, "reduce_scatter")?;
@@ -397,6 +729,22 @@ impl<G: Group> Comm<G> {
 
     /// Sends block j of `send` to rank j and receives block i of `recv` from rank i; all
     /// blocks have `send.len() / size()` elements.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank() as u32, world.size() as u32);
+    /// // Rank r sends 10·r + j to rank j …
+    /// let send: Vec<u32> = (0..n).map(|j| 10 * r + j).collect();
+    /// let mut recv = vec![0u32; n as usize];
+    /// world.all_to_all(&send, &mut recv)?;
+    /// // … so block i of `recv` is 10·i + r, from rank i.
+    /// let want: Vec<u32> = (0..n).map(|i| 10 * i + r).collect();
+    /// assert_eq!(recv, want);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn all_to_all<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
         let n = self.size();
@@ -416,6 +764,23 @@ impl<G: Group> Comm<G> {
     /// All-to-all with per-pair counts: `send_counts[j]` elements go to rank j,
     /// `recv_counts[i]` come from rank i. What i sends to j must equal what j expects
     /// from i; that is checked across ranks, and a disagreement is an error on every rank.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// // Rank i sends i + j copies of 100·i + j to rank j (none from 0 to itself).
+    /// let send_counts: Vec<usize> = (0..n).map(|j| r + j).collect();
+    /// let recv_counts: Vec<usize> = (0..n).map(|i| i + r).collect();
+    /// let send: Vec<u32> = (0..n).flat_map(|j| vec![(100 * r + j) as u32; r + j]).collect();
+    /// let mut recv = vec![0u32; recv_counts.iter().sum()];
+    /// world.all_to_all_v(&send, &send_counts, &mut recv, &recv_counts)?;
+    /// let want: Vec<u32> = (0..n).flat_map(|i| vec![(100 * i + r) as u32; i + r]).collect();
+    /// assert_eq!(recv, want);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn all_to_all_v<T: Element>(
         &self,
@@ -440,6 +805,19 @@ impl<G: Group> Comm<G> {
 
     /// Gathers a serialisable value from every rank, on every rank (torch's
     /// `all_gather_object`).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let mine = (world.rank(), "x".repeat(world.rank()));
+    /// let all = world.all_gather_object(&mine)?;
+    /// // [(0, ""), (1, "x"), (2, "xx"), …]
+    /// let want: Vec<(usize, String)> = (0..world.size()).map(|j| (j, "x".repeat(j))).collect();
+    /// assert_eq!(all, want);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn all_gather_object<V: serde::Serialize + serde::de::DeserializeOwned>(&self, value: &V) -> Result<Vec<V>> {
         let mine = encode("all_gather_object", value)?;
@@ -453,6 +831,18 @@ impl<G: Group> Comm<G> {
 
     /// Sends `root`'s value to every rank. `root` passes `Some(value)`, the others `None`;
     /// every rank gets the value back.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let root = world.size() - 1;
+    /// let value = (world.rank() == root).then(|| (String::from("adamw"), 3e-4f64));
+    /// let (opt, lr) = world.broadcast_object(value, root)?;
+    /// assert_eq!((opt.as_str(), lr), ("adamw", 3e-4));
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn broadcast_object<V: serde::Serialize + serde::de::DeserializeOwned>(
         &self,
@@ -482,6 +872,23 @@ impl<G: Group> Comm<G> {
 
     /// Gathers a serialisable value from every rank on `root` (`Some(values)` there,
     /// `None` elsewhere).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let root = 0;
+    /// let got = world.gather_object(&vec![world.rank(); world.rank()], root)?;
+    /// if world.rank() == root {
+    ///     // [[], [1], [2, 2], …]
+    ///     let want: Vec<Vec<usize>> = (0..world.size()).map(|j| vec![j; j]).collect();
+    ///     assert_eq!(got, Some(want));
+    /// } else {
+    ///     assert_eq!(got, None);
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn gather_object<V: serde::Serialize + serde::de::DeserializeOwned>(
         &self,
@@ -508,6 +915,26 @@ impl<G: Group> Comm<G> {
     /// Sends `buf` to rank `dst` with `tag`; returns when `buf` may be reused. The
     /// matching `recv` on `dst` names this rank and the same tag, with a buffer of the
     /// same length.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() >= 2 {
+    ///     match world.rank() {
+    ///         0 => world.send(1, T, &[42, 7])?,
+    ///         1 => {
+    ///             let mut buf = [0u64; 2];
+    ///             world.recv(0, T, &mut buf)?;
+    ///             assert_eq!(buf, [42, 7]);
+    ///         }
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn send<T: Element>(&self, dst: usize, tag: Tag<T>, buf: &[T]) -> Result<()> {
         self.check_rank("send", "destination", dst)?;
@@ -516,6 +943,26 @@ impl<G: Group> Comm<G> {
 
     /// Receives exactly `buf.len()` elements from rank `src` sent with `tag`. A message of
     /// another length or type is an error naming both call sites.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// // A pipeline: each rank adds its rank to what the previous one passed on.
+    /// let mut acc = [0u64];
+    /// if r > 0 {
+    ///     world.recv(r - 1, T, &mut acc)?;
+    /// }
+    /// acc[0] += r as u64;
+    /// if r + 1 < n {
+    ///     world.send(r + 1, T, &acc)?;
+    /// }
+    /// assert_eq!(acc[0], (r * (r + 1) / 2) as u64);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn recv<T: Element>(&self, src: usize, tag: Tag<T>, buf: &mut [T]) -> Result<()> {
         self.check_rank("recv", "source", src)?;
@@ -524,6 +971,20 @@ impl<G: Group> Comm<G> {
 
     /// Sends `send` to `dst` and receives `recv` from `src` at once, so a ring exchange
     /// (`dst = (r + 1) % n`, `src = (r + n - 1) % n`) cannot deadlock.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// // Shift around the ring: send right, receive from the left.
+    /// let mut got = [0u64];
+    /// world.sendrecv((r + 1) % n, T, &[r as u64], (r + n - 1) % n, &mut got)?;
+    /// assert_eq!(got, [((r + n - 1) % n) as u64]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn sendrecv<T: Element>(&self, dst: usize, tag: Tag<T>, send: &[T], src: usize, recv: &mut [T]) -> Result<()> {
         self.batch(|b| {
@@ -534,6 +995,24 @@ impl<G: Group> Comm<G> {
 
     /// Starts sending `buf` to `dst`. `buf` stays borrowed until the returned request is
     /// waited on (or dropped, which waits), so it can't be changed while in flight.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let out = [r as u64; 3];
+    /// let mut got = [0u64; 3];
+    /// let send = world.isend((r + 1) % n, T, &out)?;
+    /// let recv = world.irecv((r + n - 1) % n, T, &mut got)?;
+    /// // … other work while the messages move …
+    /// send.wait()?;
+    /// recv.wait()?;
+    /// assert_eq!(got, [((r + n - 1) % n) as u64; 3]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn isend<'a, T: Element>(&'a self, dst: usize, tag: Tag<T>, buf: &'a [T]) -> Result<Request<'a>> {
         self.check_rank("isend", "destination", dst)?;
@@ -544,6 +1023,25 @@ impl<G: Group> Comm<G> {
 
     /// Starts receiving into `buf` from `src`. `buf` stays mutably borrowed until the
     /// request is waited on (or dropped, which waits).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<i32> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let mut from_left = [0i32; 2];
+    /// // Post the receive first, so the message can land as soon as it is sent.
+    /// let recv = world.irecv((r + n - 1) % n, T, &mut from_left)?;
+    /// let out = [r as i32, -(r as i32)];
+    /// let send = world.isend((r + 1) % n, T, &out)?;
+    /// recv.wait()?;
+    /// send.wait()?;
+    /// let left = ((r + n - 1) % n) as i32;
+    /// assert_eq!(from_left, [left, -left]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn irecv<'a, T: Element>(&'a self, src: usize, tag: Tag<T>, buf: &'a mut [T]) -> Result<Request<'a>> {
         self.check_rank("irecv", "source", src)?;
@@ -559,9 +1057,10 @@ impl<G: Group> Comm<G> {
     /// Groups point-to-point ops (torch's `batch_isend_irecv`): every op added in `f` is
     /// started, then all are completed, so their order inside the batch cannot deadlock.
     ///
-    /// ```no_run
-    /// # use dist_runtime::{Comm, World, Tag};
-    /// # fn f(world: &Comm<World>) -> dist_runtime::Result<()> {
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// const HALO: Tag<f64> = Tag::new(7);
     /// let (r, n) = (world.rank(), world.size());
     /// let (left, right) = ([r as f64; 8], [r as f64; 8]);
@@ -572,7 +1071,10 @@ impl<G: Group> Comm<G> {
     ///     b.recv((r + n - 1) % n, HALO, &mut from_left);
     ///     b.recv((r + 1) % n, HALO, &mut from_right);
     /// })?;
+    /// assert_eq!(from_left, [((r + n - 1) % n) as f64; 8]);
+    /// assert_eq!(from_right, [((r + 1) % n) as f64; 8]);
     /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
     pub fn batch<'b>(&self, f: impl FnOnce(&mut Batch<'b>)) -> Result<()> {
@@ -622,6 +1124,22 @@ impl<G: Group> Comm<G> {
     /// Starts an all-reduce of `buf` and returns at once; `buf` is updated when the request
     /// is waited on. Collectives started this way run in call order on a worker thread;
     /// a blocking collective on the same communicator waits for them first.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let mut x = [world.rank() as i32 + 1];
+    /// let mut y = [1i32];
+    /// let req = world.all_reduce_async(&mut x, ReduceOp::Max)?;
+    /// // A blocking collective meanwhile runs after it, on every rank.
+    /// world.all_reduce(&mut y, ReduceOp::Sum)?;
+    /// req.wait()?;
+    /// assert_eq!(x, [world.size() as i32]);
+    /// assert_eq!(y, [world.size() as i32]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn all_reduce_async<'a, T: Element>(&'a self, buf: &'a mut [T], op: ReduceOp) -> Result<Request<'a>> {
         op.validate(T::DTYPE, "all_reduce_async")?;
@@ -631,6 +1149,23 @@ impl<G: Group> Comm<G> {
     }
 
     /// Starts a broadcast from `root` (see [`broadcast`](Self::broadcast)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let root = world.size() - 1;
+    /// let mut word = [0u8; 4];
+    /// if world.rank() == root {
+    ///     word = *b"dist";
+    /// }
+    /// let req = world.broadcast_async(&mut word, root)?;
+    /// // … other work while it runs …
+    /// req.wait()?;
+    /// assert_eq!(&word, b"dist");
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn broadcast_async<'a, T: Element>(&'a self, buf: &'a mut [T], root: usize) -> Result<Request<'a>> {
         self.check_rank("broadcast_async", "root", root)?;
@@ -666,6 +1201,29 @@ impl<G: Group> Comm<G> {
     /// Creates a communicator of the ranks `ranks` (this communicator's numbering; the
     /// child's rank i is `ranks[i]`), as torch's `new_group`. Collective: every rank
     /// calls it with the same list; members get `Some`, the others `None`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Pair);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() >= 2 {
+    ///     // World ranks 1 and 0 become ranks 0 and 1 of `pair`.
+    ///     let pair = world.subgroup::<Pair>(&[1, 0])?;
+    ///     match world.rank() {
+    ///         0 | 1 => {
+    ///             let pair = pair.unwrap();
+    ///             assert_eq!((pair.rank(), pair.size()), (1 - world.rank(), 2));
+    ///             let mut x = [world.rank() as u32 + 1];
+    ///             pair.all_reduce(&mut x, ReduceOp::Sum)?;
+    ///             assert_eq!(x, [3]);
+    ///         }
+    ///         _ => assert!(pair.is_none()),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn subgroup<H: Group>(&self, ranks: &[usize]) -> Result<Option<Comm<H>>> {
         if ranks.is_empty() {
@@ -720,6 +1278,24 @@ impl<G: Group> Comm<G> {
 
     /// Splits the communicator (MPI's `Comm_split`): ranks passing the same `color` form
     /// one new communicator, ordered by `key`, then by current rank. Collective.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Parity);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let r = world.rank();
+    /// // Even and odd ranks part; each side is ordered by descending world rank.
+    /// let side = world.split::<Parity>((r % 2) as u32, -(r as i64))?;
+    /// let mine: Vec<usize> = (0..world.size()).rev().filter(|x| x % 2 == r % 2).collect();
+    /// assert_eq!(side.members(), &mine[..]);
+    /// assert_eq!(side.rank(), mine.iter().position(|&x| x == r).unwrap());
+    /// let mut sum = [r as u64];
+    /// side.all_reduce(&mut sum, ReduceOp::Sum)?;
+    /// assert_eq!(sum[0], mine.iter().sum::<usize>() as u64);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn split<H: Group>(&self, color: u32, key: i64) -> Result<Comm<H>> {
         let mut all = vec![0u64; 2 * self.size()];
@@ -743,6 +1319,30 @@ impl<G: Group> Comm<G> {
     /// returns this rank's column communicator `Comm<A>` (size `a`: ranks sharing j, e.g.
     /// data parallel) and row communicator `Comm<B>` (size `b`: ranks sharing i,
     /// contiguous, e.g. tensor parallel), as torch's `DeviceMesh((a, b))`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let n = world.size();
+    /// if n % 2 == 0 {
+    ///     // 2-way tensor parallel in n/2-way data parallel: rank = 2·i + j.
+    ///     let (dp, tp) = world.mesh2::<Dp, Tp>(n / 2, 2)?;
+    ///     let (i, j) = (world.rank() / 2, world.rank() % 2);
+    ///     assert_eq!((dp.size(), dp.rank()), (n / 2, i));
+    ///     assert_eq!((tp.size(), tp.rank()), (2, j));
+    ///     assert_eq!(tp.members(), [2 * i, 2 * i + 1]);
+    ///     assert_eq!(dp.members(), (0..n / 2).map(|x| 2 * x + j).collect::<Vec<_>>());
+    ///     // Along the row: 2i + (2i + 1).
+    ///     let mut x = [world.rank() as u64];
+    ///     tp.all_reduce(&mut x, ReduceOp::Sum)?;
+    ///     assert_eq!(x, [4 * i as u64 + 1]);
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
     #[track_caller]
     pub fn mesh2<A: Group, B: Group>(&self, a: usize, b: usize) -> Result<(Comm<A>, Comm<B>)> {
         if a == 0 || b == 0 || a * b != self.size() {
@@ -803,14 +1403,76 @@ enum BatchOp<'b> {
 
 impl<'b> Batch<'b> {
     /// Adds a send of `buf` to `dst`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u32> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let r = world.rank();
+    /// let partner = r ^ 1; // 0 ↔ 1, 2 ↔ 3, …
+    /// if partner < world.size() {
+    ///     let mine = [r as u32; 4];
+    ///     let mut theirs = [0u32; 4];
+    ///     world.batch(|b| {
+    ///         b.send(partner, T, &mine);
+    ///         b.recv(partner, T, &mut theirs);
+    ///     })?;
+    ///     assert_eq!(theirs, [partner as u32; 4]);
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
     pub fn send<T: Element>(&mut self, dst: usize, tag: Tag<T>, buf: &'b [T]) {
         self.ops.push(BatchOp::Send { dst, tag: tag.id(), dtype: T::DTYPE, data: bytes(buf) });
     }
     /// Adds a receive into `buf` from `src`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const FWD: Tag<u32> = Tag::new(1);
+    /// # const BWD: Tag<u32> = Tag::new(2);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let (prev, next) = ((r + n - 1) % n, (r + 1) % n);
+    /// let mine = [r as u32];
+    /// // Receive from both neighbours into the two halves of one buffer.
+    /// let mut got = [0u32; 2];
+    /// let (from_prev, from_next) = got.split_at_mut(1);
+    /// world.batch(|b| {
+    ///     b.send(next, FWD, &mine);
+    ///     b.send(prev, BWD, &mine);
+    ///     b.recv(prev, FWD, from_prev);
+    ///     b.recv(next, BWD, from_next);
+    /// })?;
+    /// assert_eq!(got, [prev as u32, next as u32]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     pub fn recv<T: Element>(&mut self, src: usize, tag: Tag<T>, buf: &'b mut [T]) {
         self.ops.push(BatchOp::Recv { src, tag: tag.id(), dtype: T::DTYPE, buf: bytes_mut(buf) });
     }
     /// Number of ranks of the communicator (for computing peers inside the closure).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let r = world.rank();
+    /// let mine = [r as u64];
+    /// let mut got = [0u64];
+    /// world.batch(|b| {
+    ///     let n = b.size(); // world.size()
+    ///     b.send((r + 1) % n, T, &mine);
+    ///     b.recv((r + n - 1) % n, T, &mut got);
+    /// })?;
+    /// let n = world.size();
+    /// assert_eq!(got, [((r + n - 1) % n) as u64]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     pub fn size(&self) -> usize {
         self.n
     }
@@ -837,6 +1499,23 @@ enum ReqState<'a> {
 
 impl Request<'_> {
     /// Blocks until the op completes.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<f32> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let mine = [r as f32; 4];
+    /// let mut got = [0.0f32; 4];
+    /// let recv = world.irecv((r + n - 1) % n, T, &mut got)?;
+    /// let send = world.isend((r + 1) % n, T, &mine)?;
+    /// send.wait()?; // `mine` may change from here
+    /// recv.wait()?; // `got` holds the message from here
+    /// assert_eq!(got, [((r + n - 1) % n) as f32; 4]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     pub fn wait(mut self) -> Result<()> {
         self.complete()
     }
@@ -862,6 +1541,28 @@ impl Drop for Request<'_> {
 }
 
 /// Wait for all requests, returning the first error.
+///
+/// ```
+/// # use dist_runtime::prelude::*;
+/// # const FWD: Tag<u32> = Tag::new(1);
+/// # const BWD: Tag<u32> = Tag::new(2);
+/// # #[spmd]
+/// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+/// let (r, n) = (world.rank(), world.size());
+/// let (prev, next) = ((r + n - 1) % n, (r + 1) % n);
+/// let mine = [r as u32];
+/// let (mut a, mut b) = ([0u32], [0u32]);
+/// let reqs = vec![
+///     world.irecv(prev, FWD, &mut a)?,
+///     world.irecv(next, BWD, &mut b)?,
+///     world.isend(next, FWD, &mine)?,
+///     world.isend(prev, BWD, &mine)?,
+/// ];
+/// dist_runtime::wait_all(reqs)?;
+/// assert_eq!((a, b), ([prev as u32], [next as u32]));
+/// # Ok(()) }
+/// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+/// ```
 pub fn wait_all<'a>(reqs: impl IntoIterator<Item = Request<'a>>) -> Result<()> {
     let mut first = None;
     for r in reqs {

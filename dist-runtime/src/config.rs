@@ -16,6 +16,30 @@ pub enum BackendChoice {
     Auto,
 }
 
+impl BackendChoice {
+    /// Parses a `DIST_BACKEND` value (`shm`, `nccl`, `mpi`, `auto`; any case). The error
+    /// quotes the value and names the valid ones.
+    pub fn parse(v: &str) -> std::result::Result<BackendChoice, String> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "shm" => Ok(BackendChoice::Shm),
+            "nccl" => Ok(BackendChoice::Nccl),
+            "mpi" => Ok(BackendChoice::Mpi),
+            "auto" => Ok(BackendChoice::Auto),
+            _ => Err(format!("{v:?} is not one of shm, nccl, mpi, auto")),
+        }
+    }
+
+    /// The name `DIST_BACKEND` takes for this choice.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Shm => "shm",
+            BackendChoice::Nccl => "nccl",
+            BackendChoice::Mpi => "mpi",
+            BackendChoice::Auto => "auto",
+        }
+    }
+}
+
 /// How much checking collectives do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DebugLevel {
@@ -138,20 +162,15 @@ impl Env {
             Some(v) => Some(parse::<u16>("MASTER_PORT", &v, "a TCP port (0-65535)")?),
             None if world_size > 1 => {
                 return Err(Error::Env(format!(
-                    "WORLD_SIZE={world_size} but MASTER_PORT is not set: start ranks with `cargo xtask run -n {world_size}` \
+                    "WORLD_SIZE={world_size} but MASTER_PORT is not set: start ranks with `cargo spmd run -n {world_size}` \
                      or dist_runtime::launch, or set MASTER_ADDR and MASTER_PORT as torchrun does"
                 )))
             }
             None => None,
         };
-        let backend = match get("DIST_BACKEND").as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("shm") => BackendChoice::Shm,
-            Some("nccl") => BackendChoice::Nccl,
-            Some("mpi") => BackendChoice::Mpi,
-            Some("auto") => BackendChoice::Auto,
-            Some(other) => {
-                return Err(Error::Env(format!("DIST_BACKEND={other:?} is not one of shm, nccl, mpi, auto")))
-            }
+        let backend = match get("DIST_BACKEND") {
+            None => BackendChoice::Shm,
+            Some(v) => BackendChoice::parse(&v).map_err(|e| Error::Env(format!("DIST_BACKEND={e}")))?,
         };
         let timeout = match get("DIST_TIMEOUT") {
             Some(v) => {

@@ -26,7 +26,12 @@ pub struct Entry {
     pub addr: fn() -> *const (),
 }
 
-inventory::collect!(Entry);
+/// Every entry of the binary, in a linker section (`linkme`), complete before any code
+/// runs: the first constructor that dispatches sees the entries of every module, file and
+/// crate. (A constructor-filled registry such as `inventory` is filled by constructors
+/// too, in an order the linker picks, so dispatching from one saw only some entries.)
+#[linkme::distributed_slice]
+pub static ENTRIES: [Entry];
 
 /// What an entry function may return: `()`, or `Result<T, E>` with a serialisable `T`
 /// (each rank's value comes back from [`launch`](crate::launch())) and a displayable `E`.
@@ -63,7 +68,7 @@ pub fn finish_entry<R: EntryReturn>(r: R) -> Result<Vec<u8>, Failure> {
 
 /// Finds the entry registered for the function at `addr`.
 pub(crate) fn find_by_addr(addr: *const ()) -> Option<&'static Entry> {
-    inventory::iter::<Entry>.into_iter().find(|e| std::ptr::eq((e.addr)(), addr))
+    ENTRIES.iter().find(|e| std::ptr::eq((e.addr)(), addr))
 }
 
 /// Publishes this rank's result to the launcher's store when it asked for results.
@@ -79,21 +84,31 @@ fn publish_result(rank: usize, value: &[u8]) -> crate::Result<()> {
 
 /// All entries registered in this binary.
 pub fn entries() -> Vec<&'static str> {
-    let mut v: Vec<_> = inventory::iter::<Entry>.into_iter().map(|e| e.name).collect();
+    let mut v: Vec<_> = ENTRIES.iter().map(|e| e.name).collect();
     v.sort();
     v
 }
 
-/// Finds an entry by full path, or by its last path segment when that is unique.
+/// Finds an entry by full path, or by a path suffix (`share_loss`, `comms::share_loss`)
+/// when exactly one entry ends with it.
 pub fn find(name: &str) -> Result<&'static Entry, String> {
-    let all: Vec<&'static Entry> = inventory::iter::<Entry>.into_iter().collect();
+    let all: Vec<&'static Entry> = ENTRIES.iter().collect();
     if let Some(e) = all.iter().find(|e| e.name == name) {
         return Ok(e);
     }
-    let tail: Vec<_> = all.iter().filter(|e| e.name.rsplit("::").next() == Some(name)).collect();
+    // A path suffix on segment boundaries: `share_loss`, `comms::share_loss`.
+    let name = name.trim_start_matches("::");
+    let tail: Vec<_> = all
+        .iter()
+        .filter(|e| e.name.strip_suffix(name).is_some_and(|head| head.is_empty() || head.ends_with("::")))
+        .collect();
     match tail.as_slice() {
         [one] => Ok(one),
-        [] => Err(format!("no #[spmd] entry named {name:?} in this binary; it has: {}", entries().join(", "))),
+        [] => Err(format!(
+            "no #[spmd] entry named {name:?} in this binary; it has: {} (a library's entries are in a \
+             binary only when the binary uses that library)",
+            entries().join(", ")
+        )),
         many => Err(format!("{name:?} is ambiguous: {}", many.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))),
     }
 }
@@ -168,7 +183,8 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
 
 /// Called by the constructor every `#[spmd]` and test expansion emits: when this
 /// process was started as a rank (`DIST_ENTRY` set), runs that entry and exits before
-/// `main` or the test harness starts. Lists entries when `DIST_LIST_ENTRIES=1`.
+/// `main` or the test harness starts. Lists entries when `DIST_LIST_ENTRIES=1`; prints the full name of
+/// an entry (or why none matches) when `DIST_RESOLVE_ENTRY=NAME`.
 pub fn dispatch() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -177,6 +193,19 @@ pub fn dispatch() {
                 println!("{e}");
             }
             std::process::exit(0);
+        }
+        // The launcher resolves `--entry NAME` once, before starting any rank.
+        if let Ok(name) = std::env::var("DIST_RESOLVE_ENTRY") {
+            match find(&name) {
+                Ok(e) => {
+                    println!("{}", e.name);
+                    std::process::exit(0)
+                }
+                Err(msg) => {
+                    eprintln!("{msg}");
+                    std::process::exit(2)
+                }
+            }
         }
         let Ok(name) = std::env::var("DIST_ENTRY") else { return };
         // Our own children (if any) must not inherit the role.

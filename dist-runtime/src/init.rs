@@ -23,8 +23,51 @@ pub fn init() -> Result<Comm<World>> {
     init_with(Env::from_env()?)
 }
 
+/// The world this process joined: calling [`init`] again returns it.
+struct Joined {
+    world: std::sync::Weak<crate::comm::Inner>,
+    rank: usize,
+    size: usize,
+}
+
+static JOINED: std::sync::Mutex<Option<Joined>> = std::sync::Mutex::new(None);
+
 /// As [`init`], from an explicit [`Env`].
+///
+/// A process joins its job once: while a `Comm<World>` of this process is alive (inside
+/// an `#[spmd]` entry, say), `init` returns another handle to it (a [`Clone`] of the
+/// same communicator) instead of joining again, and asking for another rank or size is
+/// an error. Once every handle is dropped, a world of one may be joined again; a
+/// multi-rank job may not (its peers have moved on).
 pub fn init_with(env: Env) -> Result<Comm<World>> {
+    let mut joined = JOINED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(j) = &*joined {
+        match j.world.upgrade() {
+            Some(inner) if (j.rank, j.size) == (env.rank, env.world_size) => return Ok(Comm::from_inner(inner)),
+            Some(_) => {
+                return Err(Error::Env(format!(
+                    "this process already joined its job as rank {} of {}, and init now asks for rank {} of {}: \
+                     a process is one rank of one job (call init once, or clone the world communicator)",
+                    j.rank, j.size, env.rank, env.world_size
+                )))
+            }
+            None if j.size > 1 => {
+                return Err(Error::Env(format!(
+                    "this process was rank {} of a {}-rank job whose world communicator is already dropped: \
+                     its peers have moved on, so it cannot join again (keep the world alive, or clone it)",
+                    j.rank, j.size
+                )))
+            }
+            None => {}
+        }
+    }
+    let world = join(env)?;
+    *joined = Some(Joined { world: std::sync::Arc::downgrade(&world.inner), rank: world.rank(), size: world.size() });
+    Ok(world)
+}
+
+/// Joins for real: store, backends, world.
+fn join(env: Env) -> Result<Comm<World>> {
     // Which device side: decided before the rendezvous, so a missing driver or library
     // is an error at once, naming what is missing (probing never panics).
     let device: Option<usize> = match env.backend {

@@ -1,4 +1,4 @@
-//! Spawning ranks: the library behind `cargo xtask run`, `dist_runtime::launch` and the
+//! Spawning ranks: the library behind `cargo spmd run` (and `cargo xtask run`), `dist_runtime::launch` and the
 //! test macro. It hosts the rendezvous store, starts N processes with the environment
 //! contract, prefixes their output with `[rank k]`, and on the first failure stops the
 //! rest and reports which rank failed first and why.
@@ -24,6 +24,7 @@ pub struct Launch {
     args: Vec<OsString>,
     n: usize,
     envs: Vec<(OsString, OsString)>,
+    removed: Vec<OsString>,
     capture: bool,
     timeout: Option<Duration>,
     kill: Option<(usize, Duration)>,
@@ -122,6 +123,7 @@ impl Launch {
             args: Vec::new(),
             n,
             envs: Vec::new(),
+            removed: Vec::new(),
             capture: false,
             timeout: None,
             kill: None,
@@ -131,6 +133,7 @@ impl Launch {
 
     /// Re-executes the current binary as `n` ranks running the `#[spmd]` entry `entry`.
     pub fn entry(entry: &str, n: usize) -> Result<Launch> {
+        warn_if_unoptimised();
         let exe = std::env::current_exe().map_err(|e| Error::Backend {
             backend: "launch",
             msg: "cannot find the current executable".into(),
@@ -147,7 +150,16 @@ impl Launch {
 
     /// An environment variable for every rank.
     pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Launch {
+        self.removed.retain(|key| key != k.as_ref());
         self.envs.push((k.as_ref().to_owned(), v.as_ref().to_owned()));
+        self
+    }
+
+    /// Removes an environment variable the ranks would otherwise inherit from this
+    /// process (or that an earlier [`env`](Launch::env) set).
+    pub fn env_remove(mut self, k: impl AsRef<OsStr>) -> Launch {
+        self.envs.retain(|(key, _)| key != k.as_ref());
+        self.removed.push(k.as_ref().to_owned());
         self
     }
 
@@ -214,6 +226,9 @@ impl Launch {
                 .stderr(Stdio::piped());
             if let (Some(t), false) = (self.timeout, user_timeout) {
                 cmd.env("DIST_TIMEOUT", format!("{:.3}", (t.as_secs_f64() * 0.8).max(0.5)));
+            }
+            for k in &self.removed {
+                cmd.env_remove(k);
             }
             for (k, v) in &self.envs {
                 cmd.env(k, v);
@@ -355,6 +370,31 @@ fn pump(
             line.clear();
         }
     })
+}
+
+/// The opt-level dist-runtime was compiled at (from its build script).
+pub const RUNTIME_OPT_LEVEL: &str = env!("DIST_RUNTIME_OPT_LEVEL");
+
+/// The lines that make a dev build fast, for messages and docs.
+pub const PROFILE_LINES: &str =
+    "[profile.dev.package.dist-runtime]\nopt-level = 2\n[profile.dev.package.dist-macros]\nopt-level = 3";
+
+/// Says once per process, on stderr (not captured by the test harness), that the ranks
+/// re-executed from this binary run an unoptimised dist-runtime, and the lines to add.
+/// `DIST_NO_BUILD_WARNING=1` silences it.
+fn warn_if_unoptimised() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if RUNTIME_OPT_LEVEL != "0" || std::env::var_os("DIST_NO_BUILD_WARNING").is_some() {
+        return;
+    }
+    ONCE.call_once(|| {
+        let msg = format!(
+            "warning: dist-runtime is compiled without optimisation (this package's dev profile), \
+             so its collectives run ~25x slower than they should. Add to your Cargo.toml:\n{PROFILE_LINES}\n\
+             (`cargo spmd run` does this by itself; DIST_NO_BUILD_WARNING=1 hides this message)\n"
+        );
+        let _ = std::io::stderr().write_all(msg.as_bytes());
+    });
 }
 
 fn random_token() -> String {

@@ -3,7 +3,7 @@
 //! An MPI-style SPMD framework: one function, written once, runs as N ranks (processes)
 //! that talk through typed communicators.
 //!
-//! ```no_run
+//! ```
 //! use dist_runtime::prelude::*;
 //!
 //! const ACT: Tag<f32> = Tag::new(1);
@@ -21,8 +21,36 @@
 //! }
 //! ```
 //!
-//! Run it with `cargo xtask run -n 8 --example NAME` (the shared-memory backend on CPU
-//! cores by default), test it with `#[dist_runtime::test(ranks = [1, 2, 4])]`.
+//! ## Running it from your crate
+//!
+//! - **`cargo spmd run -n 8`**: the launcher, installed once with
+//!   `cargo install --path cargo-spmd` from a checkout of dist. It builds the package's
+//!   binary (or `--bin`/`--example`), starts 8 ranks on the shared-memory backend,
+//!   prefixes their output with `[rank k]` and stops every rank at the first failure.
+//!   `--entry NAME` runs another `#[spmd]` function of the binary, `--list` lists them,
+//!   `--backend nccl` runs on GPUs. (`cargo xtask run` is the same, inside dist's
+//!   own workspace only.)
+//! - **`cargo test`**: `#[dist_runtime::test(ranks = [1, 2, 4])]` tests, in any module
+//!   or file, run as real rank processes.
+//! - **From code**: [`launch(n, f)`](launch()) runs an `#[spmd] fn f` on n ranks and
+//!   returns each rank's value (the `mp.spawn` of dist); [`Launch`] is the builder
+//!   behind it.
+//! - **Under torchrun, Slurm or by hand**: `RANK`, `WORLD_SIZE`, `MASTER_ADDR`,
+//!   `MASTER_PORT` (see [`Env`]); with none of them set a program is a world of one,
+//!   as the example above is when it runs as a doctest.
+//!
+//! Add to your Cargo.toml, or collectives run ~25x slower in debug builds and tests:
+//!
+//! ```toml
+//! [profile.dev.package.dist-runtime]
+//! opt-level = 2
+//! [profile.dev.package.dist-macros]
+//! opt-level = 3
+//! ```
+//!
+//! Ranks in a `Comm<G>` are the communicator's own (`0..size()`), as in MPI; torch's
+//! `src=`/`dst=` are world ranks: translate with [`Comm::group_rank_of`] and
+//! [`Comm::world_rank_of`].
 #![deny(missing_docs)]
 
 mod backend;
@@ -65,12 +93,17 @@ pub mod prelude {
     pub use crate::{group, spmd, Comm, Element, Group, ReduceOp, Request, Tag, World};
 }
 
+/// The README's code blocks, compiled and run as doctests so the front page never lies.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// Items the macros' expansions name by absolute path. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::entry::{dispatch, finish_entry, run_rank, Entry, Failure};
+    pub use crate::entry::{dispatch, finish_entry, run_rank, Entry, Failure, ENTRIES};
     pub use crate::testing::run_test;
     pub use crate::EntryReturn;
     pub use ctor;
-    pub use inventory;
+    pub use linkme;
 }

@@ -1,7 +1,6 @@
-//! `cargo xtask`: the command line of dist. The launcher itself lives in dist-runtime
-//! (`dist_runtime::Launch`); this file only builds the target and calls it.
-
-mod trace;
+//! `cargo xtask`: the command line of dist's own workspace. `run` and `trace` are the
+//! installable launcher's code (`cargo_spmd`, what users run as `cargo spmd`); the
+//! spawning itself is `dist_runtime::Launch`. `bench` and `chaos` are dist's own.
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -17,7 +16,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Build a binary or example and run it on N ranks.
-    Run(RunArgs),
+    Run(Box<cargo_spmd::RunArgs>),
     /// Benchmark the collectives (nccl-tests style); arguments go to `dist-bench`
     /// (`cargo xtask bench -- --help` lists them).
     Bench {
@@ -52,55 +51,10 @@ struct ChaosArgs {
     seed: Option<u64>,
 }
 
-#[derive(clap::Args)]
-struct RunArgs {
-    /// Number of ranks.
-    #[arg(short = 'n', long = "nranks", default_value_t = 1)]
-    n: usize,
-    /// Run this example.
-    #[arg(long, conflicts_with = "bin")]
-    example: Option<String>,
-    /// Run this binary.
-    #[arg(long)]
-    bin: Option<String>,
-    /// Package that holds the target.
-    #[arg(short = 'p', long)]
-    package: Option<String>,
-    /// Build with optimisations.
-    #[arg(long)]
-    release: bool,
-    /// Backend: shm (default), nccl, mpi, auto.
-    #[arg(long, default_value = "shm")]
-    backend: String,
-    /// Run this #[spmd] entry instead of main.
-    #[arg(long)]
-    entry: Option<String>,
-    /// List the #[spmd] entries of the target and exit.
-    #[arg(long)]
-    list: bool,
-    /// Kill the job after this many seconds.
-    #[arg(long)]
-    timeout: Option<f64>,
-    /// Trace every op of every rank into this directory (DIST_TRACE), then merge the
-    /// ranks into DIR/trace.json.
-    #[arg(long)]
-    trace: Option<PathBuf>,
-    /// GPUs for the ranks, one per local rank (NCCL backend), e.g. `--gpus 0,2,4,6`.
-    #[arg(long, conflicts_with = "rank_table")]
-    gpus: Option<String>,
-    /// A rank table (JSON: version, node_list[].device_list[] with device_id and rank)
-    /// placing each rank on a device (NCCL backend).
-    #[arg(long)]
-    rank_table: Option<PathBuf>,
-    /// Arguments passed to every rank.
-    #[arg(last = true)]
-    args: Vec<String>,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Run(a) => match run(a) {
+        Cmd::Run(a) => match cargo_spmd::run(*a, "xtask") {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("xtask: {e}");
@@ -114,7 +68,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Cmd::Trace { dir, out } => match trace::merge(&dir, out) {
+        Cmd::Trace { dir, out } => match cargo_spmd::trace::merge(&dir, out) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("xtask: {e}");
@@ -131,103 +85,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Builds the target with cargo and returns its executable.
-fn build_target(a: &RunArgs) -> Result<PathBuf, String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--message-format=json-render-diagnostics"]);
-    if a.release {
-        cmd.arg("--release");
-    }
-    if let Some(p) = &a.package {
-        cmd.args(["-p", p]);
-    }
-    match (&a.example, &a.bin) {
-        (Some(e), _) => cmd.args(["--example", e]),
-        (None, Some(b)) => cmd.args(["--bin", b]),
-        (None, None) => return Err("name a target: --example NAME or --bin NAME".into()),
-    };
-    if a.backend == "nccl" {
-        cmd.args(["--features", "dist-runtime/nccl"]);
-    }
-    let out = cmd.stderr(std::process::Stdio::inherit()).output().map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !out.status.success() {
-        return Err("build failed".into());
-    }
-    // The last compiler-artifact line with an executable is our target.
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let exe = stdout
-        .lines()
-        .rev()
-        .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
-        .filter_map(|l| {
-            let i = l.find("\"executable\":\"")? + "\"executable\":\"".len();
-            let rest = &l[i..];
-            Some(rest[..rest.find('"')?].replace("\\\\", "\\"))
-        })
-        .next()
-        .ok_or("cargo built no executable for that target")?;
-    Ok(PathBuf::from(exe))
-}
-
-fn run(a: RunArgs) -> Result<ExitCode, String> {
-    let exe = build_target(&a)?;
-    if a.list {
-        let st = Command::new(&exe).env("DIST_LIST_ENTRIES", "1").status().map_err(|e| e.to_string())?;
-        return Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
-    }
-    if a.n == 0 {
-        return Err("-n must be at least 1".into());
-    }
-    let mut launch = dist_runtime::Launch::new(&exe, a.n).args(&a.args).env("DIST_BACKEND", &a.backend);
-    if let Some(e) = &a.entry {
-        launch = launch.env("DIST_ENTRY", e);
-    }
-    if let Some(t) = a.timeout {
-        launch = launch.timeout(std::time::Duration::from_secs_f64(t));
-    }
-    if let Some(g) = &a.gpus {
-        let list = dist_runtime::placement::parse_gpus(g).map_err(|e| e.to_string())?;
-        if list.len() < a.n {
-            return Err(format!("--gpus {g} lists {} device(s) for {} ranks: give one per rank", list.len(), a.n));
-        }
-        launch = launch.env("DIST_GPUS", g);
-    }
-    if let Some(t) = &a.rank_table {
-        // Validate before starting anything, so a bad table is one clear error.
-        dist_runtime::placement::RankTable::load(t, a.n).map_err(|e| e.to_string())?;
-        let abs = std::fs::canonicalize(t).map_err(|e| format!("{}: {e}", t.display()))?;
-        launch = launch.env("DIST_RANK_TABLE", abs.to_string_lossy().as_ref());
-    }
-    if let Some(dir) = &a.trace {
-        // Old rank files would mix with this run's.
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("rank-") && name.ends_with(".jsonl") {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-        launch = launch.env("DIST_TRACE", dir.to_string_lossy().as_ref());
-    }
-    let report = launch.run().map_err(|e| e.to_string())?;
-    if let Some(dir) = &a.trace {
-        trace::merge(dir, None)?;
-    }
-    if report.success() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    if report.timed_out {
-        eprintln!("xtask: the job timed out after {:.1}s", report.elapsed.as_secs_f64());
-    }
-    match report.first_failure {
-        Some(r) => {
-            eprintln!("xtask: rank {r} failed first ({}); the other ranks were stopped", report.ranks[r].status())
-        }
-        None => eprintln!("xtask: the job failed"),
-    }
-    Ok(ExitCode::FAILURE)
-}
-
 fn dev_shm_dist_entries() -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .map(|d| {
@@ -238,22 +95,8 @@ fn dev_shm_dist_entries() -> Vec<String> {
 
 fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
     use std::time::Duration;
-    let build = RunArgs {
-        n: a.n,
-        example: Some("chaos".into()),
-        bin: None,
-        package: None,
-        release: true,
-        backend: "shm".into(),
-        entry: None,
-        list: false,
-        timeout: None,
-        trace: None,
-        gpus: None,
-        rank_table: None,
-        args: Vec::new(),
-    };
-    let exe = build_target(&build)?;
+    let build = cargo_spmd::BuildSpec { example: Some("chaos".into()), release: true, ..Default::default() };
+    let exe = cargo_spmd::build(&build)?;
     let mut seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
     }) | 1;

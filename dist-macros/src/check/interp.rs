@@ -1289,6 +1289,22 @@ impl<'a> Interp<'a> {
             // arguments and run in stream order, so they are checked like blocking host ops.
             "clone" | "as_ref" | "borrow" | "device" => return Ok(V::Comm(c)),
             "members" | "name" | "backend" | "stream" => return Ok(V::opaque()),
+            // Rank translation: this rank's world rank, and the world rank of a member or
+            // the member of a world rank (a `Result` at run time; `?` passes the value).
+            "world_rank" => return Ok(V::Int(self.rank as i128)),
+            "world_rank_of" | "group_rank_of" => {
+                let args = self.args(&mc.args)?;
+                let (Some(V::Int(x)), Some(members)) = (args.first(), &self.comms[c].members) else {
+                    return Ok(V::opaque());
+                };
+                let found = if m == "world_rank_of" {
+                    usize::try_from(*x).ok().and_then(|i| members.get(i).copied())
+                } else {
+                    members.iter().position(|&w| w as i128 == *x)
+                };
+                // Out of range or not a member: an error at run time, not decided here.
+                return Ok(found.map_or_else(V::opaque, |v| V::Int(v as i128)));
+            }
             _ => {}
         }
         if self.speculative > 0 {

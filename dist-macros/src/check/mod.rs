@@ -34,7 +34,9 @@ enum SizeResult {
 /// the smallest failing size. In `strict` mode, a size the check cannot decide is an
 /// error naming the construct; otherwise it is left to the run-time checks.
 pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn::Result<()> {
-    let (file, consts) = same_file_items(f);
+    let source = SourceAccess::of(f);
+    trace::set_lines_known(source.lines);
+    let (file, consts) = if source.file { same_file_items(f) } else { Default::default() };
     let mut macros = parse_macros(f);
     for g in file.values() {
         macros.extend(parse_macros(g));
@@ -51,7 +53,8 @@ pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn:
                         format!(
                             "#[spmd(strict)]: the communication check cannot follow {what} (world size {n}); \
                              make it depend only on `rank()`, `size()` and constants, or drop `strict` to \
-                             leave it to the run-time checks"
+                             leave it to the run-time checks{}",
+                            source.note()
                         ),
                     ));
                 }
@@ -115,6 +118,39 @@ fn check_size<'a>(
         quote::quote_spanned!(f.sig.ident.span() => #f),
         "a `split` whose members the check could not work out".into(),
     )
+}
+
+/// What this compiler front-end lets a macro see of the source. rustc gives the file
+/// and line numbers; rust-analyzer gives neither (every span says line 1, and there is
+/// no file to read), so the IDE must not print wrong lines, and must say that it could
+/// not see the file's constants and helpers rather than silently judge without them.
+struct SourceAccess {
+    /// The file holding `f` can be read (for its constants and helper functions).
+    file: bool,
+    /// Spans carry real line numbers.
+    lines: bool,
+}
+
+impl SourceAccess {
+    fn of(f: &ItemFn) -> SourceAccess {
+        let file = f.sig.ident.span().local_file().is_some_and(|p| p.is_file());
+        // Real positions: the closing brace sits after the `fn` keyword (a function on
+        // one line has them on one line, but then its columns differ).
+        let open = f.sig.fn_token.span.start();
+        let close = f.block.brace_token.span.close().end();
+        let lines = open.line >= 1 && (close.line > open.line || close.column > open.column);
+        SourceAccess { file, lines }
+    }
+
+    /// Appended to verdicts that the unseen file could change.
+    fn note(&self) -> &'static str {
+        if self.file {
+            ""
+        } else {
+            " (note: this front-end, e.g. rust-analyzer, does not let macros read the source file, so the \
+             file's constants and helper functions were not seen here; `cargo build` sees them and may decide)"
+        }
+    }
 }
 
 /// The free functions of the source file that holds `f` (other than `f` and other
@@ -276,5 +312,36 @@ mod tests {
         let f: syn::ItemFn = syn::parse_str(&src).unwrap();
         let e = communication(&f, (1, 8), false).unwrap_err().to_string();
         assert!(e.starts_with("deadlock at world size 2"), "{e}");
+    }
+
+    /// rustc gives macros line numbers; rust-analyzer does not (every span reads as the
+    /// same place). The message must then not name a wrong line.
+    #[test]
+    fn lines_are_named_only_where_the_front_end_gives_them() {
+        let src = "fn main(world: Comm<World>) -> Result<()> {\n    let peer = 1 - world.rank();\n    \
+                   world.send(peer, Tag::<f32>::new(1), &[1.0])?;\n    \
+                   world.recv(peer, Tag::<f32>::new(1), &mut [0.0])?;\n    Ok(())\n}";
+        let with_lines: syn::ItemFn = syn::parse_str(src).unwrap();
+        let e = communication(&with_lines, (2, 2), false).unwrap_err().to_string();
+        assert!(e.contains("line 3"), "{e}");
+        // Tokens built without positions, as an IDE's macro server hands them over.
+        let tokens: proc_macro2::TokenStream = src.parse().unwrap();
+        let flat: proc_macro2::TokenStream = tokens.into_iter().map(strip_spans).collect();
+        let without: syn::ItemFn = syn::parse2(flat).unwrap();
+        let e = communication(&without, (2, 2), false).unwrap_err().to_string();
+        assert!(!e.contains("line "), "{e}");
+        assert!(e.contains("the call marked here"), "{e}");
+    }
+
+    fn strip_spans(t: proc_macro2::TokenTree) -> proc_macro2::TokenTree {
+        use proc_macro2::{Group, Span, TokenTree};
+        let mut t = match t {
+            TokenTree::Group(g) => {
+                TokenTree::Group(Group::new(g.delimiter(), g.stream().into_iter().map(strip_spans).collect()))
+            }
+            other => other,
+        };
+        t.set_span(Span::call_site());
+        t
     }
 }

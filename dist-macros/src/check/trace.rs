@@ -3,6 +3,19 @@
 use quote::ToTokens;
 use syn::Expr;
 
+thread_local! {
+    static LINES_KNOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Whether spans carry real line numbers in this expansion (set once per check).
+pub fn set_lines_known(known: bool) {
+    LINES_KNOWN.with(|c| c.set(known));
+}
+
+fn lines_known() -> bool {
+    LINES_KNOWN.with(|c| c.get())
+}
+
 /// Where a call is in the source: the expression, for spans and line numbers. A call
 /// inside a helper defined elsewhere in the file is reported at the helper's call in
 /// the checked function, naming the helper.
@@ -27,11 +40,13 @@ impl<'a> Site<'a> {
     pub fn line(&self) -> usize {
         self.node.to_token_stream().into_iter().next().map(|t| t.span().start().line).unwrap_or(0)
     }
-    /// "line 12", or "line 12, inside `exchange`".
+    /// "line 12", or "line 12, inside `exchange`"; where the front-end gives no line
+    /// numbers (rust-analyzer), "the call marked here" instead of a wrong line.
     pub fn loc(&self) -> String {
+        let at = if lines_known() { format!("line {}", self.line()) } else { "the call marked here".into() };
         match self.inside {
-            Some(h) => format!("line {}, inside `{h}`", self.line()),
-            None => format!("line {}", self.line()),
+            Some(h) => format!("{at}, inside `{h}`"),
+            None => at,
         }
     }
     /// An error spanning the whole call.

@@ -1,4 +1,4 @@
-//! `cargo xtask trace DIR`: merges the per-rank traces that `DIST_TRACE=DIR` wrote into
+//! `cargo spmd trace DIR` (and `cargo xtask trace DIR`): merges the per-rank traces that `DIST_TRACE=DIR` wrote into
 //! one Chrome trace (`DIR/trace.json`), one track per rank, for Perfetto
 //! (ui.perfetto.dev) or chrome://tracing, and prints a per-op summary.
 
@@ -18,7 +18,7 @@ pub fn merge(dir: &Path, out: Option<PathBuf>) -> Result<(), String> {
         .collect();
     if files.is_empty() {
         return Err(format!(
-            "no rank-*.jsonl in {}: run the program with DIST_TRACE={} (or `cargo xtask run --trace {}`)",
+            "no rank-*.jsonl in {}: run the program with DIST_TRACE={} (or `cargo spmd run --trace {}`)",
             dir.display(),
             dir.display(),
             dir.display()

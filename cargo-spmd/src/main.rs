@@ -1,0 +1,46 @@
+//! `cargo spmd`: build a package's binary or example and run it on N ranks.
+//! `cargo spmd run --help` lists the flags; the library half is `cargo_spmd::run`.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo spmd", bin_name = "cargo spmd", version, about = "Build and run dist programs on N ranks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build a binary or example of this package and run it on N ranks.
+    Run(Box<cargo_spmd::RunArgs>),
+    /// Merge the per-rank traces written under DIST_TRACE=DIR (or `run --trace DIR`)
+    /// into DIR/trace.json for Perfetto, one track per rank, and print a summary.
+    Trace {
+        /// The directory the ranks wrote to.
+        dir: PathBuf,
+        /// Where to write the merged trace (default DIR/trace.json).
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    // As a cargo subcommand, cargo calls us as `cargo-spmd spmd run ...`; called
+    // directly it is `cargo-spmd run ...`.
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "spmd") {
+        args.remove(1);
+    }
+    let cli = Cli::parse_from(args);
+    let result = match cli.cmd {
+        Cmd::Run(a) => cargo_spmd::run(*a, "cargo spmd"),
+        Cmd::Trace { dir, out } => cargo_spmd::trace::merge(&dir, out).map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("cargo spmd: {e}");
+        ExitCode::from(2)
+    })
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A user's view of dist, as CI runs it: install the launcher with `cargo install`, then
+# drive tests/user-crate (a crate outside this workspace, depending on dist-runtime by
+# path, with entries in five modules across three files plus a binary and an
+# integration test) with `cargo spmd` and plain `cargo test`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+target="${CARGO_TARGET_DIR:-$root/target}/user-crate"
+install="$root/target/spmd-install"
+cargo install --quiet --locked --path "$root/cargo-spmd" --root "$install" --target-dir "$target/install"
+export PATH="$install/bin:$PATH"
+export CARGO_TARGET_DIR="$target/build"
+cd "$root/tests/user-crate"
+fail() { echo "user-crate-check: $*" >&2; exit 1; }
+
+echo "-- cargo spmd run -n 8 (the binary's main)"
+out=$(cargo spmd run -n 8 2>/dev/null)
+echo "$out"
+grep -q "trainer: sum of ranks 28 on 8 ranks" <<<"$out" || fail "main did not report the sum on 8 ranks"
+
+echo "-- cargo spmd run --list"
+list=$(cargo spmd run --list 2>/dev/null)
+echo "$list"
+for e in trainer::main trainer::train_entry trainer::bench::all_reduce_16m trainer::comms::share_loss \
+         trainer::comms::ring::pass_token; do
+  grep -qx "$e" <<<"$list" || fail "entry $e is not listed"
+done
+
+echo "-- every entry by name, at 1, 3 and 4 ranks"
+for n in 1 3 4; do
+  out=$(cargo spmd run -n $n --entry train_entry 2>/dev/null)
+  grep -q "loss sum .* on $n ranks" <<<"$out" || fail "train_entry on $n ranks: $out"
+  out=$(cargo spmd run -n $n --entry comms::share_loss 2>/dev/null)
+  [ "$(grep -c 'share_loss: rank .* got 42.5' <<<"$out")" = "$n" ] || fail "share_loss on $n ranks: $out"
+  out=$(cargo spmd run -n $n --entry trainer::comms::ring::pass_token 2>/dev/null)
+  [ "$(grep -c 'pass_token: rank' <<<"$out")" = "$n" ] || fail "pass_token on $n ranks: $out"
+done
+
+echo "-- the debug-build benchmark entry runs and checks its sums (its timing is not judged here)"
+cargo spmd run -n 2 --entry all_reduce_16m 2>/dev/null | grep "median" || fail "all_reduce_16m failed"
+
+echo "-- a wrong entry name is one clear error before any rank starts"
+if err=$(cargo spmd run -n 2 --entry nope 2>&1); then fail "--entry nope succeeded"; fi
+grep -q 'no #\[spmd\] entry named "nope"' <<<"$err" || fail "unclear error for --entry nope: $err"
+
+echo "-- DIST_BACKEND from the environment is honoured (and checked)"
+if err=$(DIST_BACKEND=bogus cargo spmd run -n 2 2>&1); then fail "DIST_BACKEND=bogus succeeded"; fi
+grep -q 'DIST_BACKEND="bogus" is not one of' <<<"$err" || fail "DIST_BACKEND was not read: $err"
+
+echo "-- a failing rank stops the job and is named"
+if err=$(cargo spmd run -n 3 -- --fail-on 1 2>&1); then fail "a failing rank exited 0"; fi
+grep -q 'rank 1 failed first (exit code 1)' <<<"$err" || fail "the failing rank was not named: $err"
+grep -q '\[rank 1\] error: .*rank 1 was asked to fail' <<<"$err" || fail "the rank's own error is missing: $err"
+
+echo "-- cargo test: distributed tests in the library, its modules, the binary and tests/"
+out=$(cargo test 2>&1) || { echo "$out"; fail "cargo test failed"; }
+for t in tests::lib_sums comms::tests::share_loss_reaches_every_stage comms::ring::tests::token_goes_around \
+         tests::main_module_test gathers_in_rank_order halo::exchanges_with_neighbours halo::library_entry_runs_from_a_test; do
+  grep -q "test $t ... ok" <<<"$out" || { echo "$out"; fail "test $t did not pass"; }
+done
+echo "user-crate-check: ok"
