@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target="${CARGO_TARGET_DIR:-$root/target}/user-crate"
 install="$root/target/spmd-install"
-cargo install --quiet --locked --path "$root/cargo-spmd" --root "$install" --target-dir "$target/install"
+cargo install --quiet --locked --path "$root/cargo-spmd" --root "$install" --target-dir "${CARGO_TARGET_DIR:-$root/target}/spmd-install-build"
 export PATH="$install/bin:$PATH"
 export CARGO_TARGET_DIR="$target/build"
 cd "$root/tests/user-crate"
