@@ -17,6 +17,8 @@ cd "$work"
 cargo new --quiet trainer
 cd trainer
 cargo add --quiet dist-runtime --path "$root/dist-runtime"
+# The workspace's locked versions, so a new release upstream cannot break this check.
+cp "$root/Cargo.lock" Cargo.lock
 python3 - "$root/README.md" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()

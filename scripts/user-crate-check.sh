@@ -11,10 +11,12 @@ cargo install --quiet --locked --path "$root/cargo-spmd" --root "$install" --tar
 export PATH="$install/bin:$PATH"
 export CARGO_TARGET_DIR="$target/build"
 cd "$root/tests/user-crate"
+# The workspace's locked versions, so a new release upstream cannot break this check.
+cp "$root/Cargo.lock" Cargo.lock
 fail() { echo "user-crate-check: $*" >&2; exit 1; }
 
 echo "-- cargo spmd run -n 8 (the binary's main)"
-out=$(cargo spmd run -n 8 2>/dev/null)
+out=$(cargo spmd run -n 8 2>/dev/null) || fail "cargo spmd run -n 8 failed (rerun it to see the build)"
 echo "$out"
 grep -q "trainer: sum of ranks 28 on 8 ranks" <<<"$out" || fail "main did not report the sum on 8 ranks"
 

@@ -203,29 +203,42 @@ fn flag_or_env(flag: Option<String>, var: &str) -> Option<String> {
     flag.or_else(|| std::env::var(var).ok().filter(|v| !v.trim().is_empty()))
 }
 
-/// Resolves `--entry NAME` against the entries of `exe` (full path, or the last path
-/// segment when unique), so a typo is one clear error before any rank starts.
-pub fn resolve_entry(exe: &Path, name: &str) -> Result<String, String> {
+/// Asks `exe` a question through the environment (`DIST_LIST_ENTRIES`,
+/// `DIST_RESOLVE_ENTRY`); the lines after [`dist_runtime::ENTRIES_MARKER`] on success,
+/// its stderr on failure. A binary without `#[spmd]` items does not answer (it has no
+/// constructor to): that is an error, not its output taken for an answer.
+fn ask(exe: &Path, var: &str, value: &str) -> Result<Vec<String>, String> {
     let out = Command::new(exe)
-        .env("DIST_RESOLVE_ENTRY", name)
+        .env(var, value)
+        .env_remove(if var == "DIST_LIST_ENTRIES" { "DIST_RESOLVE_ENTRY" } else { "DIST_LIST_ENTRIES" })
         .env_remove("DIST_ENTRY")
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
-    if out.status.success() {
-        let full = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if !full.is_empty() {
-            return Ok(full);
-        }
-    }
-    let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    if err.is_empty() {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    if lines.next() != Some(dist_runtime::ENTRIES_MARKER) {
         return Err(format!(
-            "{} does not list #[spmd] entries: is it a dist program (does it depend on dist-runtime)?",
+            "{} has no #[spmd] entry (it did not answer as a dist program): annotate a function with #[spmd]",
             exe.display()
         ));
     }
-    Err(err)
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(lines.map(str::to_string).collect())
+}
+
+/// Resolves `--entry NAME` against the entries of `exe` (full path, or a unique path
+/// suffix), so a typo is one clear error before any rank starts.
+pub fn resolve_entry(exe: &Path, name: &str) -> Result<String, String> {
+    let lines = ask(exe, "DIST_RESOLVE_ENTRY", name)?;
+    lines.into_iter().next().filter(|l| !l.is_empty()).ok_or_else(|| format!("no entry matches {name:?}"))
+}
+
+/// The `#[spmd]` entries of `exe`, by full path.
+pub fn list_entries(exe: &Path) -> Result<Vec<String>, String> {
+    ask(exe, "DIST_LIST_ENTRIES", "1")
 }
 
 /// Builds the target and runs it on `a.n` ranks; `tool` names the command in messages
@@ -248,22 +261,21 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
     }
     let exe = build(&spec)?;
     if a.list {
-        let st = Command::new(&exe)
-            .env("DIST_LIST_ENTRIES", "1")
-            .env_remove("DIST_ENTRY")
-            .status()
-            .map_err(|e| e.to_string())?;
-        return Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        for e in list_entries(&exe)? {
+            println!("{e}");
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let mut launch = dist_runtime::Launch::new(&exe, a.n).args(&a.args).env("DIST_BACKEND", choice.name());
     if let Some(e) = flag_or_env(a.entry.clone(), "DIST_ENTRY") {
         launch = launch.env("DIST_ENTRY", resolve_entry(&exe, &e)?);
     }
     if let Some(t) = a.timeout {
-        if !(t > 0.0 && t.is_finite()) {
-            return Err(format!("--timeout {t}: give a positive number of seconds"));
-        }
-        launch = launch.timeout(std::time::Duration::from_secs_f64(t));
+        let d = std::time::Duration::try_from_secs_f64(t)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("--timeout {t}: give a positive number of seconds"))?;
+        launch = launch.timeout(d);
     }
     let (gpus, table) = match (&a.gpus, &a.rank_table) {
         (None, None) => (flag_or_env(None, "DIST_GPUS"), flag_or_env(None, "DIST_RANK_TABLE").map(PathBuf::from)),
@@ -299,7 +311,10 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
     }
     let report = launch.run().map_err(|e| e.to_string())?;
     if let Some(dir) = &trace_dir {
-        trace::merge(dir, None)?;
+        // A job that failed early may have left no trace: say so, keep the job's verdict.
+        if let Err(e) = trace::merge(dir, None) {
+            eprintln!("{tool}: no merged trace: {e}");
+        }
     }
     if report.success() {
         return Ok(ExitCode::SUCCESS);
@@ -314,4 +329,34 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         None => eprintln!("{tool}: the job failed"),
     }
     Ok(ExitCode::FAILURE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::executables;
+
+    /// Cargo's artifact messages: only executables count, examples are told from bins,
+    /// and a library or build script (no `executable`) is never picked.
+    #[test]
+    fn executables_come_from_artifact_messages() {
+        let json = [
+            r#"{"reason":"compiler-artifact","target":{"kind":["lib"],"name":"trainer"},"executable":null}"#,
+            r#"{"reason":"compiler-artifact","target":{"kind":["custom-build"],"name":"build-script-build"},"executable":null}"#,
+            r#"{"reason":"compiler-message","message":{"rendered":"warning"}}"#,
+            r#"{"reason":"compiler-artifact","target":{"kind":["bin"],"name":"trainer"},"executable":"/t/debug/trainer"}"#,
+            r#"{"reason":"compiler-artifact","target":{"kind":["example"],"name":"demo"},"executable":"/t/debug/examples/demo"}"#,
+            "not json at all",
+            r#"{"reason":"build-finished","success":true}"#,
+        ]
+        .join("\n");
+        let found: Vec<(String, String, String)> =
+            executables(&json).into_iter().map(|x| (x.kind, x.name, x.path.to_string_lossy().into_owned())).collect();
+        assert_eq!(
+            found,
+            [
+                ("bin".into(), "trainer".into(), "/t/debug/trainer".into()),
+                ("example".into(), "demo".into(), "/t/debug/examples/demo".into())
+            ]
+        );
+    }
 }

@@ -79,7 +79,7 @@ pub struct Env {
     /// `DIST_STORE_EXTERNAL=1`: a launcher hosts the store, rank 0 must not.
     pub store_external: bool,
     /// `DIST_TRACE=DIR`: write each op as a Chrome trace event to `DIR/rank-<r>.jsonl`
-    /// (merge with `cargo xtask trace DIR`).
+    /// (merge with `cargo spmd trace DIR`).
     pub trace: Option<std::path::PathBuf>,
     /// `DIST_GPUS=0,2,4,6`: the device of each local rank (NCCL backend).
     pub gpus: Option<String>,

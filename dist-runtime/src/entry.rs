@@ -1,5 +1,5 @@
 //! Entry points: `#[spmd]` functions registered by name, run as a rank when the process
-//! is started with `DIST_ENTRY=<name>` (by `launch`, the test macro or `cargo xtask run`).
+//! is started with `DIST_ENTRY=<name>` (by `launch`, the test macro or `cargo spmd run`).
 
 use crate::comm::Comm;
 use crate::error::Error;
@@ -181,6 +181,10 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     code
 }
 
+/// The first line a binary prints when asked for its entries (`DIST_LIST_ENTRIES`,
+/// `DIST_RESOLVE_ENTRY`).
+pub const ENTRIES_MARKER: &str = "#dist-entries v1";
+
 /// Called by the constructor every `#[spmd]` and test expansion emits: when this
 /// process was started as a rank (`DIST_ENTRY` set), runs that entry and exits before
 /// `main` or the test harness starts. Lists entries when `DIST_LIST_ENTRIES=1`; prints the full name of
@@ -188,7 +192,10 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
 pub fn dispatch() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        // Both answers start with ENTRIES_MARKER, so a launcher can tell them from the
+        // output of a program that has no entries (and so no constructor to answer).
         if std::env::var_os("DIST_LIST_ENTRIES").is_some() {
+            println!("{ENTRIES_MARKER}");
             for e in entries() {
                 println!("{e}");
             }
@@ -198,10 +205,11 @@ pub fn dispatch() {
         if let Ok(name) = std::env::var("DIST_RESOLVE_ENTRY") {
             match find(&name) {
                 Ok(e) => {
-                    println!("{}", e.name);
+                    println!("{ENTRIES_MARKER}\n{}", e.name);
                     std::process::exit(0)
                 }
                 Err(msg) => {
+                    println!("{ENTRIES_MARKER}");
                     eprintln!("{msg}");
                     std::process::exit(2)
                 }

@@ -23,7 +23,7 @@ pub fn init() -> Result<Comm<World>> {
     init_with(Env::from_env()?)
 }
 
-/// The world this process joined: calling [`init`] again returns it.
+/// The multi-rank world this process joined: calling [`init`] again returns it.
 struct Joined {
     world: std::sync::Weak<crate::comm::Inner>,
     rank: usize,
@@ -34,11 +34,12 @@ static JOINED: std::sync::Mutex<Option<Joined>> = std::sync::Mutex::new(None);
 
 /// As [`init`], from an explicit [`Env`].
 ///
-/// A process joins its job once: while a `Comm<World>` of this process is alive (inside
-/// an `#[spmd]` entry, say), `init` returns another handle to it (a [`Clone`] of the
-/// same communicator) instead of joining again, and asking for another rank or size is
-/// an error. Once every handle is dropped, a world of one may be joined again; a
-/// multi-rank job may not (its peers have moved on).
+/// A process joins a multi-rank job once: while a `Comm<World>` of such a job is alive
+/// in this process (inside an `#[spmd]` entry, say), `init` returns another handle to it
+/// (a [`Clone`] of the same communicator) instead of joining again, and asking for
+/// another rank or size is an error; once it is dropped, joining again is an error too
+/// (its peers have moved on). A world of one (no job variables set) has no peers, so
+/// each `init` of one is a fresh, independent world, as before.
 pub fn init_with(env: Env) -> Result<Comm<World>> {
     let mut joined = JOINED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(j) = &*joined {
@@ -51,16 +52,20 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
                     j.rank, j.size, env.rank, env.world_size
                 )))
             }
-            None if j.size > 1 => {
+            None => {
                 return Err(Error::Env(format!(
                     "this process was rank {} of a {}-rank job whose world communicator is already dropped: \
                      its peers have moved on, so it cannot join again (keep the world alive, or clone it)",
                     j.rank, j.size
                 )))
             }
-            None => {}
         }
     }
+    if env.world_size == 1 {
+        drop(joined);
+        return join(env);
+    }
+    // Held through the rendezvous: a second thread's `init` waits and gets this world.
     let world = join(env)?;
     *joined = Some(Joined { world: std::sync::Arc::downgrade(&world.inner), rank: world.rank(), size: world.size() });
     Ok(world)

@@ -123,7 +123,9 @@ impl Launch {
             args: Vec::new(),
             n,
             envs: Vec::new(),
-            removed: Vec::new(),
+            // Launcher-to-binary queries: inherited, they would make every rank answer
+            // them and exit 0 without running.
+            removed: vec!["DIST_LIST_ENTRIES".into(), "DIST_RESOLVE_ENTRY".into()],
             capture: false,
             timeout: None,
             kill: None,

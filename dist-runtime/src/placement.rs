@@ -1,5 +1,5 @@
 //! Which GPU each rank uses: `LOCAL_RANK` by default, a list (`DIST_GPUS=0,2,4,6`, from
-//! `cargo xtask run --gpus`), or a rank table file (`DIST_RANK_TABLE=FILE`, from
+//! `cargo spmd run --gpus`), or a rank table file (`DIST_RANK_TABLE=FILE`, from
 //! `--rank-table`). Pure logic, so it is tested without a GPU.
 //!
 //! The rank table is the seed's format:

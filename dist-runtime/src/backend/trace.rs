@@ -3,7 +3,7 @@
 //! Each rank appends one JSON object per line to `DIR/rank-<world rank>.jsonl`:
 //! a complete event (`"ph":"X"`) with the op's name, its communicator, bytes, peer or
 //! root, and start/duration in microseconds since the Unix epoch (one clock for every
-//! rank of the machine). `cargo xtask trace DIR` merges the ranks into one
+//! rank of the machine). `cargo spmd trace DIR` merges the ranks into one
 //! `{"traceEvents": [..]}` file for Perfetto or chrome://tracing, one track per rank.
 //! The wrapper sits around any backend, so shm and nccl are traced alike.
 
