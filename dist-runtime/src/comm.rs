@@ -1,11 +1,12 @@
 //! `Comm<G>`: the typed communicator. Every op checks its arguments locally before any
 //! byte moves, then hands bytes + `DType` to the backend.
 
-use crate::backend::{Backend, Fingerprint, OpCtx, OpKind, ReqId};
+use crate::backend::{Backend, ReqId};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
 use crate::group::Group;
-use crate::op::ReduceOp;
+use crate::op::{Op, OpKind};
+use crate::reduce_op::ReduceOp;
 use crate::tag::Tag;
 use std::collections::HashSet;
 use std::marker::PhantomData;
@@ -34,7 +35,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if std::thread::panicking() {
             // Unwinding out of a rank: tell peers why before they see us leave.
-            crate::backend::shm::mark_failed(&crate::entry::last_panic());
+            crate::verify::failure::mark_failed(&crate::verify::failure::last_panic());
         }
         self.drain();
         // Close the worker's queue and let it finish.
@@ -392,8 +393,8 @@ impl<G: Group> Comm<G> {
     }
 
     #[track_caller]
-    fn cx(&self, name: &'static str, fp: Fingerprint) -> OpCtx {
-        OpCtx { name, fp }
+    fn cx(&self, name: &'static str, op: Op) -> Op {
+        op.named(name)
     }
 
     // ---------------------------------------------------------------- collectives
@@ -421,7 +422,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn barrier(&self) -> Result<()> {
         self.inner.drain();
-        self.inner.backend.barrier(&self.cx("barrier", Fingerprint::new(OpKind::Barrier)))
+        self.inner.backend.barrier(&self.cx("barrier", Op::new(OpKind::Barrier)))
     }
 
     /// Copies `buf` of rank `root` into `buf` of every rank. Every rank passes a buffer of
@@ -443,7 +444,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn broadcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<()> {
         self.check_rank("broadcast", "root", root)?;
-        let fp = Fingerprint::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
+        let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
         self.inner.drain();
         self.inner.backend.broadcast(&self.cx("broadcast", fp), bytes_mut(buf), root)
     }
@@ -469,7 +470,7 @@ impl<G: Group> Comm<G> {
     pub fn reduce<T: Element>(&self, buf: &mut [T], op: ReduceOp, root: usize) -> Result<()> {
         self.check_rank("reduce", "root", root)?;
         op.validate(T::DTYPE, "reduce")?;
-        let fp = Fingerprint::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.len()).root(root).op(op);
+        let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.len()).root(root).reduce(op);
         self.inner.drain();
         self.inner.backend.reduce(&self.cx("reduce", fp), bytes_mut(buf), T::DTYPE, op, root)
     }
@@ -492,7 +493,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn all_reduce<T: Element>(&self, buf: &mut [T], op: ReduceOp) -> Result<()> {
         op.validate(T::DTYPE, "all_reduce")?;
-        let fp = Fingerprint::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).op(op);
+        let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
         self.inner.drain();
         self.inner.backend.all_reduce(&self.cx("all_reduce", fp), bytes_mut(buf), T::DTYPE, op)
     }
@@ -517,7 +518,7 @@ impl<G: Group> Comm<G> {
     pub fn all_gather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
         self.check_len("all_gather", "recv", recv.len(), send.len() * self.size(), "size() × send.len()")?;
         let counts = vec![send.len() * T::DTYPE.size(); self.size()];
-        let fp = Fingerprint::new(OpKind::AllGather).dtype(T::DTYPE).count(send.len());
+        let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(send.len());
         self.inner.drain();
         self.inner.backend.gather_v(&self.cx("all_gather", fp), bytes(send), Some(bytes_mut(recv)), &counts, None)
     }
@@ -547,8 +548,7 @@ impl<G: Group> Comm<G> {
         self.check_len("all_gather_v", "send", send.len(), counts[self.rank()], "counts[rank]")?;
         self.check_len("all_gather_v", "recv", recv.len(), counts.iter().sum(), "the sum of counts")?;
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
-        let fp =
-            Fingerprint::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
+        let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
         self.inner.drain();
         self.inner.backend.gather_v(&self.cx("all_gather_v", fp), bytes(send), Some(bytes_mut(recv)), &bc, None)
     }
@@ -653,7 +653,7 @@ impl<G: Group> Comm<G> {
             (None, false) => {}
         }
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
-        let mut fp = Fingerprint::new(OpKind::Gather).dtype(T::DTYPE).root(root);
+        let mut fp = Op::new(OpKind::Gather).dtype(T::DTYPE).root(root);
         fp = if v { fp.count(counts.iter().sum()).extra(hash_usizes(counts)) } else { fp.count(send.len()) };
         self.inner.drain();
         self.inner.backend.gather_v(&self.cx(op, fp), bytes(send), recv.map(bytes_mut), &bc, Some(root))
@@ -697,7 +697,7 @@ impl<G: Group> Comm<G> {
             }
             (None, false) => {}
         }
-        let fp = Fingerprint::new(OpKind::Scatter).dtype(T::DTYPE).count(recv.len()).root(root);
+        let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(recv.len()).root(root);
         self.inner.drain();
         self.inner.backend.scatter(&self.cx("scatter", fp), send.map(bytes), bytes_mut(recv), root)
     }
@@ -722,7 +722,7 @@ impl<G: Group> Comm<G> {
     pub fn reduce_scatter<T: Element>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
         op.validate(T::DTYPE, "reduce_scatter")?;
         self.check_len("reduce_scatter", "send", send.len(), recv.len() * self.size(), "size() × recv.len()")?;
-        let fp = Fingerprint::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(recv.len()).op(op);
+        let fp = Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(recv.len()).reduce(op);
         self.inner.drain();
         self.inner.backend.reduce_scatter(&self.cx("reduce_scatter", fp), bytes(send), bytes_mut(recv), T::DTYPE, op)
     }
@@ -756,7 +756,7 @@ impl<G: Group> Comm<G> {
         }
         self.check_len("all_to_all", "recv", recv.len(), send.len(), "the same as send")?;
         let counts = vec![send.len() / n * T::DTYPE.size(); n];
-        let fp = Fingerprint::new(OpKind::AllToAll).dtype(T::DTYPE).count(send.len());
+        let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).count(send.len());
         self.inner.drain();
         self.inner.backend.all_to_all_v(&self.cx("all_to_all", fp), bytes(send), &counts, bytes_mut(recv), &counts)
     }
@@ -796,7 +796,7 @@ impl<G: Group> Comm<G> {
         let es = T::DTYPE.size();
         let sc: Vec<usize> = send_counts.iter().map(|c| c * es).collect();
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();
-        let fp = Fingerprint::new(OpKind::AllToAll).dtype(T::DTYPE).extra(1);
+        let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).extra(1);
         self.inner.drain();
         self.inner.backend.all_to_all_v(&self.cx("all_to_all_v", fp), bytes(send), &sc, bytes_mut(recv), &rc)
     }
@@ -1143,7 +1143,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn all_reduce_async<'a, T: Element>(&'a self, buf: &'a mut [T], op: ReduceOp) -> Result<Request<'a>> {
         op.validate(T::DTYPE, "all_reduce_async")?;
-        let fp = Fingerprint::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).op(op);
+        let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
         let cx = self.cx("all_reduce_async", fp);
         self.spawn(cx, bytes_mut(buf), move |b, cx, data| b.all_reduce(cx, data, T::DTYPE, op))
     }
@@ -1169,7 +1169,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn broadcast_async<'a, T: Element>(&'a self, buf: &'a mut [T], root: usize) -> Result<Request<'a>> {
         self.check_rank("broadcast_async", "root", root)?;
-        let fp = Fingerprint::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
+        let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
         let cx = self.cx("broadcast_async", fp);
         self.spawn(cx, bytes_mut(buf), move |b, cx, data| b.broadcast(cx, data, root))
     }
@@ -1177,9 +1177,9 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     fn spawn<'a>(
         &'a self,
-        cx: OpCtx,
+        cx: Op,
         buf: &'a mut [u8],
-        run: impl FnOnce(&dyn Backend, &OpCtx, &mut [u8]) -> Result<()> + Send + 'static,
+        run: impl FnOnce(&dyn Backend, &Op, &mut [u8]) -> Result<()> + Send + 'static,
     ) -> Result<Request<'a>> {
         let site = Site::caller();
         let (tx, rx) = mpsc::channel();
@@ -1237,7 +1237,7 @@ impl<G: Group> Comm<G> {
             }
         }
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
-        let fp = Fingerprint::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
+        let fp = Op::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
         let child = self.inner.backend.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
         #[cfg(feature = "nccl")]
         let dev = {
@@ -1303,7 +1303,7 @@ impl<G: Group> Comm<G> {
         let mut members: Vec<usize> = (0..self.size()).filter(|&r| all[2 * r] == color as u64).collect();
         members.sort_by_key(|&r| (all[2 * r + 1] as i64, r));
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
-        let fp = Fingerprint::new(OpKind::CommCreate);
+        let fp = Op::new(OpKind::CommCreate);
         let child =
             self.inner.backend.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
         let c = self.child::<H>(child.expect("every rank is in its own color"), H::NAME, &members);
@@ -1353,7 +1353,7 @@ impl<G: Group> Comm<G> {
         }
         let (i, j) = (self.rank() / b, self.rank() % b);
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
-        let fp = Fingerprint::new(OpKind::CommCreate).count(a).extra(hash_usizes(&[a, b]));
+        let fp = Op::new(OpKind::CommCreate).count(a).extra(hash_usizes(&[a, b]));
         let col: Vec<usize> = (0..a).map(|x| x * b + j).collect();
         let row: Vec<usize> = (0..b).map(|y| i * b + y).collect();
         let ca = self.inner.backend.create_child(&self.cx("mesh2", fp), &format!("{}#{k}c{j}", A::NAME), &col)?;

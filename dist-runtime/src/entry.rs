@@ -4,7 +4,7 @@
 use crate::comm::Comm;
 use crate::error::Error;
 use crate::group::World;
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 
 /// How a rank's entry ended, short of success.
 #[derive(Debug)]
@@ -113,36 +113,11 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
     }
 }
 
-static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
-
-/// The message of the last panic in this process (for failure reports).
-pub(crate) fn last_panic() -> String {
-    LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_else(|| "panicked".into())
-}
-
-fn install_panic_hook() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let payload = info
-                .payload()
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| info.payload().downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "Box<dyn Any>".into());
-            let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
-            *LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("panicked{at}: {payload}"));
-            prev(info)
-        }));
-    });
-}
-
 /// Runs `f` as this rank: joins the job from the environment, calls `f`, and turns an
 /// error or a panic into a `[rank k]` message, a failure mark peers can see, and an exit
 /// code (1 for an error, 3 when the error is that a peer failed, 101 for a panic).
 pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 {
-    install_panic_hook();
+    crate::verify::failure::install_panic_hook();
     let world = match crate::init() {
         Ok(w) => w,
         Err(e) => {
@@ -164,13 +139,13 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             }
         },
         Ok(Err(fail)) => {
-            crate::backend::shm::mark_failed(&format!("returned an error: {}", fail.msg));
+            crate::verify::failure::mark_failed(&format!("returned an error: {}", fail.msg));
             eprintln!("[rank {rank}] error: {}", fail.msg);
             fail.code
         }
         Err(_) => {
-            let msg = last_panic();
-            crate::backend::shm::mark_failed(&msg);
+            let msg = crate::verify::failure::last_panic();
+            crate::verify::failure::mark_failed(&msg);
             eprintln!("[rank {rank}] {msg}");
             101
         }

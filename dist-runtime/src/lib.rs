@@ -66,9 +66,11 @@ pub mod launch;
 pub mod nccl;
 mod op;
 pub mod placement;
+mod reduce_op;
 pub mod store;
 mod tag;
 pub mod testing;
+mod verify;
 
 pub use comm::{wait_all, Batch, Comm, Request};
 pub use config::{BackendChoice, DebugLevel, Env, MAX_WORLD};
@@ -82,7 +84,7 @@ pub use init::{init, init_with};
 pub use launch::{launch, launch_by_name, Launch, Report};
 #[cfg(feature = "nccl")]
 pub use nccl::{DeviceBatch, DeviceComm, DeviceRequest, NcclType};
-pub use op::ReduceOp;
+pub use reduce_op::ReduceOp;
 pub use tag::Tag;
 
 /// Re-exported so users name `f16`/`bf16` without a direct dependency on `half`.

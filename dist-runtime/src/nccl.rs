@@ -21,7 +21,7 @@
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::op::ReduceOp;
+use crate::reduce_op::ReduceOp;
 use crate::tag::Tag;
 use cudarc::driver::{CudaContext, CudaEvent};
 use cudarc::nccl::{result, sys};

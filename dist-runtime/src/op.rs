@@ -1,69 +1,190 @@
-//! Reduction operators, as torch.distributed's `ReduceOp`.
+//! `Op`: one value per call, built once in the typed layer. It is what every rank of
+//! the communicator must agree on (kind, dtype, count, root, reduce op, anything else
+//! hashed into `extra`), where it was called, and the name the user called: the
+//! fingerprint compared across ranks (`verify`), the trace record, and what a backend
+//! receives to run.
 
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Site;
+use crate::reduce_op::ReduceOp;
 
-/// How a reduction combines the ranks' values, element by element.
-///
-/// Integer reductions are exact (sums and products wrap modulo 2^bits, as in NCCL).
-/// `Avg` and `PreMulSum` are defined on floating-point types only.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ReduceOp {
-    /// Sum over ranks.
-    Sum,
-    /// Product over ranks.
-    Prod,
-    /// Maximum over ranks.
-    Max,
-    /// Minimum over ranks.
-    Min,
-    /// Sum divided by the number of ranks in the communicator (floats only).
-    Avg,
-    /// Sum multiplied by a scalar: `s * Σ x_r` (floats only; torch's `_make_nccl_premul_sum`).
-    PreMulSum(f64),
+/// What kind of operation an [`Op`] is (the dispatch key; one kind covers an op and its
+/// `_v`, `_async` and object forms, whose differences sit in `Op::extra` and `Op::name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum OpKind {
+    Barrier = 1,
+    Broadcast,
+    Reduce,
+    AllReduce,
+    AllGather,
+    Gather,
+    Scatter,
+    ReduceScatter,
+    AllToAll,
+    CommCreate,
 }
 
-impl ReduceOp {
-    /// Short name, for messages and benchmark tables.
-    pub fn name(&self) -> &'static str {
+impl OpKind {
+    pub(crate) fn name(self) -> &'static str {
         match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Prod => "prod",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::Avg => "avg",
-            ReduceOp::PreMulSum(_) => "premulsum",
+            OpKind::Barrier => "barrier",
+            OpKind::Broadcast => "broadcast",
+            OpKind::Reduce => "reduce",
+            OpKind::AllReduce => "all_reduce",
+            OpKind::AllGather => "all_gather",
+            OpKind::Gather => "gather",
+            OpKind::Scatter => "scatter",
+            OpKind::ReduceScatter => "reduce_scatter",
+            OpKind::AllToAll => "all_to_all",
+            OpKind::CommCreate => "communicator creation",
         }
     }
 
-    /// Checks that the op applies to `dtype`.
+    pub(crate) fn from_u8(v: u8) -> Option<OpKind> {
+        use OpKind::*;
+        [Barrier, Broadcast, Reduce, AllReduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll, CommCreate]
+            .into_iter()
+            .find(|k| *k as u8 == v)
+    }
+}
+
+/// One collective call: what every rank must agree on, plus the user's name for the
+/// call and where it was made (for messages, traces and wait records).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Op {
+    pub kind: OpKind,
+    /// The method the user called ("all_gather_v", "broadcast_async").
+    pub name: &'static str,
+    pub dtype: Option<DType>,
+    /// Element count every rank must pass identically (0 where counts legitimately differ).
+    pub count: u64,
+    pub root: u32,
+    /// [`ReduceOp::code`], 0 when the op does not reduce.
+    pub reduce: u64,
+    /// Hash of anything else that must agree (count vectors of the `_v` forms).
+    pub extra: u64,
+    pub site: Site,
+}
+
+/// Bytes of an [`Op`]'s wire record (see [`Op::record`]).
+pub(crate) const RECORD_LEN: usize = 256;
+
+impl Op {
+    /// An op of `kind` called at the caller's location, named after its kind.
     #[track_caller]
-    pub(crate) fn validate(&self, dtype: DType, op_name: &'static str) -> Result<()> {
-        match self {
-            ReduceOp::Avg | ReduceOp::PreMulSum(_) if !dtype.is_float() => Err(Error::invalid(
-                op_name,
-                format!(
-                    "ReduceOp::{:?} is defined on floating-point types only, not {dtype}; \
-                     use ReduceOp::Sum and divide, or convert to f32",
-                    self
-                ),
-            )),
-            ReduceOp::PreMulSum(s) if !s.is_finite() => {
-                Err(Error::invalid(op_name, format!("ReduceOp::PreMulSum scalar must be finite, got {s}")))
-            }
-            _ => Ok(()),
-        }
+    pub(crate) fn new(kind: OpKind) -> Op {
+        Op { kind, name: kind.name(), dtype: None, count: 0, root: u32::MAX, reduce: 0, extra: 0, site: Site::caller() }
+    }
+    pub(crate) fn named(mut self, name: &'static str) -> Self {
+        self.name = name;
+        self
+    }
+    pub(crate) fn dtype(mut self, d: DType) -> Self {
+        self.dtype = Some(d);
+        self
+    }
+    pub(crate) fn count(mut self, c: usize) -> Self {
+        self.count = c as u64;
+        self
+    }
+    pub(crate) fn root(mut self, r: usize) -> Self {
+        self.root = r as u32;
+        self
+    }
+    pub(crate) fn reduce(mut self, op: ReduceOp) -> Self {
+        self.reduce = op.code();
+        self
+    }
+    pub(crate) fn extra(mut self, e: u64) -> Self {
+        self.extra = e;
+        self
     }
 
-    /// A stable code for fingerprints (bit pattern of the scalar included).
-    pub(crate) fn code(&self) -> u64 {
-        match self {
-            ReduceOp::Sum => 1,
-            ReduceOp::Prod => 2,
-            ReduceOp::Max => 3,
-            ReduceOp::Min => 4,
-            ReduceOp::Avg => 5,
-            ReduceOp::PreMulSum(s) => 6 ^ s.to_bits().rotate_left(8),
+    /// Whether two ranks' calls are the same collective with agreeing arguments.
+    pub(crate) fn agrees(&self, o: &Op) -> bool {
+        self.kind == o.kind
+            && self.dtype == o.dtype
+            && self.count == o.count
+            && self.root == o.root
+            && self.reduce == o.reduce
+            && self.extra == o.extra
+    }
+
+    /// "all_reduce(f32 × 1024, op=sum) at src/main.rs:12"
+    pub(crate) fn describe(&self, file: &str, line: u32) -> String {
+        let mut args = Vec::new();
+        if let Some(d) = self.dtype {
+            args.push(format!("{d} × {}", self.count));
+        } else if self.count != 0 {
+            args.push(format!("{} elements", self.count));
         }
+        if self.root != u32::MAX {
+            args.push(format!("root={}", self.root));
+        }
+        if self.reduce != 0 {
+            args.push(format!("op={}", ReduceOp::name_of_code(self.reduce)));
+        }
+        if self.extra != 0 {
+            args.push(format!("counts#{:x}", self.extra & 0xffff));
+        }
+        format!("{}({}) at {file}:{line}", self.kind.name(), args.join(", "))
+    }
+
+    /// The fixed-size record peers compare: kind, dtype, root, count, reduce op, extra,
+    /// and the call site (line, then the tail of the file path, NUL-terminated).
+    pub(crate) fn record(&self) -> [u8; RECORD_LEN] {
+        let mut rec = [0u8; RECORD_LEN];
+        rec[0] = self.kind as u8;
+        rec[1] = self.dtype.map(|d| d as u8).unwrap_or(0);
+        rec[4..8].copy_from_slice(&self.root.to_le_bytes());
+        rec[8..16].copy_from_slice(&self.count.to_le_bytes());
+        rec[16..24].copy_from_slice(&self.reduce.to_le_bytes());
+        rec[24..32].copy_from_slice(&self.extra.to_le_bytes());
+        rec[32..36].copy_from_slice(&self.site.0.line().to_le_bytes());
+        let file = self.site.0.file().as_bytes();
+        // keep the tail of long paths: it names the file
+        let keep = file.len().min(RECORD_LEN - 41);
+        rec[40..40 + keep].copy_from_slice(&file[file.len() - keep..]);
+        rec
+    }
+
+    /// Reads a peer's [`record`](Op::record): the op (None if the kind is unknown), its
+    /// file and line. The site of the returned op is not the peer's; use file and line.
+    pub(crate) fn from_record(rec: &[u8; RECORD_LEN]) -> (Option<Op>, String, u32) {
+        let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().expect("8 bytes"));
+        let line = u32::from_le_bytes(rec[32..36].try_into().expect("4 bytes"));
+        let end = rec[40..].iter().position(|&b| b == 0).map(|p| p + 40).unwrap_or(rec.len());
+        let file = String::from_utf8_lossy(&rec[40..end]).into_owned();
+        let op = OpKind::from_u8(rec[0]).map(|kind| Op {
+            kind,
+            name: kind.name(),
+            dtype: DType::from_u8(rec[1]),
+            root: u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes")),
+            count: u64_at(8),
+            reduce: u64_at(16),
+            extra: u64_at(24),
+            site: Site::caller(),
+        });
+        (op, file, line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_round_trips_and_describes_the_peer() {
+        let op = Op::new(OpKind::Reduce).named("reduce").dtype(DType::F32).count(1024).root(3).reduce(ReduceOp::Max);
+        let (back, file, line) = Op::from_record(&op.record());
+        let back = back.expect("known kind");
+        assert!(back.agrees(&op));
+        assert_eq!((file.as_str(), line), (op.site.0.file(), op.site.0.line()));
+        let d = back.describe(&file, line);
+        assert!(d.starts_with("reduce(f32 × 1024, root=3, op=max) at "), "{d}");
+        assert!(!op.agrees(&op.root(2)));
+        assert!(!op.agrees(&op.reduce(ReduceOp::Min)));
+        assert!(!op.agrees(&op.count(1023)));
     }
 }

@@ -7,10 +7,11 @@
 //! `{"traceEvents": [..]}` file for Perfetto or chrome://tracing, one track per rank.
 //! The wrapper sits around any backend, so shm and nccl are traced alike.
 
-use super::{Backend, OpCtx, ReqId};
+use super::{Backend, ReqId};
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
-use crate::op::ReduceOp;
+use crate::op::Op;
+use crate::reduce_op::ReduceOp;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -117,23 +118,23 @@ impl Backend for Traced {
     fn size(&self) -> usize {
         self.inner.size()
     }
-    fn barrier(&self, cx: &OpCtx) -> Result<()> {
+    fn barrier(&self, cx: &Op) -> Result<()> {
         self.timed(cx.name, String::new(), || self.inner.barrier(cx))
     }
-    fn broadcast(&self, cx: &OpCtx, buf: &mut [u8], root: usize) -> Result<()> {
+    fn broadcast(&self, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
         self.timed(cx.name, format!(r#""bytes":{},"root":{root}"#, buf.len()), || self.inner.broadcast(cx, buf, root))
     }
-    fn reduce(&self, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
+    fn reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
         let args = format!(r#""bytes":{},"root":{root},"op":"{op:?}""#, buf.len());
         self.timed(cx.name, args, || self.inner.reduce(cx, buf, dtype, op, root))
     }
-    fn all_reduce(&self, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
+    fn all_reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
         let args = format!(r#""bytes":{},"op":"{op:?}""#, buf.len());
         self.timed(cx.name, args, || self.inner.all_reduce(cx, buf, dtype, op))
     }
     fn gather_v(
         &self,
-        cx: &OpCtx,
+        cx: &Op,
         send: &[u8],
         recv: Option<&mut [u8]>,
         counts: &[usize],
@@ -144,17 +145,17 @@ impl Backend for Traced {
         let args = format!(r#""bytes":{},"total_bytes":{total}{root_arg}"#, send.len());
         self.timed(cx.name, args, || self.inner.gather_v(cx, send, recv, counts, root))
     }
-    fn scatter(&self, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
+    fn scatter(&self, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
         let args = format!(r#""bytes":{},"root":{root}"#, recv.len());
         self.timed(cx.name, args, || self.inner.scatter(cx, send, recv, root))
     }
-    fn reduce_scatter(&self, cx: &OpCtx, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
+    fn reduce_scatter(&self, cx: &Op, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
         let args = format!(r#""bytes":{},"op":"{op:?}""#, send.len());
         self.timed(cx.name, args, || self.inner.reduce_scatter(cx, send, recv, dtype, op))
     }
     fn all_to_all_v(
         &self,
-        cx: &OpCtx,
+        cx: &Op,
         send: &[u8],
         send_counts: &[usize],
         recv: &mut [u8],
@@ -185,7 +186,7 @@ impl Backend for Traced {
         let args = format!(r#""bytes":{}"#, buf.len());
         self.timed("wait(irecv)", args, || self.inner.wait_recv(site, id, dtype, buf))
     }
-    fn create_child(&self, cx: &OpCtx, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+    fn create_child(&self, cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         let child = self
             .timed(cx.name, format!(r#""members":{}"#, members.len()), || self.inner.create_child(cx, key, members))?;
         let name = format!("{}/{key}", self.comm);

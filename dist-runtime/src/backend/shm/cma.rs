@@ -67,7 +67,7 @@ fn probe_local(c: &ShmComm) -> bool {
 /// Whether single-copy reads are usable on this communicator (collective on first call:
 /// every rank must reach it at the same point, which the callers guarantee by deciding
 /// on sizes every rank agrees on).
-pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::backend::OpCtx) -> Result<bool> {
+pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::op::Op) -> Result<bool> {
     match c.cma.load(SeqCst) {
         1 => return Ok(true),
         2 => return Ok(false),

@@ -12,10 +12,11 @@
 //! gets bitwise the same result, on every path.
 
 use super::{cma, segment, ShmComm};
-use crate::backend::OpCtx;
-use crate::dtype::{self, DType};
+use crate::backend::reduce;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::op::ReduceOp;
+use crate::op::Op;
+use crate::reduce_op::ReduceOp;
 use std::sync::MutexGuard;
 
 fn lock(c: &ShmComm) -> MutexGuard<'_, u32> {
@@ -68,14 +69,14 @@ fn region(c: &ShmComm) -> usize {
 /// All-reduce (`root == None`) or reduce to `root`.
 pub(super) fn reduce(
     c: &ShmComm,
-    cx: &OpCtx,
+    cx: &Op,
     buf: &mut [u8],
     dtype: DType,
     op: ReduceOp,
     root: Option<usize>,
 ) -> Result<()> {
     if c.n == 1 {
-        dtype::finish(dtype, op, 1, buf);
+        reduce::finish(dtype, op, 1, buf);
         return Ok(());
     }
     let mut epoch = lock(c);
@@ -86,7 +87,7 @@ pub(super) fn reduce(
 fn reduce_locked(
     c: &ShmComm,
     epoch: &mut u32,
-    cx: &OpCtx,
+    cx: &Op,
     fp: bool,
     buf: &mut [u8],
     dtype: DType,
@@ -108,9 +109,9 @@ fn reduce_locked(
         if gets_result(me) {
             from_shm(buf, c.slot(0, r));
             for i in 1..n {
-                dtype::reduce_into(dtype, op, buf, shm(c.slot(i, r), b));
+                reduce::reduce_into(dtype, op, buf, shm(c.slot(i, r), b));
             }
-            dtype::finish(dtype, op, n, buf);
+            reduce::finish(dtype, op, n, buf);
         }
         return Ok(());
     }
@@ -131,9 +132,9 @@ fn reduce_locked(
             let acc = shm_mut(c.slot(me, w).wrapping_add(cin), pe - ps);
             from_shm(acc, c.slot(0, r).wrapping_add(ps));
             for i in 1..n {
-                dtype::reduce_into(dtype, op, acc, shm(c.slot(i, r).wrapping_add(ps), pe - ps));
+                reduce::reduce_into(dtype, op, acc, shm(c.slot(i, r).wrapping_add(ps), pe - ps));
             }
-            dtype::finish(dtype, op, n, acc);
+            reduce::finish(dtype, op, n, acc);
             if gets_result(me) {
                 super::copy::copy_slice(&mut buf[s + ps..s + pe], acc);
             }
@@ -161,7 +162,7 @@ fn reduce_locked(
 fn all_reduce_ring(
     c: &ShmComm,
     epoch: &mut u32,
-    cx: &OpCtx,
+    cx: &Op,
     fp: bool,
     buf: &mut [u8],
     dtype: DType,
@@ -192,10 +193,10 @@ fn all_reduce_ring(
             first = false;
             let (_, r) = parities(*epoch);
             let (ys, ye) = range((me + 2 * n - step - 1) % n);
-            dtype::reduce_into(dtype, op, &mut buf[ys..ye], shm(c.slot(left, r), ye - ys));
+            reduce::reduce_into(dtype, op, &mut buf[ys..ye], shm(c.slot(left, r), ye - ys));
         }
         let (os, oe) = range((me + 1) % n);
-        dtype::finish(dtype, op, n, &mut buf[os..oe]);
+        reduce::finish(dtype, op, n, &mut buf[os..oe]);
         // All-gather: pass the reduced parts around.
         for step in 0..n - 1 {
             let (w, _) = parities(*epoch);
@@ -211,7 +212,7 @@ fn all_reduce_ring(
     Ok(())
 }
 
-pub(super) fn broadcast(c: &ShmComm, cx: &OpCtx, buf: &mut [u8], root: usize) -> Result<()> {
+pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
     if c.n == 1 {
         return Ok(());
     }
@@ -239,7 +240,7 @@ pub(super) fn broadcast(c: &ShmComm, cx: &OpCtx, buf: &mut [u8], root: usize) ->
 /// Gather (to `root`) or all-gather (`root == None`) of `counts[j]` bytes from each rank j.
 pub(super) fn gather_v(
     c: &ShmComm,
-    cx: &OpCtx,
+    cx: &Op,
     send: &[u8],
     mut recv: Option<&mut [u8]>,
     counts: &[usize],
@@ -293,7 +294,7 @@ pub(super) fn gather_v(
     Ok(())
 }
 
-pub(super) fn scatter(c: &ShmComm, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
+pub(super) fn scatter(c: &ShmComm, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
     let (n, me, m) = (c.n, c.rank, recv.len());
     if let Some(send) = send {
         super::copy::copy_slice(recv, &send[me * m..(me + 1) * m]);
@@ -328,7 +329,7 @@ pub(super) fn scatter(c: &ShmComm, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [
 
 pub(super) fn reduce_scatter(
     c: &ShmComm,
-    cx: &OpCtx,
+    cx: &Op,
     send: &[u8],
     recv: &mut [u8],
     dtype: DType,
@@ -337,7 +338,7 @@ pub(super) fn reduce_scatter(
     let (n, me, m) = (c.n, c.rank, recv.len());
     if n == 1 {
         recv.copy_from_slice(send);
-        dtype::finish(dtype, op, 1, recv);
+        reduce::finish(dtype, op, 1, recv);
         return Ok(());
     }
     let mut epoch = lock(c);
@@ -357,9 +358,9 @@ pub(super) fn reduce_scatter(
             let out = &mut recv[s..e];
             from_shm(out, c.slot(0, r).wrapping_add(me * reg));
             for i in 1..n {
-                dtype::reduce_into(dtype, op, out, shm(c.slot(i, r).wrapping_add(me * reg), e - s));
+                reduce::reduce_into(dtype, op, out, shm(c.slot(i, r).wrapping_add(me * reg), e - s));
             }
-            dtype::finish(dtype, op, n, out);
+            reduce::finish(dtype, op, n, out);
         }
         if t < k || t == 0 {
             c.sync(epoch, cx, t == 0)?;
@@ -370,7 +371,7 @@ pub(super) fn reduce_scatter(
 
 pub(super) fn all_to_all_v(
     c: &ShmComm,
-    cx: &OpCtx,
+    cx: &Op,
     send: &[u8],
     scounts: &[usize],
     recv: &mut [u8],
@@ -402,7 +403,7 @@ pub(super) fn all_to_all_v(
     let reg = region(c);
     // The fixed-size form (fingerprint extra == 0, equal blocks on every rank, agreement
     // checked by the fingerprint's count) needs no count exchange.
-    if cx.fp.extra == 0 {
+    if cx.extra == 0 {
         let m = scounts[0];
         if m >= cma::min_block(c) && cma::usable(c, epoch, cx)? {
             return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
@@ -443,12 +444,9 @@ pub(super) fn all_to_all_v(
         return Err(Error::Mismatch {
             comm: c.name.clone(),
             msg: if wrong.is_empty() {
-                format!(
-                    "all_to_all_v at {}: another rank's counts disagree with its peers' (see its error)",
-                    cx.fp.site
-                )
+                format!("all_to_all_v at {}: another rank's counts disagree with its peers' (see its error)", cx.site)
             } else {
-                format!("all_to_all_v at {}: {}", cx.fp.site, wrong.join("; "))
+                format!("all_to_all_v at {}: {}", cx.site, wrong.join("; "))
             },
         });
     }
@@ -483,7 +481,7 @@ pub(super) fn all_to_all_v(
 }
 
 /// All-to-all of `m`-byte blocks that fit one region (used for count exchanges).
-fn exchange_fixed(c: &ShmComm, epoch: &mut u32, cx: &OpCtx, send: &mut [u8], recv: &mut [u8], m: usize) -> Result<()> {
+fn exchange_fixed(c: &ShmComm, epoch: &mut u32, cx: &Op, send: &mut [u8], recv: &mut [u8], m: usize) -> Result<()> {
     let (n, me) = (c.n, c.rank);
     let reg = region(c);
     debug_assert!(m <= reg);
@@ -500,7 +498,7 @@ fn exchange_fixed(c: &ShmComm, epoch: &mut u32, cx: &OpCtx, send: &mut [u8], rec
 }
 
 /// MIN all-reduce of a few bytes (the single-copy probe), with the op's fingerprint.
-pub(super) fn all_reduce_min_u8(c: &ShmComm, epoch: &mut u32, cx: &OpCtx, buf: &mut [u8]) -> Result<()> {
+pub(super) fn all_reduce_min_u8(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8]) -> Result<()> {
     reduce_locked(c, epoch, cx, true, buf, DType::U8, ReduceOp::Min, None)
 }
 
@@ -529,7 +527,7 @@ fn pid(c: &ShmComm, j: usize) -> u32 {
 fn gather_cma(
     c: &ShmComm,
     epoch: &mut u32,
-    cx: &OpCtx,
+    cx: &Op,
     send: &[u8],
     recv: Option<&mut [u8]>,
     counts: &[usize],
@@ -557,7 +555,7 @@ fn gather_cma(
 fn all_to_all_cma(
     c: &ShmComm,
     epoch: &mut u32,
-    cx: &OpCtx,
+    cx: &Op,
     send: &[u8],
     sd: &[usize],
     recv: &mut [u8],

@@ -15,16 +15,21 @@ mod p2p;
 pub(crate) mod segment;
 pub(crate) mod sync;
 
-use crate::backend::{Backend, Fingerprint, OpCtx, OpKind, ReqId};
+use crate::backend::{Backend, ReqId};
 use crate::config::Config;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
-use crate::op::ReduceOp;
+use crate::op::{Op, RECORD_LEN};
+use crate::reduce_op::ReduceOp;
 use crate::store::Store;
+use crate::verify::watchdog::{describe_graph, RankWait, WaitRecord, WAIT_COLL, WAIT_LEN};
 use segment::{Layout, Segment};
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use sync::Bell;
+
+// The segment holds the verify layer's records as they are.
+const _: () = assert!(segment::FP_LEN == RECORD_LEN && segment::WAIT_LEN == WAIT_LEN);
 
 /// One rank's view of one communicator on the shm backend.
 pub(crate) struct ShmComm {
@@ -44,24 +49,16 @@ pub(crate) struct ShmComm {
     cma: std::sync::atomic::AtomicU8,
 }
 
-/// Every segment this process maps, so a failing rank can tell all its peers at once.
-static LIVE: Mutex<Vec<(Weak<Segment>, usize)>> = Mutex::new(Vec::new());
-
-/// Marks this rank failed with `reason` in every communicator it belongs to, and wakes
-/// every waiter so peers notice at once instead of at their next health check.
-pub(crate) fn mark_failed(reason: &str) {
-    let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    for (w, rank) in live.iter() {
-        if let Some(seg) = w.upgrade() {
-            write_reason(&seg, *rank, reason);
-            seg.u32_at(seg.layout.ctl(*rank) + segment::STATE).store(segment::FAILED, SeqCst);
-            sync::futex_wake_all(seg.u32_at(segment::GEN));
-            for r in 0..seg.layout.n {
-                let c = seg.layout.ctl(r);
-                sync::futex_wake_all(seg.u32_at(c + segment::EPOCH));
-                sync::futex_wake_all(seg.u32_at(c + segment::BELL));
-            }
-        }
+/// Marks `rank` failed with `reason` in `seg`, and wakes every waiter so peers notice at
+/// once instead of at their next health check (this backend's failure notice).
+fn notify_failed(seg: &Segment, rank: usize, reason: &str) {
+    write_reason(seg, rank, reason);
+    seg.u32_at(seg.layout.ctl(rank) + segment::STATE).store(segment::FAILED, SeqCst);
+    sync::futex_wake_all(seg.u32_at(segment::GEN));
+    for r in 0..seg.layout.n {
+        let c = seg.layout.ctl(r);
+        sync::futex_wake_all(seg.u32_at(c + segment::EPOCH));
+        sync::futex_wake_all(seg.u32_at(c + segment::BELL));
     }
 }
 
@@ -129,11 +126,14 @@ impl ShmComm {
         seg.u64_at(ctl + segment::CMA_ADDR).store(cma::probe_addr(), SeqCst);
         seg.u32_at(ctl + segment::STATE).store(segment::ALIVE, SeqCst);
         let seg = Arc::new(seg);
-        {
-            let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-            live.retain(|(w, _)| w.strong_count() > 0);
-            live.push((Arc::downgrade(&seg), rank));
-        }
+        let weak = Arc::downgrade(&seg);
+        crate::verify::failure::register(Box::new(move |reason| match weak.upgrade() {
+            Some(seg) => {
+                notify_failed(&seg, rank, reason);
+                true
+            }
+            None => false,
+        }));
         let comm = ShmComm {
             p2p: Mutex::new(p2p::P2p::new(n)),
             seg,
@@ -223,10 +223,10 @@ impl ShmComm {
     /// Arrives at `epoch + 1` and waits for every peer to arrive there too.
     /// Before arriving, publishes `fp` (first step of a collective) and after the wait
     /// checks every peer published an agreeing one.
-    fn sync(&self, epoch: &mut u32, cx: &OpCtx, fp: bool) -> Result<()> {
+    fn sync(&self, epoch: &mut u32, cx: &Op, fp: bool) -> Result<()> {
         let next = epoch.wrapping_add(1);
         if fp && self.cfg.check {
-            self.write_fp(next % 2, &cx.fp);
+            self.write_fp(next % 2, cx);
         }
         // Our own epoch word is for diagnostics (who is behind); the wait itself is on
         // the central counter, so the last arrival wakes everyone with one syscall.
@@ -262,10 +262,10 @@ impl ShmComm {
                     &gen,
                     self.spins(),
                     || Ok(reached()),
-                    || self.health(&mut behind(), cx.name, cx.fp.site, started, &waiting, &warned),
+                    || self.health(&mut behind(), cx.name, cx.site, started, &waiting, &warned),
                     || {
                         blocked.set(true);
-                        self.mark_wait(WAIT_COLL, next, cx.name, cx.fp.site);
+                        self.mark_wait(WAIT_COLL, next, cx.name, cx.site);
                     },
                 );
                 if blocked.get() {
@@ -289,17 +289,9 @@ impl ShmComm {
         let base = self.ctl(self.rank) + segment::WAIT;
         let word = self.seg.u32_at(base);
         word.store(0, SeqCst);
-        let mut rec = [0u8; segment::WAIT_LEN];
-        rec[4..8].copy_from_slice(&peer.to_le_bytes());
-        rec[8..12].copy_from_slice(&site.0.line().to_le_bytes());
-        let opb = op.as_bytes();
-        let k = opb.len().min(31);
-        rec[16..16 + k].copy_from_slice(&opb[..k]);
-        let f = site.0.file().as_bytes();
-        let k = f.len().min(segment::WAIT_LEN - 49);
-        rec[48..48 + k].copy_from_slice(&f[f.len() - k..]);
+        let body = WaitRecord::encode_body(peer, op, site);
         // SAFETY: our own wait record; readers check the kind word before and after.
-        unsafe { std::ptr::copy_nonoverlapping(rec[4..].as_ptr(), self.seg.ptr(base + 4), segment::WAIT_LEN - 4) };
+        unsafe { std::ptr::copy_nonoverlapping(body.as_ptr(), self.seg.ptr(base + 4), body.len()) };
         word.store(kind, SeqCst);
     }
 
@@ -307,178 +299,79 @@ impl ShmComm {
         self.seg.u32_at(self.ctl(self.rank) + segment::WAIT).store(0, SeqCst);
     }
 
-    /// Rank r's wait record: (kind, peer-or-epoch, op, file, line); kind 0 if not blocked.
-    fn read_wait(&self, r: usize) -> (u32, u32, String, String, u32) {
+    /// Rank r's wait record (kind 0 if not blocked, or if it changed while being read).
+    fn read_wait(&self, r: usize) -> WaitRecord {
         let base = self.ctl(r) + segment::WAIT;
         let kind = self.seg.u32_at(base).load(SeqCst);
-        let mut rec = [0u8; segment::WAIT_LEN];
+        let mut rec = [0u8; WAIT_LEN];
         // SAFETY: in bounds; a torn read is caught by re-reading the kind word below.
         unsafe { std::ptr::copy_nonoverlapping(self.seg.ptr(base), rec.as_mut_ptr(), rec.len()) };
-        if self.seg.u32_at(base).load(SeqCst) != kind {
-            return (0, 0, String::new(), String::new(), 0);
+        if kind == 0 || self.seg.u32_at(base).load(SeqCst) != kind {
+            return WaitRecord::default();
         }
-        let cstr =
-            |b: &[u8]| String::from_utf8_lossy(&b[..b.iter().position(|&x| x == 0).unwrap_or(b.len())]).into_owned();
-        let peer = u32::from_le_bytes(rec[4..8].try_into().unwrap());
-        let line = u32::from_le_bytes(rec[8..12].try_into().unwrap());
-        (kind, peer, cstr(&rec[16..48]), cstr(&rec[48..]), line)
+        WaitRecord::decode(kind, &rec)
     }
 
-    /// The wait-for graph of this communicator, in words, naming a cycle if there is one:
-    /// "rank 0 waits in recv from rank 1 (src/x.rs:12); rank 1 waits in recv from rank 0
-    /// (src/x.rs:20): deadlock (0 → 1 → 0)".
+    /// The wait-for graph of this communicator, in words (see `verify::watchdog`).
     pub(crate) fn wait_graph(&self) -> String {
-        let n = self.n;
-        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
-        let mut parts = Vec::new();
-        for (r, out) in edges.iter_mut().enumerate() {
-            let state = self.seg.u32_at(self.ctl(r) + segment::STATE).load(SeqCst);
-            let (kind, peer, op, file, line) = self.read_wait(r);
-            let at = format!("{file}:{line}");
-            let desc = match kind {
-                WAIT_RECV => {
-                    out.push(peer as usize);
-                    format!("rank {r} waits in {op} from rank {peer} ({at})")
+        let ranks: Vec<RankWait> = (0..self.n)
+            .map(|r| {
+                let rec = self.read_wait(r);
+                match rec.kind {
+                    0 => match self.seg.u32_at(self.ctl(r) + segment::STATE).load(SeqCst) {
+                        segment::FINISHED => RankWait::Left,
+                        segment::FAILED => RankWait::Failed,
+                        _ => RankWait::Running,
+                    },
+                    WAIT_COLL => {
+                        let behind = (0..self.n)
+                            .filter(|&q| q != r)
+                            .filter(|&q| {
+                                (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(rec.peer)
+                                    as i32)
+                                    < 0
+                            })
+                            .collect();
+                        RankWait::Blocked { rec, on: behind }
+                    }
+                    _ => {
+                        let on = vec![rec.peer as usize];
+                        RankWait::Blocked { rec, on }
+                    }
                 }
-                WAIT_SEND => {
-                    out.push(peer as usize);
-                    format!("rank {r} waits in {op} to rank {peer} ({at})")
-                }
-                WAIT_COLL => {
-                    let behind: Vec<usize> = (0..n)
-                        .filter(|&q| q != r)
-                        .filter(|&q| {
-                            (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(peer) as i32) < 0
-                        })
-                        .collect();
-                    out.extend(&behind);
-                    format!("rank {r} waits in {op} ({at}) for rank(s) {behind:?}")
-                }
-                _ => match state {
-                    segment::FINISHED => format!("rank {r} has left {}", self.name),
-                    segment::FAILED => format!("rank {r} failed"),
-                    _ => format!("rank {r} is not blocked in {}", self.name),
-                },
-            };
-            parts.push(desc);
-        }
-        let mut s = format!("wait-for graph of {}: {}", self.name, parts.join("; "));
-        if let Some(cycle) = find_cycle(&edges) {
-            let path: Vec<String> = cycle.iter().map(|r| r.to_string()).collect();
-            s.push_str(&format!(": deadlock ({})", path.join(" → ")));
-        }
-        s
+            })
+            .collect();
+        describe_graph(&self.name, &ranks)
     }
 
-    fn write_fp(&self, parity: u32, fp: &Fingerprint) {
-        let mut rec = [0u8; segment::FP_LEN];
-        rec[0] = fp.kind as u8;
-        rec[1] = fp.dtype.map(|d| d as u8).unwrap_or(0);
-        rec[4..8].copy_from_slice(&fp.root.to_le_bytes());
-        rec[8..16].copy_from_slice(&fp.count.to_le_bytes());
-        rec[16..24].copy_from_slice(&fp.op.to_le_bytes());
-        rec[24..32].copy_from_slice(&fp.extra.to_le_bytes());
-        rec[32..36].copy_from_slice(&fp.site.0.line().to_le_bytes());
-        let file = fp.site.0.file().as_bytes();
-        let keep = file.len().min(segment::FP_LEN - 41);
-        // keep the tail of long paths: it names the file
-        rec[40..40 + keep].copy_from_slice(&file[file.len() - keep..]);
+    fn write_fp(&self, parity: u32, op: &Op) {
+        let rec = op.record();
         let dst = self.seg.ptr(self.ctl(self.rank) + segment::FP + parity as usize * segment::FP_LEN);
-        // SAFETY: our own fingerprint record of this parity; peers read it only after
-        // they see our epoch store (SeqCst) that follows.
+        // SAFETY: our own op record of this parity; peers read it only after they see
+        // our epoch store (SeqCst) that follows.
         unsafe { std::ptr::copy_nonoverlapping(rec.as_ptr(), dst, rec.len()) };
     }
 
-    fn read_fp(&self, r: usize, parity: u32) -> (Option<Fingerprint>, String, u32) {
-        let mut rec = [0u8; segment::FP_LEN];
+    fn read_fp(&self, r: usize, parity: u32) -> [u8; RECORD_LEN] {
+        let mut rec = [0u8; RECORD_LEN];
         let src = self.seg.ptr(self.ctl(r) + segment::FP + parity as usize * segment::FP_LEN);
         // SAFETY: rank r wrote this record before arriving at the epoch we waited for,
         // and will not rewrite this parity before we arrive at the next one.
         unsafe { std::ptr::copy_nonoverlapping(src, rec.as_mut_ptr(), rec.len()) };
-        let u64_at = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().unwrap());
-        let line = u32::from_le_bytes(rec[32..36].try_into().unwrap());
-        let end = rec[40..].iter().position(|&b| b == 0).map(|p| p + 40).unwrap_or(rec.len());
-        let file = String::from_utf8_lossy(&rec[40..end]).into_owned();
-        let fp = OpKind::from_u8(rec[0]).map(|kind| Fingerprint {
-            kind,
-            dtype: DType::from_u8(rec[1]),
-            root: u32::from_le_bytes(rec[4..8].try_into().unwrap()),
-            count: u64_at(8),
-            op: u64_at(16),
-            extra: u64_at(24),
-            site: Site::caller(), // not used for comparison
-        });
-        (fp, file, line)
+        rec
     }
 
-    fn check_fps(&self, parity: u32, cx: &OpCtx) -> Result<()> {
-        let mine = &cx.fp;
-        let mut bad = Vec::new();
-        for r in 0..self.n {
-            if r == self.rank {
-                continue;
-            }
-            let (fp, file, line) = self.read_fp(r, parity);
-            match fp {
-                Some(fp) if fp.agrees(mine) => {}
-                Some(fp) => bad.push(format!("rank {r} called {}", fp.describe(&file, line))),
-                None => bad.push(format!("rank {r} called an unknown op at {file}:{line}")),
-            }
-        }
-        if bad.is_empty() {
-            return Ok(());
-        }
-        Err(Error::Mismatch {
-            comm: self.name.clone(),
-            msg: format!(
-                "rank {} called {}, but {}",
-                self.rank,
-                mine.describe(mine.site.0.file(), mine.site.0.line()),
-                bad.join("; ")
-            ),
-        })
+    /// The agreement check of `verify`, on the records peers left in the segment.
+    fn check_fps(&self, parity: u32, cx: &Op) -> Result<()> {
+        let recs: Vec<(usize, [u8; RECORD_LEN])> =
+            (0..self.n).filter(|&r| r != self.rank).map(|r| (r, self.read_fp(r, parity))).collect();
+        crate::verify::agreement(&self.name, self.rank, cx, recs.iter().map(|(r, rec)| (*r, rec)))
     }
 
     /// Pointer to rank r's staging slot of `parity`.
     fn slot(&self, r: usize, parity: u32) -> *mut u8 {
         self.seg.ptr(self.seg.layout.slot(r, parity))
     }
-}
-
-pub(crate) const WAIT_RECV: u32 = 1;
-pub(crate) const WAIT_SEND: u32 = 2;
-pub(crate) const WAIT_COLL: u32 = 3;
-
-/// A cycle in the wait-for graph, as the ranks along it (first repeated at the end).
-fn find_cycle(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
-    let n = edges.len();
-    // 0 unvisited, 1 on stack, 2 done
-    let mut color = vec![0u8; n];
-    let mut stack: Vec<usize> = Vec::new();
-    fn dfs(u: usize, edges: &[Vec<usize>], color: &mut [u8], stack: &mut Vec<usize>) -> Option<Vec<usize>> {
-        color[u] = 1;
-        stack.push(u);
-        for &v in &edges[u] {
-            if v >= edges.len() {
-                continue;
-            }
-            if color[v] == 1 {
-                let at = stack.iter().position(|&x| x == v).expect("on stack");
-                let mut c = stack[at..].to_vec();
-                c.push(v);
-                return Some(c);
-            }
-            if color[v] == 0 {
-                if let Some(c) = dfs(v, edges, color, stack) {
-                    return Some(c);
-                }
-            }
-        }
-        stack.pop();
-        color[u] = 2;
-        None
-    }
-    (0..n).find_map(|u| if color[u] == 0 { dfs(u, edges, &mut color, &mut stack) } else { None })
 }
 
 impl Backend for ShmComm {
@@ -492,7 +385,7 @@ impl Backend for ShmComm {
         self.n
     }
 
-    fn barrier(&self, cx: &OpCtx) -> Result<()> {
+    fn barrier(&self, cx: &Op) -> Result<()> {
         if self.n == 1 {
             return Ok(());
         }
@@ -500,18 +393,18 @@ impl Backend for ShmComm {
         self.sync(&mut epoch, cx, true)
     }
 
-    fn broadcast(&self, cx: &OpCtx, buf: &mut [u8], root: usize) -> Result<()> {
+    fn broadcast(&self, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
         coll::broadcast(self, cx, buf, root)
     }
-    fn reduce(&self, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
+    fn reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
         coll::reduce(self, cx, buf, dtype, op, Some(root))
     }
-    fn all_reduce(&self, cx: &OpCtx, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
+    fn all_reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
         coll::reduce(self, cx, buf, dtype, op, None)
     }
     fn gather_v(
         &self,
-        cx: &OpCtx,
+        cx: &Op,
         send: &[u8],
         recv: Option<&mut [u8]>,
         counts: &[usize],
@@ -519,15 +412,15 @@ impl Backend for ShmComm {
     ) -> Result<()> {
         coll::gather_v(self, cx, send, recv, counts, root)
     }
-    fn scatter(&self, cx: &OpCtx, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
+    fn scatter(&self, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
         coll::scatter(self, cx, send, recv, root)
     }
-    fn reduce_scatter(&self, cx: &OpCtx, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
+    fn reduce_scatter(&self, cx: &Op, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
         coll::reduce_scatter(self, cx, send, recv, dtype, op)
     }
     fn all_to_all_v(
         &self,
-        cx: &OpCtx,
+        cx: &Op,
         send: &[u8],
         send_counts: &[usize],
         recv: &mut [u8],
@@ -556,7 +449,7 @@ impl Backend for ShmComm {
         p2p::wait_recv(self, site, id, dtype, buf)
     }
 
-    fn create_child(&self, cx: &OpCtx, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+    fn create_child(&self, cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         // Everyone agrees on the call first (fingerprint carries the member hash).
         self.barrier(cx)?;
         let child = match members.iter().position(|&m| m == self.rank) {
@@ -587,24 +480,5 @@ impl Backend for ShmComm {
         for r in 0..self.n {
             sync::futex_wake_all(self.seg.u32_at(self.ctl(r) + segment::BELL));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::find_cycle;
-
-    #[test]
-    fn cycles_in_wait_for_graphs() {
-        // 0 -> 1 -> 0
-        assert_eq!(find_cycle(&[vec![1], vec![0]]), Some(vec![0, 1, 0]));
-        // a chain is no deadlock
-        assert_eq!(find_cycle(&[vec![1], vec![2], vec![]]), None);
-        // a ring of 4 where every rank sends first
-        assert_eq!(find_cycle(&[vec![1], vec![2], vec![3], vec![0]]), Some(vec![0, 1, 2, 3, 0]));
-        // a collective waiting on a rank that waits on a recv from the first
-        assert_eq!(find_cycle(&[vec![2, 3], vec![], vec![0], vec![]]), Some(vec![0, 2, 0]));
-        // edges to ranks out of range are ignored
-        assert_eq!(find_cycle(&[vec![7]]), None);
     }
 }

@@ -401,7 +401,7 @@ fn drive(
     };
     let warned = std::cell::Cell::new(false);
     let blocked = std::cell::Cell::new(false);
-    let kind = if op == "recv" { super::WAIT_RECV } else { super::WAIT_SEND };
+    let kind = if op == "recv" { crate::verify::watchdog::WAIT_RECV } else { crate::verify::watchdog::WAIT_SEND };
     let r = sync::wait_on(
         &c.bell(me),
         c.spins(),

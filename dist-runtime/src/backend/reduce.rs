@@ -1,0 +1,163 @@
+//! Reduction kernels over bytes: `acc ⊕= src` element by element for a [`DType`] and a
+//! [`ReduceOp`], and the post-step of `Avg`/`PreMulSum`. Every backend that reduces on
+//! the host uses these, so every backend combines values the same way.
+
+use crate::dtype::DType;
+use crate::reduce_op::ReduceOp;
+use half::{bf16, f16};
+
+/// Arithmetic used by the reduction kernels; integer ops wrap (exact modulo 2^bits, as NCCL).
+trait Arith: Copy + PartialOrd {
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    /// Multiply by a host scalar (PreMulSum) and divide by a count (Avg); floats only.
+    fn scale(self, s: f64) -> Self;
+    fn div_n(self, n: usize) -> Self;
+}
+
+macro_rules! arith_int {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            fn scale(self, _: f64) -> Self { unreachable!("validated: PreMulSum is float-only") }
+            fn div_n(self, _: usize) -> Self { unreachable!("validated: Avg is float-only") }
+        }
+    )*};
+}
+arith_int!(u8, i8, i32, u32, i64, u64);
+
+macro_rules! arith_float {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn scale(self, s: f64) -> Self { self * (s as $t) }
+            #[inline(always)] fn div_n(self, n: usize) -> Self { self / (n as $t) }
+        }
+    )*};
+}
+arith_float!(f32, f64);
+
+macro_rules! arith_half {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn scale(self, s: f64) -> Self { self * <$t>::from_f64(s) }
+            #[inline(always)] fn div_n(self, n: usize) -> Self { self / <$t>::from_f64(n as f64) }
+        }
+    )*};
+}
+arith_half!(f16, bf16);
+
+#[inline(always)]
+fn combine<T: Arith>(op: ReduceOp, a: T, b: T) -> T {
+    match op {
+        // Avg and PreMulSum accumulate as a sum; `finish` applies the scale once.
+        ReduceOp::Sum | ReduceOp::Avg | ReduceOp::PreMulSum(_) => a.add(b),
+        ReduceOp::Prod => a.mul(b),
+        // NaN-propagating is not promised; comparisons follow IEEE `>`/`<` as NCCL's do.
+        ReduceOp::Max => {
+            if b > a {
+                b
+            } else {
+                a
+            }
+        }
+        ReduceOp::Min => {
+            if b < a {
+                b
+            } else {
+                a
+            }
+        }
+    }
+}
+
+fn reduce_typed<T: Arith + bytemuck::Pod>(op: ReduceOp, acc: &mut [u8], src: &[u8]) {
+    let acc: &mut [T] = bytemuck::cast_slice_mut(acc);
+    let src: &[T] = bytemuck::cast_slice(src);
+    debug_assert_eq!(acc.len(), src.len());
+    // Specialise the hot ops so the loop body is a single vectorisable operation.
+    match op {
+        ReduceOp::Sum | ReduceOp::Avg | ReduceOp::PreMulSum(_) => {
+            for (a, b) in acc.iter_mut().zip(src) {
+                *a = a.add(*b);
+            }
+        }
+        _ => {
+            for (a, b) in acc.iter_mut().zip(src) {
+                *a = combine(op, *a, *b);
+            }
+        }
+    }
+}
+
+fn finish_typed<T: Arith + bytemuck::Pod>(op: ReduceOp, n: usize, acc: &mut [u8]) {
+    let acc: &mut [T] = bytemuck::cast_slice_mut(acc);
+    match op {
+        ReduceOp::Avg => acc.iter_mut().for_each(|a| *a = a.div_n(n)),
+        ReduceOp::PreMulSum(s) => acc.iter_mut().for_each(|a| *a = a.scale(s)),
+        _ => {}
+    }
+}
+
+macro_rules! dispatch {
+    ($dtype:expr, $f:ident, $($args:expr),*) => {
+        match $dtype {
+            DType::U8 => $f::<u8>($($args),*),
+            DType::I8 => $f::<i8>($($args),*),
+            DType::I32 => $f::<i32>($($args),*),
+            DType::U32 => $f::<u32>($($args),*),
+            DType::I64 => $f::<i64>($($args),*),
+            DType::U64 => $f::<u64>($($args),*),
+            DType::F16 => $f::<f16>($($args),*),
+            DType::BF16 => $f::<bf16>($($args),*),
+            DType::F32 => $f::<f32>($($args),*),
+            DType::F64 => $f::<f64>($($args),*),
+        }
+    };
+}
+
+/// `acc[i] = acc[i] ⊕ src[i]` over elements of `dtype`. Both slices hold whole elements
+/// and are aligned for `dtype` (the backends guarantee it).
+pub(crate) fn reduce_into(dtype: DType, op: ReduceOp, acc: &mut [u8], src: &[u8]) {
+    dispatch!(dtype, reduce_typed, op, acc, src)
+}
+
+/// Applies the post-step of `op` once all `n` contributions are combined
+/// (division for `Avg`, scaling for `PreMulSum`; nothing otherwise).
+pub(crate) fn finish(dtype: DType, op: ReduceOp, n: usize, acc: &mut [u8]) {
+    if matches!(op, ReduceOp::Avg | ReduceOp::PreMulSum(_)) {
+        dispatch!(dtype, finish_typed, op, n, acc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_sum_wraps_and_max_min() {
+        let mut a = [250u8, 1, 7];
+        reduce_into(DType::U8, ReduceOp::Sum, &mut a, &[10, 2, 0]);
+        assert_eq!(a, [4, 3, 7]);
+        let mut a = [-5i32, 9];
+        reduce_into(DType::I32, ReduceOp::Max, bytemuck::cast_slice_mut(&mut a), bytemuck::cast_slice(&[3i32, 2]));
+        assert_eq!(a, [3, 9]);
+        reduce_into(DType::I32, ReduceOp::Min, bytemuck::cast_slice_mut(&mut a), bytemuck::cast_slice(&[4i32, -1]));
+        assert_eq!(a, [3, -1]);
+    }
+
+    #[test]
+    fn avg_and_premul_finish() {
+        let mut a = [1.0f32, 2.0];
+        reduce_into(DType::F32, ReduceOp::Avg, bytemuck::cast_slice_mut(&mut a), bytemuck::cast_slice(&[3.0f32, 4.0]));
+        finish(DType::F32, ReduceOp::Avg, 2, bytemuck::cast_slice_mut(&mut a));
+        assert_eq!(a, [2.0, 3.0]);
+        let mut h = [f16::from_f32(1.5)];
+        finish(DType::F16, ReduceOp::PreMulSum(2.0), 1, bytemuck::cast_slice_mut(&mut h));
+        assert_eq!(h[0], f16::from_f32(3.0));
+    }
+}

@@ -1,0 +1,79 @@
+//! Failures every peer must hear of: the panic capture, and the failure notice each live
+//! backend registers, so the typed layer and the entry runner tell every transport at
+//! once without naming any of them.
+
+use std::sync::{Mutex, Once};
+
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+/// The message of the last panic in this process (for failure reports).
+pub(crate) fn last_panic() -> String {
+    LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_else(|| "panicked".into())
+}
+
+/// Records every panic's message and location (then runs the previous hook), so a rank's
+/// failure notice says why it failed.
+pub(crate) fn install_panic_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "Box<dyn Any>".into());
+            let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            *LAST_PANIC.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("panicked{at}: {payload}"));
+            prev(info)
+        }));
+    });
+}
+
+/// A backend's way to tell its peers that this rank failed, and why. Returns false once
+/// the communicator it belongs to is gone (the notice is then dropped).
+pub(crate) type Notice = Box<dyn Fn(&str) -> bool + Send>;
+
+static NOTICES: Mutex<Vec<Notice>> = Mutex::new(Vec::new());
+
+/// Registers a live communicator's failure notice (every backend does, at creation).
+pub(crate) fn register(notice: Notice) {
+    let mut all = NOTICES.lock().unwrap_or_else(|p| p.into_inner());
+    all.push(notice);
+}
+
+/// Marks this rank failed with `reason` in every communicator it belongs to, on every
+/// backend, so peers stop waiting on it at once instead of at their deadline.
+pub(crate) fn mark_failed(reason: &str) {
+    let mut all = NOTICES.lock().unwrap_or_else(|p| p.into_inner());
+    all.retain(|notify| notify(reason));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn every_live_notice_hears_and_dead_ones_are_dropped() {
+        let heard = Arc::new(AtomicUsize::new(0));
+        let live = heard.clone();
+        register(Box::new(move |r| {
+            assert_eq!(r, "boom");
+            live.fetch_add(1, Ordering::SeqCst);
+            true
+        }));
+        let dead = Arc::new(AtomicUsize::new(0));
+        let d = dead.clone();
+        register(Box::new(move |_| {
+            d.fetch_add(1, Ordering::SeqCst);
+            false
+        }));
+        mark_failed("boom");
+        mark_failed("boom");
+        assert_eq!(heard.load(Ordering::SeqCst), 2);
+        assert_eq!(dead.load(Ordering::SeqCst), 1, "a notice that reports its communicator gone is dropped");
+    }
+}

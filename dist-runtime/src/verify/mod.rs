@@ -1,0 +1,58 @@
+//! Above every backend: the cross-rank agreement of each [`Op`], the watchdog's
+//! wait-for graph, and the failure notices. Backends supply the transport (the shm
+//! backend piggybacks op records on its epoch barrier; another would all-gather them);
+//! the verdicts and their messages are made here, once, for all of them.
+
+pub(crate) mod failure;
+pub(crate) mod watchdog;
+
+use crate::error::{Error, Result};
+use crate::op::{Op, RECORD_LEN};
+
+/// Checks that every peer's op record agrees with this rank's `mine`; otherwise an
+/// `Error::Mismatch` on communicator `comm` naming both calls and their sites.
+pub(crate) fn agreement<'a>(
+    comm: &str,
+    rank: usize,
+    mine: &Op,
+    peers: impl Iterator<Item = (usize, &'a [u8; RECORD_LEN])>,
+) -> Result<()> {
+    let mut bad = Vec::new();
+    for (r, rec) in peers {
+        match Op::from_record(rec) {
+            (Some(op), _, _) if op.agrees(mine) => {}
+            (Some(op), file, line) => bad.push(format!("rank {r} called {}", op.describe(&file, line))),
+            (None, file, line) => bad.push(format!("rank {r} called an unknown op at {file}:{line}")),
+        }
+    }
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Mismatch {
+        comm: comm.to_string(),
+        msg: format!(
+            "rank {rank} called {}, but {}",
+            mine.describe(mine.site.0.file(), mine.site.0.line()),
+            bad.join("; ")
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::op::OpKind;
+
+    #[test]
+    fn a_disagreeing_peer_is_named_with_its_call() {
+        let mine = Op::new(OpKind::AllReduce).dtype(DType::F32).count(8);
+        let same = mine.record();
+        let other = Op::new(OpKind::AllReduce).dtype(DType::F32).count(9).record();
+        assert!(agreement("World", 0, &mine, [(1, &same)].into_iter()).is_ok());
+        let e = agreement("World", 0, &mine, [(1, &same), (2, &other)].into_iter()).unwrap_err().to_string();
+        assert!(e.contains("rank 0 called all_reduce(f32 × 8)"), "{e}");
+        assert!(e.contains("rank 2 called all_reduce(f32 × 9)"), "{e}");
+        assert!(!e.contains("rank 1 called"), "{e}");
+    }
+}
