@@ -77,6 +77,7 @@ impl Op {
         Op { kind, name: kind.name(), dtype: None, count: 0, root: u32::MAX, reduce: 0, extra: 0, site: Site::caller() }
     }
     pub(crate) fn named(mut self, name: &'static str) -> Self {
+        debug_assert!(dist_ops::find(name).is_some(), "{name} is not in the op table (dist-ops)");
         self.name = name;
         self
     }
@@ -186,5 +187,40 @@ mod tests {
         assert!(!op.agrees(&op.root(2)));
         assert!(!op.agrees(&op.reduce(ReduceOp::Min)));
         assert!(!op.agrees(&op.count(1023)));
+    }
+
+    /// The op table (dist-ops) that the compile-time check reads is exactly the set of
+    /// communicating methods of `Comm`: a method added to one and not the other fails here.
+    #[test]
+    fn the_op_table_is_the_comm_api() {
+        // Methods that ask about the communicator and move nothing.
+        const QUERIES: &[&str] =
+            &["rank", "size", "members", "world_rank", "world_rank_of", "group_rank_of", "name", "backend"];
+        let src = include_str!("comm.rs");
+        let mut methods = Vec::new();
+        let mut in_comm = false;
+        for line in src.lines() {
+            if line.starts_with("impl") {
+                in_comm = line.starts_with("impl<G: Group> Comm<G> {");
+            }
+            if let (true, Some(rest)) = (in_comm, line.trim_start().strip_prefix("pub fn ")) {
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                methods.push(name);
+            }
+        }
+        assert!(methods.len() > 30, "parsed too few methods: {methods:?}");
+        for m in &methods {
+            assert!(
+                QUERIES.contains(&m.as_str()) || dist_ops::find(m).is_some(),
+                "Comm::{m} communicates but is not in dist-ops' table (the compile-time check would not know it)"
+            );
+        }
+        for spec in dist_ops::OPS {
+            assert!(methods.iter().any(|m| m == spec.name), "dist-ops lists `{}`, which Comm does not have", spec.name);
+            if spec.class == dist_ops::Class::Collective {
+                let kinds = (1..=10).filter_map(OpKind::from_u8).map(OpKind::name).collect::<Vec<_>>();
+                assert!(kinds.contains(&spec.kind), "{}: kind {} is no OpKind", spec.name, spec.kind);
+            }
+        }
     }
 }

@@ -191,42 +191,6 @@ fn last_seg(p: &syn::Path) -> String {
     p.segments.last().map(|s| s.ident.to_string()).unwrap_or_default()
 }
 
-/// Methods of `Comm` that take part in communication.
-const P2P: &[&str] = &["send", "recv", "isend", "irecv", "sendrecv"];
-const COLLECTIVES: &[&str] = &[
-    "barrier",
-    "broadcast",
-    "reduce",
-    "all_reduce",
-    "all_gather",
-    "all_gather_v",
-    "gather",
-    "gather_v",
-    "scatter",
-    "scatter_v",
-    "reduce_scatter",
-    "all_to_all",
-    "all_to_all_v",
-    "all_gather_object",
-    "broadcast_object",
-    "gather_object",
-    "all_reduce_async",
-    "broadcast_async",
-];
-
-/// (argument index of the root, argument index of the op) of each collective.
-fn root_op_args(kind: &str) -> (Option<usize>, Option<usize>) {
-    match kind {
-        "broadcast" | "broadcast_async" | "broadcast_object" | "gather_object" => (Some(1), None),
-        "reduce" => (Some(2), Some(1)),
-        "all_reduce" | "all_reduce_async" => (None, Some(1)),
-        "gather" | "scatter" => (Some(2), None),
-        "gather_v" | "scatter_v" => (Some(3), None),
-        "reduce_scatter" => (None, Some(2)),
-        _ => (None, None),
-    }
-}
-
 impl<'a> Interp<'a> {
     pub fn new(
         rank: usize,
@@ -1231,7 +1195,7 @@ impl<'a> Interp<'a> {
                 ));
             }
         }
-        if recv.has_comm() && (P2P.contains(&m.as_str()) || COLLECTIVES.contains(&m.as_str()) || m == "batch") {
+        if recv.has_comm() && dist_ops::find(&m).is_some_and(|o| o.class != dist_ops::Class::Group) {
             return Err(undecidable(e, format!("`.{m}(..)` on a value that may be a communicator")));
         }
         if let V::Req(_) = &recv {
@@ -1352,8 +1316,9 @@ impl<'a> Interp<'a> {
             "subgroup" | "split" | "mesh2" => return self.create(e, mc, c, m, &args),
             _ => {}
         }
-        if COLLECTIVES.contains(&m) {
-            let (ri, oi) = root_op_args(m);
+        // Roles of the arguments come from the op table the runtime is tested against.
+        if let Some(spec) = dist_ops::find(m).filter(|o| o.class == dist_ops::Class::Collective) {
+            let (ri, oi) = (spec.root, spec.reduce);
             let root = match ri.and_then(|i| args.get(i)) {
                 Some(V::Int(r)) => {
                     let r = *r;
@@ -1373,7 +1338,7 @@ impl<'a> Interp<'a> {
                 }),
             };
             let id = self.post_coll(e, c, m.trim_end_matches("_async"), root, op)?;
-            if m.ends_with("_async") {
+            if !spec.blocking {
                 return Ok(V::Req(vec![id]));
             }
             self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
@@ -1673,9 +1638,11 @@ pub fn eval_consts<'a>(
 
 /// The display name of an op (`send`, `all_reduce`).
 fn call_name(m: &str) -> &'static str {
-    const ALL: &[&str] =
-        &["send", "recv", "isend", "irecv", "sendrecv", "batch", "wait", "wait_all", "subgroup", "split", "mesh2"];
-    ALL.iter().chain(COLLECTIVES.iter()).find(|x| **x == m).copied().unwrap_or("communication")
+    match m {
+        "wait" => "wait",
+        "wait_all" => "wait_all",
+        _ => dist_ops::find(m).map_or("communication", |o| o.name),
+    }
 }
 
 /// Whether a token stream names a variable bound to a communicator.

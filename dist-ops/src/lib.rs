@@ -1,0 +1,130 @@
+//! The one table of dist's communication operations: every method of `Comm<G>` that
+//! communicates, with the roles of its arguments. The runtime (`dist-runtime`) and the
+//! compile-time check (`dist-macros`) both read it, and a test in dist-runtime compares
+//! it with `Comm`'s methods, so an op added to one and not the other fails the build's
+//! tests instead of drifting.
+#![deny(missing_docs)]
+
+/// What an operation does, as the check sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Every member of the communicator calls it, in the same order, agreeing on the
+    /// arguments marked as roles.
+    Collective,
+    /// One rank to another, matched by (peer, tag) in posting order.
+    PointToPoint,
+    /// Collective creation of child communicators (`subgroup`, `split`, `mesh2`).
+    Group,
+}
+
+/// One operation and the roles of its arguments (indices count the method's arguments
+/// after `self`, from 0).
+#[derive(Clone, Copy, Debug)]
+pub struct OpSpec {
+    /// The method's name on `Comm<G>`.
+    pub name: &'static str,
+    /// What it does.
+    pub class: Class,
+    /// The collective kind every rank must agree on: an op and its `_v`, `_async` and
+    /// object forms share one ("all_gather" for `all_gather_v`).
+    pub kind: &'static str,
+    /// Argument that is the root (communicator rank), if any.
+    pub root: Option<usize>,
+    /// Argument that is the `ReduceOp`, if any.
+    pub reduce: Option<usize>,
+    /// Arguments that are peers (communicator ranks): destination first.
+    pub peers: &'static [usize],
+    /// Argument that is the typed tag, if any.
+    pub tag: Option<usize>,
+    /// False for the forms that return a `Request` (`isend`, `irecv`, `*_async`).
+    pub blocking: bool,
+}
+
+const fn coll(name: &'static str, kind: &'static str, root: Option<usize>, reduce: Option<usize>) -> OpSpec {
+    OpSpec { name, class: Class::Collective, kind, root, reduce, peers: &[], tag: None, blocking: true }
+}
+
+const fn nonblocking(mut s: OpSpec) -> OpSpec {
+    s.blocking = false;
+    s
+}
+
+const fn p2p(name: &'static str, peers: &'static [usize], tag: Option<usize>, blocking: bool) -> OpSpec {
+    OpSpec { name, class: Class::PointToPoint, kind: name, root: None, reduce: None, peers, tag, blocking }
+}
+
+const fn group(name: &'static str) -> OpSpec {
+    OpSpec {
+        name,
+        class: Class::Group,
+        kind: "communicator creation",
+        root: None,
+        reduce: None,
+        peers: &[],
+        tag: None,
+        blocking: true,
+    }
+}
+
+/// Every communicating method of `Comm<G>`.
+pub const OPS: &[OpSpec] = &[
+    coll("barrier", "barrier", None, None),
+    coll("broadcast", "broadcast", Some(1), None),
+    coll("reduce", "reduce", Some(2), Some(1)),
+    coll("all_reduce", "all_reduce", None, Some(1)),
+    coll("all_gather", "all_gather", None, None),
+    coll("all_gather_v", "all_gather", None, None),
+    coll("gather", "gather", Some(2), None),
+    coll("gather_v", "gather", Some(3), None),
+    coll("scatter", "scatter", Some(2), None),
+    coll("reduce_scatter", "reduce_scatter", None, Some(2)),
+    coll("all_to_all", "all_to_all", None, None),
+    coll("all_to_all_v", "all_to_all", None, None),
+    coll("all_gather_object", "all_gather", None, None),
+    coll("broadcast_object", "broadcast", Some(1), None),
+    coll("gather_object", "gather", Some(1), None),
+    nonblocking(coll("all_reduce_async", "all_reduce", None, Some(1))),
+    nonblocking(coll("broadcast_async", "broadcast", Some(1), None)),
+    p2p("send", &[0], Some(1), true),
+    p2p("recv", &[0], Some(1), true),
+    p2p("sendrecv", &[0, 3], Some(1), true),
+    p2p("isend", &[0], Some(1), false),
+    p2p("irecv", &[0], Some(1), false),
+    p2p("batch", &[], None, true),
+    group("subgroup"),
+    group("split"),
+    group("mesh2"),
+];
+
+/// The operation named `name`, if `Comm` has it.
+pub fn find(name: &str) -> Option<&'static OpSpec> {
+    OPS.iter().find(|o| o.name == name)
+}
+
+/// The non-blocking form of `name` (`all_reduce` → `all_reduce_async`), if there is one.
+pub fn async_form(name: &str) -> Option<&'static OpSpec> {
+    let spec = find(name)?;
+    OPS.iter().find(|o| !o.blocking && o.class == spec.class && o.kind == spec.kind && o.name.starts_with(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_roles_are_consistent() {
+        for (i, a) in OPS.iter().enumerate() {
+            assert!(OPS[i + 1..].iter().all(|b| b.name != a.name), "{} twice", a.name);
+            if a.class != Class::Collective {
+                assert!(a.root.is_none() && a.reduce.is_none(), "{}", a.name);
+            }
+            if a.class == Class::PointToPoint && a.name != "batch" {
+                assert!(a.tag.is_some() && !a.peers.is_empty(), "{}", a.name);
+            }
+        }
+        assert_eq!(async_form("all_reduce").map(|o| o.name), Some("all_reduce_async"));
+        assert_eq!(async_form("broadcast").map(|o| o.name), Some("broadcast_async"));
+        assert!(async_form("gather").is_none());
+        assert_eq!(find("reduce").and_then(|o| o.root), Some(2));
+    }
+}
