@@ -1,10 +1,11 @@
 //! Joining the job: read the environment, meet at the store, build the world.
 
+use crate::backend::shm::tuning::Config;
 use crate::backend::shm::ShmComm;
 use crate::backend::trace::{Traced, Tracer};
 use crate::backend::Backend;
 use crate::comm::Comm;
-use crate::config::{BackendChoice, Config, Env};
+use crate::env::{BackendChoice, Env};
 use crate::error::{Error, Result};
 use crate::group::World;
 use crate::store::{Store, StoreServer};
@@ -102,7 +103,7 @@ fn join(env: Env) -> Result<Comm<World>> {
         },
     };
     let cfg = Arc::new(Config::from_env(&env)?);
-    if std::env::var("DIST_PIN").as_deref() == Ok("1") {
+    if env.tuning.pin {
         pin_to_core(env.local_rank);
     }
     let (store, keep): (Option<Arc<Store>>, Option<Box<dyn std::any::Any + Send + Sync>>) = if env.world_size > 1 {

@@ -195,10 +195,10 @@ impl Launch {
         if self.n == 0 {
             return Err(Error::invalid("launch", "cannot launch 0 ranks"));
         }
-        if self.n > crate::config::MAX_WORLD {
+        if self.n > crate::env::MAX_WORLD {
             return Err(Error::invalid(
                 "launch",
-                format!("{} ranks is more than the limit of {}", self.n, crate::config::MAX_WORLD),
+                format!("{} ranks is more than the limit of {}", self.n, crate::env::MAX_WORLD),
             ));
         }
         let token = random_token();

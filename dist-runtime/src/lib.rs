@@ -55,9 +55,9 @@
 
 mod backend;
 mod comm;
-mod config;
 mod dtype;
 mod entry;
+mod env;
 mod error;
 mod group;
 mod init;
@@ -73,11 +73,11 @@ pub mod testing;
 mod verify;
 
 pub use comm::{wait_all, Batch, Comm, Request};
-pub use config::{BackendChoice, DebugLevel, Env, MAX_WORLD};
 pub use dist_macros::{spmd, test};
 pub use dtype::{DType, Element};
 pub use entry::EntryReturn;
 pub use entry::{entries, ENTRIES_MARKER};
+pub use env::{BackendChoice, DebugLevel, Env, Tuning, MAX_WORLD};
 pub use error::{Error, Result, Site};
 pub use group::{Group, World};
 pub use init::{init, init_with};

@@ -14,9 +14,9 @@ mod copy;
 mod p2p;
 pub(crate) mod segment;
 pub(crate) mod sync;
+pub(crate) mod tuning;
 
 use crate::backend::{Backend, ReqId};
-use crate::config::Config;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
 use crate::op::{Op, RECORD_LEN};
@@ -27,6 +27,7 @@ use segment::{Layout, Segment};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 use sync::Bell;
+use tuning::Config;
 
 // The segment holds the verify layer's records as they are.
 const _: () = assert!(segment::FP_LEN == RECORD_LEN && segment::WAIT_LEN == WAIT_LEN);
@@ -95,7 +96,7 @@ impl ShmComm {
         cfg: Arc<Config>,
         store: Option<Arc<Store>>,
     ) -> Result<ShmComm> {
-        let layout = Layout::for_size(n);
+        let layout = Layout::for_size(n, cfg.slot);
         let key = format!("shm/{id}");
         let seg = if rank == 0 {
             let mut seg = Segment::create(&format!("dist-{}-{}", cfg.job_id, id), layout)?;
@@ -160,8 +161,9 @@ impl ShmComm {
         }
     }
 
-    pub(crate) fn spins(&self) -> u32 {
-        self.cfg.spins
+    /// How this communicator's waiters wait before they sleep.
+    pub(crate) fn pace(&self) -> sync::Pace {
+        sync::Pace { spins: self.cfg.spins, yield_budget: self.cfg.yield_budget }
     }
 
     /// Fails if any of `ranks` died, failed or finished, or if the deadline passed.
@@ -260,7 +262,7 @@ impl ShmComm {
                 let started = std::time::Instant::now();
                 let res = sync::wait_on(
                     &gen,
-                    self.spins(),
+                    self.pace(),
                     || Ok(reached()),
                     || self.health(&mut behind(), cx.name, cx.site, started, &waiting, &warned),
                     || {

@@ -404,7 +404,7 @@ fn drive(
     let kind = if op == "recv" { crate::verify::watchdog::WAIT_RECV } else { crate::verify::watchdog::WAIT_SEND };
     let r = sync::wait_on(
         &c.bell(me),
-        c.spins(),
+        c.pace(),
         || done(p),
         || c.health(&mut std::iter::once(peer), op, site, started, &waiting, &warned),
         || {

@@ -74,14 +74,9 @@ impl Layout {
         let total = align(rings_off + n * n * (RING_CTL + ring), 4096);
         Layout { n, slot, ring, ctl_off, slots_off, rings_off, total }
     }
-    /// Default sizes: 256 KiB slots (`DIST_SLOT_KIB` overrides, 16 KiB to 64 MiB, for
-    /// tuning; 128 KiB to 4 MiB measured no better, docs/performance.md); rings share
-    /// 16 MiB, each between 4 KiB and 256 KiB.
-    pub(crate) fn for_size(n: usize) -> Layout {
-        let slot = std::env::var("DIST_SLOT_KIB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .map_or(256 << 10, |k| (k.clamp(16, 64 << 10) << 10) / 4096 * 4096);
+    /// Sizes for `n` ranks with staging slots of `slot` bytes (`DIST_SLOT_KIB`, see
+    /// `tuning.rs`); rings share 16 MiB, each between 4 KiB and 256 KiB.
+    pub(crate) fn for_size(n: usize, slot: usize) -> Layout {
         let r = ((16usize << 20) / (n * n)).clamp(4 << 10, 256 << 10);
         let ring = 1usize << (usize::BITS - 1 - r.leading_zeros()); // round down to a power of two
         Layout::new(n, slot, ring)

@@ -60,14 +60,14 @@ impl Bell<'_> {
     }
 }
 
-/// How long a waiter polls with `sched_yield` before it sleeps (`DIST_YIELD_US`,
-/// default 500 µs): long enough to cover a peer's copy of a chunk (~25 µs per 256 KiB
-/// here), so streaming ops don't pay a futex sleep and wake-up per chunk.
-fn yield_budget() -> Duration {
-    static Y: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *Y.get_or_init(|| {
-        Duration::from_micros(std::env::var("DIST_YIELD_US").ok().and_then(|v| v.parse().ok()).unwrap_or(500))
-    })
+/// How a waiter waits before it sleeps: `spins` polls, then `sched_yield` polls for
+/// `yield_budget` (`DIST_SPIN`, `DIST_YIELD_US`; default 500 µs: long enough to cover a
+/// peer's copy of a chunk, ~25 µs per 256 KiB here, so streaming ops don't pay a futex
+/// sleep and wake-up per chunk).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pace {
+    pub spins: u32,
+    pub yield_budget: Duration,
 }
 
 /// How long a waiter sleeps before it looks at its peers' health and the deadline.
@@ -79,13 +79,13 @@ pub(crate) const SLICE: Duration = Duration::from_millis(50);
 /// on there, so the fast path pays nothing for the watchdog).
 pub(crate) fn wait_on<E>(
     bell: &Bell<'_>,
-    spins: u32,
+    pace: Pace,
     mut poll: impl FnMut() -> Result<bool, E>,
     mut check: impl FnMut() -> Result<(), E>,
     block: impl FnOnce(),
 ) -> Result<(), E> {
     let mut block = Some(block);
-    for _ in 0..spins {
+    for _ in 0..pace.spins {
         if poll()? {
             return Ok(());
         }
@@ -94,7 +94,7 @@ pub(crate) fn wait_on<E>(
     // Then poll with sched_yield: a runnable peer on this core gets it at once (we never
     // hold a core someone needs), and when nobody else wants the core we answer within
     // microseconds instead of paying a futex sleep and wake-up.
-    let until = Instant::now() + yield_budget();
+    let until = Instant::now() + pace.yield_budget;
     loop {
         if poll()? {
             return Ok(());
@@ -164,7 +164,7 @@ mod tests {
         let mut polls = 0;
         let r: Result<(), &str> = wait_on(
             &bell,
-            0,
+            Pace { spins: 0, yield_budget: Duration::from_micros(500) },
             || {
                 polls += 1;
                 Ok(polls >= 2)
@@ -180,7 +180,13 @@ mod tests {
         let (w, s) = bell_pair();
         let bell = Bell { word: &w, sleepers: &s };
         let mut blocked = false;
-        let r: Result<(), &str> = wait_on(&bell, 10, || Ok(false), || Err("peer gone"), || blocked = true);
+        let r: Result<(), &str> = wait_on(
+            &bell,
+            Pace { spins: 10, yield_budget: Duration::from_micros(500) },
+            || Ok(false),
+            || Err("peer gone"),
+            || blocked = true,
+        );
         assert_eq!(r, Err("peer gone"));
         assert!(blocked, "the block hook runs before the first sleep");
     }
@@ -193,7 +199,13 @@ mod tests {
             let h = sc.spawn(move || {
                 let bell = Bell { word: w, sleepers: s };
                 let t = Instant::now();
-                let r: Result<(), ()> = wait_on(&bell, 0, || Ok(w.load(SeqCst) == 7), || Ok(()), || {});
+                let r: Result<(), ()> = wait_on(
+                    &bell,
+                    Pace { spins: 0, yield_budget: Duration::from_micros(500) },
+                    || Ok(w.load(SeqCst) == 7),
+                    || Ok(()),
+                    || {},
+                );
                 (r, t.elapsed())
             });
             std::thread::sleep(Duration::from_millis(20));

@@ -1,4 +1,13 @@
-//! The environment contract (DESIGN.md): torchrun's and Slurm's variables plus `DIST_*`.
+//! The environment contract (DESIGN.md), in one place: torchrun's and Slurm's variables,
+//! `DIST_*` for the job, and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
+//! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
+//! here with an error naming the variable when its value is not understood.
+//!
+//! The launcher's own variables are read where they act, and listed here for the
+//! record: `DIST_ENTRY` (the entry a rank runs), `DIST_LIST_ENTRIES`,
+//! `DIST_RESOLVE_ENTRY` (queries a launcher asks a binary), `DIST_RESULTS` (publish each
+//! rank's return value), `DIST_TEST_SEED` (the test macro's shared seed),
+//! `DIST_NO_BUILD_WARNING` (silence the unoptimised-build warning).
 
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -85,6 +94,29 @@ pub struct Env {
     pub gpus: Option<String>,
     /// `DIST_RANK_TABLE=FILE`: a rank table mapping ranks to devices (NCCL backend).
     pub rank_table: Option<std::path::PathBuf>,
+    /// The shared-memory backend's tuning knobs.
+    pub tuning: Tuning,
+}
+
+/// Tuning knobs of the shared-memory backend (docs/performance.md measures each).
+/// `None`: the backend's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tuning {
+    /// `DIST_SPIN`: spin iterations before a waiter yields (default 1000 while ranks
+    /// fit the cores, else 0).
+    pub spin: Option<u32>,
+    /// `DIST_ALGO`: a comma list of flat, pipeline, ring, cma, copy (or auto).
+    pub algo: Option<String>,
+    /// `DIST_CMA`: 1 forces single-copy reads, 0 turns them off.
+    pub cma: Option<String>,
+    /// `DIST_CMA_MIN`: smallest block read single-copy, in bytes.
+    pub cma_min: Option<String>,
+    /// `DIST_SLOT_KIB`: staging slot size in KiB (16 to 65536; default 256).
+    pub slot_kib: Option<usize>,
+    /// `DIST_YIELD_US`: how long a waiter yields before it sleeps (default 500 µs).
+    pub yield_us: Option<u64>,
+    /// `DIST_PIN=1`: bind local rank r to the r-th allowed CPU.
+    pub pin: bool,
 }
 
 impl Env {
@@ -211,127 +243,29 @@ impl Env {
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
+            tuning: Tuning {
+                spin: get("DIST_SPIN").map(|v| parse("DIST_SPIN", &v, "a number of spin iterations")).transpose()?,
+                algo: get("DIST_ALGO"),
+                cma: get("DIST_CMA"),
+                cma_min: get("DIST_CMA_MIN"),
+                slot_kib: get("DIST_SLOT_KIB")
+                    .map(|v| parse("DIST_SLOT_KIB", &v, "a slot size in KiB (16 to 65536)"))
+                    .transpose()?,
+                yield_us: get("DIST_YIELD_US")
+                    .map(|v| parse("DIST_YIELD_US", &v, "a number of microseconds"))
+                    .transpose()?,
+                pin: match get("DIST_PIN").as_deref() {
+                    None | Some("0") => false,
+                    Some("1") => true,
+                    Some(v) => return Err(Error::Env(format!("DIST_PIN={v:?} is not 0 or 1"))),
+                },
+            },
         })
     }
 }
 
 /// The largest world the shm backend accepts.
 pub const MAX_WORLD: usize = 1024;
-
-/// Settings every backend object shares.
-#[derive(Debug)]
-pub(crate) struct Config {
-    pub job_id: String,
-    pub timeout: Duration,
-    pub check: bool,
-    /// `DIST_DEBUG=detail`: the watchdog prints the wait-for graph of long waits.
-    pub detail: bool,
-    /// Spin iterations before sleeping: many when ranks fit the cores, none otherwise.
-    pub spins: u32,
-    /// More local ranks than cores.
-    pub oversubscribed: bool,
-    /// Algorithm choices (`DIST_ALGO`, `DIST_CMA`, `DIST_CMA_MIN`).
-    pub algo: Algo,
-}
-
-/// Which shared-memory algorithm each op takes: by size by default, or as `DIST_ALGO`
-/// says (the `NCCL_ALGO` of dist). `DIST_ALGO` is a comma list of
-/// - `flat`: all_reduce/reduce use the flat path (every rank reads every rank's slot)
-///   whenever the message fits a slot, instead of only up to 16 KiB;
-/// - `pipeline`: they always use the pipelined reduce-scatter + all-gather;
-/// - `ring`: all_reduce goes around a ring (for comparison; floats round in ring order);
-/// - `cma`: gathers and all_to_all read peers' buffers directly (single copy) at every
-///   size, where the kernel allows it;
-/// - `copy`: they never do, and always copy through the segment.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Algo {
-    /// Largest all_reduce/reduce that takes the flat path (bytes; capped by the slot).
-    pub flat_max: usize,
-    /// Single-copy reads: `Some(true)` forced on, `Some(false)` off, `None` automatic
-    /// (on while ranks ≤ cores).
-    pub cma: Option<bool>,
-    /// Smallest block that uses a single-copy read.
-    pub cma_min: usize,
-    /// all_reduce around a ring through the slots (for comparison; not bitwise equal to
-    /// the rank-order fold for floats).
-    pub ring: bool,
-}
-
-impl Algo {
-    /// Default flat-path limit.
-    pub const FLAT_MAX: usize = 16 << 10;
-
-    pub(crate) fn parse(algo: Option<&str>, cma: Option<&str>, cma_min: Option<&str>) -> Result<Algo> {
-        let bad = |what: String| Error::invalid("init", what);
-        let mut a = Algo { flat_max: Self::FLAT_MAX, cma: None, cma_min: 512 << 10, ring: false };
-        match cma {
-            None | Some("") => {}
-            Some("1") => a.cma = Some(true),
-            Some("0") => a.cma = Some(false),
-            Some(v) => return Err(bad(format!("DIST_CMA={v:?}: expected 1 (force single-copy reads) or 0 (off)"))),
-        }
-        if let Some(v) = cma_min.filter(|v| !v.is_empty()) {
-            a.cma_min = v.parse().map_err(|_| bad(format!("DIST_CMA_MIN={v:?}: expected a number of bytes")))?;
-        }
-        let mut seen: Vec<&str> = Vec::new();
-        for t in algo.unwrap_or("").split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            let t = match t.to_ascii_lowercase().as_str() {
-                "auto" => continue,
-                "flat" => "flat",
-                "pipeline" | "rsag" => "pipeline",
-                "cma" | "single-copy" => "cma",
-                "copy" => "copy",
-                "ring" => "ring",
-                _ => {
-                    return Err(bad(format!(
-                        "DIST_ALGO={:?}: unknown algorithm {t:?}; expected a comma list of flat, pipeline, ring, cma, \
-                         copy (or auto)",
-                        algo.unwrap_or("")
-                    )))
-                }
-            };
-            for (x, y) in [("flat", "pipeline"), ("cma", "copy"), ("ring", "flat"), ("ring", "pipeline")] {
-                if (t == x && seen.contains(&y)) || (t == y && seen.contains(&x)) {
-                    return Err(bad(format!("DIST_ALGO: {x} and {y} exclude each other")));
-                }
-            }
-            seen.push(t);
-            match t {
-                "flat" => a.flat_max = usize::MAX,
-                "pipeline" => a.flat_max = 0,
-                "ring" => a.ring = true,
-                "cma" => {
-                    a.cma = Some(true);
-                    a.cma_min = 1;
-                }
-                _ => a.cma = Some(false),
-            }
-        }
-        Ok(a)
-    }
-}
-
-impl Config {
-    pub(crate) fn from_env(env: &Env) -> Result<Config> {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let spins = match var("DIST_SPIN").and_then(|v| v.parse().ok()) {
-            Some(s) => s,
-            None if env.local_world_size <= cores => 1_000,
-            None => 0,
-        };
-        let algo =
-            Algo::parse(var("DIST_ALGO").as_deref(), var("DIST_CMA").as_deref(), var("DIST_CMA_MIN").as_deref())?;
-        Ok(Config {
-            job_id: env.job_id.clone(),
-            timeout: env.timeout,
-            check: env.debug != DebugLevel::Off,
-            detail: env.debug == DebugLevel::Detail,
-            spins,
-            oversubscribed: env.local_world_size > cores,
-            algo,
-        })
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -341,28 +275,6 @@ mod tests {
     fn env(pairs: &[(&str, &str)]) -> Result<Env> {
         let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Env::from_lookup(|k| m.get(k).cloned())
-    }
-
-    #[test]
-    fn algo_choices_parse_and_bad_ones_are_errors() {
-        let d = Algo::parse(None, None, None).unwrap();
-        assert_eq!((d.flat_max, d.cma, d.cma_min), (Algo::FLAT_MAX, None, 512 << 10));
-        let a = Algo::parse(Some("flat, cma"), None, None).unwrap();
-        assert_eq!((a.flat_max, a.cma, a.cma_min), (usize::MAX, Some(true), 1));
-        let a = Algo::parse(Some("pipeline,copy"), Some("1"), Some("4096")).unwrap();
-        assert_eq!((a.flat_max, a.cma, a.cma_min), (0, Some(false), 4096));
-        assert_eq!(Algo::parse(Some("auto"), Some("0"), None).unwrap().cma, Some(false));
-        for (algo, cma, min, want) in [
-            (Some("tree"), None, None, "unknown algorithm \"tree\""),
-            (Some("ring,flat"), None, None, "ring and flat exclude each other"),
-            (Some("flat,pipeline"), None, None, "flat and pipeline exclude each other"),
-            (Some("copy,cma"), None, None, "cma and copy exclude each other"),
-            (None, Some("yes"), None, "DIST_CMA=\"yes\""),
-            (None, None, Some("1M"), "DIST_CMA_MIN=\"1M\""),
-        ] {
-            let e = Algo::parse(algo, cma, min).unwrap_err().to_string();
-            assert!(e.contains(want), "{e}");
-        }
     }
 
     #[test]
@@ -389,6 +301,10 @@ mod tests {
         assert!(msg(&[("DIST_BACKEND", "gloo")]).contains("DIST_BACKEND"));
         assert!(msg(&[("DIST_TIMEOUT", "-1")]).contains("DIST_TIMEOUT"));
         assert!(msg(&[("DIST_DEBUG", "loud")]).contains("DIST_DEBUG"));
+        assert!(msg(&[("DIST_SLOT_KIB", "big")]).contains("DIST_SLOT_KIB=\"big\""));
+        assert!(msg(&[("DIST_YIELD_US", "-3")]).contains("DIST_YIELD_US"));
+        assert!(msg(&[("DIST_SPIN", "lots")]).contains("DIST_SPIN"));
+        assert!(msg(&[("DIST_PIN", "yes")]).contains("DIST_PIN"));
     }
 
     #[test]

@@ -1,0 +1,407 @@
+//! `Comm<G>`: the typed communicator. Every op checks its arguments locally before any
+//! byte moves, builds its [`Op`](crate::op::Op), then hands bytes + `DType` to the backend.
+//! The ops live by kind: `collective.rs`, `p2p.rs` (and `Batch`), `request.rs`
+//! (non-blocking collectives, `Request`, `wait_all`), `object.rs` (serde values);
+//! `subgroup`/`split`/`mesh2` are in `group.rs`.
+
+mod collective;
+mod object;
+mod p2p;
+mod request;
+
+pub use p2p::Batch;
+pub use request::{wait_all, Request};
+
+use crate::backend::Backend;
+use crate::dtype::Element;
+use crate::error::{Error, Result};
+use crate::group::Group;
+use crate::op::Op;
+use std::marker::PhantomData;
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// State shared by a communicator and its in-flight handles.
+pub(crate) struct Inner {
+    pub(crate) backend: Arc<dyn Backend>,
+    /// "World", "Tp{0,1}", … for messages.
+    pub(crate) name: String,
+    /// World rank of each member, by communicator rank.
+    pub(crate) members: Vec<usize>,
+    pub(crate) children: AtomicU64,
+    pub(crate) worker: Mutex<Option<Worker>>,
+    pub(crate) inflight: Arc<(Mutex<usize>, Condvar)>,
+    /// Keeps the store server alive when this process hosts it (world communicator only).
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// The NCCL communicator for device buffers, when the job runs the NCCL backend.
+    #[cfg(feature = "nccl")]
+    pub(crate) nccl: Option<Arc<crate::nccl::NcclComm>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Unwinding out of a rank: tell peers why before they see us leave.
+            crate::verify::failure::mark_failed(&crate::verify::failure::last_panic());
+        }
+        self.drain();
+        // Close the worker's queue and let it finish.
+        self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.backend.finish();
+    }
+}
+
+/// A background thread that runs this communicator's non-blocking collectives in order.
+pub(crate) struct Worker {
+    tx: mpsc::Sender<Box<dyn FnOnce() + Send>>,
+}
+
+impl Inner {
+    /// Waits until every queued non-blocking collective has run, so a blocking collective
+    /// keeps its place in the order every rank sees.
+    pub(crate) fn drain(&self) {
+        let (m, cv) = &*self.inflight;
+        let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
+        while *g > 0 {
+            g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    pub(crate) fn enqueue(&self, job: Box<dyn FnOnce() + Send>) -> Result<()> {
+        let mut w = self.worker.lock().unwrap_or_else(|p| p.into_inner());
+        if w.is_none() {
+            let (tx, rx) = mpsc::channel::<Box<dyn FnOnce() + Send>>();
+            std::thread::Builder::new()
+                .name(format!("dist-{}-async", self.name))
+                .spawn(move || {
+                    for job in rx {
+                        job();
+                    }
+                })
+                .map_err(|e| Error::Backend {
+                    backend: "comm",
+                    msg: "cannot start the async worker".into(),
+                    source: Some(Box::new(e)),
+                })?;
+            *w = Some(Worker { tx });
+        }
+        *self.inflight.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        w.as_ref().expect("set").tx.send(job).map_err(|_| Error::backend("comm", "async worker is gone"))
+    }
+}
+
+/// A communicator over a group of ranks, typed by the group marker `G`.
+///
+/// Ranks passed to and returned by a `Comm<G>` are ranks *in that communicator*
+/// (`0..size()`), not world ranks. Every op is collective over the communicator
+/// unless it is point-to-point; every rank must call the same collectives in the same
+/// order with agreeing arguments (checked at run time with `DIST_DEBUG=check`).
+pub struct Comm<G: Group> {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) _g: PhantomData<fn() -> G>,
+}
+
+/// A cheap handle to the same communicator (a reference count), as torch's process
+/// groups are shared by the layers that keep them: every clone runs its ops on the one
+/// communicator, in the one order every rank sees. The communicator ends when the last
+/// clone (and every request borrowing it) is gone.
+///
+/// ```
+/// # use dist_runtime::prelude::*;
+/// # #[spmd]
+/// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+/// // A layer keeps its own handle; its ops share the one order with `world`'s.
+/// let layer = world.clone();
+/// let mut a = [1u32];
+/// let mut b = [world.rank() as u32];
+/// layer.all_reduce(&mut a, ReduceOp::Sum)?;
+/// world.all_reduce(&mut b, ReduceOp::Max)?;
+/// assert_eq!((a[0], b[0]), (world.size() as u32, world.size() as u32 - 1));
+/// # Ok(()) }
+/// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+/// ```
+impl<G: Group> Clone for Comm<G> {
+    fn clone(&self) -> Self {
+        Comm { inner: self.inner.clone(), _g: PhantomData }
+    }
+}
+
+impl<G: Group> std::fmt::Debug for Comm<G> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Comm<{}>(rank {} of {}, {})", G::NAME, self.rank(), self.size(), self.inner.name)
+    }
+}
+
+pub(crate) fn bytes<T: Element>(s: &[T]) -> &[u8] {
+    bytemuck::cast_slice(s)
+}
+pub(crate) fn bytes_mut<T: Element>(s: &mut [T]) -> &mut [u8] {
+    bytemuck::cast_slice_mut(s)
+}
+
+pub(crate) fn hash_usizes(v: &[usize]) -> u64 {
+    // FNV-1a: stable across processes (unlike std's RandomState).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for x in v {
+        for b in (*x as u64).to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h | 1
+}
+
+impl<G: Group> Comm<G> {
+    pub(crate) fn from_backend(
+        backend: Arc<dyn Backend>,
+        name: String,
+        members: Vec<usize>,
+        keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> Comm<G> {
+        Comm {
+            inner: Arc::new(Inner {
+                backend,
+                name,
+                members,
+                children: AtomicU64::new(0),
+                worker: Mutex::new(None),
+                inflight: Arc::new((Mutex::new(0), Condvar::new())),
+                _keep: keep,
+                #[cfg(feature = "nccl")]
+                nccl: None,
+            }),
+            _g: PhantomData,
+        }
+    }
+
+    /// Another handle to an existing communicator.
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Comm<G> {
+        Comm { inner, _g: PhantomData }
+    }
+
+    /// This rank's number in the communicator, `0..size()`.
+    ///
+    /// ```
+    /// use dist_runtime::prelude::*;
+    ///
+    /// #[spmd]
+    /// fn whoami(world: Comm<World>) -> dist_runtime::Result<usize> {
+    ///     assert!(world.rank() < world.size());
+    ///     Ok(world.rank())
+    /// }
+    ///
+    /// fn main() {
+    ///     // `launch` returns each rank's value, by rank.
+    ///     assert_eq!(dist_runtime::launch(3, whoami).unwrap(), [0, 1, 2]);
+    /// }
+    /// ```
+    pub fn rank(&self) -> usize {
+        self.inner.backend.rank()
+    }
+
+    /// Number of ranks in the communicator.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Every rank contributes 1: the sum counts the ranks.
+    /// let mut count = [1u32];
+    /// world.all_reduce(&mut count, ReduceOp::Sum)?;
+    /// assert_eq!(count[0] as usize, world.size());
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    pub fn size(&self) -> usize {
+        self.inner.backend.size()
+    }
+
+    /// World rank of each member, indexed by communicator rank.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Pair);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// assert_eq!(world.members(), (0..world.size()).collect::<Vec<_>>());
+    /// if world.size() >= 2 {
+    ///     // The child's rank i is world rank ranks[i].
+    ///     if let Some(pair) = world.subgroup::<Pair>(&[1, 0])? {
+    ///         assert_eq!(pair.members(), [1, 0]);
+    ///         assert_eq!(pair.members()[pair.rank()], world.rank());
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    pub fn members(&self) -> &[usize] {
+        &self.inner.members
+    }
+
+    /// This rank's number in the world (torch's `dist.get_rank()`, where [`rank`](Self::rank)
+    /// is `dist.get_rank(group)`).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() % 2 == 0 {
+    ///     // Rows of two ranks: world ranks {0, 1}, {2, 3}, …
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     assert_eq!(tp.rank(), world.rank() % 2); // dist.get_rank(tp)
+    ///     assert_eq!(tp.world_rank(), world.rank()); // dist.get_rank()
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    pub fn world_rank(&self) -> usize {
+        self.inner.members[self.rank()]
+    }
+
+    /// The world rank of this communicator's rank `rank` (torch's
+    /// `get_global_rank(group, group_rank)`). An error if `rank` is not in `0..size()`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() % 2 == 0 {
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     let first = world.rank() / 2 * 2; // the first world rank of this row
+    ///     assert_eq!(tp.world_rank_of(0)?, first); // get_global_rank(tp, 0)
+    ///     assert_eq!(tp.world_rank_of(1)?, first + 1);
+    ///     assert!(tp.world_rank_of(2).is_err()); // tp has ranks 0 and 1
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn world_rank_of(&self, rank: usize) -> Result<usize> {
+        self.check_rank("world_rank_of", "rank", rank)?;
+        Ok(self.inner.members[rank])
+    }
+
+    /// This communicator's rank of the world rank `world_rank` (torch's
+    /// `get_group_rank(group, global_rank)`): how to name a root or peer by its world
+    /// rank, since every `Comm` op takes ranks in the communicator's own numbering,
+    /// as MPI does (torch's `src=`/`dst=` are world ranks; its `group_src=` are not).
+    /// An error naming the group if that rank is not a member.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() % 2 == 0 {
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     // torch: dist.broadcast(t, src=src, group=tp), `src` a world rank
+    ///     let src = world.rank() / 2 * 2 + 1; // the second world rank of this row
+    ///     let mut t = [0u32; 2];
+    ///     if world.rank() == src {
+    ///         t = [7, src as u32];
+    ///     }
+    ///     tp.broadcast(&mut t, tp.group_rank_of(src)?)?;
+    ///     assert_eq!(t, [7, src as u32]);
+    ///     assert_eq!(tp.group_rank_of(src)?, 1);
+    ///     assert!(tp.group_rank_of(world.size()).is_err()); // not a member
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn group_rank_of(&self, world_rank: usize) -> Result<usize> {
+        match self.inner.members.iter().position(|&m| m == world_rank) {
+            Some(r) => Ok(r),
+            None => Err(Error::invalid(
+                "group_rank_of",
+                format!(
+                    "world rank {world_rank} is not a member of {} (members: {:?})",
+                    self.inner.name, self.inner.members
+                ),
+            )),
+        }
+    }
+
+    /// The group's name and members in world ranks, e.g. `Tp{2,3}`; the world communicator is `World`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// assert_eq!(world.name(), "World");
+    /// if world.size() % 2 == 0 {
+    ///     let (_dp, tp) = world.mesh2::<Dp, Tp>(world.size() / 2, 2)?;
+    ///     let first = world.rank() / 2 * 2;
+    ///     assert_eq!(tp.name(), format!("Tp{{{},{}}}", first, first + 1));
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The backend that moves this communicator's host buffers: "shm" (device buffers go through
+    /// NCCL, on the `device()` side, with the `nccl` feature).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Host buffers go through shared memory.
+    /// assert_eq!(world.backend(), "shm");
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(2, demo).unwrap(); }
+    /// ```
+    pub fn backend(&self) -> &'static str {
+        self.inner.backend.kind()
+    }
+
+    #[track_caller]
+    pub(crate) fn check_rank(&self, op: &'static str, what: &str, r: usize) -> Result<()> {
+        if r >= self.size() {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "{what} {r} is out of range for {} of size {} (valid: 0..{})",
+                    self.inner.name,
+                    self.size(),
+                    self.size()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    #[track_caller]
+    pub(crate) fn check_len(&self, op: &'static str, what: &str, got: usize, want: usize, why: &str) -> Result<()> {
+        if got != want {
+            return Err(Error::invalid(op, format!("{what} has {got} elements but must have {want} ({why})")));
+        }
+        Ok(())
+    }
+
+    #[track_caller]
+    pub(crate) fn check_counts(&self, op: &'static str, counts: &[usize]) -> Result<()> {
+        if counts.len() != self.size() {
+            return Err(Error::invalid(
+                op,
+                format!("counts has {} entries but the communicator has {} ranks", counts.len(), self.size()),
+            ));
+        }
+        Ok(())
+    }
+
+    #[track_caller]
+    pub(crate) fn cx(&self, name: &'static str, op: Op) -> Op {
+        op.named(name)
+    }
+}

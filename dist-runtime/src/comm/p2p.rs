@@ -1,0 +1,310 @@
+//! Point-to-point: send, recv, sendrecv, isend, irecv, and `batch` (batch_isend_irecv).
+
+use crate::comm::request::{ReqState, Request};
+use crate::comm::{bytes, bytes_mut, Comm};
+use crate::dtype::{DType, Element};
+use crate::error::{Result, Site};
+use crate::group::Group;
+use crate::tag::Tag;
+use std::marker::PhantomData;
+
+impl<G: Group> Comm<G> {
+    // ---------------------------------------------------------------- point-to-point
+
+    /// Sends `buf` to rank `dst` with `tag`; returns when `buf` may be reused. The
+    /// matching `recv` on `dst` names this rank and the same tag, with a buffer of the
+    /// same length.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() >= 2 {
+    ///     match world.rank() {
+    ///         0 => world.send(1, T, &[42, 7])?,
+    ///         1 => {
+    ///             let mut buf = [0u64; 2];
+    ///             world.recv(0, T, &mut buf)?;
+    ///             assert_eq!(buf, [42, 7]);
+    ///         }
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn send<T: Element>(&self, dst: usize, tag: Tag<T>, buf: &[T]) -> Result<()> {
+        self.check_rank("send", "destination", dst)?;
+        self.inner.backend.send(Site::caller(), dst, tag.id(), T::DTYPE, bytes(buf))
+    }
+
+    /// Receives exactly `buf.len()` elements from rank `src` sent with `tag`. A message of
+    /// another length or type is an error naming both call sites.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// // A pipeline: each rank adds its rank to what the previous one passed on.
+    /// let mut acc = [0u64];
+    /// if r > 0 {
+    ///     world.recv(r - 1, T, &mut acc)?;
+    /// }
+    /// acc[0] += r as u64;
+    /// if r + 1 < n {
+    ///     world.send(r + 1, T, &acc)?;
+    /// }
+    /// assert_eq!(acc[0], (r * (r + 1) / 2) as u64);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn recv<T: Element>(&self, src: usize, tag: Tag<T>, buf: &mut [T]) -> Result<()> {
+        self.check_rank("recv", "source", src)?;
+        self.inner.backend.recv(Site::caller(), src, tag.id(), T::DTYPE, bytes_mut(buf))
+    }
+
+    /// Sends `send` to `dst` and receives `recv` from `src` at once, so a ring exchange
+    /// (`dst = (r + 1) % n`, `src = (r + n - 1) % n`) cannot deadlock.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// // Shift around the ring: send right, receive from the left.
+    /// let mut got = [0u64];
+    /// world.sendrecv((r + 1) % n, T, &[r as u64], (r + n - 1) % n, &mut got)?;
+    /// assert_eq!(got, [((r + n - 1) % n) as u64]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn sendrecv<T: Element>(&self, dst: usize, tag: Tag<T>, send: &[T], src: usize, recv: &mut [T]) -> Result<()> {
+        self.batch(|b| {
+            b.send(dst, tag, send);
+            b.recv(src, tag, recv);
+        })
+    }
+
+    /// Starts sending `buf` to `dst`. `buf` stays borrowed until the returned request is
+    /// waited on (or dropped, which waits), so it can't be changed while in flight.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let out = [r as u64; 3];
+    /// let mut got = [0u64; 3];
+    /// let send = world.isend((r + 1) % n, T, &out)?;
+    /// let recv = world.irecv((r + n - 1) % n, T, &mut got)?;
+    /// // … other work while the messages move …
+    /// send.wait()?;
+    /// recv.wait()?;
+    /// assert_eq!(got, [((r + n - 1) % n) as u64; 3]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn isend<'a, T: Element>(&'a self, dst: usize, tag: Tag<T>, buf: &'a [T]) -> Result<Request<'a>> {
+        self.check_rank("isend", "destination", dst)?;
+        let site = Site::caller();
+        let id = self.inner.backend.post_send(site, dst, tag.id(), T::DTYPE, bytes(buf))?;
+        Ok(Request { state: ReqState::Send { inner: &self.inner, id }, site, _buf: PhantomData })
+    }
+
+    /// Starts receiving into `buf` from `src`. `buf` stays mutably borrowed until the
+    /// request is waited on (or dropped, which waits).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<i32> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let mut from_left = [0i32; 2];
+    /// // Post the receive first, so the message can land as soon as it is sent.
+    /// let recv = world.irecv((r + n - 1) % n, T, &mut from_left)?;
+    /// let out = [r as i32, -(r as i32)];
+    /// let send = world.isend((r + 1) % n, T, &out)?;
+    /// recv.wait()?;
+    /// send.wait()?;
+    /// let left = ((r + n - 1) % n) as i32;
+    /// assert_eq!(from_left, [left, -left]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn irecv<'a, T: Element>(&'a self, src: usize, tag: Tag<T>, buf: &'a mut [T]) -> Result<Request<'a>> {
+        self.check_rank("irecv", "source", src)?;
+        let site = Site::caller();
+        let id = self.inner.backend.post_recv(site, src, tag.id())?;
+        Ok(Request {
+            state: ReqState::Recv { inner: &self.inner, id, dtype: T::DTYPE, buf: bytes_mut(buf) },
+            site,
+            _buf: PhantomData,
+        })
+    }
+
+    /// Groups point-to-point ops (torch's `batch_isend_irecv`): every op added in `f` is
+    /// started, then all are completed, so their order inside the batch cannot deadlock.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// const HALO: Tag<f64> = Tag::new(7);
+    /// let (r, n) = (world.rank(), world.size());
+    /// let (left, right) = ([r as f64; 8], [r as f64; 8]);
+    /// let (mut from_left, mut from_right) = ([0.0; 8], [0.0; 8]);
+    /// world.batch(|b| {
+    ///     b.send((r + n - 1) % n, HALO, &left);
+    ///     b.send((r + 1) % n, HALO, &right);
+    ///     b.recv((r + n - 1) % n, HALO, &mut from_left);
+    ///     b.recv((r + 1) % n, HALO, &mut from_right);
+    /// })?;
+    /// assert_eq!(from_left, [((r + n - 1) % n) as f64; 8]);
+    /// assert_eq!(from_right, [((r + 1) % n) as f64; 8]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn batch<'b>(&self, f: impl FnOnce(&mut Batch<'b>)) -> Result<()> {
+        let site = Site::caller();
+        let mut b = Batch { ops: Vec::new(), n: self.size() };
+        f(&mut b);
+        for op in &b.ops {
+            let peer = match op {
+                BatchOp::Send { dst, .. } => *dst,
+                BatchOp::Recv { src, .. } => *src,
+            };
+            self.check_rank("batch", "peer", peer)?;
+        }
+        let mut sends = Vec::new();
+        let mut recvs = Vec::new();
+        // Post receives first (claims match posting order), then sends, then complete all.
+        for op in b.ops.iter_mut() {
+            if let BatchOp::Recv { src, tag, .. } = op {
+                recvs.push(self.inner.backend.post_recv(site, *src, *tag)?);
+            }
+        }
+        for op in b.ops.iter() {
+            if let BatchOp::Send { dst, tag, dtype, data } = op {
+                sends.push(self.inner.backend.post_send(site, *dst, *tag, *dtype, data)?);
+            }
+        }
+        let mut first_err = None;
+        let mut ri = recvs.into_iter();
+        for op in b.ops.iter_mut() {
+            if let BatchOp::Recv { dtype, buf, .. } = op {
+                let id = ri.next().expect("one id per recv");
+                if let Err(e) = self.inner.backend.wait_recv(site, id, *dtype, buf) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        for id in sends {
+            if let Err(e) = self.inner.backend.wait_send(site, id) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+// ---------------------------------------------------------------- batch
+
+/// The point-to-point ops of one [`Comm::batch`] call.
+pub struct Batch<'b> {
+    ops: Vec<BatchOp<'b>>,
+    n: usize,
+}
+
+enum BatchOp<'b> {
+    Send { dst: usize, tag: u32, dtype: DType, data: &'b [u8] },
+    Recv { src: usize, tag: u32, dtype: DType, buf: &'b mut [u8] },
+}
+
+impl<'b> Batch<'b> {
+    /// Adds a send of `buf` to `dst`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u32> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let r = world.rank();
+    /// let partner = r ^ 1; // 0 ↔ 1, 2 ↔ 3, …
+    /// if partner < world.size() {
+    ///     let mine = [r as u32; 4];
+    ///     let mut theirs = [0u32; 4];
+    ///     world.batch(|b| {
+    ///         b.send(partner, T, &mine);
+    ///         b.recv(partner, T, &mut theirs);
+    ///     })?;
+    ///     assert_eq!(theirs, [partner as u32; 4]);
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    pub fn send<T: Element>(&mut self, dst: usize, tag: Tag<T>, buf: &'b [T]) {
+        self.ops.push(BatchOp::Send { dst, tag: tag.id(), dtype: T::DTYPE, data: bytes(buf) });
+    }
+    /// Adds a receive into `buf` from `src`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const FWD: Tag<u32> = Tag::new(1);
+    /// # const BWD: Tag<u32> = Tag::new(2);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let (prev, next) = ((r + n - 1) % n, (r + 1) % n);
+    /// let mine = [r as u32];
+    /// // Receive from both neighbours into the two halves of one buffer.
+    /// let mut got = [0u32; 2];
+    /// let (from_prev, from_next) = got.split_at_mut(1);
+    /// world.batch(|b| {
+    ///     b.send(next, FWD, &mine);
+    ///     b.send(prev, BWD, &mine);
+    ///     b.recv(prev, FWD, from_prev);
+    ///     b.recv(next, BWD, from_next);
+    /// })?;
+    /// assert_eq!(got, [prev as u32, next as u32]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    pub fn recv<T: Element>(&mut self, src: usize, tag: Tag<T>, buf: &'b mut [T]) {
+        self.ops.push(BatchOp::Recv { src, tag: tag.id(), dtype: T::DTYPE, buf: bytes_mut(buf) });
+    }
+    /// Number of ranks of the communicator (for computing peers inside the closure).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let r = world.rank();
+    /// let mine = [r as u64];
+    /// let mut got = [0u64];
+    /// world.batch(|b| {
+    ///     let n = b.size(); // world.size()
+    ///     b.send((r + 1) % n, T, &mine);
+    ///     b.recv((r + n - 1) % n, T, &mut got);
+    /// })?;
+    /// let n = world.size();
+    /// assert_eq!(got, [((r + n - 1) % n) as u64]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    pub fn size(&self) -> usize {
+        self.n
+    }
+}

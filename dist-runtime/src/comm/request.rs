@@ -1,0 +1,185 @@
+//! Non-blocking collectives, the `Request` every non-blocking op returns, and `wait_all`.
+
+use crate::backend::{Backend, ReqId};
+use crate::comm::{bytes_mut, Comm, Inner};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result, Site};
+use crate::group::Group;
+use crate::op::{Op, OpKind};
+use crate::reduce_op::ReduceOp;
+use std::marker::PhantomData;
+use std::sync::mpsc;
+
+impl<G: Group> Comm<G> {
+    // ---------------------------------------------------------------- non-blocking collectives
+
+    /// Starts an all-reduce of `buf` and returns at once; `buf` is updated when the request
+    /// is waited on. Collectives started this way run in call order on a worker thread;
+    /// a blocking collective on the same communicator waits for them first.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let mut x = [world.rank() as i32 + 1];
+    /// let mut y = [1i32];
+    /// let req = world.all_reduce_async(&mut x, ReduceOp::Max)?;
+    /// // A blocking collective meanwhile runs after it, on every rank.
+    /// world.all_reduce(&mut y, ReduceOp::Sum)?;
+    /// req.wait()?;
+    /// assert_eq!(x, [world.size() as i32]);
+    /// assert_eq!(y, [world.size() as i32]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn all_reduce_async<'a, T: Element>(&'a self, buf: &'a mut [T], op: ReduceOp) -> Result<Request<'a>> {
+        op.validate(T::DTYPE, "all_reduce_async")?;
+        let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
+        let cx = self.cx("all_reduce_async", fp);
+        self.spawn(cx, bytes_mut(buf), move |b, cx, data| b.all_reduce(cx, data, T::DTYPE, op))
+    }
+
+    /// Starts a broadcast from `root` (see [`broadcast`](Self::broadcast)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let root = world.size() - 1;
+    /// let mut word = [0u8; 4];
+    /// if world.rank() == root {
+    ///     word = *b"dist";
+    /// }
+    /// let req = world.broadcast_async(&mut word, root)?;
+    /// // … other work while it runs …
+    /// req.wait()?;
+    /// assert_eq!(&word, b"dist");
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn broadcast_async<'a, T: Element>(&'a self, buf: &'a mut [T], root: usize) -> Result<Request<'a>> {
+        self.check_rank("broadcast_async", "root", root)?;
+        let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
+        let cx = self.cx("broadcast_async", fp);
+        self.spawn(cx, bytes_mut(buf), move |b, cx, data| b.broadcast(cx, data, root))
+    }
+
+    #[track_caller]
+    pub(crate) fn spawn<'a>(
+        &'a self,
+        cx: Op,
+        buf: &'a mut [u8],
+        run: impl FnOnce(&dyn Backend, &Op, &mut [u8]) -> Result<()> + Send + 'static,
+    ) -> Result<Request<'a>> {
+        let site = Site::caller();
+        let (tx, rx) = mpsc::channel();
+        let mut data = buf.to_vec();
+        let backend = self.inner.backend.clone();
+        let inflight = self.inner.inflight.clone();
+        self.inner.enqueue(Box::new(move || {
+            let r = run(&*backend, &cx, &mut data).map(|_| data);
+            let _ = tx.send(r);
+            let (m, cv) = &*inflight;
+            *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+            cv.notify_all();
+        }))?;
+        Ok(Request { state: ReqState::Coll { rx, out: buf }, site, _buf: PhantomData })
+    }
+}
+
+// ---------------------------------------------------------------- requests
+
+/// A non-blocking op in flight. It borrows the op's buffer until [`wait`](Self::wait);
+/// dropping it waits too (and drops any error), so a buffer is never touched after the
+/// borrow ends.
+#[must_use = "a request must be waited on; dropping it blocks until the op completes"]
+pub struct Request<'a> {
+    pub(crate) state: ReqState<'a>,
+    pub(crate) site: Site,
+    pub(crate) _buf: PhantomData<&'a mut [u8]>,
+}
+
+pub(crate) enum ReqState<'a> {
+    Send { inner: &'a Inner, id: ReqId },
+    Recv { inner: &'a Inner, id: ReqId, dtype: DType, buf: &'a mut [u8] },
+    Coll { rx: mpsc::Receiver<Result<Vec<u8>>>, out: &'a mut [u8] },
+    Done,
+}
+
+impl Request<'_> {
+    /// Blocks until the op completes.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<f32> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let mine = [r as f32; 4];
+    /// let mut got = [0.0f32; 4];
+    /// let recv = world.irecv((r + n - 1) % n, T, &mut got)?;
+    /// let send = world.isend((r + 1) % n, T, &mine)?;
+    /// send.wait()?; // `mine` may change from here
+    /// recv.wait()?; // `got` holds the message from here
+    /// assert_eq!(got, [((r + n - 1) % n) as f32; 4]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    pub fn wait(mut self) -> Result<()> {
+        self.complete()
+    }
+
+    pub(crate) fn complete(&mut self) -> Result<()> {
+        match std::mem::replace(&mut self.state, ReqState::Done) {
+            ReqState::Send { inner, id } => inner.backend.wait_send(self.site, id),
+            ReqState::Recv { inner, id, dtype, buf } => inner.backend.wait_recv(self.site, id, dtype, buf),
+            ReqState::Coll { rx, out } => {
+                let data = rx.recv().map_err(|_| Error::backend("comm", "the async worker stopped"))??;
+                out.copy_from_slice(&data);
+                Ok(())
+            }
+            ReqState::Done => Ok(()),
+        }
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        let _ = self.complete();
+    }
+}
+
+/// Wait for all requests, returning the first error.
+///
+/// ```
+/// # use dist_runtime::prelude::*;
+/// # const FWD: Tag<u32> = Tag::new(1);
+/// # const BWD: Tag<u32> = Tag::new(2);
+/// # #[spmd]
+/// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+/// let (r, n) = (world.rank(), world.size());
+/// let (prev, next) = ((r + n - 1) % n, (r + 1) % n);
+/// let mine = [r as u32];
+/// let (mut a, mut b) = ([0u32], [0u32]);
+/// let reqs = vec![
+///     world.irecv(prev, FWD, &mut a)?,
+///     world.irecv(next, BWD, &mut b)?,
+///     world.isend(next, FWD, &mine)?,
+///     world.isend(prev, BWD, &mine)?,
+/// ];
+/// dist_runtime::wait_all(reqs)?;
+/// assert_eq!((a, b), ([prev as u32], [next as u32]));
+/// # Ok(()) }
+/// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+/// ```
+pub fn wait_all<'a>(reqs: impl IntoIterator<Item = Request<'a>>) -> Result<()> {
+    let mut first = None;
+    for r in reqs {
+        if let Err(e) = r.wait() {
+            first.get_or_insert(e);
+        }
+    }
+    first.map_or(Ok(()), Err)
+}
