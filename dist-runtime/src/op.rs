@@ -70,6 +70,9 @@ pub(crate) struct Op {
 /// Bytes of an [`Op`]'s wire record (see [`Op::record`]).
 pub(crate) const RECORD_LEN: usize = 256;
 
+/// Bytes of the record that must agree across ranks (see [`Op::key`]).
+pub(crate) const KEY_LEN: usize = 32;
+
 impl Op {
     /// An op of `kind` called at the caller's location, named after its kind.
     #[track_caller]
@@ -102,16 +105,6 @@ impl Op {
         self
     }
 
-    /// Whether two ranks' calls are the same collective with agreeing arguments.
-    pub(crate) fn agrees(&self, o: &Op) -> bool {
-        self.kind == o.kind
-            && self.dtype == o.dtype
-            && self.count == o.count
-            && self.root == o.root
-            && self.reduce == o.reduce
-            && self.extra == o.extra
-    }
-
     /// "all_reduce(f32 × 1024, op=sum) at src/main.rs:12"
     pub(crate) fn describe(&self, file: &str, line: u32) -> String {
         let mut args = Vec::new();
@@ -132,16 +125,24 @@ impl Op {
         format!("{}({}) at {file}:{line}", self.kind.name(), args.join(", "))
     }
 
-    /// The fixed-size record peers compare: kind, dtype, root, count, reduce op, extra,
-    /// and the call site (line, then the tail of the file path, NUL-terminated).
+    /// The part of the record every rank must have byte for byte: kind, dtype, root,
+    /// count, reduce op, extra (two ops agree exactly when their keys are equal).
+    pub(crate) fn key(&self) -> [u8; KEY_LEN] {
+        let mut k = [0u8; KEY_LEN];
+        k[0] = self.kind as u8;
+        k[1] = self.dtype.map(|d| d as u8).unwrap_or(0);
+        k[4..8].copy_from_slice(&self.root.to_le_bytes());
+        k[8..16].copy_from_slice(&self.count.to_le_bytes());
+        k[16..24].copy_from_slice(&self.reduce.to_le_bytes());
+        k[24..32].copy_from_slice(&self.extra.to_le_bytes());
+        k
+    }
+
+    /// The fixed-size record peers compare: the [`key`](Op::key), then the call site
+    /// (line, then the tail of the file path, NUL-terminated).
     pub(crate) fn record(&self) -> [u8; RECORD_LEN] {
         let mut rec = [0u8; RECORD_LEN];
-        rec[0] = self.kind as u8;
-        rec[1] = self.dtype.map(|d| d as u8).unwrap_or(0);
-        rec[4..8].copy_from_slice(&self.root.to_le_bytes());
-        rec[8..16].copy_from_slice(&self.count.to_le_bytes());
-        rec[16..24].copy_from_slice(&self.reduce.to_le_bytes());
-        rec[24..32].copy_from_slice(&self.extra.to_le_bytes());
+        rec[..KEY_LEN].copy_from_slice(&self.key());
         rec[32..36].copy_from_slice(&self.site.0.line().to_le_bytes());
         let file = self.site.0.file().as_bytes();
         // keep the tail of long paths: it names the file
@@ -180,13 +181,15 @@ mod tests {
         let op = Op::new(OpKind::Reduce).named("reduce").dtype(DType::F32).count(1024).root(3).reduce(ReduceOp::Max);
         let (back, file, line) = Op::from_record(&op.record());
         let back = back.expect("known kind");
-        assert!(back.agrees(&op));
+        assert_eq!(back.key(), op.key());
         assert_eq!((file.as_str(), line), (op.site.0.file(), op.site.0.line()));
         let d = back.describe(&file, line);
         assert!(d.starts_with("reduce(f32 × 1024, root=3, op=max) at "), "{d}");
-        assert!(!op.agrees(&op.root(2)));
-        assert!(!op.agrees(&op.reduce(ReduceOp::Min)));
-        assert!(!op.agrees(&op.count(1023)));
+        // two calls agree exactly when their keys are equal
+        assert_ne!(op.key(), op.root(2).key());
+        assert_ne!(op.key(), op.reduce(ReduceOp::Min).key());
+        assert_ne!(op.key(), op.count(1023).key());
+        assert_ne!(op.key(), op.dtype(DType::F64).key());
     }
 
     /// The op table (dist-ops) that the compile-time check reads is exactly the set of

@@ -1,0 +1,188 @@
+//! Per-rank control records in the segment, and what peers read from them: the state
+//! word and failure reason (the failure notice), the op record of each collective (for
+//! `verify`'s agreement check), the wait record (for the wait-for graph), and the health
+//! check every wait runs. The formats are `verify`'s; this file only stores and loads
+//! them. See README.md beside this file.
+
+use super::{segment, sync, ShmComm};
+use crate::error::{Error, Result, Site};
+use crate::op::{Op, RECORD_LEN};
+use crate::verify::watchdog::{describe_graph, RankWait, WaitRecord, WAIT_COLL, WAIT_LEN};
+use segment::Segment;
+use std::sync::atomic::Ordering::SeqCst;
+
+/// Marks `rank` failed with `reason` in `seg`, and wakes every waiter so peers notice at
+/// once instead of at their next health check (this backend's failure notice).
+pub(super) fn notify_failed(seg: &Segment, rank: usize, reason: &str) {
+    write_reason(seg, rank, reason);
+    seg.u32_at(seg.layout.ctl(rank) + segment::STATE).store(segment::FAILED, SeqCst);
+    sync::futex_wake_all(seg.u32_at(segment::GEN));
+    for r in 0..seg.layout.n {
+        let c = seg.layout.ctl(r);
+        sync::futex_wake_all(seg.u32_at(c + segment::EPOCH));
+        sync::futex_wake_all(seg.u32_at(c + segment::BELL));
+    }
+}
+
+fn write_reason(seg: &Segment, rank: usize, reason: &str) {
+    let bytes = reason.as_bytes();
+    let len = bytes.len().min(segment::REASON_LEN - 1);
+    let dst = seg.ptr(seg.layout.ctl(rank) + segment::REASON);
+    // SAFETY: the reason field of our own control block; peers read it only after they
+    // see state == FAILED, which is stored (SeqCst) after this write.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, len);
+        *dst.add(len) = 0;
+    }
+}
+
+fn read_reason(seg: &Segment, rank: usize) -> String {
+    let mut buf = [0u8; segment::REASON_LEN];
+    // SAFETY: in bounds; see write_reason for the ordering.
+    unsafe {
+        std::ptr::copy_nonoverlapping(seg.ptr(seg.layout.ctl(rank) + segment::REASON), buf.as_mut_ptr(), buf.len())
+    };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl ShmComm {
+    /// Fails if any of `ranks` died, failed or finished, or if the deadline passed.
+    pub(crate) fn health(
+        &self,
+        ranks: &mut dyn Iterator<Item = usize>,
+        op: &'static str,
+        site: Site,
+        started: std::time::Instant,
+        waiting: &dyn Fn() -> String,
+        warned: &std::cell::Cell<bool>,
+    ) -> Result<()> {
+        for r in ranks {
+            if r == self.rank {
+                continue;
+            }
+            let c = self.ctl(r);
+            let state = self.seg.u32_at(c + segment::STATE).load(SeqCst);
+            let pid = self.seg.u32_at(c + segment::PID).load(SeqCst);
+            let reason = match state {
+                segment::FAILED => Some(read_reason(&self.seg, r)),
+                segment::FINISHED => Some(format!(
+                    "it left {} (returned from its entry) while rank {} still waits on it in {op} at {site}",
+                    self.name, self.rank
+                )),
+                _ if !sync::pid_alive(pid) => {
+                    Some(format!("its process (pid {pid}) is gone: killed or exited without finishing"))
+                }
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                return Err(Error::PeerFailed { rank: r, comm: self.name.clone(), reason });
+            }
+        }
+        let waited = started.elapsed();
+        if self.cfg.detail && !warned.get() && waited >= (self.cfg.timeout / 2).min(std::time::Duration::from_secs(10))
+        {
+            warned.set(true);
+            eprintln!(
+                "[rank {}] watchdog: {} waits in {op} at {site} for {:.1}s; {}",
+                self.rank,
+                self.name,
+                waited.as_secs_f64(),
+                self.wait_graph()
+            );
+        }
+        if waited >= self.cfg.timeout {
+            return Err(Error::Timeout {
+                op,
+                comm: self.name.clone(),
+                waiting_for: format!("{}; {}", waiting(), self.wait_graph()),
+                secs: self.cfg.timeout.as_secs_f64(),
+                site,
+            });
+        }
+        Ok(())
+    }
+
+    /// Publishes what this rank is blocked on (read by peers' watchdogs).
+    pub(crate) fn mark_wait(&self, kind: u32, peer: u32, op: &str, site: Site) {
+        let base = self.ctl(self.rank) + segment::WAIT;
+        let word = self.seg.u32_at(base);
+        word.store(0, SeqCst);
+        let body = WaitRecord::encode_body(peer, op, site);
+        // SAFETY: our own wait record; readers check the kind word before and after.
+        unsafe { std::ptr::copy_nonoverlapping(body.as_ptr(), self.seg.ptr(base + 4), body.len()) };
+        word.store(kind, SeqCst);
+    }
+
+    pub(crate) fn clear_wait(&self) {
+        self.seg.u32_at(self.ctl(self.rank) + segment::WAIT).store(0, SeqCst);
+    }
+
+    /// Rank r's wait record (kind 0 if not blocked, or if it changed while being read).
+    pub(crate) fn read_wait(&self, r: usize) -> WaitRecord {
+        let base = self.ctl(r) + segment::WAIT;
+        let kind = self.seg.u32_at(base).load(SeqCst);
+        let mut rec = [0u8; WAIT_LEN];
+        // SAFETY: in bounds; a torn read is caught by re-reading the kind word below.
+        unsafe { std::ptr::copy_nonoverlapping(self.seg.ptr(base), rec.as_mut_ptr(), rec.len()) };
+        if kind == 0 || self.seg.u32_at(base).load(SeqCst) != kind {
+            return WaitRecord::default();
+        }
+        WaitRecord::decode(kind, &rec)
+    }
+
+    /// The wait-for graph of this communicator, in words (see `verify::watchdog`).
+    pub(crate) fn wait_graph(&self) -> String {
+        let ranks: Vec<RankWait> = (0..self.n)
+            .map(|r| {
+                let rec = self.read_wait(r);
+                match rec.kind {
+                    0 => match self.seg.u32_at(self.ctl(r) + segment::STATE).load(SeqCst) {
+                        segment::FINISHED => RankWait::Left,
+                        segment::FAILED => RankWait::Failed,
+                        _ => RankWait::Running,
+                    },
+                    WAIT_COLL => {
+                        let behind = (0..self.n)
+                            .filter(|&q| q != r)
+                            .filter(|&q| {
+                                (self.seg.u32_at(self.ctl(q) + segment::EPOCH).load(SeqCst).wrapping_sub(rec.peer)
+                                    as i32)
+                                    < 0
+                            })
+                            .collect();
+                        RankWait::Blocked { rec, on: behind }
+                    }
+                    _ => {
+                        let on = vec![rec.peer as usize];
+                        RankWait::Blocked { rec, on }
+                    }
+                }
+            })
+            .collect();
+        describe_graph(&self.name, &ranks)
+    }
+
+    pub(crate) fn write_fp(&self, parity: u32, op: &Op) {
+        let rec = op.record();
+        let dst = self.seg.ptr(self.ctl(self.rank) + segment::FP + parity as usize * segment::FP_LEN);
+        // SAFETY: our own op record of this parity; peers read it only after they see
+        // our epoch store (SeqCst) that follows.
+        unsafe { std::ptr::copy_nonoverlapping(rec.as_ptr(), dst, rec.len()) };
+    }
+
+    pub(crate) fn read_fp(&self, r: usize, parity: u32) -> [u8; RECORD_LEN] {
+        let mut rec = [0u8; RECORD_LEN];
+        let src = self.seg.ptr(self.ctl(r) + segment::FP + parity as usize * segment::FP_LEN);
+        // SAFETY: rank r wrote this record before arriving at the epoch we waited for,
+        // and will not rewrite this parity before we arrive at the next one.
+        unsafe { std::ptr::copy_nonoverlapping(src, rec.as_mut_ptr(), rec.len()) };
+        rec
+    }
+
+    /// The agreement check of `verify`, on the records peers left in the segment.
+    pub(crate) fn check_fps(&self, parity: u32, cx: &Op) -> Result<()> {
+        let peers = (0..self.n).filter(|&r| r != self.rank).map(|r| (r, self.read_fp(r, parity)));
+        crate::verify::agreement(&self.name, self.rank, cx, peers)
+    }
+}
