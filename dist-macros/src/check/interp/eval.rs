@@ -1,0 +1,755 @@
+//! The recursive core: expressions, statements, patterns, control flow, calls of
+//! closures and same-file helpers. Kept in one file: its parts call each other.
+
+use super::super::trace::Ev;
+use super::*;
+use quote::ToTokens;
+use std::collections::HashMap;
+use syn::{BinOp, Block, Expr, FnArg, Item, ItemFn, Pat, RangeLimits, Stmt, UnOp};
+
+impl<'a> Interp<'a> {
+    /// Matches `v` against `pat`, binding names in the current scope.
+    /// `Some(true)`: matched; `Some(false)`: did not; `None`: cannot tell.
+    pub(super) fn bind(&mut self, pat: &Pat, v: V<'a>) -> Option<bool> {
+        match pat {
+            Pat::Ident(pi) => {
+                if let Some((_, sub)) = &pi.subpat {
+                    let m = self.bind(sub, v.clone());
+                    if m != Some(true) {
+                        return m;
+                    }
+                }
+                self.define(pi.ident.to_string(), v);
+                Some(true)
+            }
+            Pat::Wild(_) | Pat::Rest(_) => Some(true),
+            Pat::Type(pt) => self.bind(&pt.pat, v),
+            Pat::Paren(p) => self.bind(&p.pat, v),
+            Pat::Reference(r) => self.bind(&r.pat, v),
+            Pat::Lit(l) => {
+                let want = lit_value(&l.lit)?;
+                match (&want, &v) {
+                    (V::Int(a), V::Int(b)) => Some(a == b),
+                    (V::Bool(a), V::Bool(b)) => Some(a == b),
+                    _ => None,
+                }
+            }
+            Pat::Range(r) => {
+                let V::Int(x) = v else { return None };
+                let lo = match &r.start {
+                    Some(e) => const_int(e)?,
+                    None => i128::MIN,
+                };
+                let hi = match &r.end {
+                    Some(e) => const_int(e)?,
+                    None => i128::MAX,
+                };
+                Some(match r.limits {
+                    RangeLimits::HalfOpen(_) => lo <= x && x < hi,
+                    RangeLimits::Closed(_) => lo <= x && x <= hi,
+                })
+            }
+            Pat::Or(o) => {
+                let mut unknown = false;
+                for case in &o.cases {
+                    match self.bind(case, v.clone()) {
+                        Some(true) => return Some(true),
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+                if unknown {
+                    None
+                } else {
+                    Some(false)
+                }
+            }
+            Pat::Tuple(t) => {
+                let items = match v {
+                    V::Tuple(items) if items.len() == t.elems.len() => items,
+                    other => {
+                        let o = V::taint(&[&other]);
+                        for p in &t.elems {
+                            self.bind_opaque(p, &o);
+                        }
+                        return if matches!(other, V::Opaque { .. }) { Some(true) } else { None };
+                    }
+                };
+                let mut all = Some(true);
+                for (p, x) in t.elems.iter().zip(items) {
+                    match self.bind(p, x) {
+                        Some(true) => {}
+                        r => all = if all == Some(false) || r == Some(false) { Some(false) } else { None },
+                    }
+                }
+                all
+            }
+            Pat::TupleStruct(ts) => {
+                let name = last_seg(&ts.path);
+                match (name.as_str(), v) {
+                    ("Some", V::Opt(Some(x))) if ts.elems.len() == 1 => self.bind(&ts.elems[0], *x),
+                    ("Some", V::Opt(None)) => Some(false),
+                    ("Ok", x) if ts.elems.len() == 1 && x != V::Err => self.bind(&ts.elems[0], x),
+                    (_, other) => {
+                        let o = V::taint(&[&other]);
+                        for p in &ts.elems {
+                            self.bind_opaque(p, &o);
+                        }
+                        None
+                    }
+                }
+            }
+            Pat::Path(p) => match (last_seg(&p.path).as_str(), &v) {
+                ("None", V::Opt(x)) => Some(x.is_none()),
+                _ => None,
+            },
+            _ => {
+                let o = V::taint(&[&v]);
+                self.bind_opaque(pat, &o);
+                None
+            }
+        }
+    }
+
+    /// Binds every name in `pat` to an opaque value.
+    pub(super) fn bind_opaque(&mut self, pat: &Pat, o: &V<'a>) {
+        let mut names = Vec::new();
+        pat_names(pat, &mut names);
+        for n in names {
+            self.define(n, o.clone());
+        }
+    }
+
+    // ------------------------------------------------------------ statements
+
+    pub(super) fn block(&mut self, b: &'a Block) -> R<'a> {
+        self.scoped(|me| me.stmts(&b.stmts))
+    }
+
+    pub(super) fn stmts(&mut self, stmts: &'a [Stmt]) -> R<'a> {
+        // Nested fns and consts are visible in the whole block.
+        for s in stmts {
+            match s {
+                Stmt::Item(Item::Fn(f)) => {
+                    self.fns.insert(f.sig.ident.to_string(), f);
+                }
+                Stmt::Item(Item::Const(c)) => {
+                    let v = self.expr(&c.expr).unwrap_or(V::opaque());
+                    self.define(c.ident.to_string(), v);
+                }
+                _ => {}
+            }
+        }
+        let mut last = V::Unit;
+        for (i, s) in stmts.iter().enumerate() {
+            last = match s {
+                Stmt::Local(l) => {
+                    let Some(init) = &l.init else {
+                        self.bind_opaque(&l.pat, &V::opaque());
+                        continue;
+                    };
+                    let v = self.expr(&init.expr)?;
+                    match self.bind(&l.pat, v) {
+                        Some(true) => {}
+                        Some(false) => match &init.diverge {
+                            Some((_, e)) => {
+                                // The else block diverges (return, break, panic).
+                                self.expr(e)?;
+                                return Err(Flow::Fail);
+                            }
+                            None => return Err(Flow::Fail),
+                        },
+                        None => {
+                            if let Some((_, e)) = &init.diverge {
+                                // The else branch may run: it must not communicate.
+                                self.speculate(&[Branch::Expr(e)], e)?;
+                            }
+                        }
+                    }
+                    V::Unit
+                }
+                Stmt::Item(_) => V::Unit,
+                Stmt::Expr(e, semi) => {
+                    let v = self.expr(e)?;
+                    if semi.is_some() && i + 1 < stmts.len() {
+                        V::Unit
+                    } else if semi.is_some() {
+                        // `return`-free last statement with a semicolon: the block is ().
+                        if v == V::Err {
+                            V::Err
+                        } else {
+                            V::Unit
+                        }
+                    } else {
+                        v
+                    }
+                }
+                Stmt::Macro(m) => self.mac(&m.mac)?,
+            };
+        }
+        Ok(last)
+    }
+
+    /// Evaluates branches that may or may not run (their condition is opaque). They must
+    /// not communicate; variables they change become opaque afterwards.
+    pub(super) fn speculate(&mut self, branches: &[Branch<'a>], at: &impl ToTokens) -> Result<(), Flow<'a>> {
+        let before_scopes = self.scopes.clone();
+        let (ne, nc) = (self.events.len(), self.comms.len());
+        let mut changed: Vec<String> = Vec::new();
+        for b in branches {
+            self.scopes = before_scopes.clone();
+            self.speculative += 1;
+            let r = match b {
+                Branch::Expr(e) => self.expr(e),
+                Branch::Block(b) => self.block(b),
+            };
+            self.speculative -= 1;
+            let communicated = self.events.len() != ne || self.comms.len() != nc;
+            if communicated {
+                let what = match &self.events[ne..].first() {
+                    Some(ev) => format!("`{}` under a condition that depends on data", ev.call()),
+                    None => "a communicator created under a condition that depends on data".into(),
+                };
+                self.scopes = before_scopes;
+                return Err(undecidable(at, what));
+            }
+            match r {
+                Ok(_) | Err(Flow::Fail) => {}
+                Err(Flow::Stop(s)) => {
+                    self.scopes = before_scopes;
+                    return Err(Flow::Stop(s));
+                }
+                Err(_) => {
+                    self.scopes = before_scopes;
+                    return Err(undecidable(
+                        at,
+                        "`return`, `break` or `continue` under a condition that depends on data",
+                    ));
+                }
+            }
+            for (depth, s) in self.scopes.iter().enumerate() {
+                for (k, v) in s {
+                    if before_scopes.get(depth).and_then(|b| b.get(k)) != Some(v) {
+                        changed.push(k.clone());
+                    }
+                }
+            }
+        }
+        self.scopes = before_scopes;
+        for k in changed {
+            let taint = self.lookup(&k).map(|v| v.has_comm()).unwrap_or(false);
+            self.assign(&k, V::Opaque { comm: taint });
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    pub(super) fn expr(&mut self, e: &'a Expr) -> R<'a> {
+        self.tick(e)?;
+        match e {
+            Expr::Lit(l) => Ok(lit_value(&l.lit).unwrap_or(V::opaque())),
+            Expr::Path(p) => Ok(self.path(&p.path)),
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Reference(r) => self.expr(&r.expr),
+            Expr::Cast(c) => self.expr(&c.expr),
+            Expr::Block(b) => self.labeled_block(b.label.as_ref(), &b.block),
+            Expr::Unsafe(u) => self.block(&u.block),
+            Expr::Unary(u) => {
+                let v = self.expr(&u.expr)?;
+                Ok(match (&u.op, v) {
+                    (UnOp::Neg(_), V::Int(x)) => V::Int(-x),
+                    (UnOp::Not(_), V::Bool(b)) => V::Bool(!b),
+                    (UnOp::Not(_), V::Int(x)) => V::Int(!x),
+                    (UnOp::Deref(_), v) => v,
+                    (_, v) => V::taint(&[&v]),
+                })
+            }
+            Expr::Binary(b) => self.binary(b),
+            Expr::Tuple(t) => {
+                let mut out = Vec::new();
+                for x in &t.elems {
+                    out.push(self.expr(x)?);
+                }
+                Ok(if out.is_empty() { V::Unit } else { V::Tuple(out) })
+            }
+            Expr::Array(a) => {
+                let mut out = Vec::new();
+                for x in &a.elems {
+                    out.push(self.expr(x)?);
+                }
+                Ok(V::List(out))
+            }
+            Expr::Repeat(r) => self.repeat(&r.expr, &r.len),
+            Expr::Range(r) => {
+                let lo = match &r.start {
+                    Some(s) => self.expr(s)?,
+                    None => V::Int(0),
+                };
+                let hi = match &r.end {
+                    Some(s) => self.expr(s)?,
+                    None => return Ok(V::opaque()),
+                };
+                Ok(match (lo, hi) {
+                    (V::Int(a), V::Int(b)) => match r.limits {
+                        RangeLimits::HalfOpen(_) => V::Range(a, b),
+                        RangeLimits::Closed(_) => V::Range(a, b + 1),
+                    },
+                    _ => V::opaque(),
+                })
+            }
+            Expr::Field(f) => {
+                let base = self.expr(&f.base)?;
+                Ok(match (&f.member, base) {
+                    (syn::Member::Unnamed(i), V::Tuple(items)) => {
+                        items.get(i.index as usize).cloned().unwrap_or(V::opaque())
+                    }
+                    (_, b) => V::taint(&[&b]),
+                })
+            }
+            Expr::Index(ix) => {
+                let base = self.expr(&ix.expr)?;
+                let i = self.expr(&ix.index)?;
+                Ok(match (base, i) {
+                    (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
+                    (V::List(items), V::Int(i)) => {
+                        return Err(Flow::Stop(Stop::Invalid {
+                            site: self.site(e),
+                            msg: format!("index {i} is out of bounds for a list of {}", items.len()),
+                        }))
+                    }
+                    (b, _) => V::taint(&[&b]),
+                })
+            }
+            Expr::If(i) => self.if_expr(i),
+            Expr::Match(m) => self.match_expr(m),
+            Expr::Let(l) => {
+                let v = self.expr(&l.expr)?;
+                Ok(match self.bind(&l.pat, v) {
+                    Some(b) => V::Bool(b),
+                    None => V::opaque(),
+                })
+            }
+            Expr::ForLoop(f) => self.for_loop(f),
+            Expr::While(w) => self.while_loop(w),
+            Expr::Loop(l) => self.loop_expr(l),
+            Expr::Break(b) => {
+                let v = match &b.expr {
+                    Some(x) => self.expr(x)?,
+                    None => V::Unit,
+                };
+                Err(Flow::Break(b.label.as_ref().map(|l| l.ident.to_string()), v))
+            }
+            Expr::Continue(c) => Err(Flow::Continue(c.label.as_ref().map(|l| l.ident.to_string()))),
+            Expr::Return(r) => {
+                let v = match &r.expr {
+                    Some(x) => self.expr(x)?,
+                    None => V::Unit,
+                };
+                if v == V::Err {
+                    Err(Flow::Fail)
+                } else {
+                    Err(Flow::Return(v))
+                }
+            }
+            Expr::Try(t) => {
+                let v = self.expr(&t.expr)?;
+                // Results are transparent (`subgroup(..)?` is still an Option).
+                match v {
+                    V::Err => Err(Flow::Fail),
+                    other => Ok(other),
+                }
+            }
+            Expr::Assign(a) => {
+                let v = self.expr(&a.right)?;
+                self.store(&a.left, v)?;
+                Ok(V::Unit)
+            }
+            Expr::Closure(c) => Ok(V::Closure(Closure(c))),
+            Expr::MethodCall(mc) => self.method(e, mc),
+            Expr::Call(c) => self.call(e, c),
+            Expr::Macro(m) => self.mac(&m.mac),
+            Expr::Struct(s) => {
+                let mut vals = Vec::new();
+                for f in &s.fields {
+                    vals.push(self.expr(&f.expr)?);
+                }
+                if let Some(rest) = &s.rest {
+                    vals.push(self.expr(rest)?);
+                }
+                Ok(V::taint(&vals.iter().collect::<Vec<_>>()))
+            }
+            Expr::Async(_) | Expr::Await(_) | Expr::TryBlock(_) | Expr::Yield(_) => {
+                if mentions_comm(self, &e.to_token_stream()) {
+                    Err(undecidable(e, "async code or a try block that uses a communicator"))
+                } else {
+                    Ok(V::opaque())
+                }
+            }
+            _ => Ok(V::opaque()),
+        }
+    }
+
+    pub(super) fn path(&self, p: &syn::Path) -> V<'a> {
+        if p.segments.len() == 1 {
+            let name = p.segments[0].ident.to_string();
+            if let Some(v) = self.lookup(&name) {
+                return v.clone();
+            }
+            if name == "None" {
+                return V::Opt(None);
+            }
+            if self.fns.contains_key(&name) {
+                return V::Name(name);
+            }
+        }
+        let s = path_str(p);
+        match s.as_str() {
+            "usize::MAX" | "u64::MAX" => V::Int(u64::MAX as i128),
+            "u32::MAX" => V::Int(u32::MAX as i128),
+            "i32::MAX" => V::Int(i32::MAX as i128),
+            "i64::MAX" => V::Int(i64::MAX as i128),
+            "usize::MIN" | "u32::MIN" | "u64::MIN" => V::Int(0),
+            _ if s.ends_with("ReduceOp::Sum")
+                || s.ends_with("ReduceOp::Prod")
+                || s.ends_with("ReduceOp::Max")
+                || s.ends_with("ReduceOp::Min")
+                || s.ends_with("ReduceOp::Avg") =>
+            {
+                V::Name(last_seg(p))
+            }
+            _ => V::Name(s),
+        }
+    }
+
+    /// `x = v`, `x += v`: only plain names are tracked.
+    pub(super) fn store(&mut self, place: &'a Expr, v: V<'a>) -> Result<(), Flow<'a>> {
+        match place {
+            Expr::Path(p) if p.path.segments.len() == 1 => {
+                self.assign(&p.path.segments[0].ident.to_string(), v);
+                Ok(())
+            }
+            Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.store(&u.expr, v),
+            Expr::Paren(p) => self.store(&p.expr, v),
+            other => {
+                // `a[i] = ..`, `s.f = ..`: the place is data; evaluate its parts for effects.
+                if v.has_comm() {
+                    return Err(undecidable(other, "a communicator stored in a field or element"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn store_path(&mut self, p: &syn::ExprPath, v: V<'a>) {
+        if p.path.segments.len() == 1 {
+            self.assign(&p.path.segments[0].ident.to_string(), v);
+        }
+    }
+
+    pub(super) fn binary(&mut self, b: &'a syn::ExprBinary) -> R<'a> {
+        use BinOp::*;
+        // Short-circuit with opaque operands: false && ? = false; true || ? = true.
+        if matches!(b.op, And(_) | Or(_)) {
+            let l = self.expr(&b.left)?;
+            match (&b.op, &l) {
+                (And(_), V::Bool(false)) => return Ok(V::Bool(false)),
+                (Or(_), V::Bool(true)) => return Ok(V::Bool(true)),
+                _ => {}
+            }
+            let r = self.expr(&b.right)?;
+            return Ok(match (&b.op, l, r) {
+                (_, V::Bool(_), V::Bool(y)) => V::Bool(y),
+                (And(_), _, V::Bool(false)) => V::Bool(false),
+                (Or(_), _, V::Bool(true)) => V::Bool(true),
+                _ => V::opaque(),
+            });
+        }
+        let compound = match b.op {
+            AddAssign(_) => Some(Add(Default::default())),
+            SubAssign(_) => Some(Sub(Default::default())),
+            MulAssign(_) => Some(Mul(Default::default())),
+            DivAssign(_) => Some(Div(Default::default())),
+            RemAssign(_) => Some(Rem(Default::default())),
+            BitXorAssign(_) => Some(BitXor(Default::default())),
+            BitAndAssign(_) => Some(BitAnd(Default::default())),
+            BitOrAssign(_) => Some(BitOr(Default::default())),
+            ShlAssign(_) => Some(Shl(Default::default())),
+            ShrAssign(_) => Some(Shr(Default::default())),
+            _ => None,
+        };
+        let l = self.expr(&b.left)?;
+        let r = self.expr(&b.right)?;
+        let op = compound.unwrap_or(b.op);
+        let v = arith(&op, &l, &r).map_err(|msg| Flow::Stop(Stop::Invalid { site: self.site_binary(b), msg }))?;
+        if compound.is_some() {
+            self.store(&b.left, v)?;
+            return Ok(V::Unit);
+        }
+        Ok(v)
+    }
+
+    pub(super) fn labeled_block(&mut self, label: Option<&syn::Label>, b: &'a Block) -> R<'a> {
+        match self.block(b) {
+            Err(Flow::Break(Some(l), v)) if label.is_some_and(|x| x.name.ident == l) => Ok(v),
+            r => r,
+        }
+    }
+
+    pub(super) fn if_expr(&mut self, i: &'a syn::ExprIf) -> R<'a> {
+        self.scoped(|me| {
+            let c = me.expr(&i.cond)?;
+            match c {
+                V::Bool(true) => me.block(&i.then_branch),
+                V::Bool(false) => match &i.else_branch {
+                    Some((_, e)) => me.expr(e),
+                    None => Ok(V::Unit),
+                },
+                _ => {
+                    let mut branches = vec![Branch::Block(&i.then_branch)];
+                    if let Some((_, e)) = &i.else_branch {
+                        branches.push(Branch::Expr(e));
+                    }
+                    me.speculate(&branches, i)?;
+                    Ok(V::opaque())
+                }
+            }
+        })
+    }
+
+    pub(super) fn match_expr(&mut self, m: &'a syn::ExprMatch) -> R<'a> {
+        let v = self.expr(&m.expr)?;
+        let mut unknown: Vec<Branch<'a>> = Vec::new();
+        for arm in &m.arms {
+            let r = self.scoped(|me| -> Result<Option<R<'a>>, Flow<'a>> {
+                let hit = me.bind(&arm.pat, v.clone());
+                let hit = match (hit, &arm.guard) {
+                    (Some(true), Some((_, g))) => match me.expr(g)? {
+                        V::Bool(b) => Some(b),
+                        _ => None,
+                    },
+                    (h, _) => h,
+                };
+                match hit {
+                    Some(true) if unknown.is_empty() => Ok(Some(me.expr(&arm.body))),
+                    Some(false) => Ok(None),
+                    _ => {
+                        unknown.push(Branch::Expr(&arm.body));
+                        Ok(None)
+                    }
+                }
+            })?;
+            if let Some(r) = r {
+                return r;
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(V::Unit);
+        }
+        // Arms whose patterns the check cannot decide: they must not communicate.
+        self.scoped(|me| {
+            let o = V::taint(&[&v]);
+            for arm in &m.arms {
+                me.bind_opaque(&arm.pat, &o);
+            }
+            me.speculate(&unknown, m)
+        })?;
+        Ok(V::opaque())
+    }
+
+    /// Iterates a loop body over `items`, handling break/continue with labels.
+    pub(super) fn iterate(
+        &mut self,
+        label: Option<&syn::Label>,
+        pat: Option<&'a Pat>,
+        items: impl Iterator<Item = V<'a>>,
+        body: &'a Block,
+    ) -> R<'a> {
+        let mine =
+            |l: &Option<String>| l.is_none() || label.is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()));
+        for x in items {
+            let r = self.scoped(|me| {
+                if let Some(p) = pat {
+                    me.bind(p, x);
+                }
+                me.block(body)
+            });
+            match r {
+                Ok(_) => {}
+                Err(Flow::Break(l, v)) if mine(&l) => return Ok(v),
+                Err(Flow::Continue(l)) if mine(&l) => {}
+                Err(f) => return Err(f),
+            }
+        }
+        Ok(V::Unit)
+    }
+
+    pub(super) fn for_loop(&mut self, f: &'a syn::ExprForLoop) -> R<'a> {
+        let it = self.expr(&f.expr)?;
+        match iter_items(&it) {
+            Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.into_iter(), &f.body),
+            None => {
+                let o = V::taint(&[&it]);
+                self.scoped(|me| {
+                    me.bind_opaque(&f.pat, &o);
+                    me.speculate(&[Branch::Block(&f.body)], f)
+                })?;
+                Ok(V::Unit)
+            }
+        }
+    }
+
+    pub(super) fn while_loop(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
+        let mine = |l: &Option<String>| {
+            l.is_none() || w.label.as_ref().is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()))
+        };
+        let mut n = 0u64;
+        loop {
+            n += 1;
+            if n > LOOP_BOUND {
+                return Err(undecidable(&w.cond, format!("a `while` loop of more than {LOOP_BOUND} iterations")));
+            }
+            let r = self.scoped(|me| -> R<'a> {
+                match me.expr(&w.cond)? {
+                    V::Bool(true) => me.block(&w.body).map(|_| V::Bool(true)),
+                    V::Bool(false) => Ok(V::Bool(false)),
+                    _ => {
+                        me.speculate(&[Branch::Block(&w.body)], w)?;
+                        Ok(V::Bool(false))
+                    }
+                }
+            });
+            match r {
+                Ok(V::Bool(false)) => return Ok(V::Unit),
+                Ok(_) => {}
+                Err(Flow::Break(l, _)) if mine(&l) => return Ok(V::Unit),
+                Err(Flow::Continue(l)) if mine(&l) => {}
+                Err(f) => return Err(f),
+            }
+        }
+    }
+
+    pub(super) fn loop_expr(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
+        let mine = |x: &Option<String>| {
+            x.is_none() || l.label.as_ref().is_some_and(|y| x.as_deref() == Some(&*y.name.ident.to_string()))
+        };
+        for _ in 0..LOOP_BOUND {
+            match self.block(&l.body) {
+                Ok(_) => {}
+                Err(Flow::Break(x, v)) if mine(&x) => return Ok(v),
+                Err(Flow::Continue(x)) if mine(&x) => {}
+                Err(f) => return Err(f),
+            }
+        }
+        Err(undecidable(&l.body, format!("a `loop` of more than {LOOP_BOUND} iterations")))
+    }
+
+    // ------------------------------------------------------------ calls
+
+    pub(super) fn args(
+        &mut self,
+        args: &'a syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+    ) -> Result<Vec<V<'a>>, Flow<'a>> {
+        let mut out = Vec::new();
+        for a in args {
+            out.push(self.expr(a)?);
+        }
+        Ok(out)
+    }
+
+    /// Calls a closure or nested fn with `args` bound to its parameters.
+    pub(super) fn apply_closure(&mut self, c: Closure<'a>, args: Vec<V<'a>>) -> R<'a> {
+        let c = c.0;
+        self.scoped(|me| {
+            for (p, v) in c.inputs.iter().zip(args) {
+                me.bind(p, v);
+            }
+            match me.expr(&c.body) {
+                Err(Flow::Return(v)) => Ok(v),
+                r => r,
+            }
+        })
+    }
+
+    pub(super) fn apply_fn(&mut self, f: &'a ItemFn, args: Vec<V<'a>>) -> R<'a> {
+        // A nested fn sees only its parameters (and other items), not the caller's locals.
+        let saved = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
+        for (a, v) in f.sig.inputs.iter().zip(args) {
+            if let FnArg::Typed(pt) = a {
+                self.bind(&pt.pat, v);
+            }
+        }
+        let r = self.block(&f.block);
+        self.scopes = saved;
+        match r {
+            Err(Flow::Return(v)) => Ok(v),
+            r => r,
+        }
+    }
+
+    pub(super) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
+        let args = self.args(&c.args)?;
+        let Expr::Path(p) = &*c.func else {
+            let f = self.expr(&c.func)?;
+            if let V::Closure(cl) = f {
+                return self.apply_closure(cl, args);
+            }
+            return self.opaque_call(e, "a computed function", &args);
+        };
+        let name = path_str(&p.path);
+        let last = last_seg(&p.path);
+        if p.path.segments.len() == 1 {
+            match self.lookup(&name).cloned() {
+                Some(V::Closure(cl)) => return self.apply_closure(cl, args),
+                Some(_) => return self.opaque_call(e, &name, &args),
+                None => {}
+            }
+            if let Some(f) = self.fns.get(&name).copied() {
+                return self.apply_fn(f, args);
+            }
+            if let Some(f) = self.file_fns.get(&name) {
+                if self.via.len() > 16 {
+                    return Err(undecidable(e, format!("calls into `{name}` nested more than 16 deep")));
+                }
+                self.via.push((e, &f.sig.ident));
+                let r = self.apply_fn(f, args);
+                self.via.pop();
+                return r;
+            }
+        }
+        match (last.as_str(), args.as_slice()) {
+            ("Some", [x]) => Ok(V::Opt(Some(Box::new(x.clone())))),
+            ("Ok", [x]) => Ok(x.clone()),
+            ("Err", _) => Ok(V::Err),
+            ("new", [V::Int(id)]) if name.ends_with("Tag::new") => Ok(V::Tag(format!("#{id}"))),
+            ("min", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.min(b))),
+            ("max", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.max(b))),
+            ("from" | "try_from", [V::Int(a)]) => Ok(V::Int(*a)),
+            ("wait_all", [v]) => {
+                let ids = req_ids(v);
+                self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait_all" });
+                Ok(V::Unit)
+            }
+            ("drop", [V::Req(ids)]) => {
+                self.events.push(Ev::Wait { ids: ids.clone(), site: self.site(e), call: "drop" });
+                Ok(V::Unit)
+            }
+            ("drop", _) => Ok(V::Unit),
+            _ => self.opaque_call(e, &name, &args),
+        }
+    }
+
+    pub(super) fn opaque_call(&mut self, e: &'a Expr, name: &str, args: &[V<'a>]) -> R<'a> {
+        if args.iter().any(V::has_comm) {
+            return Err(undecidable(
+                e,
+                format!(
+                    "a call to `{name}`, which takes a communicator: the check sees only functions \
+                     defined in the same source file (or inside the #[spmd] function)"
+                ),
+            ));
+        }
+        Ok(V::opaque())
+    }
+}

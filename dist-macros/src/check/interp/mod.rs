@@ -1,0 +1,216 @@
+//! An interpreter of an `#[spmd]` body for one rank of one world size.
+//!
+//! It evaluates what the communication pattern depends on (ranks, sizes, integer
+//! arithmetic, control flow) and records each communication call as an [`Ev`]. Data
+//! (buffers, floats, I/O) is opaque: it is carried as [`V::Opaque`] and never decides
+//! anything. When something that communicates depends on an opaque value, the rank's
+//! run stops with [`Stop::Undecidable`] and that world size is left to the run-time
+//! checks.
+
+//!
+//! Files: `eval.rs` (the recursive core), `std_methods.rs` (method calls), `macros.rs`,
+//! `model.rs` (communicators and what each op posts), `value.rs` (values and flow).
+
+mod eval;
+mod macros;
+mod model;
+mod std_methods;
+mod value;
+
+use model::{call_name, mentions_comm};
+pub use model::{CommInst, SplitSeen, Splits};
+use value::*;
+pub use value::{MacroBody, Macros, Outcome, Stop, V};
+
+use super::trace::{Ev, Site};
+use quote::ToTokens;
+use std::collections::HashMap;
+use syn::{Expr, FnArg, ItemFn};
+
+/// Evaluation steps one rank may take before the check gives up on that size.
+const STEP_BUDGET: u64 = 2_000_000;
+
+/// Iterations a `while`/`loop` may take.
+const LOOP_BOUND: u64 = 100_000;
+
+/// Longest list the interpreter materialises (ranges over ranks, peers, microbatches).
+const LIST_BOUND: i128 = 1 << 16;
+
+pub struct Interp<'a> {
+    pub rank: usize,
+    pub size: usize,
+    scopes: Vec<HashMap<String, V<'a>>>,
+    pub comms: Vec<CommInst>,
+    pub events: Vec<Ev<'a>>,
+    next_id: usize,
+    fns: HashMap<String, &'a ItemFn>,
+    /// Free functions of the same source file, checked inline when called.
+    file_fns: &'a HashMap<String, ItemFn>,
+    /// Values of the `const` items of the same source file (`STEPS`, `ACT`).
+    consts: HashMap<String, V<'a>>,
+    /// Calls into file helpers under way, outermost first.
+    via: Vec<(&'a Expr, &'a syn::Ident)>,
+    /// Macro bodies parsed as comma-separated expressions, by the macro's address.
+    macros: &'a Macros,
+    splits_in: &'a Splits,
+    pub splits_out: Vec<SplitSeen>,
+    /// A split's membership was unknown in this pass: run again with `splits_out`.
+    pub needs_another_pass: bool,
+    steps: u64,
+    /// While evaluating a branch whose condition is opaque: communication there is undecidable.
+    speculative: u32,
+}
+
+fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
+    Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into() })
+}
+
+fn path_str(p: &syn::Path) -> String {
+    p.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>().join("::")
+}
+
+fn last_seg(p: &syn::Path) -> String {
+    p.segments.last().map(|s| s.ident.to_string()).unwrap_or_default()
+}
+
+/// Evaluates the `const` items of the source file (in two passes, so one may use
+/// another defined below it); those that are not integers, booleans or tags are left out.
+pub fn eval_consts<'a>(
+    consts: &'a [syn::ItemConst],
+    splits: &'a Splits,
+    macros: &'a Macros,
+    fns: &'a HashMap<String, ItemFn>,
+) -> HashMap<String, V<'a>> {
+    let mut it = Interp::new(0, 1, splits, macros, fns, HashMap::new());
+    for _ in 0..2 {
+        for c in consts {
+            match it.expr(&c.expr) {
+                // A numbered tag keeps its name for messages: "#1 ACT".
+                Ok(V::Tag(t)) if t.starts_with('#') && !t.contains(' ') => {
+                    it.consts.insert(c.ident.to_string(), V::Tag(format!("{t} {}", c.ident)));
+                }
+                Ok(v @ (V::Int(_) | V::Bool(_) | V::Tag(_))) => {
+                    it.consts.insert(c.ident.to_string(), v);
+                }
+                _ => {}
+            }
+        }
+    }
+    it.consts
+}
+
+impl<'a> Interp<'a> {
+    pub fn new(
+        rank: usize,
+        size: usize,
+        splits_in: &'a Splits,
+        macros: &'a Macros,
+        file_fns: &'a HashMap<String, ItemFn>,
+        consts: HashMap<String, V<'a>>,
+    ) -> Self {
+        Interp {
+            rank,
+            size,
+            scopes: vec![HashMap::new()],
+            comms: vec![CommInst {
+                key: "world".into(),
+                group: "World".into(),
+                members: Some((0..size).collect()),
+                children: 0,
+            }],
+            events: Vec::new(),
+            next_id: 0,
+            fns: HashMap::new(),
+            file_fns,
+            consts,
+            via: Vec::new(),
+            macros,
+            splits_in,
+            splits_out: Vec::new(),
+            needs_another_pass: false,
+            steps: 0,
+            speculative: 0,
+        }
+    }
+
+    /// Runs `f` with its communicator parameter bound to the world.
+    pub fn run(&mut self, f: &'a ItemFn) -> Outcome<'a> {
+        if let Some(FnArg::Typed(pt)) = f.sig.inputs.first() {
+            if self.bind(&pt.pat, V::Comm(0)) != Some(true) {
+                return Outcome::Stop(Stop::Undecidable {
+                    at: pt.pat.to_token_stream(),
+                    what: "a parameter pattern other than a name".into(),
+                });
+            }
+        }
+        match self.block(&f.block) {
+            Ok(V::Err) | Err(Flow::Fail) => Outcome::Fails,
+            Ok(_) | Err(Flow::Break(..)) | Err(Flow::Continue(_)) => Outcome::Done,
+            Err(Flow::Return(v)) => {
+                if v == V::Err {
+                    Outcome::Fails
+                } else {
+                    Outcome::Done
+                }
+            }
+            Err(Flow::Stop(s)) => Outcome::Stop(s),
+        }
+    }
+
+    // ------------------------------------------------------------ scopes
+
+    fn lookup(&self, name: &str) -> Option<&V<'a>> {
+        self.scopes.iter().rev().find_map(|s| s.get(name)).or_else(|| self.consts.get(name))
+    }
+
+    fn define(&mut self, name: String, v: V<'a>) {
+        self.scopes.last_mut().expect("a scope").insert(name, v);
+    }
+
+    fn assign(&mut self, name: &str, v: V<'a>) {
+        for s in self.scopes.iter_mut().rev() {
+            if let Some(slot) = s.get_mut(name) {
+                *slot = v;
+                return;
+            }
+        }
+    }
+
+    fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.scopes.push(HashMap::new());
+        let r = f(self);
+        self.scopes.pop();
+        r
+    }
+
+    fn tick(&mut self, at: &impl ToTokens) -> Result<(), Flow<'a>> {
+        self.steps += 1;
+        if self.steps > STEP_BUDGET {
+            return Err(undecidable(at, format!("more than {STEP_BUDGET} evaluation steps")));
+        }
+        Ok(())
+    }
+
+    /// Where to report an event at `e`: `e` itself, or the outermost call of a file
+    /// helper when `e` is inside one (its tokens carry no usable location).
+    fn site(&self, e: &'a Expr) -> Site<'a> {
+        match self.via.first() {
+            Some((call, helper)) => Site::via(call, helper),
+            None => Site::new(e),
+        }
+    }
+
+    fn site_binary(&self, b: &'a syn::ExprBinary) -> Site<'a> {
+        match self.via.first() {
+            Some((call, helper)) => Site::via(call, helper),
+            None => Site::binary(b),
+        }
+    }
+
+    fn fresh_id(&mut self) -> usize {
+        self.next_id += 1;
+        self.next_id - 1
+    }
+
+    // ------------------------------------------------------------ patterns
+}

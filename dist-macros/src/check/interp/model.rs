@@ -1,0 +1,372 @@
+//! The runtime as the check sees it: communicators and their members, what each
+//! communication call posts (p2p posts, collectives, waits), and how groups are created.
+//! Ops and their argument roles come from the op table (`dist-ops`).
+
+use super::super::trace::Ev;
+use super::*;
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use std::collections::HashMap;
+use syn::{Expr, ExprMethodCall};
+
+/// A communicator as one rank sees it.
+#[derive(Clone, Debug)]
+pub struct CommInst {
+    /// Identity shared by every member: parent key, creation index, and the color/part.
+    pub key: String,
+    /// The group marker's name (`World`, `Tp`), for messages.
+    pub group: String,
+    /// World ranks of the members in rank order; `None` while a split is unresolved.
+    pub members: Option<Vec<usize>>,
+    /// Communicators created from this one so far.
+    pub(super) children: usize,
+}
+
+/// One `split` call seen on this rank: (parent key, creation index), this rank's number
+/// in the parent, and its (color, key).
+pub type SplitSeen = ((String, usize), usize, (i128, i128));
+
+/// What each rank passed to each `split`: `(parent key, creation index)` → per parent
+/// rank `(color, key)`. Filled by one pass, read by the next.
+pub type Splits = HashMap<(String, usize), HashMap<usize, (i128, i128)>>;
+
+/// The display name of an op (`send`, `all_reduce`).
+pub(super) fn call_name(m: &str) -> &'static str {
+    match m {
+        "wait" => "wait",
+        "wait_all" => "wait_all",
+        _ => dist_ops::find(m).map_or("communication", |o| o.name),
+    }
+}
+
+/// Whether a token stream names a variable bound to a communicator.
+pub(super) fn mentions_comm(me: &Interp, ts: &TokenStream) -> bool {
+    ts.clone().into_iter().any(|t| match t {
+        proc_macro2::TokenTree::Ident(i) => me.lookup(&i.to_string()).is_some_and(V::has_comm),
+        proc_macro2::TokenTree::Group(g) => mentions_comm(me, &g.stream()),
+        _ => false,
+    })
+}
+
+impl<'a> Interp<'a> {
+    pub(super) fn comm_size(&mut self, c: usize) -> V<'a> {
+        match &self.comms[c].members {
+            Some(m) => V::Int(m.len() as i128),
+            None => {
+                self.needs_another_pass = true;
+                V::opaque()
+            }
+        }
+    }
+
+    pub(super) fn comm_rank(&mut self, c: usize) -> V<'a> {
+        match &self.comms[c].members {
+            Some(m) => V::Int(m.iter().position(|&w| w == self.rank).expect("a member") as i128),
+            None => {
+                self.needs_another_pass = true;
+                V::opaque()
+            }
+        }
+    }
+
+    pub(super) fn comm_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, c: usize, m: &str) -> R<'a> {
+        match m {
+            "rank" => return Ok(self.comm_rank(c)),
+            "size" => return Ok(self.comm_size(c)),
+            // `device()` is the same communicator's NCCL side: its ops have the same names and
+            // arguments and run in stream order, so they are checked like blocking host ops.
+            "clone" | "as_ref" | "borrow" | "device" => return Ok(V::Comm(c)),
+            "members" | "name" | "backend" | "stream" => return Ok(V::opaque()),
+            // Rank translation: this rank's world rank, and the world rank of a member or
+            // the member of a world rank (a `Result` at run time; `?` passes the value).
+            "world_rank" => return Ok(V::Int(self.rank as i128)),
+            "world_rank_of" | "group_rank_of" => {
+                let args = self.args(&mc.args)?;
+                let (Some(V::Int(x)), Some(members)) = (args.first(), &self.comms[c].members) else {
+                    return Ok(V::opaque());
+                };
+                let found = if m == "world_rank_of" {
+                    usize::try_from(*x).ok().and_then(|i| members.get(i).copied())
+                } else {
+                    members.iter().position(|&w| w as i128 == *x)
+                };
+                // Out of range or not a member: an error at run time, not decided here.
+                return Ok(found.map_or_else(V::opaque, |v| V::Int(v as i128)));
+            }
+            _ => {}
+        }
+        if self.speculative > 0 {
+            // Record it, so `speculate` sees the communication and reports it.
+            self.events.push(Ev::Wait { ids: vec![], site: self.site(e), call: call_name(m) });
+            return Ok(V::Unit);
+        }
+        if m == "batch" {
+            let Some(Expr::Closure(cl)) = mc.args.first() else {
+                return Err(undecidable(e, "`batch` with something other than a closure `|b| { .. }`"));
+            };
+            let start = self.next_id;
+            self.scoped(|me| -> Result<(), Flow<'a>> {
+                if let Some(p) = cl.inputs.first() {
+                    me.bind(p, V::Batch(c));
+                }
+                me.expr(&cl.body)?;
+                Ok(())
+            })?;
+            let ids: Vec<usize> = (start..self.next_id).collect();
+            self.events.push(Ev::Wait { ids, site: self.site(e), call: "batch" });
+            return Ok(V::Unit);
+        }
+        let args = self.args(&mc.args)?;
+        match m {
+            "send" | "recv" | "isend" | "irecv" => {
+                let (peer, tag) = (args.first(), args.get(1));
+                let (Some(peer), Some(tag)) = (peer, tag) else { return Ok(V::Unit) };
+                let id = self.post_p2p(e, c, m.starts_with("send") || m == "isend", peer, tag, &mc.args[0], m)?;
+                if m.starts_with('i') {
+                    return Ok(V::Req(vec![id]));
+                }
+                self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
+                return Ok(V::Unit);
+            }
+            "sendrecv" => {
+                if args.len() < 4 {
+                    return Ok(V::Unit);
+                }
+                let a = self.post_p2p(e, c, true, &args[0], &args[1], &mc.args[0], "sendrecv")?;
+                let b = self.post_p2p(e, c, false, &args[3], &args[1], &mc.args[3], "sendrecv")?;
+                self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv" });
+                return Ok(V::Unit);
+            }
+            "subgroup" | "split" | "mesh2" => return self.create(e, mc, c, m, &args),
+            _ => {}
+        }
+        // Roles of the arguments come from the op table the runtime is tested against.
+        if let Some(spec) = dist_ops::find(m).filter(|o| o.class == dist_ops::Class::Collective) {
+            let (ri, oi) = (spec.root, spec.reduce);
+            let root = match ri.and_then(|i| args.get(i)) {
+                Some(V::Int(r)) => {
+                    let r = *r;
+                    self.check_peer(e, c, r, "root", &mc.args[ri.expect("root index")])?;
+                    Some(r)
+                }
+                _ => None,
+            };
+            let op = match oi.and_then(|i| args.get(i)) {
+                Some(V::Name(n)) => Some(n.clone()),
+                _ => oi.and_then(|i| mc.args.get(i)).and_then(|a| match a {
+                    Expr::Call(call) => match &*call.func {
+                        Expr::Path(p) => Some(last_seg(&p.path)),
+                        _ => None,
+                    },
+                    _ => None,
+                }),
+            };
+            let id = self.post_coll(e, c, m.trim_end_matches("_async"), root, op)?;
+            if !spec.blocking {
+                return Ok(V::Req(vec![id]));
+            }
+            self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
+            return Ok(V::Unit);
+        }
+        Err(undecidable(e, format!("the communicator method `{m}`")))
+    }
+
+    pub(super) fn check_peer(&self, e: &'a Expr, c: usize, p: i128, what: &str, arg: &'a Expr) -> Result<(), Flow<'a>> {
+        let Some(members) = &self.comms[c].members else { return Ok(()) };
+        let n = members.len() as i128;
+        if p < 0 || p >= n {
+            let comm = &self.comms[c];
+            let ranks = if n == 1 { "1 rank".to_string() } else { format!("{n} ranks") };
+            let ctx = if comm.key == "world" {
+                format!("the world has {ranks}")
+            } else {
+                format!("`{}` has {ranks} here", comm.group)
+            };
+            let text = arg.to_token_stream().to_string();
+            let value = if text == p.to_string() { format!("{what} {p}") } else { format!("{what} `{text}` = {p}") };
+            return Err(Flow::Stop(Stop::Invalid {
+                site: self.site(e),
+                msg: format!(
+                    "{value} on rank {} at world size {} is out of range: {ctx} (0..{n}); wrap it (`% n`), \
+                     guard the call, or pin the sizes this program supports with #[spmd(sizes = A..=B)]",
+                    self.rank, self.size
+                ),
+            }));
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn post_p2p(
+        &mut self,
+        e: &'a Expr,
+        c: usize,
+        send: bool,
+        peer: &V<'a>,
+        tag: &V<'a>,
+        arg: &'a Expr,
+        call: &str,
+    ) -> Result<usize, Flow<'a>> {
+        let V::Int(p) = *peer else {
+            return Err(undecidable(
+                arg,
+                format!("the peer `{}` of `{call}`, which depends on data", arg.to_token_stream()),
+            ));
+        };
+        if self.comms[c].members.is_none() {
+            self.needs_another_pass = true;
+            return Ok(self.fresh_id());
+        }
+        self.check_peer(e, c, p, if send { "the destination" } else { "the source" }, arg)?;
+        let world_peer = self.comms[c].members.as_ref().expect("resolved")[p as usize];
+        let tag = match tag {
+            V::Tag(t) => t.clone(),
+            V::Name(n) => n.clone(),
+            _ => return Err(undecidable(e, format!("the tag of `{call}`, which is not a `Tag` constant"))),
+        };
+        let id = self.fresh_id();
+        self.events.push(Ev::P2p {
+            id,
+            send,
+            comm: self.comms[c].key.clone(),
+            group: self.comms[c].group.clone(),
+            peer: world_peer,
+            tag,
+            site: self.site(e),
+            call: call_name(call),
+        });
+        Ok(id)
+    }
+
+    pub(super) fn post_coll(
+        &mut self,
+        e: &'a Expr,
+        c: usize,
+        kind: &str,
+        root: Option<i128>,
+        op: Option<String>,
+    ) -> Result<usize, Flow<'a>> {
+        let id = self.fresh_id();
+        let Some(members) = self.comms[c].members.clone() else {
+            self.needs_another_pass = true;
+            return Ok(id);
+        };
+        self.events.push(Ev::Coll {
+            id,
+            comm: self.comms[c].key.clone(),
+            group: self.comms[c].group.clone(),
+            members,
+            kind: call_name(kind),
+            root,
+            op,
+            site: self.site(e),
+        });
+        Ok(id)
+    }
+
+    /// `subgroup`, `split`, `mesh2`: a collective on the parent plus the new communicators.
+    pub(super) fn create(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, c: usize, m: &str, args: &[V<'a>]) -> R<'a> {
+        let groups: Vec<String> = mc
+            .turbofish
+            .as_ref()
+            .map(|t| t.args.iter().map(|a| a.to_token_stream().to_string()).collect())
+            .unwrap_or_default();
+        let group = |i: usize| groups.get(i).cloned().unwrap_or_else(|| "?".into());
+        let k = self.comms[c].children;
+        self.comms[c].children += 1;
+        let parent = self.comms[c].key.clone();
+        let Some(pmembers) = self.comms[c].members.clone() else {
+            self.needs_another_pass = true;
+            return Ok(V::Opaque { comm: true });
+        };
+        let my_local = pmembers.iter().position(|&w| w == self.rank).expect("member");
+        let id = self.fresh_id();
+        self.events.push(Ev::Coll {
+            id,
+            comm: parent.clone(),
+            group: self.comms[c].group.clone(),
+            members: pmembers.clone(),
+            kind: call_name(m),
+            root: None,
+            op: None,
+            site: self.site(e),
+        });
+        self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
+        let new = |me: &mut Self, key: String, g: String, members: Option<Vec<usize>>| -> V<'a> {
+            me.comms.push(CommInst { key, group: g, members, children: 0 });
+            V::Comm(me.comms.len() - 1)
+        };
+        match m {
+            "subgroup" => {
+                let Some(ranks) = args.first().and_then(int_list) else {
+                    return Err(undecidable(&mc.args[0], "a subgroup rank list that depends on data"));
+                };
+                for &r in &ranks {
+                    self.check_peer(e, c, r, "subgroup rank", &mc.args[0])?;
+                }
+                let mut seen = std::collections::HashSet::new();
+                if let Some(d) = ranks.iter().find(|r| !seen.insert(**r)) {
+                    return Err(Flow::Stop(Stop::Invalid {
+                        site: self.site(e),
+                        msg: format!(
+                            "rank {d} appears twice in the subgroup list {ranks:?} at world size {}",
+                            self.size
+                        ),
+                    }));
+                }
+                if !ranks.contains(&(my_local as i128)) {
+                    return Ok(V::Opt(None));
+                }
+                let members: Vec<usize> = ranks.iter().map(|&r| pmembers[r as usize]).collect();
+                let v = new(self, format!("{parent}/{k}:sub{members:?}"), group(0), Some(members));
+                Ok(V::Opt(Some(Box::new(v))))
+            }
+            "split" => {
+                let (Some(V::Int(color)), Some(V::Int(key))) = (args.first(), args.get(1)) else {
+                    return Err(undecidable(e, "a split color or key that depends on data"));
+                };
+                self.splits_out.push(((parent.clone(), k), my_local, (*color, *key)));
+                let members = self.splits_in.get(&(parent.clone(), k)).and_then(|t| {
+                    if t.len() != pmembers.len() {
+                        return None;
+                    }
+                    let mut same: Vec<usize> = (0..pmembers.len()).filter(|r| t[r].0 == *color).collect();
+                    same.sort_by_key(|r| (t[r].1, *r));
+                    Some(same.into_iter().map(|r| pmembers[r]).collect::<Vec<_>>())
+                });
+                if members.is_none() {
+                    self.needs_another_pass = true;
+                }
+                Ok(new(self, format!("{parent}/{k}:c{color}"), group(0), members))
+            }
+            _ => {
+                let (Some(V::Int(a)), Some(V::Int(b))) = (args.first(), args.get(1)) else {
+                    return Err(undecidable(e, "mesh dimensions that depend on data"));
+                };
+                let (a, b) = (*a, *b);
+                if a <= 0 || b <= 0 || (a * b) as usize != pmembers.len() {
+                    return Err(Flow::Stop(Stop::Invalid {
+                        site: self.site(e),
+                        msg: format!(
+                            "a mesh of {a} × {b} needs {} ranks, but the communicator has {} at world size {}; \
+                             derive the dimensions from `size()` or pin the size with #[spmd(ranks = {})]",
+                            a * b,
+                            pmembers.len(),
+                            self.size,
+                            a * b
+                        ),
+                    }));
+                }
+                let (a, b) = (a as usize, b as usize);
+                let (i, j) = (my_local / b, my_local % b);
+                let col: Vec<usize> = (0..a).map(|x| pmembers[x * b + j]).collect();
+                let row: Vec<usize> = (0..b).map(|y| pmembers[i * b + y]).collect();
+                let ca = new(self, format!("{parent}/{k}:c{j}"), group(0), Some(col));
+                let cb = new(self, format!("{parent}/{k}:r{i}"), group(1), Some(row));
+                Ok(V::Tuple(vec![ca, cb]))
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ macros
+}

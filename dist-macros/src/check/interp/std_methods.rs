@@ -1,0 +1,176 @@
+//! Method calls: the std methods the check understands (Option/Result, integers,
+//! iterators and lists), and the hand-off of communicator methods to the model.
+
+use super::super::trace::Ev;
+use super::*;
+use syn::{Expr, ExprMethodCall};
+
+impl<'a> Interp<'a> {
+    pub(super) fn method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall) -> R<'a> {
+        let recv = self.expr(&mc.receiver)?;
+        let m = mc.method.to_string();
+        match recv {
+            V::Comm(c) => return self.comm_method(e, mc, c, &m),
+            V::Batch(c) if m == "send" || m == "recv" => {
+                let args = self.args(&mc.args)?;
+                self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(&m))?;
+                return Ok(V::Unit);
+            }
+            V::Batch(c) if m == "size" => {
+                return Ok(self.comm_size(c));
+            }
+            V::Req(ids) if m == "wait" => {
+                self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait" });
+                return Ok(V::Unit);
+            }
+            _ => {}
+        }
+        let args = self.args(&mc.args)?;
+        // Closures applied by iterator adapters.
+        let apply = |me: &mut Self, f: &V<'a>, x: V<'a>| -> R<'a> {
+            match f {
+                V::Closure(c) => me.apply_closure(*c, vec![x]),
+                _ => Ok(V::opaque()),
+            }
+        };
+        // Result/Option pass-throughs: the check assumes communication succeeds.
+        match (m.as_str(), &recv) {
+            ("unwrap" | "expect" | "map_err" | "context" | "with_context", V::Opt(Some(x))) => return Ok((**x).clone()),
+            ("unwrap" | "expect", V::Opt(None)) => return Err(Flow::Fail),
+            ("unwrap" | "expect" | "map_err" | "context" | "with_context", V::Err) if m != "map_err" => {
+                return Err(Flow::Fail)
+            }
+            (
+                "unwrap" | "expect" | "map_err" | "context" | "with_context" | "clone" | "as_ref" | "borrow"
+                | "to_owned",
+                _,
+            ) => return Ok(recv),
+            ("ok_or" | "ok_or_else", V::Opt(Some(x))) => return Ok((**x).clone()),
+            ("ok_or" | "ok_or_else", V::Opt(None)) => return Ok(V::Err),
+            ("is_some", V::Opt(x)) => return Ok(V::Bool(x.is_some())),
+            ("is_none", V::Opt(x)) => return Ok(V::Bool(x.is_none())),
+            ("unwrap_or", V::Opt(x)) => return Ok(x.as_deref().cloned().unwrap_or_else(|| args[0].clone())),
+            _ => {}
+        }
+        if let V::Int(x) = recv {
+            let a = args.first();
+            let r = match (m.as_str(), a) {
+                ("pow", Some(V::Int(y))) => x.checked_pow(*y as u32).map(V::Int),
+                ("min", Some(V::Int(y))) => Some(V::Int(x.min(*y))),
+                ("max", Some(V::Int(y))) => Some(V::Int(x.max(*y))),
+                ("abs", None) => Some(V::Int(x.abs())),
+                ("rem_euclid", Some(V::Int(y))) if *y != 0 => Some(V::Int(x.rem_euclid(*y))),
+                ("div_euclid", Some(V::Int(y))) if *y != 0 => Some(V::Int(x.div_euclid(*y))),
+                ("div_ceil", Some(V::Int(y))) if *y > 0 => Some(V::Int((x + y - 1).div_euclid(*y))),
+                ("is_multiple_of", Some(V::Int(y))) => Some(V::Bool(if *y == 0 { x == 0 } else { x % y == 0 })),
+                ("saturating_sub", Some(V::Int(y))) => Some(V::Int((x - y).max(0))),
+                ("wrapping_add" | "saturating_add", Some(V::Int(y))) => Some(V::Int(x + y)),
+                ("checked_sub", Some(V::Int(y))) => {
+                    Some(V::Opt(if x >= *y { Some(Box::new(V::Int(x - y))) } else { None }))
+                }
+                ("is_power_of_two", None) => Some(V::Bool(x > 0 && x & (x - 1) == 0)),
+                ("trailing_zeros", None) => Some(V::Int(if x == 0 { 128 } else { x.trailing_zeros() as i128 })),
+                ("ilog2", None) if x > 0 => Some(V::Int(127 - x.leading_zeros() as i128)),
+                ("count_ones", None) => Some(V::Int(x.count_ones() as i128)),
+                ("into" | "try_into" | "to_owned" | "clone", _) => Some(V::Int(x)),
+                _ => None,
+            };
+            if let Some(r) = r {
+                return Ok(r);
+            }
+        }
+        if let Some(items) = iter_items(&recv) {
+            match (m.as_str(), args.as_slice()) {
+                ("iter" | "into_iter" | "iter_mut" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec", _) => {
+                    return Ok(V::List(items))
+                }
+                ("rev", _) => return Ok(V::List(items.into_iter().rev().collect())),
+                ("len" | "count", _) => return Ok(V::Int(items.len() as i128)),
+                ("is_empty", _) => return Ok(V::Bool(items.is_empty())),
+                ("enumerate", _) => {
+                    return Ok(V::List(
+                        items.into_iter().enumerate().map(|(i, x)| V::Tuple(vec![V::Int(i as i128), x])).collect(),
+                    ))
+                }
+                ("step_by", [V::Int(k)]) if *k > 0 => {
+                    return Ok(V::List(items.into_iter().step_by(*k as usize).collect()))
+                }
+                ("skip", [V::Int(k)]) => return Ok(V::List(items.into_iter().skip(*k as usize).collect())),
+                ("take", [V::Int(k)]) => return Ok(V::List(items.into_iter().take(*k as usize).collect())),
+                ("contains", [x]) if items.iter().all(|i| matches!(i, V::Int(_) | V::Bool(_))) => {
+                    if matches!(x, V::Int(_) | V::Bool(_)) {
+                        return Ok(V::Bool(items.contains(x)));
+                    }
+                }
+                ("first", _) => return Ok(V::Opt(items.first().cloned().map(Box::new))),
+                ("last", _) => return Ok(V::Opt(items.last().cloned().map(Box::new))),
+                ("sum", _) if items.iter().all(|i| matches!(i, V::Int(_))) => {
+                    return Ok(V::Int(items.iter().map(|i| if let V::Int(x) = i { *x } else { 0 }).sum()))
+                }
+                ("position", [f]) => {
+                    let f = f.clone();
+                    for (i, x) in items.into_iter().enumerate() {
+                        match apply(self, &f, x)? {
+                            V::Bool(true) => return Ok(V::Opt(Some(Box::new(V::Int(i as i128))))),
+                            V::Bool(false) => {}
+                            _ => return Ok(V::opaque()),
+                        }
+                    }
+                    return Ok(V::Opt(None));
+                }
+                ("map", [f]) => {
+                    let f = f.clone();
+                    let mut out = Vec::new();
+                    for x in items {
+                        out.push(apply(self, &f, x)?);
+                    }
+                    return Ok(V::List(out));
+                }
+                ("filter", [f]) => {
+                    let f = f.clone();
+                    let mut out = Vec::new();
+                    for x in items {
+                        match apply(self, &f, x.clone())? {
+                            V::Bool(true) => out.push(x),
+                            V::Bool(false) => {}
+                            _ => return Ok(V::opaque()),
+                        }
+                    }
+                    return Ok(V::List(out));
+                }
+                ("push", [x]) => {
+                    if let Expr::Path(p) = &*mc.receiver {
+                        if let V::List(mut l) = recv {
+                            l.push(x.clone());
+                            self.store_path(p, V::List(l));
+                        }
+                    }
+                    return Ok(V::Unit);
+                }
+                _ => {}
+            }
+        }
+        if m == "push" {
+            // Pushing into data we cannot see: a request pushed there is lost to the check.
+            if args.iter().any(|a| matches!(a, V::Req(_)) || a.has_comm()) {
+                return Err(undecidable(
+                    e,
+                    "a request or communicator pushed into a collection the check cannot follow",
+                ));
+            }
+        }
+        if recv.has_comm() && dist_ops::find(&m).is_some_and(|o| o.class != dist_ops::Class::Group) {
+            return Err(undecidable(e, format!("`.{m}(..)` on a value that may be a communicator")));
+        }
+        if let V::Req(_) = &recv {
+            // `req.is_done()` and the like: leave pending.
+            return Ok(V::opaque());
+        }
+        let mut all: Vec<&V> = args.iter().collect();
+        all.push(&recv);
+        if args.iter().any(V::has_comm) {
+            return Err(undecidable(e, format!("`.{m}(..)` called with a communicator argument")));
+        }
+        Ok(V::taint(&all))
+    }
+}

@@ -1,0 +1,218 @@
+//! The checker's values (`V`), control flow (`Flow`), and how a run ends; arithmetic
+//! and conversions on values.
+
+use super::super::trace::Site;
+use super::*;
+use proc_macro2::TokenStream;
+use std::collections::HashMap;
+use syn::{BinOp, Block, Expr, Lit, Pat, UnOp};
+
+/// A value, as far as the communication pattern needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum V<'a> {
+    Int(i128),
+    Bool(bool),
+    Unit,
+    /// A communicator: index into [`Interp::comms`].
+    Comm(usize),
+    /// The `b` of `comm.batch(|b| ..)`: the communicator it posts on.
+    Batch(usize),
+    /// Pending request ids (an `isend`/`irecv` handle).
+    Req(Vec<usize>),
+    /// A tag's identity: `#3` for `Tag::new(3)`, else the path that names it.
+    Tag(String),
+    /// A path the interpreter cannot see into (a module-level const, a unit struct).
+    Name(String),
+    Tuple(Vec<V<'a>>),
+    List(Vec<V<'a>>),
+    Range(i128, i128),
+    Opt(Option<Box<V<'a>>>),
+    /// `Err(..)`: returning it ends the rank with an error.
+    Err,
+    Closure(Closure<'a>),
+    /// Unknown data; `comm` when it may hold a communicator (a helper's return value).
+    Opaque {
+        comm: bool,
+    },
+}
+
+impl<'a> V<'a> {
+    pub(super) fn opaque() -> V<'a> {
+        V::Opaque { comm: false }
+    }
+    /// Whether this value is or may contain a communicator.
+    pub(super) fn has_comm(&self) -> bool {
+        match self {
+            V::Comm(_) | V::Batch(_) | V::Opaque { comm: true } => true,
+            V::Tuple(v) | V::List(v) => v.iter().any(V::has_comm),
+            V::Opt(Some(v)) => v.has_comm(),
+            _ => false,
+        }
+    }
+    pub(super) fn taint(vals: &[&V<'a>]) -> V<'a> {
+        V::Opaque { comm: vals.iter().any(|v| v.has_comm()) }
+    }
+}
+
+/// A closure value: the closure expression in the checked function.
+#[derive(Clone, Copy)]
+pub struct Closure<'a>(pub(super) &'a syn::ExprClosure);
+
+impl std::fmt::Debug for Closure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("closure")
+    }
+}
+
+impl PartialEq for Closure<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        std::ptr::eq(self.0, o.0)
+    }
+}
+
+/// Code that may or may not run.
+pub(super) enum Branch<'a> {
+    Block(&'a Block),
+    Expr(&'a Expr),
+}
+
+/// The bodies of the function's macros (`println!`, `assert!`, `vec!`), keyed by the
+/// address of the `syn::Macro`.
+pub type Macros = HashMap<usize, Box<MacroBody>>;
+
+/// A macro body as the interpreter reads it.
+pub enum MacroBody {
+    /// Comma-separated expressions.
+    Args(syn::punctuated::Punctuated<Expr, syn::Token![,]>),
+    /// `vec![x; n]`.
+    Repeat(Box<Expr>, Box<Expr>),
+}
+
+/// Longest `vec![x; n]` or `[x; n]` materialised as a list (so `iter().enumerate()`
+/// over microbatches works); longer ones are data.
+pub(super) const REPEAT_BOUND: i128 = 1024;
+
+/// Why a rank's run ended early.
+#[derive(Debug)]
+pub enum Stop<'a> {
+    /// Communication depends on something the check cannot evaluate.
+    Undecidable { at: TokenStream, what: String },
+    /// A definite error found while running (a peer out of range).
+    Invalid { site: Site<'a>, msg: String },
+}
+
+/// Non-local control flow while evaluating.
+pub(super) enum Flow<'a> {
+    Break(Option<String>, V<'a>),
+    Continue(Option<String>),
+    Return(V<'a>),
+    /// A definite panic, or an `Err` returned: this rank fails at this size by design.
+    Fail,
+    Stop(Stop<'a>),
+}
+
+pub(super) type R<'a> = Result<V<'a>, Flow<'a>>;
+
+/// How a rank's run ended.
+pub enum Outcome<'a> {
+    Done,
+    Fails,
+    Stop(Stop<'a>),
+}
+
+pub(super) fn lit_value<'a>(l: &Lit) -> Option<V<'a>> {
+    match l {
+        Lit::Int(i) => i.base10_parse::<i128>().ok().map(V::Int),
+        Lit::Bool(b) => Some(V::Bool(b.value)),
+        _ => None,
+    }
+}
+
+pub(super) fn const_int(e: &Expr) -> Option<i128> {
+    match e {
+        Expr::Lit(l) => match lit_value(&l.lit)? {
+            V::Int(x) => Some(x),
+            _ => None,
+        },
+        Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => const_int(&u.expr).map(|x| -x),
+        _ => None,
+    }
+}
+
+pub(super) fn iter_items<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
+    match v {
+        V::List(l) => Some(l.clone()),
+        V::Range(a, b) if b - a <= LIST_BOUND => Some((*a..*b.max(a)).map(V::Int).collect()),
+        _ => None,
+    }
+}
+
+pub(super) fn int_list(v: &V) -> Option<Vec<i128>> {
+    iter_items(v)?.into_iter().map(|x| if let V::Int(i) = x { Some(i) } else { None }).collect()
+}
+
+pub(super) fn req_ids(v: &V) -> Vec<usize> {
+    match v {
+        V::Req(ids) => ids.clone(),
+        V::List(l) | V::Tuple(l) => l.iter().flat_map(req_ids).collect(),
+        _ => vec![],
+    }
+}
+
+pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, String> {
+    use BinOp::*;
+    Ok(match (l, r) {
+        (V::Int(a), V::Int(b)) => {
+            let (a, b) = (*a, *b);
+            match op {
+                Add(_) => V::Int(a + b),
+                Sub(_) => V::Int(a - b),
+                Mul(_) => V::Int(a.checked_mul(b).ok_or("integer overflow")?),
+                Div(_) | Rem(_) if b == 0 => return Err("division by zero".into()),
+                Div(_) => V::Int(a / b),
+                Rem(_) => V::Int(a % b),
+                BitAnd(_) => V::Int(a & b),
+                BitOr(_) => V::Int(a | b),
+                BitXor(_) => V::Int(a ^ b),
+                Shl(_) if (0..64).contains(&b) => V::Int(a << b),
+                Shr(_) if (0..128).contains(&b) => V::Int(a >> b),
+                Eq(_) => V::Bool(a == b),
+                Ne(_) => V::Bool(a != b),
+                Lt(_) => V::Bool(a < b),
+                Le(_) => V::Bool(a <= b),
+                Gt(_) => V::Bool(a > b),
+                Ge(_) => V::Bool(a >= b),
+                _ => V::opaque(),
+            }
+        }
+        (V::Bool(a), V::Bool(b)) => match op {
+            Eq(_) => V::Bool(a == b),
+            Ne(_) => V::Bool(a != b),
+            BitAnd(_) => V::Bool(a & b),
+            BitOr(_) => V::Bool(a | b),
+            BitXor(_) => V::Bool(a ^ b),
+            _ => V::opaque(),
+        },
+        _ => V::taint(&[l, r]),
+    })
+}
+
+pub(super) fn pat_names(p: &Pat, out: &mut Vec<String>) {
+    match p {
+        Pat::Ident(i) => {
+            out.push(i.ident.to_string());
+            if let Some((_, s)) = &i.subpat {
+                pat_names(s, out);
+            }
+        }
+        Pat::Tuple(t) => t.elems.iter().for_each(|x| pat_names(x, out)),
+        Pat::TupleStruct(t) => t.elems.iter().for_each(|x| pat_names(x, out)),
+        Pat::Struct(s) => s.fields.iter().for_each(|f| pat_names(&f.pat, out)),
+        Pat::Slice(s) => s.elems.iter().for_each(|x| pat_names(x, out)),
+        Pat::Or(o) => o.cases.iter().for_each(|x| pat_names(x, out)),
+        Pat::Type(t) => pat_names(&t.pat, out),
+        Pat::Reference(r) => pat_names(&r.pat, out),
+        Pat::Paren(x) => pat_names(&x.pat, out),
+        _ => {}
+    }
+}
