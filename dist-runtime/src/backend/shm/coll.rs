@@ -6,7 +6,9 @@
 //! only reads, so it needs no barrier: the next collective's first write goes to the
 //! other parity, and its own barrier keeps a fast rank from coming round again before
 //! every peer has finished reading. Large buffers are cut into chunks that fit a slot;
-//! step t writes chunk t while reading chunk t−1, so copy-in and copy-out overlap.
+//! step t writes chunk t while reading chunk t−1, so copy-in and copy-out overlap: that
+//! loop is [`pipeline`], which every algorithm but the reduce (a three-stage variant:
+//! write, reduce, read back) runs.
 //!
 //! Reductions always combine contributions in rank order 0, 1, …, n−1, so every rank
 //! gets bitwise the same result, on every path.
@@ -64,6 +66,35 @@ fn part(len: usize, es: usize, n: usize, j: usize) -> (usize, usize) {
 /// Region of a slot given to each of n destinations (64-byte aligned).
 fn region(c: &ShmComm) -> usize {
     (c.seg.layout.slot / c.n / 64) * 64
+}
+
+/// One step of a [`pipeline`]: write chunk `t` into this rank's slot of parity `w`, or
+/// read chunk `t` from the slots of parity `r` (written in the step just completed).
+enum Step {
+    Write { t: usize, w: u32 },
+    Read { t: usize, r: u32 },
+}
+
+/// The chunk pipeline every slot algorithm runs (README.md, invariant 1): `k` chunks
+/// take `k + 1` steps; step t writes chunk t, then reads chunk t − 1, then arrives at
+/// the barrier; the last step only reads. With `first` (the op's first barrier) the op
+/// record is published and compared at step 0, and a zero-chunk op still takes that one
+/// barrier, so a length mismatch is caught; without it (a later phase of an op) there
+/// are exactly `k` barriers.
+fn pipeline(c: &ShmComm, epoch: &mut u32, cx: &Op, first: bool, k: usize, mut step: impl FnMut(Step)) -> Result<()> {
+    for t in 0..=k {
+        let (w, r) = parities(*epoch);
+        if t < k {
+            step(Step::Write { t, w });
+        }
+        if t >= 1 {
+            step(Step::Read { t: t - 1, r });
+        }
+        if t < k || (t == 0 && first) {
+            c.sync(epoch, cx, first && t == 0)?;
+        }
+    }
+    Ok(())
 }
 
 /// All-reduce (`root == None`) or reduce to `root`.
@@ -220,21 +251,12 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let epoch = &mut *epoch;
     let cap = c.seg.layout.slot;
     let b = buf.len();
-    let k = b.div_ceil(cap);
-    for t in 0..=k {
-        let (w, r) = parities(*epoch);
-        if t < k && c.rank == root {
-            to_shm(c.slot(root, w), &buf[t * cap..b.min((t + 1) * cap)]);
-        }
-        if t >= 1 && c.rank != root {
-            let (s, e) = ((t - 1) * cap, b.min(t * cap));
-            from_shm(&mut buf[s..e], c.slot(root, r));
-        }
-        if t < k || t == 0 {
-            c.sync(epoch, cx, t == 0)?;
-        }
-    }
-    Ok(())
+    let me = c.rank;
+    pipeline(c, epoch, cx, true, b.div_ceil(cap), |step| match step {
+        Step::Write { t, w } if me == root => to_shm(c.slot(root, w), &buf[t * cap..b.min((t + 1) * cap)]),
+        Step::Read { t, r } if me != root => from_shm(&mut buf[t * cap..b.min((t + 1) * cap)], c.slot(root, r)),
+        _ => {}
+    })
 }
 
 /// Gather (to `root`) or all-gather (`root == None`) of `counts[j]` bytes from each rank j.
@@ -268,30 +290,25 @@ pub(super) fn gather_v(
     }
     let cap = c.seg.layout.slot;
     let k = counts.iter().map(|&x| x.div_ceil(cap)).max().unwrap_or(0);
-    for t in 0..=k {
-        let (w, r) = parities(*epoch);
-        if t < k {
+    let _ = root; // non-roots pass no `recv`: they only write
+    pipeline(c, epoch, cx, true, k, |step| match step {
+        Step::Write { t, w } => {
             let (s, e) = (t * cap, send.len().min((t + 1) * cap));
             if s < e {
                 to_shm(c.slot(me, w), &send[s..e]);
             }
         }
-        if t >= 1 {
+        Step::Read { t, r } => {
             if let Some(recv) = recv.as_deref_mut() {
                 for j in (0..n).filter(|&j| j != me) {
-                    let (s, e) = ((t - 1) * cap, counts[j].min(t * cap));
+                    let (s, e) = (t * cap, counts[j].min((t + 1) * cap));
                     if s < e {
                         from_shm(&mut recv[displs[j] + s..displs[j] + e], c.slot(j, r));
                     }
                 }
             }
         }
-        if t < k || t == 0 {
-            c.sync(epoch, cx, t == 0)?;
-        }
-    }
-    let _ = root;
-    Ok(())
+    })
 }
 
 pub(super) fn scatter(c: &ShmComm, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
@@ -305,26 +322,24 @@ pub(super) fn scatter(c: &ShmComm, cx: &Op, send: Option<&[u8]>, recv: &mut [u8]
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
     let reg = region(c);
-    let k = m.div_ceil(reg);
-    for t in 0..=k {
-        let (w, r) = parities(*epoch);
-        if t < k {
-            if let Some(send) = send {
-                let (s, e) = (t * reg, m.min((t + 1) * reg));
-                for j in (0..n).filter(|&j| j != me) {
-                    to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+    pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
+        let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
+        match step {
+            Step::Write { t, w } => {
+                if let Some(send) = send {
+                    let (s, e) = chunk(t);
+                    for j in (0..n).filter(|&j| j != me) {
+                        to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+                    }
                 }
             }
+            Step::Read { t, r } if me != root => {
+                let (s, e) = chunk(t);
+                from_shm(&mut recv[s..e], c.slot(root, r).wrapping_add(me * reg));
+            }
+            Step::Read { .. } => {}
         }
-        if t >= 1 && me != root {
-            let (s, e) = ((t - 1) * reg, m.min(t * reg));
-            from_shm(&mut recv[s..e], c.slot(root, r).wrapping_add(me * reg));
-        }
-        if t < k || t == 0 {
-            c.sync(epoch, cx, t == 0)?;
-        }
-    }
-    Ok(())
+    })
 }
 
 pub(super) fn reduce_scatter(
@@ -344,29 +359,26 @@ pub(super) fn reduce_scatter(
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
     let reg = region(c);
-    let k = m.div_ceil(reg);
-    for t in 0..=k {
-        let (w, r) = parities(*epoch);
-        if t < k {
-            let (s, e) = (t * reg, m.min((t + 1) * reg));
-            for j in 0..n {
-                to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+    pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
+        let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
+        match step {
+            Step::Write { t, w } => {
+                let (s, e) = chunk(t);
+                for j in 0..n {
+                    to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+                }
+            }
+            Step::Read { t, r } => {
+                let (s, e) = chunk(t);
+                let out = &mut recv[s..e];
+                from_shm(out, c.slot(0, r).wrapping_add(me * reg));
+                for i in 1..n {
+                    reduce::reduce_into(dtype, op, out, shm(c.slot(i, r).wrapping_add(me * reg), e - s));
+                }
+                reduce::finish(dtype, op, n, out);
             }
         }
-        if t >= 1 {
-            let (s, e) = ((t - 1) * reg, m.min(t * reg));
-            let out = &mut recv[s..e];
-            from_shm(out, c.slot(0, r).wrapping_add(me * reg));
-            for i in 1..n {
-                reduce::reduce_into(dtype, op, out, shm(c.slot(i, r).wrapping_add(me * reg), e - s));
-            }
-            reduce::finish(dtype, op, n, out);
-        }
-        if t < k || t == 0 {
-            c.sync(epoch, cx, t == 0)?;
-        }
-    }
-    Ok(())
+    })
 }
 
 pub(super) fn all_to_all_v(
@@ -408,26 +420,23 @@ pub(super) fn all_to_all_v(
         if m >= cma::min_block(c) && cma::usable(c, epoch, cx)? {
             return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
         }
-        let k = m.div_ceil(reg);
-        for t in 0..=k {
-            let (w, r) = parities(*epoch);
-            if t < k {
-                let (s, e) = (t * reg, m.min((t + 1) * reg));
-                for j in 0..n {
-                    to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+        return pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
+            let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
+            match step {
+                Step::Write { t, w } => {
+                    let (s, e) = chunk(t);
+                    for j in 0..n {
+                        to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+                    }
+                }
+                Step::Read { t, r } => {
+                    let (s, e) = chunk(t);
+                    for j in 0..n {
+                        from_shm(&mut recv[j * m + s..j * m + e], c.slot(j, r).wrapping_add(me * reg));
+                    }
                 }
             }
-            if t >= 1 {
-                let (s, e) = ((t - 1) * reg, m.min(t * reg));
-                for j in 0..n {
-                    from_shm(&mut recv[j * m + s..j * m + e], c.slot(j, r).wrapping_add(me * reg));
-                }
-            }
-            if t < k || t == 0 {
-                c.sync(epoch, cx, t == 0)?;
-            }
-        }
-        return Ok(());
+        });
     }
     // Agree on the counts first: what j sends me must be what I expect from j, and every
     // rank must take the same number of steps.
@@ -455,9 +464,9 @@ pub(super) fn all_to_all_v(
     if k * reg >= cma::min_block(c).saturating_add(reg) && cma::usable(c, epoch, cx)? {
         return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
     }
-    for t in 0..=k {
-        let (w, r) = parities(*epoch);
-        if t < k {
+    // The counts were agreed above (two barriers, op record compared): k barriers now.
+    pipeline(c, epoch, cx, false, k, |step| match step {
+        Step::Write { t, w } => {
             for j in 0..n {
                 let (s, e) = (t * reg, scounts[j].min((t + 1) * reg));
                 if s < e {
@@ -465,19 +474,15 @@ pub(super) fn all_to_all_v(
                 }
             }
         }
-        if t >= 1 {
+        Step::Read { t, r } => {
             for j in 0..n {
-                let (s, e) = ((t - 1) * reg, rcounts[j].min(t * reg));
+                let (s, e) = (t * reg, rcounts[j].min((t + 1) * reg));
                 if s < e {
                     from_shm(&mut recv[rd[j] + s..rd[j] + e], c.slot(j, r).wrapping_add(me * reg));
                 }
             }
         }
-        if t < k {
-            c.sync(epoch, cx, false)?;
-        }
-    }
-    Ok(())
+    })
 }
 
 /// All-to-all of `m`-byte blocks that fit one region (used for count exchanges).
