@@ -62,6 +62,9 @@ pub(crate) struct Op {
     pub root: u32,
     /// [`ReduceOp::code`], 0 when the op does not reduce.
     pub reduce: u64,
+    /// The reduction itself, for the backend (`None` when the op does not reduce, and in
+    /// records read back from peers).
+    pub reduce_op: Option<ReduceOp>,
     /// Hash of anything else that must agree (count vectors of the `_v` forms).
     pub extra: u64,
     pub site: Site,
@@ -77,7 +80,17 @@ impl Op {
     /// An op of `kind` called at the caller's location, named after its kind.
     #[track_caller]
     pub(crate) fn new(kind: OpKind) -> Op {
-        Op { kind, name: kind.name(), dtype: None, count: 0, root: u32::MAX, reduce: 0, extra: 0, site: Site::caller() }
+        Op {
+            kind,
+            name: kind.name(),
+            dtype: None,
+            count: 0,
+            root: u32::MAX,
+            reduce: 0,
+            reduce_op: None,
+            extra: 0,
+            site: Site::caller(),
+        }
     }
     pub(crate) fn named(mut self, name: &'static str) -> Self {
         debug_assert!(dist_ops::find(name).is_some(), "{name} is not in the op table (dist-ops)");
@@ -98,7 +111,13 @@ impl Op {
     }
     pub(crate) fn reduce(mut self, op: ReduceOp) -> Self {
         self.reduce = op.code();
+        self.reduce_op = Some(op);
         self
+    }
+
+    /// The root, for the ops that have one.
+    pub(crate) fn root_rank(&self) -> Option<usize> {
+        (self.root != u32::MAX).then_some(self.root as usize)
     }
     pub(crate) fn extra(mut self, e: u64) -> Self {
         self.extra = e;
@@ -165,6 +184,7 @@ impl Op {
             root: u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes")),
             count: u64_at(8),
             reduce: u64_at(16),
+            reduce_op: None,
             extra: u64_at(24),
             site: Site::caller(),
         });

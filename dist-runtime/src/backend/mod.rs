@@ -10,7 +10,45 @@ pub(crate) mod trace;
 use crate::dtype::DType;
 use crate::error::{Result, Site};
 use crate::op::Op;
-use crate::reduce_op::ReduceOp;
+
+/// The buffers of one collective, by shape. Lengths are in bytes, already validated.
+pub(crate) enum Bufs<'a> {
+    /// `barrier`.
+    None,
+    /// `broadcast`, `reduce`, `all_reduce`: in place (a reduce leaves non-roots' as is).
+    InPlace(&'a mut [u8]),
+    /// `gather(_v)` (`recv` on the root only) and `all_gather(_v)` (`recv` everywhere):
+    /// `counts[j]` bytes from rank j land at offset `Σ_{i<j} counts[i]` of `recv`.
+    Gather { send: &'a [u8], recv: Option<&'a mut [u8]>, counts: &'a [usize] },
+    /// `scatter`: the root's `send` holds `size` blocks of `recv.len()` bytes.
+    Scatter { send: Option<&'a [u8]>, recv: &'a mut [u8] },
+    /// `reduce_scatter`: `send` holds `size` blocks of `recv.len()` bytes; rank j gets
+    /// the reduction of block j.
+    ReduceScatter { send: &'a [u8], recv: &'a mut [u8] },
+    /// `all_to_all(_v)`: block j of `send` (`send_counts[j]` bytes) goes to rank j; block
+    /// i of `recv` (`recv_counts[i]` bytes) comes from rank i.
+    AllToAll { send: &'a [u8], send_counts: &'a [usize], recv: &'a mut [u8], recv_counts: &'a [usize] },
+}
+
+impl Bufs<'_> {
+    /// Bytes this rank contributes (for traces).
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Bufs::None => 0,
+            Bufs::InPlace(b) => b.len(),
+            Bufs::Gather { send, .. } | Bufs::ReduceScatter { send, .. } | Bufs::AllToAll { send, .. } => send.len(),
+            Bufs::Scatter { recv, .. } => recv.len(),
+        }
+    }
+}
+
+/// The error for a kind given buffers of the wrong shape: a bug in the typed layer.
+pub(crate) fn wrong_shape(backend: &'static str, op: &Op) -> crate::error::Error {
+    crate::error::Error::backend(
+        backend,
+        format!("internal error: {} was handed buffers of another op's shape", op.name),
+    )
+}
 
 /// Identifies a posted non-blocking send or receive inside a backend.
 pub(crate) type ReqId = u64;
@@ -22,35 +60,10 @@ pub(crate) trait Backend: Send + Sync {
     fn rank(&self) -> usize;
     fn size(&self) -> usize;
 
-    fn barrier(&self, cx: &Op) -> Result<()>;
-    fn broadcast(&self, cx: &Op, buf: &mut [u8], root: usize) -> Result<()>;
-    /// Reduces into `buf` on `root`; other ranks' `buf` is left as it was.
-    fn reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp, root: usize) -> Result<()>;
-    fn all_reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()>;
-    /// `counts[j]` bytes from rank j land at offset `Σ_{i<j} counts[i]` of `recv`.
-    /// `recv` is `None` exactly on non-roots when `root` is `Some` (gather).
-    fn gather_v(
-        &self,
-        cx: &Op,
-        send: &[u8],
-        recv: Option<&mut [u8]>,
-        counts: &[usize],
-        root: Option<usize>,
-    ) -> Result<()>;
-    /// Root's `send` holds `size` blocks of `recv.len()` bytes; block j goes to rank j.
-    fn scatter(&self, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()>;
-    /// `send` holds `size` blocks of `recv.len()` bytes; rank j gets the reduction of block j.
-    fn reduce_scatter(&self, cx: &Op, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()>;
-    /// Block j of `send` (`send_counts[j]` bytes) goes to rank j; block i of `recv`
-    /// (`recv_counts[i]` bytes) comes from rank i. Count agreement is checked across ranks.
-    fn all_to_all_v(
-        &self,
-        cx: &Op,
-        send: &[u8],
-        send_counts: &[usize],
-        recv: &mut [u8],
-        recv_counts: &[usize],
-    ) -> Result<()>;
+    /// Runs one collective. `op` says which (kind, dtype, root, reduce op: the dispatch
+    /// key) and is the record peers compare under `DIST_DEBUG=check`; `bufs` has the
+    /// shape its kind takes (anything else is a bug in `comm`, reported as an error).
+    fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()>;
 
     /// Blocking send: returns once `data` may be reused (it has been buffered or delivered).
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()>;

@@ -7,11 +7,10 @@
 //! `{"traceEvents": [..]}` file for Perfetto or chrome://tracing, one track per rank.
 //! The wrapper sits around any backend, so shm and nccl are traced alike.
 
-use super::{Backend, ReqId};
+use super::{Backend, Bufs, ReqId};
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
 use crate::op::Op;
-use crate::reduce_op::ReduceOp;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
@@ -118,51 +117,15 @@ impl Backend for Traced {
     fn size(&self) -> usize {
         self.inner.size()
     }
-    fn barrier(&self, cx: &Op) -> Result<()> {
-        self.timed(cx.name, String::new(), || self.inner.barrier(cx))
-    }
-    fn broadcast(&self, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
-        self.timed(cx.name, format!(r#""bytes":{},"root":{root}"#, buf.len()), || self.inner.broadcast(cx, buf, root))
-    }
-    fn reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
-        let args = format!(r#""bytes":{},"root":{root},"op":"{op:?}""#, buf.len());
-        self.timed(cx.name, args, || self.inner.reduce(cx, buf, dtype, op, root))
-    }
-    fn all_reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
-        let args = format!(r#""bytes":{},"op":"{op:?}""#, buf.len());
-        self.timed(cx.name, args, || self.inner.all_reduce(cx, buf, dtype, op))
-    }
-    fn gather_v(
-        &self,
-        cx: &Op,
-        send: &[u8],
-        recv: Option<&mut [u8]>,
-        counts: &[usize],
-        root: Option<usize>,
-    ) -> Result<()> {
-        let total: usize = counts.iter().sum();
-        let root_arg = root.map(|r| format!(r#","root":{r}"#)).unwrap_or_default();
-        let args = format!(r#""bytes":{},"total_bytes":{total}{root_arg}"#, send.len());
-        self.timed(cx.name, args, || self.inner.gather_v(cx, send, recv, counts, root))
-    }
-    fn scatter(&self, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
-        let args = format!(r#""bytes":{},"root":{root}"#, recv.len());
-        self.timed(cx.name, args, || self.inner.scatter(cx, send, recv, root))
-    }
-    fn reduce_scatter(&self, cx: &Op, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
-        let args = format!(r#""bytes":{},"op":"{op:?}""#, send.len());
-        self.timed(cx.name, args, || self.inner.reduce_scatter(cx, send, recv, dtype, op))
-    }
-    fn all_to_all_v(
-        &self,
-        cx: &Op,
-        send: &[u8],
-        send_counts: &[usize],
-        recv: &mut [u8],
-        recv_counts: &[usize],
-    ) -> Result<()> {
-        let args = format!(r#""bytes":{},"recv_bytes":{}"#, send.len(), recv.len());
-        self.timed(cx.name, args, || self.inner.all_to_all_v(cx, send, send_counts, recv, recv_counts))
+    fn run(&self, cx: &Op, bufs: Bufs<'_>) -> Result<()> {
+        let mut args = if matches!(bufs, Bufs::None) { String::new() } else { format!(r#""bytes":{}"#, bufs.bytes()) };
+        if let Some(r) = cx.root_rank() {
+            args.push_str(&format!(r#","root":{r}"#));
+        }
+        if let Some(op) = cx.reduce_op {
+            args.push_str(&format!(r#","op":"{op:?}""#));
+        }
+        self.timed(cx.name, args, || self.inner.run(cx, bufs))
     }
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
         let args = format!(r#""bytes":{},"peer":{dst},"tag":{tag}"#, data.len());

@@ -1,6 +1,7 @@
 //! The collectives on host buffers: barrier, broadcast, reduce, all_reduce, the gathers,
 //! scatter, reduce_scatter and the all-to-alls.
 
+use crate::backend::Bufs;
 use crate::comm::{bytes, bytes_mut, hash_usizes, Comm};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -34,7 +35,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn barrier(&self) -> Result<()> {
         self.inner.drain();
-        self.inner.backend.barrier(&self.cx("barrier", Op::new(OpKind::Barrier)))
+        self.inner.backend.run(&self.cx("barrier", Op::new(OpKind::Barrier)), Bufs::None)
     }
 
     /// Copies `buf` of rank `root` into `buf` of every rank. Every rank passes a buffer of
@@ -58,7 +59,7 @@ impl<G: Group> Comm<G> {
         self.check_rank("broadcast", "root", root)?;
         let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
         self.inner.drain();
-        self.inner.backend.broadcast(&self.cx("broadcast", fp), bytes_mut(buf), root)
+        self.inner.backend.run(&self.cx("broadcast", fp), Bufs::InPlace(bytes_mut(buf)))
     }
 
     /// Reduces `buf` over all ranks into `buf` of `root`; other ranks' `buf` is unchanged.
@@ -84,7 +85,7 @@ impl<G: Group> Comm<G> {
         op.validate(T::DTYPE, "reduce")?;
         let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.len()).root(root).reduce(op);
         self.inner.drain();
-        self.inner.backend.reduce(&self.cx("reduce", fp), bytes_mut(buf), T::DTYPE, op, root)
+        self.inner.backend.run(&self.cx("reduce", fp), Bufs::InPlace(bytes_mut(buf)))
     }
 
     /// Reduces `buf` over all ranks, element by element, leaving the result in every
@@ -107,7 +108,7 @@ impl<G: Group> Comm<G> {
         op.validate(T::DTYPE, "all_reduce")?;
         let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
         self.inner.drain();
-        self.inner.backend.all_reduce(&self.cx("all_reduce", fp), bytes_mut(buf), T::DTYPE, op)
+        self.inner.backend.run(&self.cx("all_reduce", fp), Bufs::InPlace(bytes_mut(buf)))
     }
 
     /// Concatenates every rank's `send` (all of the same length) into `recv`, in rank
@@ -132,7 +133,10 @@ impl<G: Group> Comm<G> {
         let counts = vec![send.len() * T::DTYPE.size(); self.size()];
         let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(send.len());
         self.inner.drain();
-        self.inner.backend.gather_v(&self.cx("all_gather", fp), bytes(send), Some(bytes_mut(recv)), &counts, None)
+        self.inner.backend.run(
+            &self.cx("all_gather", fp),
+            Bufs::Gather { send: bytes(send), recv: Some(bytes_mut(recv)), counts: &counts },
+        )
     }
 
     /// As [`all_gather`](Self::all_gather) with per-rank counts: rank j contributes
@@ -162,7 +166,10 @@ impl<G: Group> Comm<G> {
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
         self.inner.drain();
-        self.inner.backend.gather_v(&self.cx("all_gather_v", fp), bytes(send), Some(bytes_mut(recv)), &bc, None)
+        self.inner.backend.run(
+            &self.cx("all_gather_v", fp),
+            Bufs::Gather { send: bytes(send), recv: Some(bytes_mut(recv)), counts: &bc },
+        )
     }
 
     /// Gathers every rank's `send` (all of the same length) into `recv` on `root`, in rank
@@ -268,7 +275,9 @@ impl<G: Group> Comm<G> {
         let mut fp = Op::new(OpKind::Gather).dtype(T::DTYPE).root(root);
         fp = if v { fp.count(counts.iter().sum()).extra(hash_usizes(counts)) } else { fp.count(send.len()) };
         self.inner.drain();
-        self.inner.backend.gather_v(&self.cx(op, fp), bytes(send), recv.map(bytes_mut), &bc, Some(root))
+        self.inner
+            .backend
+            .run(&self.cx(op, fp), Bufs::Gather { send: bytes(send), recv: recv.map(bytes_mut), counts: &bc })
     }
 
     /// Splits `root`'s `send` (`size() * recv.len()` elements) into `size()` blocks and
@@ -311,7 +320,7 @@ impl<G: Group> Comm<G> {
         }
         let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(recv.len()).root(root);
         self.inner.drain();
-        self.inner.backend.scatter(&self.cx("scatter", fp), send.map(bytes), bytes_mut(recv), root)
+        self.inner.backend.run(&self.cx("scatter", fp), Bufs::Scatter { send: send.map(bytes), recv: bytes_mut(recv) })
     }
 
     /// Reduces `send` (`size()` blocks of `recv.len()` elements) over all ranks and gives
@@ -336,7 +345,9 @@ impl<G: Group> Comm<G> {
         self.check_len("reduce_scatter", "send", send.len(), recv.len() * self.size(), "size() × recv.len()")?;
         let fp = Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(recv.len()).reduce(op);
         self.inner.drain();
-        self.inner.backend.reduce_scatter(&self.cx("reduce_scatter", fp), bytes(send), bytes_mut(recv), T::DTYPE, op)
+        self.inner
+            .backend
+            .run(&self.cx("reduce_scatter", fp), Bufs::ReduceScatter { send: bytes(send), recv: bytes_mut(recv) })
     }
 
     /// Sends block j of `send` to rank j and receives block i of `recv` from rank i; all
@@ -370,7 +381,10 @@ impl<G: Group> Comm<G> {
         let counts = vec![send.len() / n * T::DTYPE.size(); n];
         let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).count(send.len());
         self.inner.drain();
-        self.inner.backend.all_to_all_v(&self.cx("all_to_all", fp), bytes(send), &counts, bytes_mut(recv), &counts)
+        self.inner.backend.run(
+            &self.cx("all_to_all", fp),
+            Bufs::AllToAll { send: bytes(send), send_counts: &counts, recv: bytes_mut(recv), recv_counts: &counts },
+        )
     }
 
     /// All-to-all with per-pair counts: `send_counts[j]` elements go to rank j,
@@ -410,6 +424,9 @@ impl<G: Group> Comm<G> {
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();
         let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).extra(1);
         self.inner.drain();
-        self.inner.backend.all_to_all_v(&self.cx("all_to_all_v", fp), bytes(send), &sc, bytes_mut(recv), &rc)
+        self.inner.backend.run(
+            &self.cx("all_to_all_v", fp),
+            Bufs::AllToAll { send: bytes(send), send_counts: &sc, recv: bytes_mut(recv), recv_counts: &rc },
+        )
     }
 }

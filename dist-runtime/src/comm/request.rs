@@ -1,6 +1,6 @@
 //! Non-blocking collectives, the `Request` every non-blocking op returns, and `wait_all`.
 
-use crate::backend::{Backend, ReqId};
+use crate::backend::{Bufs, ReqId};
 use crate::comm::{bytes_mut, Comm, Inner};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
@@ -37,7 +37,7 @@ impl<G: Group> Comm<G> {
         op.validate(T::DTYPE, "all_reduce_async")?;
         let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
         let cx = self.cx("all_reduce_async", fp);
-        self.spawn(cx, bytes_mut(buf), move |b, cx, data| b.all_reduce(cx, data, T::DTYPE, op))
+        self.spawn(cx, bytes_mut(buf))
     }
 
     /// Starts a broadcast from `root` (see [`broadcast`](Self::broadcast)).
@@ -63,23 +63,19 @@ impl<G: Group> Comm<G> {
         self.check_rank("broadcast_async", "root", root)?;
         let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
         let cx = self.cx("broadcast_async", fp);
-        self.spawn(cx, bytes_mut(buf), move |b, cx, data| b.broadcast(cx, data, root))
+        self.spawn(cx, bytes_mut(buf))
     }
 
     #[track_caller]
-    pub(crate) fn spawn<'a>(
-        &'a self,
-        cx: Op,
-        buf: &'a mut [u8],
-        run: impl FnOnce(&dyn Backend, &Op, &mut [u8]) -> Result<()> + Send + 'static,
-    ) -> Result<Request<'a>> {
+    /// Runs the in-place collective `cx` on a copy of `buf` on the worker thread.
+    pub(crate) fn spawn<'a>(&'a self, cx: Op, buf: &'a mut [u8]) -> Result<Request<'a>> {
         let site = Site::caller();
         let (tx, rx) = mpsc::channel();
         let mut data = buf.to_vec();
         let backend = self.inner.backend.clone();
         let inflight = self.inner.inflight.clone();
         self.inner.enqueue(Box::new(move || {
-            let r = run(&*backend, &cx, &mut data).map(|_| data);
+            let r = backend.run(&cx, Bufs::InPlace(&mut data)).map(|_| data);
             let _ = tx.send(r);
             let (m, cv) = &*inflight;
             *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;

@@ -11,11 +11,10 @@ pub(crate) mod segment;
 pub(crate) mod sync;
 pub(crate) mod tuning;
 
-use crate::backend::{Backend, ReqId};
+use crate::backend::{wrong_shape, Backend, Bufs, ReqId};
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
-use crate::op::{Op, RECORD_LEN};
-use crate::reduce_op::ReduceOp;
+use crate::op::{Op, OpKind, RECORD_LEN};
 use crate::store::Store;
 use crate::verify::watchdog::WAIT_LEN;
 use segment::{Layout, Segment};
@@ -131,6 +130,17 @@ impl ShmComm {
     }
 }
 
+impl ShmComm {
+    /// One barrier carrying the op record (also the agreement step of child creation).
+    fn barrier(&self, cx: &Op) -> Result<()> {
+        if self.n == 1 {
+            return Ok(());
+        }
+        let mut epoch = self.coll.lock().unwrap_or_else(|p| p.into_inner());
+        self.sync(&mut epoch, cx, true)
+    }
+}
+
 impl Backend for ShmComm {
     fn kind(&self) -> &'static str {
         "shm"
@@ -142,48 +152,30 @@ impl Backend for ShmComm {
         self.n
     }
 
-    fn barrier(&self, cx: &Op) -> Result<()> {
-        if self.n == 1 {
-            return Ok(());
+    fn run(&self, cx: &Op, bufs: Bufs<'_>) -> Result<()> {
+        let reduce_op = || cx.reduce_op.ok_or_else(|| wrong_shape("shm", cx));
+        let dtype = || cx.dtype.ok_or_else(|| wrong_shape("shm", cx));
+        match (cx.kind, bufs) {
+            (OpKind::Barrier, Bufs::None) => self.barrier(cx),
+            (OpKind::Broadcast, Bufs::InPlace(buf)) => {
+                coll::broadcast(self, cx, buf, cx.root_rank().ok_or_else(|| wrong_shape("shm", cx))?)
+            }
+            (OpKind::Reduce, Bufs::InPlace(buf)) => coll::reduce(self, cx, buf, dtype()?, reduce_op()?, cx.root_rank()),
+            (OpKind::AllReduce, Bufs::InPlace(buf)) => coll::reduce(self, cx, buf, dtype()?, reduce_op()?, None),
+            (OpKind::Gather | OpKind::AllGather, Bufs::Gather { send, recv, counts }) => {
+                coll::gather_v(self, cx, send, recv, counts, cx.root_rank())
+            }
+            (OpKind::Scatter, Bufs::Scatter { send, recv }) => {
+                coll::scatter(self, cx, send, recv, cx.root_rank().ok_or_else(|| wrong_shape("shm", cx))?)
+            }
+            (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv }) => {
+                coll::reduce_scatter(self, cx, send, recv, dtype()?, reduce_op()?)
+            }
+            (OpKind::AllToAll, Bufs::AllToAll { send, send_counts, recv, recv_counts }) => {
+                coll::all_to_all_v(self, cx, send, send_counts, recv, recv_counts)
+            }
+            _ => Err(wrong_shape("shm", cx)),
         }
-        let mut epoch = self.coll.lock().unwrap_or_else(|p| p.into_inner());
-        self.sync(&mut epoch, cx, true)
-    }
-
-    fn broadcast(&self, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
-        coll::broadcast(self, cx, buf, root)
-    }
-    fn reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp, root: usize) -> Result<()> {
-        coll::reduce(self, cx, buf, dtype, op, Some(root))
-    }
-    fn all_reduce(&self, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
-        coll::reduce(self, cx, buf, dtype, op, None)
-    }
-    fn gather_v(
-        &self,
-        cx: &Op,
-        send: &[u8],
-        recv: Option<&mut [u8]>,
-        counts: &[usize],
-        root: Option<usize>,
-    ) -> Result<()> {
-        coll::gather_v(self, cx, send, recv, counts, root)
-    }
-    fn scatter(&self, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
-        coll::scatter(self, cx, send, recv, root)
-    }
-    fn reduce_scatter(&self, cx: &Op, send: &[u8], recv: &mut [u8], dtype: DType, op: ReduceOp) -> Result<()> {
-        coll::reduce_scatter(self, cx, send, recv, dtype, op)
-    }
-    fn all_to_all_v(
-        &self,
-        cx: &Op,
-        send: &[u8],
-        send_counts: &[usize],
-        recv: &mut [u8],
-        recv_counts: &[usize],
-    ) -> Result<()> {
-        coll::all_to_all_v(self, cx, send, send_counts, recv, recv_counts)
     }
 
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
