@@ -191,3 +191,32 @@ fn a_stranger_cannot_join_the_store() {
     let e = dist_runtime::store::Store::connect(&addr, "guess", std::time::Duration::from_secs(2)).err().unwrap();
     assert!(e.to_string().contains("refused this job token"), "{e}");
 }
+
+/// The agreement check above the backend (`DIST_AGREEMENT=exchange`: what a backend
+/// without shared memory gets) catches what the shm piggyback catches: the same
+/// mismatch tests pass on that path, and the traces show the record exchange ran.
+#[test]
+fn the_generic_agreement_path_catches_the_same_mismatches() {
+    let entries = [
+        ("errors::mismatched_collectives_name_both_call_sites", 3),
+        ("errors::mismatched_lengths_and_ops_are_caught", 4),
+        ("errors::arguments_that_must_agree_across_ranks", 3),
+    ];
+    for (entry, n) in entries {
+        let dir = std::env::temp_dir().join(format!("dist-agreement-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let report = dist_runtime::Launch::entry(entry, n)
+            .unwrap()
+            .env("DIST_AGREEMENT", "exchange")
+            .env("DIST_DEBUG", "check")
+            .env("DIST_TRACE", &dir)
+            .capture(true)
+            .timeout(std::time::Duration::from_secs(60))
+            .run()
+            .unwrap();
+        assert!(report.success(), "{entry} on the exchange path:\n{}", report.summary());
+        let trace = std::fs::read_to_string(dir.join("rank-0.jsonl")).unwrap();
+        assert!(trace.contains(r#""agreement":true"#), "{entry}: no record exchange in the trace:\n{trace}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

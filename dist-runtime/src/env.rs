@@ -1,5 +1,5 @@
 //! The environment contract (DESIGN.md), in one place: torchrun's and Slurm's variables,
-//! `DIST_*` for the job, and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
+//! `DIST_*` for the job (`DIST_AGREEMENT` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
 //! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
 //! here with an error naming the variable when its value is not understood.
 //!
@@ -60,6 +60,17 @@ pub enum DebugLevel {
     Detail,
 }
 
+/// How ranks compare their ops under `DIST_DEBUG=check` (`DIST_AGREEMENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agreement {
+    /// Where the backend can (shm), the op records ride on its own barrier; elsewhere
+    /// they are exchanged with one all-gather before each op. The default.
+    Auto,
+    /// Always the exchange above the backend, as a backend without shared memory does
+    /// (to test that path, or compare its cost).
+    Exchange,
+}
+
 /// What `init` read from the environment.
 #[derive(Clone, Debug)]
 pub struct Env {
@@ -94,6 +105,8 @@ pub struct Env {
     pub gpus: Option<String>,
     /// `DIST_RANK_TABLE=FILE`: a rank table mapping ranks to devices (NCCL backend).
     pub rank_table: Option<std::path::PathBuf>,
+    /// `DIST_AGREEMENT`: `auto` (default) or `exchange`.
+    pub agreement: Agreement,
     /// The shared-memory backend's tuning knobs.
     pub tuning: Tuning,
 }
@@ -243,6 +256,11 @@ impl Env {
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
+            agreement: match get("DIST_AGREEMENT").as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None | Some("auto") => Agreement::Auto,
+                Some("exchange") => Agreement::Exchange,
+                Some(v) => return Err(Error::Env(format!("DIST_AGREEMENT={v:?} is not one of auto, exchange"))),
+            },
             tuning: Tuning {
                 spin: get("DIST_SPIN").map(|v| parse("DIST_SPIN", &v, "a number of spin iterations")).transpose()?,
                 algo: get("DIST_ALGO"),
@@ -305,6 +323,7 @@ mod tests {
         assert!(msg(&[("DIST_YIELD_US", "-3")]).contains("DIST_YIELD_US"));
         assert!(msg(&[("DIST_SPIN", "lots")]).contains("DIST_SPIN"));
         assert!(msg(&[("DIST_PIN", "yes")]).contains("DIST_PIN"));
+        assert!(msg(&[("DIST_AGREEMENT", "gossip")]).contains("DIST_AGREEMENT"));
     }
 
     #[test]

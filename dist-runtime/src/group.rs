@@ -87,7 +87,7 @@ impl<G: Group> Comm<G> {
         }
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
         let fp = Op::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
-        let child = self.inner.backend.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
+        let child = self.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
         #[cfg(feature = "nccl")]
         let dev = {
             // Members split with color 0, ordered by their place in `ranks`.
@@ -119,10 +119,17 @@ impl<G: Group> Comm<G> {
         }
     }
 
+    /// The backend's child creation, compared across ranks first where the backend does
+    /// not do that itself (the op carries a hash of the member list).
+    pub(crate) fn create_child(&self, op: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+        crate::comm::agree(&self.inner, op)?;
+        self.inner.backend.create_child(op, key, members)
+    }
+
     pub(crate) fn child<H: Group>(&self, b: Box<dyn Backend>, name: &str, ranks: &[usize]) -> Comm<H> {
         let members: Vec<usize> = ranks.iter().map(|&r| self.inner.members[r]).collect();
         let name = format!("{name}{{{}}}", members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(","));
-        Comm::from_backend(Arc::from(b), name, members, None)
+        Comm::from_backend(Arc::from(b), name, members, self.inner.check, None)
     }
 
     /// Splits the communicator (MPI's `Comm_split`): ranks passing the same `color` form
@@ -153,8 +160,7 @@ impl<G: Group> Comm<G> {
         members.sort_by_key(|&r| (all[2 * r + 1] as i64, r));
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
         let fp = Op::new(OpKind::CommCreate);
-        let child =
-            self.inner.backend.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
+        let child = self.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
         let c = self.child::<H>(child.expect("every rank is in its own color"), H::NAME, &members);
         #[cfg(feature = "nccl")]
         let c = {
@@ -205,8 +211,8 @@ impl<G: Group> Comm<G> {
         let fp = Op::new(OpKind::CommCreate).count(a).extra(hash_usizes(&[a, b]));
         let col: Vec<usize> = (0..a).map(|x| x * b + j).collect();
         let row: Vec<usize> = (0..b).map(|y| i * b + y).collect();
-        let ca = self.inner.backend.create_child(&self.cx("mesh2", fp), &format!("{}#{k}c{j}", A::NAME), &col)?;
-        let cb = self.inner.backend.create_child(&self.cx("mesh2", fp), &format!("{}#{k}r{i}", B::NAME), &row)?;
+        let ca = self.create_child(&self.cx("mesh2", fp), &format!("{}#{k}c{j}", A::NAME), &col)?;
+        let cb = self.create_child(&self.cx("mesh2", fp), &format!("{}#{k}r{i}", B::NAME), &row)?;
         let (a_comm, b_comm) =
             (self.child::<A>(ca.expect("member"), A::NAME, &col), self.child::<B>(cb.expect("member"), B::NAME, &row));
         #[cfg(feature = "nccl")]

@@ -125,8 +125,13 @@ fn join(env: Env) -> Result<Comm<World>> {
     if let Some(dir) = &env.trace {
         backend = Box::new(Traced::new(backend, Tracer::open(dir, env.rank)?, "World".into()));
     }
-    let world: Comm<World> =
-        Comm::from_backend(Arc::from(backend), "World".into(), (0..env.world_size).collect(), keep);
+    let world: Comm<World> = Comm::from_backend(
+        Arc::from(backend),
+        "World".into(),
+        (0..env.world_size).collect(),
+        env.debug != crate::env::DebugLevel::Off,
+        keep,
+    );
     #[cfg(feature = "nccl")]
     {
         // Every rank must agree on the device side (with `auto`, one rank without a GPU

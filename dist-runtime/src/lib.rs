@@ -77,7 +77,7 @@ pub use dist_macros::{spmd, test};
 pub use dtype::{DType, Element};
 pub use entry::EntryReturn;
 pub use entry::{entries, ENTRIES_MARKER};
-pub use env::{BackendChoice, DebugLevel, Env, Tuning, MAX_WORLD};
+pub use env::{Agreement, BackendChoice, DebugLevel, Env, Tuning, MAX_WORLD};
 pub use error::{Error, Result, Site};
 pub use group::{Group, World};
 pub use init::{init, init_with};

@@ -68,6 +68,9 @@ pub(crate) struct Op {
     /// Hash of anything else that must agree (count vectors of the `_v` forms).
     pub extra: u64,
     pub site: Site,
+    /// The record exchange that checks another op (`DIST_AGREEMENT=exchange` and
+    /// backends that do not piggyback): named and placed as that op, marked in traces.
+    pub agreement: bool,
 }
 
 /// Bytes of an [`Op`]'s wire record (see [`Op::record`]).
@@ -90,6 +93,7 @@ impl Op {
             reduce_op: None,
             extra: 0,
             site: Site::caller(),
+            agreement: false,
         }
     }
     pub(crate) fn named(mut self, name: &'static str) -> Self {
@@ -187,6 +191,7 @@ impl Op {
             reduce_op: None,
             extra: u64_at(24),
             site: Site::caller(),
+            agreement: false,
         });
         (op, file, line)
     }

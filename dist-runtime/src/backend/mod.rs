@@ -60,6 +60,13 @@ pub(crate) trait Backend: Send + Sync {
     fn rank(&self) -> usize;
     fn size(&self) -> usize;
 
+    /// Whether this backend compares op records itself (on its own barriers) under
+    /// `DIST_DEBUG=check`; otherwise the typed layer exchanges them with one all-gather
+    /// through [`run`](Backend::run) before each op (`comm::agree`).
+    fn piggybacks_agreement(&self) -> bool {
+        false
+    }
+
     /// Runs one collective. `op` says which (kind, dtype, root, reduce op: the dispatch
     /// key) and is the record peers compare under `DIST_DEBUG=check`; `bufs` has the
     /// shape its kind takes (anything else is a bug in `comm`, reported as an error).

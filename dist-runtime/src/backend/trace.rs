@@ -117,6 +117,9 @@ impl Backend for Traced {
     fn size(&self) -> usize {
         self.inner.size()
     }
+    fn piggybacks_agreement(&self) -> bool {
+        self.inner.piggybacks_agreement()
+    }
     fn run(&self, cx: &Op, bufs: Bufs<'_>) -> Result<()> {
         let mut args = if matches!(bufs, Bufs::None) { String::new() } else { format!(r#""bytes":{}"#, bufs.bytes()) };
         if let Some(r) = cx.root_rank() {
@@ -124,6 +127,11 @@ impl Backend for Traced {
         }
         if let Some(op) = cx.reduce_op {
             args.push_str(&format!(r#","op":"{op:?}""#));
+        }
+        if cx.agreement {
+            // The record exchange that checks the op: its own event, next to the op's.
+            args.push_str(r#","agreement":true"#);
+            return self.timed(&format!("{} (agreement)", cx.name), args, || self.inner.run(cx, bufs));
         }
         self.timed(cx.name, args, || self.inner.run(cx, bufs))
     }

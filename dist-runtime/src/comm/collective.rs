@@ -35,7 +35,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn barrier(&self) -> Result<()> {
         self.inner.drain();
-        self.inner.backend.run(&self.cx("barrier", Op::new(OpKind::Barrier)), Bufs::None)
+        self.run(&self.cx("barrier", Op::new(OpKind::Barrier)), Bufs::None)
     }
 
     /// Copies `buf` of rank `root` into `buf` of every rank. Every rank passes a buffer of
@@ -59,7 +59,7 @@ impl<G: Group> Comm<G> {
         self.check_rank("broadcast", "root", root)?;
         let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
         self.inner.drain();
-        self.inner.backend.run(&self.cx("broadcast", fp), Bufs::InPlace(bytes_mut(buf)))
+        self.run(&self.cx("broadcast", fp), Bufs::InPlace(bytes_mut(buf)))
     }
 
     /// Reduces `buf` over all ranks into `buf` of `root`; other ranks' `buf` is unchanged.
@@ -85,7 +85,7 @@ impl<G: Group> Comm<G> {
         op.validate(T::DTYPE, "reduce")?;
         let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.len()).root(root).reduce(op);
         self.inner.drain();
-        self.inner.backend.run(&self.cx("reduce", fp), Bufs::InPlace(bytes_mut(buf)))
+        self.run(&self.cx("reduce", fp), Bufs::InPlace(bytes_mut(buf)))
     }
 
     /// Reduces `buf` over all ranks, element by element, leaving the result in every
@@ -108,7 +108,7 @@ impl<G: Group> Comm<G> {
         op.validate(T::DTYPE, "all_reduce")?;
         let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
         self.inner.drain();
-        self.inner.backend.run(&self.cx("all_reduce", fp), Bufs::InPlace(bytes_mut(buf)))
+        self.run(&self.cx("all_reduce", fp), Bufs::InPlace(bytes_mut(buf)))
     }
 
     /// Concatenates every rank's `send` (all of the same length) into `recv`, in rank
@@ -133,7 +133,7 @@ impl<G: Group> Comm<G> {
         let counts = vec![send.len() * T::DTYPE.size(); self.size()];
         let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(send.len());
         self.inner.drain();
-        self.inner.backend.run(
+        self.run(
             &self.cx("all_gather", fp),
             Bufs::Gather { send: bytes(send), recv: Some(bytes_mut(recv)), counts: &counts },
         )
@@ -166,7 +166,7 @@ impl<G: Group> Comm<G> {
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
         self.inner.drain();
-        self.inner.backend.run(
+        self.run(
             &self.cx("all_gather_v", fp),
             Bufs::Gather { send: bytes(send), recv: Some(bytes_mut(recv)), counts: &bc },
         )
@@ -320,7 +320,7 @@ impl<G: Group> Comm<G> {
         }
         let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(recv.len()).root(root);
         self.inner.drain();
-        self.inner.backend.run(&self.cx("scatter", fp), Bufs::Scatter { send: send.map(bytes), recv: bytes_mut(recv) })
+        self.run(&self.cx("scatter", fp), Bufs::Scatter { send: send.map(bytes), recv: bytes_mut(recv) })
     }
 
     /// Reduces `send` (`size()` blocks of `recv.len()` elements) over all ranks and gives
@@ -381,7 +381,7 @@ impl<G: Group> Comm<G> {
         let counts = vec![send.len() / n * T::DTYPE.size(); n];
         let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).count(send.len());
         self.inner.drain();
-        self.inner.backend.run(
+        self.run(
             &self.cx("all_to_all", fp),
             Bufs::AllToAll { send: bytes(send), send_counts: &counts, recv: bytes_mut(recv), recv_counts: &counts },
         )
@@ -424,7 +424,7 @@ impl<G: Group> Comm<G> {
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();
         let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).extra(1);
         self.inner.drain();
-        self.inner.backend.run(
+        self.run(
             &self.cx("all_to_all_v", fp),
             Bufs::AllToAll { send: bytes(send), send_counts: &sc, recv: bytes_mut(recv), recv_counts: &rc },
         )

@@ -12,11 +12,11 @@ mod request;
 pub use p2p::Batch;
 pub use request::{wait_all, Request};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Bufs};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::op::Op;
+use crate::op::{Op, OpKind, RECORD_LEN};
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
@@ -30,6 +30,9 @@ pub(crate) struct Inner {
     /// World rank of each member, by communicator rank.
     pub(crate) members: Vec<usize>,
     pub(crate) children: AtomicU64,
+    /// `DIST_DEBUG` is not `off`: every op is compared across ranks (by the backend, or
+    /// here when it does not piggyback the records).
+    pub(crate) check: bool,
     pub(crate) worker: Mutex<Option<Worker>>,
     pub(crate) inflight: Arc<(Mutex<usize>, Condvar)>,
     /// Keeps the store server alive when this process hosts it (world communicator only).
@@ -152,11 +155,38 @@ pub(crate) fn hash_usizes(v: &[usize]) -> u64 {
     h | 1
 }
 
+/// The agreement step of `verify` for a backend that does not piggyback it: every rank
+/// all-gathers its op record (fixed size, so it completes even when the ops differ)
+/// and checks the others against its own, before the op itself runs.
+pub(crate) fn agree(inner: &Inner, op: &Op) -> Result<()> {
+    if !inner.check || inner.backend.piggybacks_agreement() {
+        return Ok(());
+    }
+    let n = inner.backend.size();
+    let record = op.record();
+    let mut all = vec![0u8; n * RECORD_LEN];
+    let counts = vec![RECORD_LEN; n];
+    let mut exchange = Op::new(OpKind::AllGather).dtype(crate::dtype::DType::U8).count(RECORD_LEN);
+    // Named and placed as the op it checks, so a rank stuck here is reported as waiting
+    // in the user's call ("waits in barrier at src/x.rs:12").
+    exchange.name = op.name;
+    exchange.site = op.site;
+    exchange.agreement = true;
+    inner.backend.run(&exchange, Bufs::Gather { send: &record, recv: Some(&mut all), counts: &counts })?;
+    let me = inner.backend.rank();
+    let peers = (0..n).filter(|&r| r != me).map(|r| {
+        let rec: [u8; RECORD_LEN] = all[r * RECORD_LEN..(r + 1) * RECORD_LEN].try_into().expect("one record");
+        (r, rec)
+    });
+    crate::verify::agreement(&inner.name, me, op, peers)
+}
+
 impl<G: Group> Comm<G> {
     pub(crate) fn from_backend(
         backend: Arc<dyn Backend>,
         name: String,
         members: Vec<usize>,
+        check: bool,
         keep: Option<Box<dyn std::any::Any + Send + Sync>>,
     ) -> Comm<G> {
         Comm {
@@ -164,6 +194,7 @@ impl<G: Group> Comm<G> {
                 backend,
                 name,
                 members,
+                check,
                 children: AtomicU64::new(0),
                 worker: Mutex::new(None),
                 inflight: Arc::new((Mutex::new(0), Condvar::new())),
@@ -403,5 +434,12 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub(crate) fn cx(&self, name: &'static str, op: Op) -> Op {
         op.named(name)
+    }
+
+    /// Runs one collective on the backend, compared across ranks first where the
+    /// backend does not do that itself.
+    pub(crate) fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+        agree(&self.inner, op)?;
+        self.inner.backend.run(op, bufs)
     }
 }

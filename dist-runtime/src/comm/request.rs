@@ -1,7 +1,7 @@
 //! Non-blocking collectives, the `Request` every non-blocking op returns, and `wait_all`.
 
 use crate::backend::{Bufs, ReqId};
-use crate::comm::{bytes_mut, Comm, Inner};
+use crate::comm::{agree, bytes_mut, Comm, Inner};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
 use crate::group::Group;
@@ -72,10 +72,10 @@ impl<G: Group> Comm<G> {
         let site = Site::caller();
         let (tx, rx) = mpsc::channel();
         let mut data = buf.to_vec();
-        let backend = self.inner.backend.clone();
+        let inner = self.inner.clone();
         let inflight = self.inner.inflight.clone();
         self.inner.enqueue(Box::new(move || {
-            let r = backend.run(&cx, Bufs::InPlace(&mut data)).map(|_| data);
+            let r = agree(&inner, &cx).and_then(|()| inner.backend.run(&cx, Bufs::InPlace(&mut data))).map(|_| data);
             let _ = tx.send(r);
             let (m, cv) = &*inflight;
             *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;

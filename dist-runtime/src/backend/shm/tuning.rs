@@ -11,6 +11,7 @@ use std::time::Duration;
 pub(crate) struct Config {
     pub job_id: String,
     pub timeout: Duration,
+    /// Op records ride on this backend's barriers and are compared there.
     pub check: bool,
     /// `DIST_DEBUG=detail`: the watchdog prints the wait-for graph of long waits.
     pub detail: bool,
@@ -116,7 +117,8 @@ impl Config {
         Ok(Config {
             job_id: env.job_id.clone(),
             timeout: env.timeout,
-            check: env.debug != DebugLevel::Off,
+            // Under `DIST_AGREEMENT=exchange` the typed layer compares ops instead.
+            check: env.debug != DebugLevel::Off && env.agreement == crate::env::Agreement::Auto,
             detail: env.debug == DebugLevel::Detail,
             spins,
             oversubscribed: env.local_world_size > cores,
