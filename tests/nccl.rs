@@ -136,3 +136,72 @@ fn nccl_device_ops_match_the_serial_reference() {
         println!("{}", r.ranks[0].output);
     }
 }
+
+/// A device collective whose ranks disagree is `Error::Mismatch` naming both calls
+/// (compared through the host backend before anything is enqueued), as on the host.
+#[spmd(unchecked)]
+fn device_mismatch(world: Comm<World>) -> Result<(), String> {
+    let dev = world.device().map_err(e)?;
+    let len = if world.rank() == 0 { 8 } else { 9 };
+    let mut d = dev.stream().alloc_zeros::<f32>(len).map_err(e)?;
+    match dev.all_reduce(&mut d, ReduceOp::Sum) {
+        Err(err @ dist_runtime::Error::Mismatch { .. }) => {
+            let msg = err.to_string();
+            if !(msg.contains("f32 × 8") && msg.contains("f32 × 9") && msg.contains("nccl.rs:")) {
+                return Err(format!("the mismatch names neither both calls nor the site: {msg}"));
+            }
+            Ok(())
+        }
+        Err(other) => Err(format!("expected a mismatch, got {other}")),
+        Ok(_) => Err("a mismatched device all_reduce was enqueued".into()),
+    }
+}
+
+/// A device wait whose peer never makes the matching call ends at `DIST_TIMEOUT` with
+/// `Error::Timeout` naming the op and its line, instead of hanging the job.
+#[spmd(unchecked)]
+fn device_wait_deadline(world: Comm<World>) -> Result<(), String> {
+    let dev = world.device().map_err(e)?;
+    if world.rank() == 1 {
+        // Never joins the collective; stays alive past the peer's deadline.
+        std::thread::sleep(Duration::from_secs(6));
+        return Ok(());
+    }
+    let mut d = dev.stream().alloc_zeros::<f32>(4).map_err(e)?;
+    // The agreement exchange would catch the absent peer first on the host side; turn
+    // it off here (DIST_DEBUG=off) to test the device wait itself.
+    match dev.all_reduce(&mut d, ReduceOp::Sum).map_err(e)?.wait() {
+        Err(err @ dist_runtime::Error::Timeout { .. }) if err.to_string().contains("all_reduce") => Ok(()),
+        Err(other) => Err(format!("expected a timeout naming all_reduce, got {other}")),
+        Ok(()) => Err("a device all_reduce without its peer completed".into()),
+    }
+}
+
+#[test]
+#[ignore = "needs two GPUs, the CUDA driver and libnccl: run scripts/gpu-check.sh"]
+fn nccl_mismatch_and_deadline_report_like_host_ops() {
+    let gpus = dist_runtime::nccl::probe().expect("this test needs a GPU");
+    if gpus < 2 {
+        println!("nccl: one GPU: the mismatch and deadline tests need two ranks on two GPUs; skipped");
+        return;
+    }
+    let r = Launch::entry("nccl::device_mismatch", 2)
+        .unwrap()
+        .env("DIST_BACKEND", "nccl")
+        .env("DIST_DEBUG", "check")
+        .capture(true)
+        .timeout(Duration::from_secs(120))
+        .run()
+        .unwrap();
+    assert!(r.success(), "mismatch:\n{}", r.summary());
+    let r = Launch::entry("nccl::device_wait_deadline", 2)
+        .unwrap()
+        .env("DIST_BACKEND", "nccl")
+        .env("DIST_DEBUG", "off")
+        .env("DIST_TIMEOUT", "2")
+        .capture(true)
+        .timeout(Duration::from_secs(120))
+        .run()
+        .unwrap();
+    assert!(r.success(), "deadline:\n{}", r.summary());
+}

@@ -19,14 +19,17 @@
 //! backend: no staging copies through the GPU (docs/design.md, "NCCL").
 
 use crate::comm::Comm;
-use crate::error::{Error, Result};
+use crate::dtype::DType;
+use crate::error::{Error, Result, Site};
 use crate::group::Group;
+use crate::op::{Op, OpKind};
 use crate::reduce_op::ReduceOp;
 use crate::tag::Tag;
 use cudarc::driver::{CudaContext, CudaEvent};
 use cudarc::nccl::{result, sys};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The cudarc types device code works with, re-exported so one dependency is enough.
 pub use cudarc::driver::{
@@ -106,6 +109,11 @@ pub(crate) struct NcclComm {
     size: usize,
     /// NCCL requires one caller at a time per communicator.
     lock: Mutex<()>,
+    /// `DIST_TIMEOUT`: how long a wait on one of its ops may take.
+    timeout: Duration,
+    /// Set when a wait on one of its ops timed out: the communicator holds a kernel that
+    /// will never finish, so it is aborted (not finalized) on drop and refuses new ops.
+    broken: Arc<std::sync::atomic::AtomicBool>,
 }
 
 // SAFETY: an ncclComm_t may be used from any thread as long as calls on it are not
@@ -120,7 +128,8 @@ impl Drop for NcclComm {
         // Abort only when unwinding or when finalizing failed.
         // SAFETY: `comm` was created by ncclCommInitRank/Split and is dropped once.
         unsafe {
-            if std::thread::panicking() || result::comm_finalize(self.comm).is_err() {
+            let broken = self.broken.load(std::sync::atomic::Ordering::SeqCst);
+            if broken || std::thread::panicking() || result::comm_finalize(self.comm).is_err() {
                 let _ = result::comm_abort(self.comm);
             } else {
                 let _ = result::comm_destroy(self.comm);
@@ -211,7 +220,7 @@ impl NcclComm {
                 .map_err(|e| fail("ncclCommInitRank", e))?;
             comm.assume_init()
         };
-        Ok(NcclComm { comm, stream, rank, size, lock: Mutex::new(()) })
+        Ok(NcclComm { comm, stream, rank, size, lock: Mutex::new(()), timeout, broken: Default::default() })
     }
 
     /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
@@ -237,20 +246,64 @@ impl NcclComm {
             )
         };
         let stream = self.stream.context().new_stream().map_err(|e| fail("creating a stream", e))?;
-        Ok(Some(NcclComm { comm: new, stream, rank, size, lock: Mutex::new(()) }))
+        Ok(Some(NcclComm {
+            comm: new,
+            stream,
+            rank,
+            size,
+            lock: Mutex::new(()),
+            timeout: self.timeout,
+            broken: Default::default(),
+        }))
     }
 }
 
-/// A device op in flight: a CUDA event recorded on the communicator's stream after it.
+/// A device op in flight: a CUDA event recorded on the communicator's stream after it,
+/// and what to say if it never completes.
 #[must_use = "a device op completes on the GPU; wait() or stream_wait() before using its buffers"]
 pub struct DeviceRequest {
     event: CudaEvent,
+    op: &'static str,
+    site: Site,
+    comm: String,
+    timeout: Duration,
+    broken: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl DeviceRequest {
-    /// Blocks the host until the op has completed on the GPU.
+    /// Blocks the host until the op has completed on the GPU, or fails with
+    /// `Error::Timeout` naming the op, its call site and the communicator once
+    /// `DIST_TIMEOUT` has passed (NCCL waits for every member to make the matching call:
+    /// a rank that never does hangs the kernel, which this turns into an error).
     pub fn wait(self) -> Result<()> {
-        self.event.synchronize().map_err(|e| fail("cudaEventSynchronize", e))
+        let start = Instant::now();
+        let mut nap = Duration::from_micros(1);
+        loop {
+            if self.event.try_is_complete().map_err(|e| fail("cuEventQuery", e))? {
+                return Ok(());
+            }
+            if start.elapsed() >= self.timeout {
+                self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Err(Error::Timeout {
+                    op: self.op,
+                    comm: self.comm.clone(),
+                    waiting_for: format!(
+                        "the GPU to finish {} (an NCCL collective completes only once every member of {} has made \
+                         the matching call: one that never does hangs it)",
+                        self.op, self.comm
+                    ),
+                    secs: self.timeout.as_secs_f64(),
+                    site: self.site,
+                });
+            }
+            // Spin for the first microseconds (short ops), then back off to 200 µs.
+            if start.elapsed() > Duration::from_micros(50) {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_micros(200));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
     }
     /// Makes `stream` wait (on the GPU) for the op, without blocking the host.
     pub fn stream_wait(&self, stream: &CudaStream) -> Result<()> {
@@ -260,6 +313,24 @@ impl DeviceRequest {
     pub fn event(&self) -> &CudaEvent {
         &self.event
     }
+}
+
+/// dist's element type of an NCCL data type (for op records and messages).
+fn dtype_of(t: sys::ncclDataType_t) -> Option<DType> {
+    use sys::ncclDataType_t::*;
+    Some(match t {
+        ncclInt8 => DType::I8,
+        ncclUint8 => DType::U8,
+        ncclInt32 => DType::I32,
+        ncclUint32 => DType::U32,
+        ncclInt64 => DType::I64,
+        ncclUint64 => DType::U64,
+        ncclFloat16 => DType::F16,
+        ncclBfloat16 => DType::BF16,
+        ncclFloat32 => DType::F32,
+        ncclFloat64 => DType::F64,
+        _ => return None,
+    })
 }
 
 /// The device side of a [`Comm`]: the same ops, on device buffers, through NCCL.
@@ -332,14 +403,58 @@ impl<'c, G: Group> DeviceComm<'c, G> {
         Ok(())
     }
 
+    /// The `Op` of a device collective, compared across ranks through the host backend
+    /// under `DIST_DEBUG=check` (as every host op is) before anything is enqueued: a
+    /// mismatch is `Error::Mismatch` naming both call sites, not a hung kernel.
+    #[track_caller]
+    fn verified<T: NcclType>(
+        &self,
+        kind: OpKind,
+        name: &'static str,
+        count: usize,
+        root: Option<usize>,
+        reduce: Option<ReduceOp>,
+    ) -> Result<Op> {
+        let mut op = Op::new(kind).named(name).count(count);
+        if let Some(d) = dtype_of(T::as_nccl_type()) {
+            op = op.dtype(d);
+        }
+        if let Some(r) = root {
+            op = op.root(r);
+        }
+        if let Some(r) = reduce {
+            op = op.reduce(r);
+        }
+        if self.comm.inner.check {
+            crate::comm::exchange(&self.comm.inner, &op)?;
+        }
+        Ok(op)
+    }
+
     /// Runs `f` under the communicator's lock, then records the completion event.
-    fn enqueue(&self, op: &str, f: impl FnOnce(&NcclComm) -> Result<()>) -> Result<DeviceRequest> {
+    fn enqueue(&self, op: &'static str, site: Site, f: impl FnOnce(&NcclComm) -> Result<()>) -> Result<DeviceRequest> {
         let _g = self.nccl.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.nccl.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::backend(
+                "nccl",
+                format!(
+                    "{op} on {}: an earlier op of this communicator timed out, so it was aborted",
+                    self.comm.name()
+                ),
+            ));
+        }
         self.nccl.stream.context().bind_to_thread().map_err(|e| fail("binding the CUDA context", e))?;
         f(self.nccl)?;
         let event =
             self.nccl.stream.record_event(None).map_err(|e| fail(&format!("recording an event after {op}"), e))?;
-        Ok(DeviceRequest { event })
+        Ok(DeviceRequest {
+            event,
+            op,
+            site,
+            comm: self.comm.name().to_string(),
+            timeout: self.nccl.timeout,
+            broken: self.nccl.broken.clone(),
+        })
     }
 
     /// With `op` as NCCL's reduction (creating a PreMulSum op for the call if needed).
@@ -387,9 +502,21 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// All-reduce in place.
+    #[track_caller]
     pub fn all_reduce<T: NcclType, B: DevicePtrMut<T>>(&self, buf: &mut B, op: ReduceOp) -> Result<DeviceRequest> {
         let n = buf.len();
-        self.enqueue("all_reduce", |c| {
+        let o = self.verified::<T>(OpKind::AllReduce, "all_reduce", n, None, Some(op))?;
+        self.all_reduce_verified(buf, op, &o)
+    }
+
+    fn all_reduce_verified<T: NcclType, B: DevicePtrMut<T>>(
+        &self,
+        buf: &mut B,
+        op: ReduceOp,
+        o: &Op,
+    ) -> Result<DeviceRequest> {
+        let n = buf.len();
+        self.enqueue(o.name, o.site, |c| {
             let (p, _sync) = buf.device_ptr_mut(&c.stream);
             self.with_op::<T>("all_reduce", op, |o| {
                 // SAFETY: `p` is a device buffer of `n` elements on this comm's device.
@@ -412,6 +539,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Reduce in place to `root` (other ranks' buffers are unchanged).
+    #[track_caller]
     pub fn reduce<T: NcclType, B: DevicePtrMut<T>>(
         &self,
         buf: &mut B,
@@ -420,7 +548,8 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     ) -> Result<DeviceRequest> {
         self.check_rank("reduce", "root", root)?;
         let n = buf.len();
-        self.enqueue("reduce", |c| {
+        let o = self.verified::<T>(OpKind::Reduce, "reduce", n, Some(root), Some(op))?;
+        self.enqueue(o.name, o.site, |c| {
             let (p, _sync) = buf.device_ptr_mut(&c.stream);
             self.with_op::<T>("reduce", op, |o| {
                 // SAFETY: as in all_reduce; NCCL writes only on the root.
@@ -444,10 +573,12 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Broadcast in place from `root`.
+    #[track_caller]
     pub fn broadcast<T: NcclType, B: DevicePtrMut<T>>(&self, buf: &mut B, root: usize) -> Result<DeviceRequest> {
         self.check_rank("broadcast", "root", root)?;
         let n = buf.len();
-        self.enqueue("broadcast", |c| {
+        let o = self.verified::<T>(OpKind::Broadcast, "broadcast", n, Some(root), None)?;
+        self.enqueue(o.name, o.site, |c| {
             let (p, _sync) = buf.device_ptr_mut(&c.stream);
             // SAFETY: a device buffer of `n` elements.
             ok(
@@ -468,6 +599,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Every rank's `send` concatenated in rank order into `recv` (`size × send.len()`).
+    #[track_caller]
     pub fn all_gather<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
         &self,
         send: &S,
@@ -475,7 +607,8 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     ) -> Result<DeviceRequest> {
         Self::check_len("all_gather", "recv", recv.len(), self.size() * send.len())?;
         let n = send.len();
-        self.enqueue("all_gather", |c| {
+        let o = self.verified::<T>(OpKind::AllGather, "all_gather", n, None, None)?;
+        self.enqueue(o.name, o.site, |c| {
             let (s, _a) = send.device_ptr(&c.stream);
             let (r, _b) = recv.device_ptr_mut(&c.stream);
             // SAFETY: lengths checked above.
@@ -489,6 +622,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Block j of `send` (`size × recv.len()`) reduced over ranks lands in rank j's `recv`.
+    #[track_caller]
     pub fn reduce_scatter<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
         &self,
         send: &S,
@@ -497,7 +631,8 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     ) -> Result<DeviceRequest> {
         Self::check_len("reduce_scatter", "send", send.len(), self.size() * recv.len())?;
         let n = recv.len();
-        self.enqueue("reduce_scatter", |c| {
+        let o = self.verified::<T>(OpKind::ReduceScatter, "reduce_scatter", n, None, Some(op))?;
+        self.enqueue(o.name, o.site, |c| {
             let (s, _a) = send.device_ptr(&c.stream);
             let (r, _b) = recv.device_ptr_mut(&c.stream);
             self.with_op::<T>("reduce_scatter", op, |o| {
@@ -548,6 +683,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
 
     /// All-to-all: block j of `send` goes to rank j; block i of `recv` comes from rank i
     /// (grouped send/recv, as NCCL has no all-to-all of its own).
+    #[track_caller]
     pub fn all_to_all<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
         &self,
         send: &S,
@@ -562,7 +698,8 @@ impl<'c, G: Group> DeviceComm<'c, G> {
             ));
         }
         let k = send.len() / n;
-        self.enqueue("all_to_all", |c| {
+        let o = self.verified::<T>(OpKind::AllToAll, "all_to_all", send.len(), None, None)?;
+        self.enqueue(o.name, o.site, |c| {
             let (s, _a) = send.device_ptr(&c.stream);
             let (r, _b) = recv.device_ptr_mut(&c.stream);
             let blocks: Vec<(usize, usize)> = (0..n).map(|j| (j, j * k)).collect();
@@ -571,6 +708,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Gather every rank's `send` into `recv` on `root` (`Some` exactly there).
+    #[track_caller]
     pub fn gather<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
         &self,
         send: &S,
@@ -585,7 +723,8 @@ impl<'c, G: Group> DeviceComm<'c, G> {
             (Some(_), false) => return Err(Error::invalid("gather", "only the root passes a recv buffer")),
             (None, false) => {}
         }
-        self.enqueue("gather", |c| {
+        let o = self.verified::<T>(OpKind::Gather, "gather", k, Some(root), None)?;
+        self.enqueue(o.name, o.site, |c| {
             let (s, _a) = send.device_ptr(&c.stream);
             match recv {
                 Some(r) => {
@@ -599,6 +738,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Scatter `send` (`Some` on `root`, `size × recv.len()`) so rank j gets block j.
+    #[track_caller]
     pub fn scatter<T: NcclType, S: DevicePtr<T>, R: DevicePtrMut<T>>(
         &self,
         send: Option<&S>,
@@ -613,7 +753,8 @@ impl<'c, G: Group> DeviceComm<'c, G> {
             (Some(_), false) => return Err(Error::invalid("scatter", "only the root passes a send buffer")),
             (None, false) => {}
         }
-        self.enqueue("scatter", |c| {
+        let o = self.verified::<T>(OpKind::Scatter, "scatter", k, Some(root), None)?;
+        self.enqueue(o.name, o.site, |c| {
             let (r, _b) = recv.device_ptr_mut(&c.stream);
             match send {
                 Some(s) => {
@@ -628,9 +769,10 @@ impl<'c, G: Group> DeviceComm<'c, G> {
 
     /// Sends `buf` to `dst`. NCCL has no tags: messages between two ranks match in
     /// order; the typed tag still ties the element type, as on the host.
+    #[track_caller]
     pub fn send<T: NcclType, S: DevicePtr<T>>(&self, dst: usize, _tag: Tag<T>, buf: &S) -> Result<DeviceRequest> {
         self.check_rank("send", "destination", dst)?;
-        self.enqueue("send", |c| {
+        self.enqueue("send", Site::caller(), |c| {
             let (p, _a) = buf.device_ptr(&c.stream);
             // SAFETY: a device buffer of `buf.len()` elements.
             unsafe { c.post_send::<T>(p, buf.len(), dst) }
@@ -638,6 +780,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Receives into `buf` from `src`.
+    #[track_caller]
     pub fn recv<T: NcclType, R: DevicePtrMut<T>>(
         &self,
         src: usize,
@@ -646,7 +789,7 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     ) -> Result<DeviceRequest> {
         self.check_rank("recv", "source", src)?;
         let n = buf.len();
-        self.enqueue("recv", |c| {
+        self.enqueue("recv", Site::caller(), |c| {
             let (p, _a) = buf.device_ptr_mut(&c.stream);
             // SAFETY: a device buffer of `n` elements.
             unsafe { c.post_recv::<T>(p, n, src) }
@@ -654,19 +797,22 @@ impl<'c, G: Group> DeviceComm<'c, G> {
     }
 
     /// Posts every send and receive of `f` in one NCCL group (batch_isend_irecv).
+    #[track_caller]
     pub fn batch<'b>(&self, f: impl FnOnce(&mut DeviceBatch<'b>)) -> Result<DeviceRequest> {
         let mut b = DeviceBatch { ops: Vec::new(), size: self.size(), err: None };
         f(&mut b);
         if let Some(e) = b.err {
             return Err(e);
         }
-        self.enqueue("batch", |c| NcclComm::group(|| b.ops.iter_mut().try_for_each(|post| post(c))))
+        self.enqueue("batch", Site::caller(), |c| NcclComm::group(|| b.ops.iter_mut().try_for_each(|post| post(c))))
     }
 
     /// Blocks until every rank has reached it (a one-element all_reduce, then a sync).
+    #[track_caller]
     pub fn barrier(&self) -> Result<()> {
+        let o = self.verified::<f32>(OpKind::Barrier, "barrier", 0, None, None)?;
         let mut one = self.nccl.stream.alloc_zeros::<f32>(1).map_err(|e| fail("allocating the barrier word", e))?;
-        self.all_reduce(&mut one, ReduceOp::Sum)?.wait()
+        self.all_reduce_verified(&mut one, ReduceOp::Sum, &o)?.wait()
     }
 }
 

@@ -162,6 +162,12 @@ pub(crate) fn agree(inner: &Inner, op: &Op) -> Result<()> {
     if !inner.check || inner.backend.piggybacks_agreement() {
         return Ok(());
     }
+    exchange(inner, op)
+}
+
+/// The record exchange of [`agree`], unconditionally: also how device ops (which never
+/// pass the host backend's barriers) are compared across ranks under `DIST_DEBUG=check`.
+pub(crate) fn exchange(inner: &Inner, op: &Op) -> Result<()> {
     let n = inner.backend.size();
     let record = op.record();
     let mut all = vec![0u8; n * RECORD_LEN];
