@@ -102,7 +102,7 @@ impl<G: Group> Comm<G> {
 
     /// Attaches an NCCL communicator (world creation, and children split from a parent's).
     #[cfg(feature = "nccl")]
-    pub(crate) fn with_nccl(mut self, nccl: Option<crate::nccl::NcclComm>) -> Self {
+    pub(crate) fn with_nccl(mut self, nccl: Option<crate::backend::nccl::NcclComm>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.nccl = nccl.map(Arc::new);
         }
@@ -112,7 +112,7 @@ impl<G: Group> Comm<G> {
     /// The NCCL side of a child: `ncclCommSplit` of ours (collective over this
     /// communicator; `color` None for ranks that are not in the child).
     #[cfg(feature = "nccl")]
-    pub(crate) fn split_nccl(&self, color: Option<u32>, key: usize) -> Result<Option<crate::nccl::NcclComm>> {
+    pub(crate) fn split_nccl(&self, color: Option<u32>, key: usize) -> Result<Option<crate::backend::nccl::NcclComm>> {
         match &self.inner.nccl {
             Some(n) => n.split(color, key),
             None => Ok(None),

@@ -93,11 +93,11 @@ fn join(env: Env) -> Result<Comm<World>> {
         }
         #[cfg(feature = "nccl")]
         BackendChoice::Nccl => {
-            let count = crate::nccl::probe()?;
+            let count = crate::backend::nccl::probe()?;
             Some(env.placement()?.device(env.rank, env.local_rank, count)?)
         }
         #[cfg(feature = "nccl")]
-        BackendChoice::Auto => match crate::nccl::probe() {
+        BackendChoice::Auto => match crate::backend::nccl::probe() {
             Ok(count) => Some(env.placement()?.device(env.rank, env.local_rank, count)?),
             Err(_) => None,
         },
@@ -146,8 +146,14 @@ fn join(env: Env) -> Result<Comm<World>> {
         }
         if let (Some(dev), 1) = (device, all[0]) {
             let key = format!("nccl/{}/world", env.job_id);
-            let nccl =
-                crate::nccl::NcclComm::world(dev, env.rank, env.world_size, nccl_store.as_deref(), &key, env.timeout)?;
+            let nccl = crate::backend::nccl::NcclComm::world(
+                dev,
+                env.rank,
+                env.world_size,
+                nccl_store.as_deref(),
+                &key,
+                env.timeout,
+            )?;
             return Ok(world.with_nccl(Some(nccl)));
         }
     }

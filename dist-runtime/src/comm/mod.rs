@@ -5,6 +5,8 @@
 //! `subgroup`/`split`/`mesh2` are in `group.rs`.
 
 mod collective;
+#[cfg(feature = "nccl")]
+pub(crate) mod device;
 mod object;
 mod p2p;
 mod request;
@@ -39,7 +41,7 @@ pub(crate) struct Inner {
     _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
     /// The NCCL communicator for device buffers, when the job runs the NCCL backend.
     #[cfg(feature = "nccl")]
-    pub(crate) nccl: Option<Arc<crate::nccl::NcclComm>>,
+    pub(crate) nccl: Option<Arc<crate::backend::nccl::NcclComm>>,
 }
 
 impl Drop for Inner {
