@@ -72,11 +72,11 @@ pub(crate) fn find_by_addr(addr: *const ()) -> Option<&'static Entry> {
 }
 
 /// Publishes this rank's result to the launcher's store when it asked for results.
-fn publish_result(rank: usize, value: &[u8]) -> crate::Result<()> {
+fn publish_result(rank: usize, value: &[u8]) -> crate::error::Result<()> {
     if std::env::var_os("DIST_RESULTS").is_none() {
         return Ok(());
     }
-    let env = crate::Env::from_env()?;
+    let env = crate::env::Env::from_env()?;
     let Some(port) = env.master_port else { return Ok(()) };
     let store = crate::store::Store::connect(&format!("{}:{port}", env.master_addr), &env.token, env.timeout)?;
     store.set(&format!("result/{rank}"), value)
@@ -118,7 +118,7 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
 /// code (1 for an error, 3 when the error is that a peer failed, 101 for a panic).
 pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 {
     crate::verify::failure::install_panic_hook();
-    let world = match crate::init() {
+    let world = match crate::init::init() {
         Ok(w) => w,
         Err(e) => {
             let rank = std::env::var("RANK").unwrap_or_else(|_| "?".into());

@@ -137,7 +137,7 @@ fn join(env: Env) -> Result<Comm<World>> {
         // Every rank must agree on the device side (with `auto`, one rank without a GPU
         // means none uses NCCL), or the first device collective would hang.
         let mut all = [device.is_some() as u8];
-        world.all_reduce(&mut all, crate::ReduceOp::Min)?;
+        world.all_reduce(&mut all, crate::reduce_op::ReduceOp::Min)?;
         if env.backend == BackendChoice::Nccl && all[0] == 0 {
             return Err(Error::backend(
                 "nccl",

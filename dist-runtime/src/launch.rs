@@ -438,7 +438,10 @@ pub fn launch_by_name(n: usize, entry: &str) -> Result<Report> {
 ///     Ok(())
 /// }
 /// ```
-pub fn launch<R: crate::EntryReturn>(n: usize, f: fn(crate::Comm<crate::World>) -> R) -> Result<Vec<R::Value>> {
+pub fn launch<R: crate::entry::EntryReturn>(
+    n: usize,
+    f: fn(crate::comm::Comm<crate::group::World>) -> R,
+) -> Result<Vec<R::Value>> {
     let entry = crate::entry::find_by_addr(f as *const ())
         .ok_or_else(|| Error::invalid("launch", "this function is not an entry point: annotate it with #[spmd]"))?;
     let report = Launch::entry(entry.name, n)?.env("DIST_RESULTS", "1").run()?;

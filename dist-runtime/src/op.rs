@@ -68,6 +68,10 @@ pub(crate) struct Op {
     /// Hash of anything else that must agree (count vectors of the `_v` forms).
     pub extra: u64,
     pub site: Site,
+    /// The per-rank counts of a `_v` op may differ (each rank passes its own): the
+    /// backend agrees on them itself. Part of the key, so `all_to_all` and
+    /// `all_to_all_v` never pass for each other.
+    pub varying: bool,
     /// The record exchange that checks another op (`DIST_AGREEMENT=exchange` and
     /// backends that do not piggyback): named and placed as that op, marked in traces.
     pub agreement: bool,
@@ -93,6 +97,7 @@ impl Op {
             reduce_op: None,
             extra: 0,
             site: Site::caller(),
+            varying: false,
             agreement: false,
         }
     }
@@ -122,6 +127,10 @@ impl Op {
     /// The root, for the ops that have one.
     pub(crate) fn root_rank(&self) -> Option<usize> {
         (self.root != u32::MAX).then_some(self.root as usize)
+    }
+    pub(crate) fn varying(mut self) -> Self {
+        self.varying = true;
+        self
     }
     pub(crate) fn extra(mut self, e: u64) -> Self {
         self.extra = e;
@@ -154,6 +163,7 @@ impl Op {
         let mut k = [0u8; KEY_LEN];
         k[0] = self.kind as u8;
         k[1] = self.dtype.map(|d| d as u8).unwrap_or(0);
+        k[2] = self.varying as u8;
         k[4..8].copy_from_slice(&self.root.to_le_bytes());
         k[8..16].copy_from_slice(&self.count.to_le_bytes());
         k[16..24].copy_from_slice(&self.reduce.to_le_bytes());
@@ -191,6 +201,7 @@ impl Op {
             reduce_op: None,
             extra: u64_at(24),
             site: Site::caller(),
+            varying: rec[2] != 0,
             agreement: false,
         });
         (op, file, line)
@@ -215,6 +226,8 @@ mod tests {
         assert_ne!(op.key(), op.reduce(ReduceOp::Min).key());
         assert_ne!(op.key(), op.count(1023).key());
         assert_ne!(op.key(), op.dtype(DType::F64).key());
+        assert_ne!(op.key(), op.varying().key());
+        assert!(Op::from_record(&op.varying().record()).0.expect("known").varying);
     }
 
     /// The op table (dist-ops) that the compile-time check reads is exactly the set of
@@ -230,7 +243,7 @@ mod tests {
             include_str!("comm/p2p.rs"),
             include_str!("comm/request.rs"),
             include_str!("comm/object.rs"),
-            include_str!("group.rs"),
+            include_str!("comm/group.rs"),
         ]
         .join("\n");
         let mut methods = Vec::new();

@@ -422,7 +422,7 @@ impl<G: Group> Comm<G> {
         let es = T::DTYPE.size();
         let sc: Vec<usize> = send_counts.iter().map(|c| c * es).collect();
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();
-        let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).extra(1);
+        let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).varying();
         self.inner.drain();
         self.run(
             &self.cx("all_to_all_v", fp),

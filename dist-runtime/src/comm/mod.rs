@@ -2,11 +2,12 @@
 //! byte moves, builds its [`Op`](crate::op::Op), then hands bytes + `DType` to the backend.
 //! The ops live by kind: `collective.rs`, `p2p.rs` (and `Batch`), `request.rs`
 //! (non-blocking collectives, `Request`, `wait_all`), `object.rs` (serde values);
-//! `subgroup`/`split`/`mesh2` are in `group.rs`.
+//! `subgroup`/`split`/`mesh2` are in `group.rs` (this folder's).
 
 mod collective;
 #[cfg(feature = "nccl")]
 pub(crate) mod device;
+mod group;
 mod object;
 mod p2p;
 mod request;

@@ -7,8 +7,8 @@ mod error;
 mod probe;
 
 pub(crate) use comm::NcclComm;
-pub(crate) use error::{fail, ok};
 pub use error::NcclCallError;
+pub(crate) use error::{fail, ok};
 pub use probe::probe;
 
 /// A device address, as cudarc's driver layer gives it.

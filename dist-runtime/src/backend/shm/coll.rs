@@ -413,9 +413,9 @@ pub(super) fn all_to_all_v(
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
     let reg = region(c);
-    // The fixed-size form (fingerprint extra == 0, equal blocks on every rank, agreement
-    // checked by the fingerprint's count) needs no count exchange.
-    if cx.extra == 0 {
+    // The fixed-size form (equal blocks on every rank, agreement checked by the op's
+    // count) needs no count exchange; the varying one agrees on its counts first.
+    if !cx.varying {
         let m = scounts[0];
         if m >= cma::min_block(c) && cma::usable(c, epoch, cx)? {
             return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);

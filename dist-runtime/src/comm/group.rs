@@ -1,0 +1,194 @@
+//! Communicators of groups: `subgroup` (torch's `new_group`), `split` (MPI's
+//! `Comm_split`) and `mesh2` (a 2-D `DeviceMesh`), each collective over the parent, and
+//! the child's backend created by the parent's. (The group markers themselves are in
+//! `group.rs`, which depends on nothing, so the two never import each other.)
+
+use crate::backend::Backend;
+use crate::comm::{hash_usizes, Comm};
+use crate::error::{Error, Result};
+use crate::group::Group;
+use crate::op::{Op, OpKind};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl<G: Group> Comm<G> {
+    // ---------------------------------------------------------------- groups
+
+    /// Creates a communicator of the ranks `ranks` (this communicator's numbering; the
+    /// child's rank i is `ranks[i]`), as torch's `new_group`. Collective: every rank
+    /// calls it with the same list; members get `Some`, the others `None`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Pair);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() >= 2 {
+    ///     // World ranks 1 and 0 become ranks 0 and 1 of `pair`.
+    ///     let pair = world.subgroup::<Pair>(&[1, 0])?;
+    ///     match world.rank() {
+    ///         0 | 1 => {
+    ///             let pair = pair.unwrap();
+    ///             assert_eq!((pair.rank(), pair.size()), (1 - world.rank(), 2));
+    ///             let mut x = [world.rank() as u32 + 1];
+    ///             pair.all_reduce(&mut x, ReduceOp::Sum)?;
+    ///             assert_eq!(x, [3]);
+    ///         }
+    ///         _ => assert!(pair.is_none()),
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn subgroup<H: Group>(&self, ranks: &[usize]) -> Result<Option<Comm<H>>> {
+        if ranks.is_empty() {
+            return Err(Error::invalid("subgroup", "the rank list is empty"));
+        }
+        let mut seen = HashSet::new();
+        for &r in ranks {
+            self.check_rank("subgroup", "rank", r)?;
+            if !seen.insert(r) {
+                return Err(Error::invalid("subgroup", format!("rank {r} appears twice in {ranks:?}")));
+            }
+        }
+        let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
+        let fp = Op::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
+        let child = self.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
+        #[cfg(feature = "nccl")]
+        let dev = {
+            // Members split with color 0, ordered by their place in `ranks`.
+            let pos = ranks.iter().position(|&r| r == self.rank());
+            self.split_nccl(pos.map(|_| 0), pos.unwrap_or(0))?
+        };
+        let c = child.map(|b| self.child::<H>(b, H::NAME, ranks));
+        #[cfg(feature = "nccl")]
+        let c = c.map(|c| c.with_nccl(dev));
+        Ok(c)
+    }
+
+    /// Attaches an NCCL communicator (world creation, and children split from a parent's).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn with_nccl(mut self, nccl: Option<crate::backend::nccl::NcclComm>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.nccl = nccl.map(Arc::new);
+        }
+        self
+    }
+
+    /// The NCCL side of a child: `ncclCommSplit` of ours (collective over this
+    /// communicator; `color` None for ranks that are not in the child).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn split_nccl(&self, color: Option<u32>, key: usize) -> Result<Option<crate::backend::nccl::NcclComm>> {
+        match &self.inner.nccl {
+            Some(n) => n.split(color, key),
+            None => Ok(None),
+        }
+    }
+
+    /// The backend's child creation, compared across ranks first where the backend does
+    /// not do that itself (the op carries a hash of the member list).
+    pub(crate) fn create_child(&self, op: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+        crate::comm::agree(&self.inner, op)?;
+        self.inner.backend.create_child(op, key, members)
+    }
+
+    pub(crate) fn child<H: Group>(&self, b: Box<dyn Backend>, name: &str, ranks: &[usize]) -> Comm<H> {
+        let members: Vec<usize> = ranks.iter().map(|&r| self.inner.members[r]).collect();
+        let name = format!("{name}{{{}}}", members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(","));
+        Comm::from_backend(Arc::from(b), name, members, self.inner.check, None)
+    }
+
+    /// Splits the communicator (MPI's `Comm_split`): ranks passing the same `color` form
+    /// one new communicator, ordered by `key`, then by current rank. Collective.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Parity);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let r = world.rank();
+    /// // Even and odd ranks part; each side is ordered by descending world rank.
+    /// let side = world.split::<Parity>((r % 2) as u32, -(r as i64))?;
+    /// let mine: Vec<usize> = (0..world.size()).rev().filter(|x| x % 2 == r % 2).collect();
+    /// assert_eq!(side.members(), &mine[..]);
+    /// assert_eq!(side.rank(), mine.iter().position(|&x| x == r).unwrap());
+    /// let mut sum = [r as u64];
+    /// side.all_reduce(&mut sum, ReduceOp::Sum)?;
+    /// assert_eq!(sum[0], mine.iter().sum::<usize>() as u64);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn split<H: Group>(&self, color: u32, key: i64) -> Result<Comm<H>> {
+        let mut all = vec![0u64; 2 * self.size()];
+        self.all_gather(&[color as u64, key as u64], &mut all)?;
+        let mut members: Vec<usize> = (0..self.size()).filter(|&r| all[2 * r] == color as u64).collect();
+        members.sort_by_key(|&r| (all[2 * r + 1] as i64, r));
+        let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
+        let fp = Op::new(OpKind::CommCreate);
+        let child = self.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
+        let c = self.child::<H>(child.expect("every rank is in its own color"), H::NAME, &members);
+        #[cfg(feature = "nccl")]
+        let c = {
+            let key = members.iter().position(|&r| r == self.rank()).expect("a member of its own color");
+            c.with_nccl(self.split_nccl(Some(color), key)?)
+        };
+        Ok(c)
+    }
+
+    /// Arranges the `a × b` ranks of this communicator as a mesh (rank = i·b + j) and
+    /// returns this rank's column communicator `Comm<A>` (size `a`: ranks sharing j, e.g.
+    /// data parallel) and row communicator `Comm<B>` (size `b`: ranks sharing i,
+    /// contiguous, e.g. tensor parallel), as torch's `DeviceMesh((a, b))`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let n = world.size();
+    /// if n % 2 == 0 {
+    ///     // 2-way tensor parallel in n/2-way data parallel: rank = 2·i + j.
+    ///     let (dp, tp) = world.mesh2::<Dp, Tp>(n / 2, 2)?;
+    ///     let (i, j) = (world.rank() / 2, world.rank() % 2);
+    ///     assert_eq!((dp.size(), dp.rank()), (n / 2, i));
+    ///     assert_eq!((tp.size(), tp.rank()), (2, j));
+    ///     assert_eq!(tp.members(), [2 * i, 2 * i + 1]);
+    ///     assert_eq!(dp.members(), (0..n / 2).map(|x| 2 * x + j).collect::<Vec<_>>());
+    ///     // Along the row: 2i + (2i + 1).
+    ///     let mut x = [world.rank() as u64];
+    ///     tp.all_reduce(&mut x, ReduceOp::Sum)?;
+    ///     assert_eq!(x, [4 * i as u64 + 1]);
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn mesh2<A: Group, B: Group>(&self, a: usize, b: usize) -> Result<(Comm<A>, Comm<B>)> {
+        if a == 0 || b == 0 || a * b != self.size() {
+            return Err(Error::invalid(
+                "mesh2",
+                format!("a mesh of {a} × {b} needs {} ranks, but {} has {}", a * b, self.inner.name, self.size()),
+            ));
+        }
+        let (i, j) = (self.rank() / b, self.rank() % b);
+        let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
+        let fp = Op::new(OpKind::CommCreate).count(a).extra(hash_usizes(&[a, b]));
+        let col: Vec<usize> = (0..a).map(|x| x * b + j).collect();
+        let row: Vec<usize> = (0..b).map(|y| i * b + y).collect();
+        let ca = self.create_child(&self.cx("mesh2", fp), &format!("{}#{k}c{j}", A::NAME), &col)?;
+        let cb = self.create_child(&self.cx("mesh2", fp), &format!("{}#{k}r{i}", B::NAME), &row)?;
+        let (a_comm, b_comm) =
+            (self.child::<A>(ca.expect("member"), A::NAME, &col), self.child::<B>(cb.expect("member"), B::NAME, &row));
+        #[cfg(feature = "nccl")]
+        let (a_comm, b_comm) = {
+            let col_dev = self.split_nccl(Some(j as u32), i)?;
+            let row_dev = self.split_nccl(Some(i as u32), j)?;
+            (a_comm.with_nccl(col_dev), b_comm.with_nccl(row_dev))
+        };
+        Ok((a_comm, b_comm))
+    }
+}
