@@ -172,15 +172,24 @@ impl Op {
     }
 
     /// The fixed-size record peers compare: the [`key`](Op::key), then the call site
-    /// (line, then the tail of the file path, NUL-terminated).
+    /// ([`site_part`](Op::site_part)).
     pub(crate) fn record(&self) -> [u8; RECORD_LEN] {
         let mut rec = [0u8; RECORD_LEN];
         rec[..KEY_LEN].copy_from_slice(&self.key());
-        rec[32..36].copy_from_slice(&self.site.0.line().to_le_bytes());
+        rec[KEY_LEN..].copy_from_slice(&self.site_part());
+        rec
+    }
+
+    /// The record after the key: the line, then the tail of the file path,
+    /// NUL-terminated. It changes only with the call site, so a backend may keep it in
+    /// place across the ops of one line and rewrite just the key.
+    pub(crate) fn site_part(&self) -> [u8; RECORD_LEN - KEY_LEN] {
+        let mut rec = [0u8; RECORD_LEN - KEY_LEN];
+        rec[..4].copy_from_slice(&self.site.0.line().to_le_bytes());
         let file = self.site.0.file().as_bytes();
         // keep the tail of long paths: it names the file
-        let keep = file.len().min(RECORD_LEN - 41);
-        rec[40..40 + keep].copy_from_slice(&file[file.len() - keep..]);
+        let keep = file.len().min(RECORD_LEN - KEY_LEN - 9);
+        rec[8..8 + keep].copy_from_slice(&file[file.len() - keep..]);
         rec
     }
 

@@ -18,6 +18,7 @@ use crate::op::{Op, OpKind, RECORD_LEN};
 use crate::store::Store;
 use crate::verify::watchdog::WAIT_LEN;
 use segment::{Layout, Segment};
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 use sync::Bell;
@@ -42,6 +43,9 @@ pub(crate) struct ShmComm {
     p2p: Mutex<p2p::P2p>,
     /// Single-copy reads of peers' buffers: 0 not probed yet, 1 usable, 2 not usable.
     cma: std::sync::atomic::AtomicU8,
+    /// Per parity, the call site last written into this rank's op record: (file
+    /// address, file length << 32 | line). See `records.rs`, `write_fp`.
+    last_site: [(AtomicU64, AtomicU64); 2],
 }
 
 impl ShmComm {
@@ -105,6 +109,7 @@ impl ShmComm {
             store,
             coll: Mutex::new(0),
             cma: std::sync::atomic::AtomicU8::new(0),
+            last_site: Default::default(),
         };
         Ok(comm)
     }

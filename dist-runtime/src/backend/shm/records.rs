@@ -6,9 +6,10 @@
 
 use super::{segment, sync, ShmComm};
 use crate::error::{Error, Result, Site};
-use crate::op::{Op, RECORD_LEN};
+use crate::op::{Op, KEY_LEN, RECORD_LEN};
 use crate::verify::watchdog::{describe_graph, RankWait, WaitRecord, WAIT_COLL, WAIT_LEN};
 use segment::Segment;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::Ordering::SeqCst;
 
 /// Marks `rank` failed with `reason` in `seg`, and wakes every waiter so peers notice at
@@ -163,12 +164,24 @@ impl ShmComm {
         describe_graph(&self.name, &ranks)
     }
 
+    /// Publishes this rank's op record of `parity`: the 32-byte key every time, the call
+    /// site only when it differs from the last one written to that parity (the ops of a
+    /// loop rewrite 32 bytes, not 256).
     pub(crate) fn write_fp(&self, parity: u32, op: &Op) {
-        let rec = op.record();
-        let dst = self.seg.ptr(self.ctl(self.rank) + segment::FP + parity as usize * segment::FP_LEN);
-        // SAFETY: our own op record of this parity; peers read it only after they see
-        // our epoch store (SeqCst) that follows.
-        unsafe { std::ptr::copy_nonoverlapping(rec.as_ptr(), dst, rec.len()) };
+        let base = self.ctl(self.rank) + segment::FP + parity as usize * segment::FP_LEN;
+        let key = op.key();
+        // SAFETY (both copies): our own op record of this parity; peers read it only
+        // after they see our epoch store (SeqCst) that follows.
+        unsafe { std::ptr::copy_nonoverlapping(key.as_ptr(), self.seg.ptr(base), KEY_LEN) };
+        let file = op.site.0.file();
+        let tag = ((file.len() as u64) << 32) | op.site.0.line() as u64;
+        let (fp, ft) = &self.last_site[parity as usize];
+        if fp.load(Relaxed) != file.as_ptr() as u64 || ft.load(Relaxed) != tag {
+            let site = op.site_part();
+            unsafe { std::ptr::copy_nonoverlapping(site.as_ptr(), self.seg.ptr(base + KEY_LEN), site.len()) };
+            fp.store(file.as_ptr() as u64, Relaxed);
+            ft.store(tag, Relaxed);
+        }
     }
 
     pub(crate) fn read_fp(&self, r: usize, parity: u32) -> [u8; RECORD_LEN] {
@@ -180,9 +193,20 @@ impl ShmComm {
         rec
     }
 
-    /// The agreement check of `verify`, on the records peers left in the segment.
+    /// The agreement check of `verify`, on the records peers left in the segment: each
+    /// peer's key is compared in place (32 bytes), and whole records are read only for
+    /// the peers that disagree, to name their calls.
     pub(crate) fn check_fps(&self, parity: u32, cx: &Op) -> Result<()> {
-        let peers = (0..self.n).filter(|&r| r != self.rank).map(|r| (r, self.read_fp(r, parity)));
+        let key = cx.key();
+        let differs = |r: usize| {
+            let src = self.seg.ptr(self.ctl(r) + segment::FP + parity as usize * segment::FP_LEN);
+            // SAFETY: as in read_fp; only the key is read.
+            unsafe { std::slice::from_raw_parts(src as *const u8, KEY_LEN) != key }
+        };
+        if !(0..self.n).any(|r| r != self.rank && differs(r)) {
+            return Ok(());
+        }
+        let peers = (0..self.n).filter(|&r| r != self.rank && differs(r)).map(|r| (r, self.read_fp(r, parity)));
         crate::verify::agreement(&self.name, self.rank, cx, peers)
     }
 }
