@@ -220,3 +220,22 @@ fn the_generic_agreement_path_catches_the_same_mismatches() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Op records keep the call site in place across the ops of one line and rewrite it
+/// when the line changes: after many agreeing calls from one line, a mismatch still
+/// names the lines the ranks are at now.
+#[dist_runtime::test(ranks = [2, 3])]
+fn a_mismatch_after_a_loop_names_the_current_lines(world: Comm<World>) {
+    let mut v = [1u64; 4];
+    for _ in 0..5 {
+        world.all_reduce(&mut v, ReduceOp::Sum).unwrap();
+    }
+    let (err, mine) = if world.rank() == 0 {
+        (world.all_reduce(&mut v[..3], ReduceOp::Sum).unwrap_err(), line!())
+    } else {
+        (world.all_reduce(&mut v, ReduceOp::Sum).unwrap_err(), line!())
+    };
+    let msg = err.to_string();
+    let other = if world.rank() == 0 { mine + 2 } else { mine - 2 };
+    assert!(msg.contains(&format!("errors.rs:{mine}")) && msg.contains(&format!("errors.rs:{other}")), "{msg}");
+}
