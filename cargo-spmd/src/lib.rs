@@ -82,6 +82,16 @@ pub struct RunArgs {
     pub args: Vec<String>,
 }
 
+/// `trace`'s flags: the same for `cargo spmd trace` and `cargo xtask trace`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct TraceArgs {
+    /// The directory the ranks wrote to.
+    pub dir: PathBuf,
+    /// Where to write the merged trace (default DIR/trace.json).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+}
+
 /// What to build: the cargo side of [`RunArgs`].
 #[derive(Clone, Debug, Default)]
 pub struct BuildSpec {

@@ -2,7 +2,6 @@
 //! `cargo spmd run --help` lists the flags; the library half is `cargo_spmd::run`.
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -18,13 +17,7 @@ enum Cmd {
     Run(Box<cargo_spmd::RunArgs>),
     /// Merge the per-rank traces written under DIST_TRACE=DIR (or `run --trace DIR`)
     /// into DIR/trace.json for Perfetto, one track per rank, and print a summary.
-    Trace {
-        /// The directory the ranks wrote to.
-        dir: PathBuf,
-        /// Where to write the merged trace (default DIR/trace.json).
-        #[arg(short, long)]
-        out: Option<PathBuf>,
-    },
+    Trace(cargo_spmd::TraceArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,7 +30,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(args);
     let result = match cli.cmd {
         Cmd::Run(a) => cargo_spmd::run(*a, "cargo spmd"),
-        Cmd::Trace { dir, out } => cargo_spmd::trace::merge(&dir, out).map(|()| ExitCode::SUCCESS),
+        Cmd::Trace(cargo_spmd::TraceArgs { dir, out }) => {
+            cargo_spmd::trace::merge(&dir, out).map(|()| ExitCode::SUCCESS)
+        }
     };
     result.unwrap_or_else(|e| {
         eprintln!("cargo spmd: {e}");

@@ -3,7 +3,6 @@
 //! spawning itself is `dist_runtime::Launch`. `bench` and `chaos` are dist's own.
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 #[derive(Parser)]
@@ -29,13 +28,7 @@ enum Cmd {
     Chaos(ChaosArgs),
     /// Merge the per-rank traces written under DIST_TRACE=DIR (or `run --trace DIR`)
     /// into DIR/trace.json for Perfetto, one track per rank, and print a summary.
-    Trace {
-        /// The directory the ranks wrote to.
-        dir: PathBuf,
-        /// Where to write the merged trace (default DIR/trace.json).
-        #[arg(short, long)]
-        out: Option<PathBuf>,
-    },
+    Trace(cargo_spmd::TraceArgs),
 }
 
 #[derive(clap::Args)]
@@ -68,7 +61,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Cmd::Trace { dir, out } => match cargo_spmd::trace::merge(&dir, out) {
+        Cmd::Trace(cargo_spmd::TraceArgs { dir, out }) => match cargo_spmd::trace::merge(&dir, out) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("xtask: {e}");

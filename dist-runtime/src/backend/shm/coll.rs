@@ -68,6 +68,15 @@ fn region(c: &ShmComm) -> usize {
     (c.seg.layout.slot / c.n / 64) * 64
 }
 
+/// Writes chunk `[s, e)` of block j of `send` (blocks of `m` bytes) into region j of
+/// this rank's slot of parity `w`, for every j in `to`.
+fn write_blocks(c: &ShmComm, w: u32, send: &[u8], m: usize, (s, e): (usize, usize), to: impl Iterator<Item = usize>) {
+    let reg = region(c);
+    for j in to {
+        to_shm(c.slot(c.rank, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+    }
+}
+
 /// One step of a [`pipeline`]: write chunk `t` into this rank's slot of parity `w`, or
 /// read chunk `t` from the slots of parity `r` (written in the step just completed).
 enum Step {
@@ -327,10 +336,7 @@ pub(super) fn scatter(c: &ShmComm, cx: &Op, send: Option<&[u8]>, recv: &mut [u8]
         match step {
             Step::Write { t, w } => {
                 if let Some(send) = send {
-                    let (s, e) = chunk(t);
-                    for j in (0..n).filter(|&j| j != me) {
-                        to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
-                    }
+                    write_blocks(c, w, send, m, chunk(t), (0..n).filter(|&j| j != me));
                 }
             }
             Step::Read { t, r } if me != root => {
@@ -362,12 +368,7 @@ pub(super) fn reduce_scatter(
     pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
         let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
         match step {
-            Step::Write { t, w } => {
-                let (s, e) = chunk(t);
-                for j in 0..n {
-                    to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
-                }
-            }
+            Step::Write { t, w } => write_blocks(c, w, send, m, chunk(t), 0..n),
             Step::Read { t, r } => {
                 let (s, e) = chunk(t);
                 let out = &mut recv[s..e];
@@ -423,12 +424,7 @@ pub(super) fn all_to_all_v(
         return pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
             let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
             match step {
-                Step::Write { t, w } => {
-                    let (s, e) = chunk(t);
-                    for j in 0..n {
-                        to_shm(c.slot(me, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
-                    }
-                }
+                Step::Write { t, w } => write_blocks(c, w, send, m, chunk(t), 0..n),
                 Step::Read { t, r } => {
                     let (s, e) = chunk(t);
                     for j in 0..n {
