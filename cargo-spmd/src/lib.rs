@@ -56,10 +56,10 @@ pub struct RunArgs {
     /// build with the `dist-runtime/nccl` feature.
     #[arg(long)]
     pub backend: Option<String>,
-    /// Run this #[spmd] entry instead of main (full path, or its last segment when unique).
+    /// Run this `#[spmd]` entry instead of main (full path, or a unique path suffix).
     #[arg(long)]
     pub entry: Option<String>,
-    /// List the #[spmd] entries of the target and exit.
+    /// List the `#[spmd]` entries of the target and exit.
     #[arg(long)]
     pub list: bool,
     /// Kill the job after this many seconds.

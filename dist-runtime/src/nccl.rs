@@ -4,7 +4,7 @@
 //!
 //! A job started with `DIST_BACKEND=nccl` (or `auto` where a GPU is visible) gives every
 //! communicator both a host backend (shared memory, for `&[T]` slices and objects) and an
-//! NCCL communicator on this rank's GPU, reached through [`Comm::device`]:
+//! NCCL communicator on this rank's GPU, reached through [`Comm::device`](crate::Comm::device):
 //!
 //! ```ignore
 //! let dev = world.device()?;                       // DeviceComm on this rank's GPU
