@@ -240,6 +240,30 @@ fn async_collectives_keep_order_with_blocking_ones(world: Comm<World>) {
     assert_eq!(c, vec![9; 5]);
 }
 
+/// Empty and odd-length buffers through the async worker (whose copy must be aligned
+/// for the element type; an empty f32 all_reduce_async used to panic the worker and hang
+/// the next collective), every dtype width, with a blocking collective after each.
+#[dist_runtime::test(ranks = [1, 2, 3])]
+fn async_collectives_on_empty_and_odd_buffers(world: Comm<World>) {
+    let n = world.size();
+    for len in [0usize, 1, 3, 17] {
+        let mut f = vec![1.5f32; len];
+        let mut d = vec![world.rank() as f64; len];
+        let mut h = vec![half::f16::from_f32(1.0); len];
+        let mut b = vec![if world.rank() == 0 { 7u64 } else { 0 }; len];
+        let rf = world.all_reduce_async(&mut f, ReduceOp::Sum).unwrap();
+        let rd = world.all_reduce_async(&mut d, ReduceOp::Max).unwrap();
+        let rh = dist_runtime::Comm::all_reduce_async(&world, &mut h, ReduceOp::Sum).unwrap();
+        let rb = world.broadcast_async(&mut b, 0).unwrap();
+        dist_runtime::wait_all([rf, rd, rh, rb]).unwrap();
+        assert!(f.iter().all(|&x| x == 1.5 * n as f32), "{f:?}");
+        assert!(d.iter().all(|&x| x == (n - 1) as f64), "{d:?}");
+        assert!(h.iter().all(|&x| x == half::f16::from_f32(n as f32)), "{h:?}");
+        assert!(b.iter().all(|&x| x == 7), "{b:?}");
+        world.barrier().unwrap();
+    }
+}
+
 /// Runs a registered test entry with extra environment (to force a code path).
 fn run_with_env(entry: &str, sizes: &[usize], env: &[(&str, &str)]) {
     for &n in sizes {

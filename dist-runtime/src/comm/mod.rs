@@ -162,16 +162,26 @@ pub(crate) fn hash_usizes(v: &[usize]) -> u64 {
 /// all-gathers its op record (fixed size, so it completes even when the ops differ)
 /// and checks the others against its own, before the op itself runs.
 pub(crate) fn agree(inner: &Inner, op: &Op) -> Result<()> {
-    if !inner.check || inner.backend.piggybacks_agreement() {
+    agree_on(&*inner.backend, inner.check, &inner.name, op)
+}
+
+/// [`agree`] from the parts of a communicator (what the async worker holds).
+pub(crate) fn agree_on(backend: &dyn Backend, check: bool, name: &str, op: &Op) -> Result<()> {
+    if !check || backend.piggybacks_agreement() {
         return Ok(());
     }
-    exchange(inner, op)
+    exchange_on(backend, name, op)
 }
 
 /// The record exchange of [`agree`], unconditionally: also how device ops (which never
 /// pass the host backend's barriers) are compared across ranks under `DIST_DEBUG=check`.
+#[cfg(feature = "nccl")]
 pub(crate) fn exchange(inner: &Inner, op: &Op) -> Result<()> {
-    let n = inner.backend.size();
+    exchange_on(&*inner.backend, &inner.name, op)
+}
+
+fn exchange_on(backend: &dyn Backend, name: &str, op: &Op) -> Result<()> {
+    let n = backend.size();
     let record = op.record();
     let mut all = vec![0u8; n * RECORD_LEN];
     let counts = vec![RECORD_LEN; n];
@@ -181,13 +191,13 @@ pub(crate) fn exchange(inner: &Inner, op: &Op) -> Result<()> {
     exchange.name = op.name;
     exchange.site = op.site;
     exchange.agreement = true;
-    inner.backend.run(&exchange, Bufs::Gather { send: &record, recv: Some(&mut all), counts: &counts })?;
-    let me = inner.backend.rank();
+    backend.run(&exchange, Bufs::Gather { send: &record, recv: Some(&mut all), counts: &counts })?;
+    let me = backend.rank();
     let peers = (0..n).filter(|&r| r != me).map(|r| {
         let rec: [u8; RECORD_LEN] = all[r * RECORD_LEN..(r + 1) * RECORD_LEN].try_into().expect("one record");
         (r, rec)
     });
-    crate::verify::agreement(&inner.name, me, op, peers)
+    crate::verify::agreement(name, me, op, peers)
 }
 
 impl<G: Group> Comm<G> {

@@ -1,7 +1,7 @@
 //! Non-blocking collectives, the `Request` every non-blocking op returns, and `wait_all`.
 
 use crate::backend::{Bufs, ReqId};
-use crate::comm::{agree, bytes_mut, Comm, Inner};
+use crate::comm::{agree_on, bytes_mut, Comm, Inner};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
 use crate::group::Group;
@@ -66,16 +66,35 @@ impl<G: Group> Comm<G> {
         self.spawn(cx, bytes_mut(buf))
     }
 
+    /// Runs the in-place collective `cx` on a copy of `buf` on the worker thread. The copy
+    /// is 16-byte aligned (the reduction kernels view it as elements), and a panic in the
+    /// op is caught and returned by `wait`, so the worker and the op order survive it.
     #[track_caller]
-    /// Runs the in-place collective `cx` on a copy of `buf` on the worker thread.
     pub(crate) fn spawn<'a>(&'a self, cx: Op, buf: &'a mut [u8]) -> Result<Request<'a>> {
         let site = Site::caller();
         let (tx, rx) = mpsc::channel();
-        let mut data = buf.to_vec();
-        let inner = self.inner.clone();
+        let len = buf.len();
+        let mut words = vec![0u128; len.div_ceil(16)];
+        bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len].copy_from_slice(buf);
+        let (backend, check, name) = (self.inner.backend.clone(), self.inner.check, self.inner.name.clone());
         let inflight = self.inner.inflight.clone();
         self.inner.enqueue(Box::new(move || {
-            let r = agree(&inner, &cx).and_then(|()| inner.backend.run(&cx, Bufs::InPlace(&mut data))).map(|_| data);
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let data = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len];
+                agree_on(&*backend, check, &name, &cx).and_then(|()| backend.run(&cx, Bufs::InPlace(data)))
+            }));
+            let r = match run {
+                Ok(r) => r.map(|()| words),
+                Err(_) => Err(Error::backend(
+                    "comm",
+                    format!(
+                        "{} at {} panicked on the async worker: {}",
+                        cx.name,
+                        cx.site,
+                        crate::verify::failure::last_panic()
+                    ),
+                )),
+            };
             let _ = tx.send(r);
             let (m, cv) = &*inflight;
             *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
@@ -98,9 +117,21 @@ pub struct Request<'a> {
 }
 
 pub(crate) enum ReqState<'a> {
-    Send { inner: &'a Inner, id: ReqId },
-    Recv { inner: &'a Inner, id: ReqId, dtype: DType, buf: &'a mut [u8] },
-    Coll { rx: mpsc::Receiver<Result<Vec<u8>>>, out: &'a mut [u8] },
+    Send {
+        inner: &'a Inner,
+        id: ReqId,
+    },
+    Recv {
+        inner: &'a Inner,
+        id: ReqId,
+        dtype: DType,
+        buf: &'a mut [u8],
+    },
+    /// A non-blocking collective: the worker sends back its aligned copy of the buffer.
+    Coll {
+        rx: mpsc::Receiver<Result<Vec<u128>>>,
+        out: &'a mut [u8],
+    },
     Done,
 }
 
@@ -133,7 +164,8 @@ impl Request<'_> {
             ReqState::Recv { inner, id, dtype, buf } => inner.backend.wait_recv(self.site, id, dtype, buf),
             ReqState::Coll { rx, out } => {
                 let data = rx.recv().map_err(|_| Error::backend("comm", "the async worker stopped"))??;
-                out.copy_from_slice(&data);
+                let n = out.len();
+                out.copy_from_slice(&bytemuck::cast_slice::<u128, u8>(&data)[..n]);
                 Ok(())
             }
             ReqState::Done => Ok(()),
