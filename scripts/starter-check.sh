@@ -6,9 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target="${CARGO_TARGET_DIR:-$root/target}/starter"
-install="$root/target/spmd-install"
-cargo install --quiet --locked --path "$root/cargo-spmd" --root "$install" --target-dir "${CARGO_TARGET_DIR:-$root/target}/spmd-install-build"
-export PATH="$install/bin:$PATH"
+. "$root/scripts/install-launcher.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "starter-check: $*" >&2; exit 1; }

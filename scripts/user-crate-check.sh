@@ -6,9 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target="${CARGO_TARGET_DIR:-$root/target}/user-crate"
-install="$root/target/spmd-install"
-cargo install --quiet --locked --path "$root/cargo-spmd" --root "$install" --target-dir "${CARGO_TARGET_DIR:-$root/target}/spmd-install-build"
-export PATH="$install/bin:$PATH"
+. "$root/scripts/install-launcher.sh"
 export CARGO_TARGET_DIR="$target/build"
 cd "$root/tests/user-crate"
 # The workspace's locked versions, so a new release upstream cannot break this check.
