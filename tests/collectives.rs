@@ -81,7 +81,7 @@ fn gather_family<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::Tes
         let root = draw(r, 0..n);
         let mut out = vec![T::gen(99, 0, 0); len];
         if me == root {
-            world.scatter(Some(&want), &mut out, root).unwrap();
+            world.scatter(Some(&want[..]), &mut out, root).unwrap();
         } else {
             world.scatter(None, &mut out, root).unwrap();
         }

@@ -42,7 +42,7 @@ fn local_argument_checks(world: Comm<World>) {
     // gather/scatter: root passes the buffer, everyone else None
     if me == 0 {
         invalid(world.gather(&v, None, 0), &["root 0 must pass Some"]);
-        invalid(world.scatter::<i32>(None, &mut v, 0), &["must pass Some(send)"]);
+        invalid(world.scatter(None, &mut v, 0), &["must pass Some(send)"]);
         invalid(world.scatter(Some(&[1i32; 3][..]), &mut v, 0), &["send has 3 elements"]);
     } else {
         invalid(world.gather(&v, Some(&mut out), 0), &["is not the root", "must pass None"]);

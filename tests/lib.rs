@@ -4,6 +4,10 @@
 //! order dist promises, so results compare bitwise).
 
 use dist_runtime::{bf16, f16, Element, ReduceOp};
+
+#[path = "device_suite.rs"]
+pub mod device;
+
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 

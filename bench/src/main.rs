@@ -190,9 +190,9 @@ add_float!(f32, f64, dist_runtime::f16, dist_runtime::bf16);
 
 /// Element types NCCL can move (every dtype of dist; empty without the `nccl` feature).
 #[cfg(feature = "nccl")]
-trait DevElem: dist_runtime::NcclType + dist_runtime::nccl::DeviceRepr {}
+trait DevElem: dist_runtime::nccl::DeviceRepr {}
 #[cfg(feature = "nccl")]
-impl<T: dist_runtime::NcclType + dist_runtime::nccl::DeviceRepr> DevElem for T {}
+impl<T: dist_runtime::nccl::DeviceRepr> DevElem for T {}
 #[cfg(not(feature = "nccl"))]
 trait DevElem {}
 #[cfg(not(feature = "nccl"))]
@@ -392,8 +392,7 @@ impl<T: BenchElem> Case<T> {
     /// With the NCCL backend, moves the buffers to this rank's GPU; the ops then run there.
     fn place_on_device(&mut self, _w: &Comm<World>) -> dist_runtime::Result<()> {
         #[cfg(feature = "nccl")]
-        if let Ok(d) = _w.device() {
-            let stream = d.stream().clone();
+        if let Ok(stream) = _w.stream() {
             let err = |e: dist_runtime::nccl::DriverError| dist_runtime::Error::Backend {
                 backend: "nccl",
                 msg: format!("bench buffers: {e:?}"),
@@ -423,35 +422,31 @@ impl<T: BenchElem> Case<T> {
         Ok(())
     }
 
-    /// The device run of the op: enqueued, not waited for (see `sync`).
+    /// The device run of the op, through the same `Comm` methods as the host run: each
+    /// returns once the op has completed on the GPU.
     #[cfg(feature = "nccl")]
     fn run_device(&mut self, w: &Comm<World>) -> dist_runtime::Result<()> {
-        const PING: Tag<u8> = Tag::new(77);
-        let dc = w.device()?;
         let d = self.dev.as_mut().expect("on the device");
-        let _pending = match self.op.as_str() {
-            "all_reduce" => dc.all_reduce(&mut d.a, ReduceOp::Sum)?,
-            "broadcast" => dc.broadcast(&mut d.a, 0)?,
-            "all_gather" => dc.all_gather(&d.a, &mut d.b)?,
-            "reduce_scatter" => dc.reduce_scatter(&d.a, &mut d.b, ReduceOp::Sum)?,
-            "all_to_all" => dc.all_to_all(&d.a, &mut d.b)?,
-            _ => {
-                // NCCL tags nothing: the typed tag only fixes the element type.
-                let _ = PING;
-                match self.me {
-                    0 => {
-                        let _ = dc.send(1, Tag::<T>::new(77), &d.a)?;
-                        dc.recv(1, Tag::<T>::new(77), &mut d.a)?
-                    }
-                    1 => {
-                        let _ = dc.recv(0, Tag::<T>::new(77), &mut d.a)?;
-                        dc.send(0, Tag::<T>::new(77), &d.a)?
-                    }
-                    _ => return Ok(()),
+        // Device p2p has no tags (NCCL): the typed tag only fixes the element type.
+        let tag = Tag::<T>::new(77);
+        match self.op.as_str() {
+            "all_reduce" => w.all_reduce(&mut d.a, ReduceOp::Sum),
+            "broadcast" => w.broadcast(&mut d.a, 0),
+            "all_gather" => w.all_gather(&d.a, &mut d.b),
+            "reduce_scatter" => w.reduce_scatter(&d.a, &mut d.b, ReduceOp::Sum),
+            "all_to_all" => w.all_to_all(&d.a, &mut d.b),
+            _ => match self.me {
+                0 => {
+                    w.send(1, tag, &d.a)?;
+                    w.recv(1, tag, &mut d.a)
                 }
-            }
-        };
-        Ok(())
+                1 => {
+                    w.recv(0, tag, &mut d.a)?;
+                    w.send(0, tag, &d.a)
+                }
+                _ => Ok(()),
+            },
+        }
     }
 
     fn fill(&mut self) {

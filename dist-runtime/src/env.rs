@@ -109,6 +109,9 @@ pub struct Env {
     pub agreement: Agreement,
     /// The shared-memory backend's tuning knobs.
     pub tuning: Tuning,
+    /// `DIST_SIM_DEVICE=1` (only with the `sim-device` feature, for tests): the world's
+    /// device side is the simulated device, so device-buffer ops run on CPU.
+    pub sim_device: bool,
 }
 
 /// Tuning knobs of the shared-memory backend (docs/performance.md measures each).
@@ -253,6 +256,7 @@ impl Env {
             timeout,
             debug,
             store_external: get("DIST_STORE_EXTERNAL").as_deref() == Some("1"),
+            sim_device: get("DIST_SIM_DEVICE").as_deref() == Some("1"),
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),

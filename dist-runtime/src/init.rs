@@ -4,6 +4,8 @@ use crate::backend::shm::tuning::Config;
 use crate::backend::shm::ShmComm;
 use crate::backend::trace::{Traced, Tracer};
 use crate::backend::Backend;
+#[cfg(any(feature = "nccl", feature = "sim-device"))]
+use crate::comm::device::DeviceSide;
 use crate::comm::Comm;
 use crate::env::{BackendChoice, Env};
 use crate::error::{Error, Result};
@@ -154,11 +156,22 @@ fn join(env: Env) -> Result<Comm<World>> {
                 &key,
                 env.timeout,
             )?;
-            return Ok(world.with_nccl(Some(nccl)));
+            let side = DeviceSide { dev: Arc::new(nccl), timeout: env.timeout };
+            return Ok(world.with_device(Some(side)));
         }
     }
     #[cfg(not(feature = "nccl"))]
     let _ = device;
+    #[cfg(feature = "sim-device")]
+    if env.sim_device {
+        // The test double of a GPU: a host communicator of its own, run in stream order.
+        let all: Vec<usize> = (0..env.world_size).collect();
+        let cx = crate::op::Op::new(crate::op::OpKind::CommCreate).extra(crate::comm::hash_usizes(&all));
+        let host = world.create_child(&cx, "SimDevice", &all)?.expect("every rank is a member");
+        let dev = crate::backend::sim::SimDevice::new(host)?;
+        let side = DeviceSide { dev: Arc::new(dev), timeout: env.timeout };
+        return Ok(world.with_device(Some(side)));
+    }
     Ok(world)
 }
 

@@ -54,6 +54,7 @@
 #![deny(missing_docs)]
 
 mod backend;
+mod buffer;
 mod comm;
 mod dtype;
 mod entry;
@@ -72,6 +73,7 @@ mod tag;
 pub mod testing;
 mod verify;
 
+pub use buffer::{Buf, BufMut};
 pub use comm::{wait_all, Batch, Comm, Request};
 pub use dist_macros::{spmd, test};
 pub use dtype::{DType, Element};
@@ -82,8 +84,6 @@ pub use error::{Error, Result, Site};
 pub use group::{Group, World};
 pub use init::{init, init_with};
 pub use launch::{launch, launch_by_name, Launch, Report};
-#[cfg(feature = "nccl")]
-pub use nccl::{DeviceBatch, DeviceComm, DeviceRequest, NcclType};
 pub use reduce_op::ReduceOp;
 pub use tag::Tag;
 

@@ -1,28 +1,33 @@
-//! The NCCL backend (feature `nccl`): collectives and p2p on device buffers through
-//! cudarc's `nccl::result` layer (cudarc's bindings, loaded at run time, so this builds
-//! on machines without CUDA).
+//! The NCCL backend (feature `nccl`): the device side of every communicator, for device
+//! buffers, through cudarc's `nccl::result` layer (cudarc's bindings, loaded at run time,
+//! so this builds on machines without CUDA).
 //!
 //! A job started with `DIST_BACKEND=nccl` (or `auto` where a GPU is visible) gives every
-//! communicator both a host backend (shared memory, for `&[T]` slices and objects) and an
-//! NCCL communicator on this rank's GPU, reached through [`Comm::device`](crate::Comm::device):
+//! communicator both a host backend (shared memory, for host buffers and objects) and an
+//! NCCL communicator on this rank's GPU. The ops are the same `Comm` methods: they take
+//! cudarc's `CudaSlice<T>` (and views) as well as host slices, with the same argument
+//! checks, the same cross-rank comparison under `DIST_DEBUG=check`, and a deadline:
 //!
 //! ```ignore
-//! let dev = world.device()?;                       // DeviceComm on this rank's GPU
-//! let mut grad = dev.stream().clone_htod(&host)?;  // a CudaSlice<f32>
-//! dev.all_reduce(&mut grad, ReduceOp::Avg)?.wait()?;
+//! let stream = world.stream()?;                        // this rank's GPU, in op order
+//! let mut grad = stream.clone_htod(&host)?;            // a CudaSlice<f32>
+//! world.all_reduce(&mut grad, ReduceOp::Avg)?;         // returns once done on the GPU
+//! let req = world.all_reduce_async(&mut grad, ReduceOp::Sum)?;
+//! req.stream_wait(&compute)?;                          // overlap: the GPU waits, not the host
 //! ```
 //!
-//! Ops are enqueued on the communicator's stream in call order and return a
-//! [`DeviceRequest`] holding a CUDA event recorded after the op: `wait()` blocks the host,
-//! `stream_wait(&s)` makes another stream wait on the GPU (compute/communication
-//! overlap). Host slices passed to the ordinary `Comm` methods keep using the host
-//! backend: no staging copies through the GPU (docs/design.md, "NCCL").
+//! Blocking forms return once the op has completed on the GPU (a host wait bounded by
+//! `DIST_TIMEOUT`, which turns a hung kernel into `Error::Timeout` and aborts the
+//! communicator); `_async` forms, `isend` and `irecv` return a [`Request`](crate::Request)
+//! whose `wait()` does the same and whose `stream_wait(&s)` makes another stream wait on
+//! the GPU. Host buffers keep using the host backend: no staging copies through the GPU
+//! (docs/design.md, "NCCL"). Device point-to-point has no tags: messages between two
+//! ranks match in posting order, as in NCCL.
 
 pub use crate::backend::nccl::{probe, NcclCallError};
-pub use crate::comm::device::{DeviceBatch, DeviceComm, DeviceRequest};
 
 /// The cudarc types device code works with, re-exported so one dependency is enough.
 pub use cudarc::driver::{
-    CudaContext as Context, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
+    CudaContext as Context, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
+    DriverError,
 };
-pub use cudarc::nccl::safe::NcclType;

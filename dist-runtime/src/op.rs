@@ -23,6 +23,8 @@ pub(crate) enum OpKind {
     ReduceScatter,
     AllToAll,
     CommCreate,
+    /// Sends and receives on device buffers (one group; never compared across ranks).
+    P2p,
 }
 
 impl OpKind {
@@ -38,12 +40,13 @@ impl OpKind {
             OpKind::ReduceScatter => "reduce_scatter",
             OpKind::AllToAll => "all_to_all",
             OpKind::CommCreate => "communicator creation",
+            OpKind::P2p => "point-to-point",
         }
     }
 
     pub(crate) fn from_u8(v: u8) -> Option<OpKind> {
         use OpKind::*;
-        [Barrier, Broadcast, Reduce, AllReduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll, CommCreate]
+        [Barrier, Broadcast, Reduce, AllReduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll, CommCreate, P2p]
             .into_iter()
             .find(|k| *k as u8 == v)
     }

@@ -40,3 +40,7 @@ pub fn run_test(entry: &str, sizes: &[usize], timeout_secs: f64) {
         }
     }
 }
+
+/// The simulated device's buffer (feature `sim-device`; see [`SimBuf`]).
+#[cfg(feature = "sim-device")]
+pub use crate::buffer::SimBuf;

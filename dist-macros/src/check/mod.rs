@@ -282,20 +282,20 @@ mod tests {
     #[test]
     fn device_ops_are_checked_in_stream_order() {
         let src = r#"fn main(world: Comm<World>) -> Result<()> {
-            let dev = world.device()?;
+            let stream = world.stream()?;
             let peer = 1 - world.rank();
-            let x = dev.stream().clone_htod(&[1.0f32; 4])?;
-            let mut y = dev.stream().alloc_zeros::<f32>(4)?;
-            dev.send(peer, Tag::<f32>::new(1), &x)?;
-            dev.recv(peer, Tag::<f32>::new(1), &mut y)?.wait()?;
+            let x = stream.clone_htod(&[1.0f32; 4])?;
+            let mut y = stream.alloc_zeros::<f32>(4)?;
+            world.send(peer, Tag::<f32>::new(1), &x)?;
+            world.recv(peer, Tag::<f32>::new(1), &mut y)?;
             Ok(())
         }"#;
         let f: syn::ItemFn = syn::parse_str(src).unwrap();
         let e = communication(&f, (2, 2), true).unwrap_err().to_string();
         assert!(e.starts_with("deadlock at world size 2"), "{e}");
         let fixed = src.replace(
-            "dev.send(peer, Tag::<f32>::new(1), &x)?;\n            dev.recv(peer, Tag::<f32>::new(1), &mut y)?.wait()?;",
-            "dev.batch(|b| { b.send(peer, Tag::<f32>::new(1), &x); b.recv(peer, Tag::<f32>::new(1), &mut y); })?.wait()?;",
+            "world.send(peer, Tag::<f32>::new(1), &x)?;\n            world.recv(peer, Tag::<f32>::new(1), &mut y)?;",
+            "world.batch(|b| { b.send(peer, Tag::<f32>::new(1), &x); b.recv(peer, Tag::<f32>::new(1), &mut y); })?;",
         );
         assert_ne!(fixed, src);
         communication(&syn::parse_str(&fixed).unwrap(), (2, 2), true).unwrap();

@@ -7,7 +7,11 @@
 pub(crate) mod nccl;
 pub(crate) mod reduce;
 pub(crate) mod shm;
+#[cfg(feature = "sim-device")]
+pub(crate) mod sim;
 pub(crate) mod trace;
+
+pub(crate) use crate::buffer::DevPtr;
 
 use crate::dtype::DType;
 use crate::error::{Result, Site};
@@ -41,6 +45,84 @@ impl Bufs<'_> {
             Bufs::Gather { send, .. } | Bufs::ReduceScatter { send, .. } | Bufs::AllToAll { send, .. } => send.len(),
             Bufs::Scatter { recv, .. } => recv.len(),
         }
+    }
+}
+
+/// The buffers of one device op, by shape (as [`Bufs`], as device addresses).
+#[derive(Clone, Debug)]
+#[cfg_attr(not(any(feature = "sim-device", feature = "nccl")), allow(dead_code))]
+pub(crate) enum DevBufs {
+    InPlace(DevPtr),
+    Gather {
+        send: DevPtr,
+        recv: Option<DevPtr>,
+        counts: Vec<usize>,
+    },
+    Scatter {
+        send: Option<DevPtr>,
+        recv: DevPtr,
+    },
+    ReduceScatter {
+        send: DevPtr,
+        recv: DevPtr,
+    },
+    AllToAll {
+        send: DevPtr,
+        send_counts: Vec<usize>,
+        recv: DevPtr,
+        recv_counts: Vec<usize>,
+    },
+    /// Sends and receives posted as one group (NCCL's group calls; `batch`). Messages
+    /// between two ranks match in posting order: device p2p has no tags.
+    P2p(Vec<DevP2p>),
+}
+
+/// One send or receive of a [`DevBufs::P2p`] group.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(any(feature = "sim-device", feature = "nccl")), allow(dead_code))]
+pub(crate) struct DevP2p {
+    pub(crate) send: bool,
+    pub(crate) peer: usize,
+    pub(crate) dtype: DType,
+    pub(crate) buf: DevPtr,
+}
+
+/// The device side of a communicator: one object-safe trait, as [`Backend`] is for host
+/// memory. NCCL implements it (`backend/nccl/`), and so does the simulated device the
+/// tests use (`backend/sim.rs`). Ops are enqueued in call order on the device's stream
+/// and complete asynchronously; the typed layer checks arguments, compares the `Op`
+/// across ranks and bounds every wait by `DIST_TIMEOUT` (`comm/device.rs`).
+pub(crate) trait Device: Send + Sync {
+    /// "nccl", "sim".
+    fn kind(&self) -> &'static str;
+    /// Enqueues one op (`op.kind` says which; a `P2p` group for send/recv/batch).
+    fn enqueue(&self, op: &Op, dtype: DType, bufs: DevBufs) -> Result<Box<dyn Completion>>;
+    /// A wait on one of its ops timed out: the device holds work that will never finish,
+    /// so it refuses new ops and is aborted rather than finalized.
+    fn abort(&self);
+    /// Whether [`abort`](Device::abort) was called.
+    fn broken(&self) -> bool;
+    /// Collective over the parent: ranks passing `Some(color)` form one device
+    /// communicator per color, ordered by `key`.
+    fn split(&self, color: Option<u32>, key: usize) -> Result<Option<Box<dyn Device>>>;
+    /// The CUDA stream its ops go on (NCCL); an error naming `op` elsewhere.
+    #[cfg(feature = "nccl")]
+    fn cuda_stream(&self, op: &'static str) -> Result<&std::sync::Arc<cudarc::driver::CudaStream>>;
+}
+
+/// The completion of one device op.
+pub(crate) trait Completion: Send + Sync {
+    /// Whether the op has completed (an error if it failed).
+    fn done(&self) -> Result<bool>;
+    /// Called once, after `done()` said so, while the op's buffers are still borrowed:
+    /// the simulated device copies its results back here.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// The CUDA event recorded after the op, for stream waits.
+    #[cfg(feature = "nccl")]
+    fn event(&self) -> Option<&cudarc::driver::CudaEvent> {
+        None
     }
 }
 

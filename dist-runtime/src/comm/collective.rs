@@ -1,7 +1,9 @@
-//! The collectives on host buffers: barrier, broadcast, reduce, all_reduce, the gathers,
-//! scatter, reduce_scatter and the all-to-alls.
+//! The collectives: barrier, broadcast, reduce, all_reduce, the gathers, scatter,
+//! reduce_scatter and the all-to-alls, on host or device buffers ([`Buf`]/[`BufMut`]):
+//! one argument check and one `Op` per call, then the host backend or the device side.
 
-use crate::backend::Bufs;
+use crate::backend::{Bufs, DevBufs};
+use crate::buffer::{mixed, Buf, BufMut, View, ViewMut};
 use crate::comm::{bytes, bytes_mut, hash_usizes, Comm};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -55,11 +57,10 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn broadcast<T: Element>(&self, buf: &mut [T], root: usize) -> Result<()> {
+    pub fn broadcast<T: Element, B: BufMut<T> + ?Sized>(&self, buf: &mut B, root: usize) -> Result<()> {
         self.check_rank("broadcast", "root", root)?;
-        let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
-        self.inner.drain();
-        self.run(&self.cx("broadcast", fp), Bufs::InPlace(bytes_mut(buf)))
+        let fp = self.cx("broadcast", Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.elems()).root(root));
+        self.in_place(&fp, buf.view_mut())
     }
 
     /// Reduces `buf` over all ranks into `buf` of `root`; other ranks' `buf` is unchanged.
@@ -80,12 +81,11 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn reduce<T: Element>(&self, buf: &mut [T], op: ReduceOp, root: usize) -> Result<()> {
+    pub fn reduce<T: Element, B: BufMut<T> + ?Sized>(&self, buf: &mut B, op: ReduceOp, root: usize) -> Result<()> {
         self.check_rank("reduce", "root", root)?;
         op.validate(T::DTYPE, "reduce")?;
-        let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.len()).root(root).reduce(op);
-        self.inner.drain();
-        self.run(&self.cx("reduce", fp), Bufs::InPlace(bytes_mut(buf)))
+        let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.elems()).root(root).reduce(op);
+        self.in_place(&self.cx("reduce", fp), buf.view_mut())
     }
 
     /// Reduces `buf` over all ranks, element by element, leaving the result in every
@@ -104,11 +104,20 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn all_reduce<T: Element>(&self, buf: &mut [T], op: ReduceOp) -> Result<()> {
+    pub fn all_reduce<T: Element, B: BufMut<T> + ?Sized>(&self, buf: &mut B, op: ReduceOp) -> Result<()> {
         op.validate(T::DTYPE, "all_reduce")?;
-        let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
-        self.inner.drain();
-        self.run(&self.cx("all_reduce", fp), Bufs::InPlace(bytes_mut(buf)))
+        let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.elems()).reduce(op);
+        self.in_place(&self.cx("all_reduce", fp), buf.view_mut())
+    }
+
+    /// An in-place collective (`op` says which) on `buf`, wherever it lives.
+    fn in_place<T: Element>(&self, op: &Op, buf: ViewMut<'_, T>) -> Result<()> {
+        match buf {
+            ViewMut::Host(b) => self.run_host(op, Bufs::InPlace(bytes_mut(b))),
+            ViewMut::Device(d) => {
+                self.device_call(op, T::DTYPE, vec![Some(d)], |p| DevBufs::InPlace(p[0].expect("given")), true)?.wait()
+            }
+        }
     }
 
     /// Concatenates every rank's `send` (all of the same length) into `recv`, in rank
@@ -128,15 +137,51 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn all_gather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        self.check_len("all_gather", "recv", recv.len(), send.len() * self.size(), "size() × send.len()")?;
-        let counts = vec![send.len() * T::DTYPE.size(); self.size()];
-        let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(send.len());
-        self.inner.drain();
-        self.run(
-            &self.cx("all_gather", fp),
-            Bufs::Gather { send: bytes(send), recv: Some(bytes_mut(recv)), counts: &counts },
-        )
+    pub fn all_gather<T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<()> {
+        let k = send.elems();
+        self.check_len("all_gather", "recv", recv.elems(), k * self.size(), "size() × send.len()")?;
+        let counts = vec![k * T::DTYPE.size(); self.size()];
+        let fp = self.cx("all_gather", Op::new(OpKind::AllGather).dtype(T::DTYPE).count(k));
+        self.gather_on(&fp, send.view(), Some(recv.view_mut()), counts)
+    }
+
+    /// A gather or all-gather of `counts` bytes per rank, wherever the buffers live.
+    fn gather_on<'v, T: Element>(
+        &self,
+        op: &Op,
+        send: View<'v, T>,
+        recv: Option<ViewMut<'v, T>>,
+        counts: Vec<usize>,
+    ) -> Result<()> {
+        match (send, recv) {
+            (View::Host(s), None) => self.run_host(op, Bufs::Gather { send: bytes(s), recv: None, counts: &counts }),
+            (View::Host(s), Some(ViewMut::Host(r))) => {
+                self.run_host(op, Bufs::Gather { send: bytes(s), recv: Some(bytes_mut(r)), counts: &counts })
+            }
+            (View::Device(s), None) => self
+                .device_call(
+                    op,
+                    T::DTYPE,
+                    vec![Some(s)],
+                    |p| DevBufs::Gather { send: p[0].expect("given"), recv: None, counts },
+                    true,
+                )?
+                .wait(),
+            (View::Device(s), Some(ViewMut::Device(r))) => self
+                .device_call(
+                    op,
+                    T::DTYPE,
+                    vec![Some(s), Some(r)],
+                    |p| DevBufs::Gather { send: p[0].expect("given"), recv: p[1], counts },
+                    true,
+                )?
+                .wait(),
+            _ => Err(mixed(op.name)),
+        }
     }
 
     /// As [`all_gather`](Self::all_gather) with per-rank counts: rank j contributes
@@ -159,17 +204,18 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn all_gather_v<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize]) -> Result<()> {
+    pub fn all_gather_v<T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+    ) -> Result<()> {
         self.check_counts("all_gather_v", counts)?;
-        self.check_len("all_gather_v", "send", send.len(), counts[self.rank()], "counts[rank]")?;
-        self.check_len("all_gather_v", "recv", recv.len(), counts.iter().sum(), "the sum of counts")?;
+        self.check_len("all_gather_v", "send", send.elems(), counts[self.rank()], "counts[rank]")?;
+        self.check_len("all_gather_v", "recv", recv.elems(), counts.iter().sum(), "the sum of counts")?;
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
-        self.inner.drain();
-        self.run(
-            &self.cx("all_gather_v", fp),
-            Bufs::Gather { send: bytes(send), recv: Some(bytes_mut(recv)), counts: &bc },
-        )
+        self.gather_on(&self.cx("all_gather_v", fp), send.view(), Some(recv.view_mut()), bc)
     }
 
     /// Gathers every rank's `send` (all of the same length) into `recv` on `root`, in rank
@@ -193,8 +239,13 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn gather<T: Element>(&self, send: &[T], recv: Option<&mut [T]>, root: usize) -> Result<()> {
-        let counts = vec![send.len(); self.size()];
+    pub fn gather<T: Element, S: Buf<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: Option<&mut S::Like>,
+        root: usize,
+    ) -> Result<()> {
+        let counts = vec![send.elems(); self.size()];
         self.gather_impl("gather", send, recv, &counts, root, false)
     }
 
@@ -220,10 +271,10 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn gather_v<T: Element>(
+    pub fn gather_v<T: Element, S: Buf<T> + ?Sized>(
         &self,
-        send: &[T],
-        recv: Option<&mut [T]>,
+        send: &S,
+        recv: Option<&mut S::Like>,
         counts: &[usize],
         root: usize,
     ) -> Result<()> {
@@ -232,11 +283,11 @@ impl<G: Group> Comm<G> {
     }
 
     #[track_caller]
-    pub(crate) fn gather_impl<T: Element>(
+    fn gather_impl<T: Element, S: Buf<T> + ?Sized>(
         &self,
         op: &'static str,
-        send: &[T],
-        recv: Option<&mut [T]>,
+        send: &S,
+        recv: Option<&mut S::Like>,
         counts: &[usize],
         root: usize,
         v: bool,
@@ -245,7 +296,7 @@ impl<G: Group> Comm<G> {
         self.check_len(
             op,
             "send",
-            send.len(),
+            send.elems(),
             counts[self.rank()],
             if v { "counts[rank]" } else { "the same on every rank" },
         )?;
@@ -265,7 +316,7 @@ impl<G: Group> Comm<G> {
             (Some(r), true) => self.check_len(
                 op,
                 "recv",
-                r.len(),
+                r.elems(),
                 counts.iter().sum(),
                 if v { "the sum of counts" } else { "size() × send.len()" },
             )?,
@@ -273,11 +324,8 @@ impl<G: Group> Comm<G> {
         }
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let mut fp = Op::new(OpKind::Gather).dtype(T::DTYPE).root(root);
-        fp = if v { fp.count(counts.iter().sum()).extra(hash_usizes(counts)) } else { fp.count(send.len()) };
-        self.inner.drain();
-        self.inner
-            .backend
-            .run(&self.cx(op, fp), Bufs::Gather { send: bytes(send), recv: recv.map(bytes_mut), counts: &bc })
+        fp = if v { fp.count(counts.iter().sum()).extra(hash_usizes(counts)) } else { fp.count(send.elems()) };
+        self.gather_on(&self.cx(op, fp), send.view(), recv.map(|r| r.view_mut()), bc)
     }
 
     /// Splits `root`'s `send` (`size() * recv.len()` elements) into `size()` blocks and
@@ -298,13 +346,19 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn scatter<T: Element>(&self, send: Option<&[T]>, recv: &mut [T], root: usize) -> Result<()> {
+    pub fn scatter<T: Element, R: BufMut<T> + ?Sized>(
+        &self,
+        send: Option<&R::Like>,
+        recv: &mut R,
+        root: usize,
+    ) -> Result<()> {
+        let k = recv.elems();
         self.check_rank("scatter", "root", root)?;
         match (&send, self.rank() == root) {
             (None, true) => {
                 return Err(Error::invalid(
                     "scatter",
-                    format!("root {root} must pass Some(send) with {} elements", recv.len() * self.size()),
+                    format!("root {root} must pass Some(send) with {} elements", k * self.size()),
                 ))
             }
             (Some(_), false) => {
@@ -313,14 +367,35 @@ impl<G: Group> Comm<G> {
                     format!("rank {} is not the root ({root}) and must pass None for send", self.rank()),
                 ))
             }
-            (Some(s), true) => {
-                self.check_len("scatter", "send", s.len(), recv.len() * self.size(), "size() × recv.len()")?
-            }
+            (Some(s), true) => self.check_len("scatter", "send", s.elems(), k * self.size(), "size() × recv.len()")?,
             (None, false) => {}
         }
-        let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(recv.len()).root(root);
-        self.inner.drain();
-        self.run(&self.cx("scatter", fp), Bufs::Scatter { send: send.map(bytes), recv: bytes_mut(recv) })
+        let fp = self.cx("scatter", Op::new(OpKind::Scatter).dtype(T::DTYPE).count(k).root(root));
+        match (send.map(|s| s.view()), recv.view_mut()) {
+            (None, ViewMut::Host(r)) => self.run_host(&fp, Bufs::Scatter { send: None, recv: bytes_mut(r) }),
+            (Some(View::Host(s)), ViewMut::Host(r)) => {
+                self.run_host(&fp, Bufs::Scatter { send: Some(bytes(s)), recv: bytes_mut(r) })
+            }
+            (None, ViewMut::Device(r)) => self
+                .device_call(
+                    &fp,
+                    T::DTYPE,
+                    vec![Some(r)],
+                    |p| DevBufs::Scatter { send: None, recv: p[0].expect("given") },
+                    true,
+                )?
+                .wait(),
+            (Some(View::Device(s)), ViewMut::Device(r)) => self
+                .device_call(
+                    &fp,
+                    T::DTYPE,
+                    vec![Some(s), Some(r)],
+                    |p| DevBufs::Scatter { send: p[0], recv: p[1].expect("given") },
+                    true,
+                )?
+                .wait(),
+            _ => Err(mixed(fp.name)),
+        }
     }
 
     /// Reduces `send` (`size()` blocks of `recv.len()` elements) over all ranks and gives
@@ -340,14 +415,31 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn reduce_scatter<T: Element>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<()> {
+    pub fn reduce_scatter<T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        op: ReduceOp,
+    ) -> Result<()> {
         op.validate(T::DTYPE, "reduce_scatter")?;
-        self.check_len("reduce_scatter", "send", send.len(), recv.len() * self.size(), "size() × recv.len()")?;
-        let fp = Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(recv.len()).reduce(op);
-        self.inner.drain();
-        self.inner
-            .backend
-            .run(&self.cx("reduce_scatter", fp), Bufs::ReduceScatter { send: bytes(send), recv: bytes_mut(recv) })
+        let k = recv.elems();
+        self.check_len("reduce_scatter", "send", send.elems(), k * self.size(), "size() × recv.len()")?;
+        let fp = self.cx("reduce_scatter", Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(k).reduce(op));
+        match (send.view(), recv.view_mut()) {
+            (View::Host(s), ViewMut::Host(r)) => {
+                self.run_host(&fp, Bufs::ReduceScatter { send: bytes(s), recv: bytes_mut(r) })
+            }
+            (View::Device(s), ViewMut::Device(r)) => self
+                .device_call(
+                    &fp,
+                    T::DTYPE,
+                    vec![Some(s), Some(r)],
+                    |p| DevBufs::ReduceScatter { send: p[0].expect("given"), recv: p[1].expect("given") },
+                    true,
+                )?
+                .wait(),
+            _ => Err(mixed(fp.name)),
+        }
     }
 
     /// Sends block j of `send` to rank j and receives block i of `recv` from rank i; all
@@ -369,22 +461,59 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn all_to_all<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        let n = self.size();
-        if !send.len().is_multiple_of(n) {
+    pub fn all_to_all<T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+    ) -> Result<()> {
+        let (n, len) = (self.size(), send.elems());
+        if !len.is_multiple_of(n) {
             return Err(Error::invalid(
                 "all_to_all",
-                format!("send has {} elements, not a multiple of the communicator size {n}", send.len()),
+                format!("send has {len} elements, not a multiple of the communicator size {n}"),
             ));
         }
-        self.check_len("all_to_all", "recv", recv.len(), send.len(), "the same as send")?;
-        let counts = vec![send.len() / n * T::DTYPE.size(); n];
-        let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).count(send.len());
-        self.inner.drain();
-        self.run(
-            &self.cx("all_to_all", fp),
-            Bufs::AllToAll { send: bytes(send), send_counts: &counts, recv: bytes_mut(recv), recv_counts: &counts },
-        )
+        self.check_len("all_to_all", "recv", recv.elems(), len, "the same as send")?;
+        let counts = vec![len / n * T::DTYPE.size(); n];
+        let fp = self.cx("all_to_all", Op::new(OpKind::AllToAll).dtype(T::DTYPE).count(len));
+        self.all_to_all_on(&fp, send.view(), recv.view_mut(), counts.clone(), counts)
+    }
+
+    /// An all-to-all of per-peer byte counts, wherever the buffers live.
+    fn all_to_all_on<'v, T: Element>(
+        &self,
+        op: &Op,
+        send: View<'v, T>,
+        recv: ViewMut<'v, T>,
+        send_counts: Vec<usize>,
+        recv_counts: Vec<usize>,
+    ) -> Result<()> {
+        match (send, recv) {
+            (View::Host(s), ViewMut::Host(r)) => self.run_host(
+                op,
+                Bufs::AllToAll {
+                    send: bytes(s),
+                    send_counts: &send_counts,
+                    recv: bytes_mut(r),
+                    recv_counts: &recv_counts,
+                },
+            ),
+            (View::Device(s), ViewMut::Device(r)) => self
+                .device_call(
+                    op,
+                    T::DTYPE,
+                    vec![Some(s), Some(r)],
+                    |p| DevBufs::AllToAll {
+                        send: p[0].expect("given"),
+                        send_counts,
+                        recv: p[1].expect("given"),
+                        recv_counts,
+                    },
+                    true,
+                )?
+                .wait(),
+            _ => Err(mixed(op.name)),
+        }
     }
 
     /// All-to-all with per-pair counts: `send_counts[j]` elements go to rank j,
@@ -408,25 +537,21 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn all_to_all_v<T: Element>(
+    pub fn all_to_all_v<T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
         &self,
-        send: &[T],
+        send: &S,
         send_counts: &[usize],
-        recv: &mut [T],
+        recv: &mut R,
         recv_counts: &[usize],
     ) -> Result<()> {
         self.check_counts("all_to_all_v", send_counts)?;
         self.check_counts("all_to_all_v", recv_counts)?;
-        self.check_len("all_to_all_v", "send", send.len(), send_counts.iter().sum(), "the sum of send_counts")?;
-        self.check_len("all_to_all_v", "recv", recv.len(), recv_counts.iter().sum(), "the sum of recv_counts")?;
+        self.check_len("all_to_all_v", "send", send.elems(), send_counts.iter().sum(), "the sum of send_counts")?;
+        self.check_len("all_to_all_v", "recv", recv.elems(), recv_counts.iter().sum(), "the sum of recv_counts")?;
         let es = T::DTYPE.size();
         let sc: Vec<usize> = send_counts.iter().map(|c| c * es).collect();
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();
-        let fp = Op::new(OpKind::AllToAll).dtype(T::DTYPE).varying();
-        self.inner.drain();
-        self.run(
-            &self.cx("all_to_all_v", fp),
-            Bufs::AllToAll { send: bytes(send), send_counts: &sc, recv: bytes_mut(recv), recv_counts: &rc },
-        )
+        let fp = self.cx("all_to_all_v", Op::new(OpKind::AllToAll).dtype(T::DTYPE).varying());
+        self.all_to_all_on(&fp, send.view(), recv.view_mut(), sc, rc)
     }
 }

@@ -4,6 +4,7 @@
 //! `group.rs`, which depends on nothing, so the two never import each other.)
 
 use crate::backend::Backend;
+use crate::comm::device::DeviceSide;
 use crate::comm::{hash_usizes, Comm};
 use crate::error::{Error, Result};
 use crate::group::Group;
@@ -56,35 +57,26 @@ impl<G: Group> Comm<G> {
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
         let fp = Op::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
         let child = self.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
-        #[cfg(feature = "nccl")]
-        let dev = {
-            // Members split with color 0, ordered by their place in `ranks`.
-            let pos = ranks.iter().position(|&r| r == self.rank());
-            self.split_nccl(pos.map(|_| 0), pos.unwrap_or(0))?
-        };
-        let c = child.map(|b| self.child::<H>(b, H::NAME, ranks));
-        #[cfg(feature = "nccl")]
-        let c = c.map(|c| c.with_nccl(dev));
-        Ok(c)
+        // The device side: members split with color 0, ordered by their place in `ranks`.
+        let pos = ranks.iter().position(|&r| r == self.rank());
+        let dev = self.split_device(pos.map(|_| 0), pos.unwrap_or(0))?;
+        Ok(child.map(|b| self.child::<H>(b, H::NAME, ranks).with_device(dev)))
     }
 
-    /// Attaches an NCCL communicator (world creation, and children split from a parent's).
-    #[cfg(feature = "nccl")]
-    pub(crate) fn with_nccl(mut self, nccl: Option<crate::backend::nccl::NcclComm>) -> Self {
+    /// Attaches a device side (world creation, and children split from a parent's).
+    pub(crate) fn with_device(mut self, dev: Option<DeviceSide>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.nccl = nccl.map(Arc::new);
+            inner.device = dev;
         }
         self
     }
 
-    /// The NCCL side of a child: `ncclCommSplit` of ours (collective over this
-    /// communicator; `color` None for ranks that are not in the child).
-    #[cfg(feature = "nccl")]
-    pub(crate) fn split_nccl(&self, color: Option<u32>, key: usize) -> Result<Option<crate::backend::nccl::NcclComm>> {
-        match &self.inner.nccl {
-            Some(n) => n.split(color, key),
-            None => Ok(None),
-        }
+    /// The device side of a child: a split of ours (collective over this communicator's
+    /// device side, as `ncclCommSplit`; `color` None for ranks that are not in the
+    /// child), with our deadline.
+    pub(crate) fn split_device(&self, color: Option<u32>, key: usize) -> Result<Option<DeviceSide>> {
+        let Some(d) = &self.inner.device else { return Ok(None) };
+        Ok(d.dev.split(color, key)?.map(|dev| DeviceSide { dev: Arc::from(dev), timeout: d.timeout }))
     }
 
     /// The backend's child creation, compared across ranks first where the backend does
@@ -130,12 +122,8 @@ impl<G: Group> Comm<G> {
         let fp = Op::new(OpKind::CommCreate);
         let child = self.create_child(&self.cx("split", fp), &format!("{}#{k}c{color}", H::NAME), &members)?;
         let c = self.child::<H>(child.expect("every rank is in its own color"), H::NAME, &members);
-        #[cfg(feature = "nccl")]
-        let c = {
-            let key = members.iter().position(|&r| r == self.rank()).expect("a member of its own color");
-            c.with_nccl(self.split_nccl(Some(color), key)?)
-        };
-        Ok(c)
+        let key = members.iter().position(|&r| r == self.rank()).expect("a member of its own color");
+        Ok(c.with_device(self.split_device(Some(color), key)?))
     }
 
     /// Arranges the `a × b` ranks of this communicator as a mesh (rank = i·b + j) and
@@ -183,12 +171,8 @@ impl<G: Group> Comm<G> {
         let cb = self.create_child(&self.cx("mesh2", fp), &format!("{}#{k}r{i}", B::NAME), &row)?;
         let (a_comm, b_comm) =
             (self.child::<A>(ca.expect("member"), A::NAME, &col), self.child::<B>(cb.expect("member"), B::NAME, &row));
-        #[cfg(feature = "nccl")]
-        let (a_comm, b_comm) = {
-            let col_dev = self.split_nccl(Some(j as u32), i)?;
-            let row_dev = self.split_nccl(Some(i as u32), j)?;
-            (a_comm.with_nccl(col_dev), b_comm.with_nccl(row_dev))
-        };
-        Ok((a_comm, b_comm))
+        let col_dev = self.split_device(Some(j as u32), i)?;
+        let row_dev = self.split_device(Some(i as u32), j)?;
+        Ok((a_comm.with_device(col_dev), b_comm.with_device(row_dev)))
     }
 }

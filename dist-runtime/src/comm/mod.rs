@@ -5,7 +5,6 @@
 //! `subgroup`/`split`/`mesh2` are in `group.rs` (this folder's).
 
 mod collective;
-#[cfg(feature = "nccl")]
 pub(crate) mod device;
 mod group;
 mod object;
@@ -40,9 +39,8 @@ pub(crate) struct Inner {
     pub(crate) inflight: Arc<(Mutex<usize>, Condvar)>,
     /// Keeps the store server alive when this process hosts it (world communicator only).
     _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
-    /// The NCCL communicator for device buffers, when the job runs the NCCL backend.
-    #[cfg(feature = "nccl")]
-    pub(crate) nccl: Option<Arc<crate::backend::nccl::NcclComm>>,
+    /// The device side for device buffers (NCCL, or the simulated device in tests).
+    pub(crate) device: Option<device::DeviceSide>,
 }
 
 impl Drop for Inner {
@@ -175,7 +173,6 @@ pub(crate) fn agree_on(backend: &dyn Backend, check: bool, name: &str, op: &Op) 
 
 /// The record exchange of [`agree`], unconditionally: also how device ops (which never
 /// pass the host backend's barriers) are compared across ranks under `DIST_DEBUG=check`.
-#[cfg(feature = "nccl")]
 pub(crate) fn exchange(inner: &Inner, op: &Op) -> Result<()> {
     exchange_on(&*inner.backend, &inner.name, op)
 }
@@ -218,8 +215,7 @@ impl<G: Group> Comm<G> {
                 worker: Mutex::new(None),
                 inflight: Arc::new((Mutex::new(0), Condvar::new())),
                 _keep: keep,
-                #[cfg(feature = "nccl")]
-                nccl: None,
+                device: None,
             }),
             _g: PhantomData,
         }
@@ -399,8 +395,8 @@ impl<G: Group> Comm<G> {
         &self.inner.name
     }
 
-    /// The backend that moves this communicator's host buffers: "shm" (device buffers go through
-    /// NCCL, on the `device()` side, with the `nccl` feature).
+    /// The backend that moves this communicator's host buffers: "shm" (device buffers go
+    /// through its device side, NCCL with the `nccl` feature: see [`device_kind`](Self::device_kind)).
     ///
     /// ```
     /// # use dist_runtime::prelude::*;
@@ -460,5 +456,12 @@ impl<G: Group> Comm<G> {
     pub(crate) fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         agree(&self.inner, op)?;
         self.inner.backend.run(op, bufs)
+    }
+
+    /// [`run`](Self::run) after the queued non-blocking collectives, so a blocking one
+    /// keeps its place in the order every rank sees.
+    pub(crate) fn run_host(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+        self.inner.drain();
+        self.run(op, bufs)
     }
 }

@@ -1,5 +1,9 @@
-//! Point-to-point: send, recv, sendrecv, isend, irecv, and `batch` (batch_isend_irecv).
+//! Point-to-point: send, recv, sendrecv, isend, irecv, and `batch` (batch_isend_irecv),
+//! on host or device buffers. On device buffers (NCCL) tags are not matched: messages
+//! between two ranks match in posting order, as in NCCL; the typed tag still ties the
+//! element type.
 
+use crate::buffer::{mixed, Buf, BufMut, DevRef, View, ViewMut};
 use crate::comm::request::{ReqState, Request};
 use crate::comm::{bytes, bytes_mut, Comm};
 use crate::dtype::{DType, Element};
@@ -35,9 +39,12 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn send<T: Element>(&self, dst: usize, tag: Tag<T>, buf: &[T]) -> Result<()> {
+    pub fn send<T: Element, B: Buf<T> + ?Sized>(&self, dst: usize, tag: Tag<T>, buf: &B) -> Result<()> {
         self.check_rank("send", "destination", dst)?;
-        self.inner.backend.send(Site::caller(), dst, tag.id(), T::DTYPE, bytes(buf))
+        match buf.view() {
+            View::Host(b) => self.inner.backend.send(Site::caller(), dst, tag.id(), T::DTYPE, bytes(b)),
+            View::Device(d) => self.p2p_device("send", vec![(true, dst, T::DTYPE, d)])?.wait(),
+        }
     }
 
     /// Receives exactly `buf.len()` elements from rank `src` sent with `tag`. A message of
@@ -63,9 +70,12 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn recv<T: Element>(&self, src: usize, tag: Tag<T>, buf: &mut [T]) -> Result<()> {
+    pub fn recv<T: Element, B: BufMut<T> + ?Sized>(&self, src: usize, tag: Tag<T>, buf: &mut B) -> Result<()> {
         self.check_rank("recv", "source", src)?;
-        self.inner.backend.recv(Site::caller(), src, tag.id(), T::DTYPE, bytes_mut(buf))
+        match buf.view_mut() {
+            ViewMut::Host(b) => self.inner.backend.recv(Site::caller(), src, tag.id(), T::DTYPE, bytes_mut(b)),
+            ViewMut::Device(d) => self.p2p_device("recv", vec![(false, src, T::DTYPE, d)])?.wait(),
+        }
     }
 
     /// Sends `send` to `dst` and receives `recv` from `src` at once, so a ring exchange
@@ -85,7 +95,14 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn sendrecv<T: Element>(&self, dst: usize, tag: Tag<T>, send: &[T], src: usize, recv: &mut [T]) -> Result<()> {
+    pub fn sendrecv<T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        dst: usize,
+        tag: Tag<T>,
+        send: &S,
+        src: usize,
+        recv: &mut R,
+    ) -> Result<()> {
         self.batch(|b| {
             b.send(dst, tag, send);
             b.recv(src, tag, recv);
@@ -113,11 +130,22 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn isend<'a, T: Element>(&'a self, dst: usize, tag: Tag<T>, buf: &'a [T]) -> Result<Request<'a>> {
+    pub fn isend<'a, T: Element, B: Buf<T> + ?Sized>(
+        &'a self,
+        dst: usize,
+        tag: Tag<T>,
+        buf: &'a B,
+    ) -> Result<Request<'a>> {
         self.check_rank("isend", "destination", dst)?;
         let site = Site::caller();
-        let id = self.inner.backend.post_send(site, dst, tag.id(), T::DTYPE, bytes(buf))?;
-        Ok(Request { state: ReqState::Send { inner: &self.inner, id }, site, _buf: PhantomData })
+        let state = match buf.view() {
+            View::Host(b) => ReqState::Send {
+                inner: &self.inner,
+                id: self.inner.backend.post_send(site, dst, tag.id(), T::DTYPE, bytes(b))?,
+            },
+            View::Device(d) => ReqState::Device(self.p2p_device("isend", vec![(true, dst, T::DTYPE, d)])?),
+        };
+        Ok(Request { state, site, _buf: PhantomData })
     }
 
     /// Starts receiving into `buf` from `src`. `buf` stays mutably borrowed until the
@@ -142,15 +170,24 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn irecv<'a, T: Element>(&'a self, src: usize, tag: Tag<T>, buf: &'a mut [T]) -> Result<Request<'a>> {
+    pub fn irecv<'a, T: Element, B: BufMut<T> + ?Sized>(
+        &'a self,
+        src: usize,
+        tag: Tag<T>,
+        buf: &'a mut B,
+    ) -> Result<Request<'a>> {
         self.check_rank("irecv", "source", src)?;
         let site = Site::caller();
-        let id = self.inner.backend.post_recv(site, src, tag.id())?;
-        Ok(Request {
-            state: ReqState::Recv { inner: &self.inner, id, dtype: T::DTYPE, buf: bytes_mut(buf) },
-            site,
-            _buf: PhantomData,
-        })
+        let state = match buf.view_mut() {
+            ViewMut::Host(b) => ReqState::Recv {
+                inner: &self.inner,
+                id: self.inner.backend.post_recv(site, src, tag.id())?,
+                dtype: T::DTYPE,
+                buf: bytes_mut(b),
+            },
+            ViewMut::Device(d) => ReqState::Device(self.p2p_device("irecv", vec![(false, src, T::DTYPE, d)])?),
+        };
+        Ok(Request { state, site, _buf: PhantomData })
     }
 
     /// Groups point-to-point ops (torch's `batch_isend_irecv`): every op added in `f` is
@@ -178,14 +215,16 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn batch<'b>(&self, f: impl FnOnce(&mut Batch<'b>)) -> Result<()> {
         let site = Site::caller();
-        let mut b = Batch { ops: Vec::new(), n: self.size() };
+        let mut b = Batch { ops: Vec::new(), dev: Vec::new(), n: self.size() };
         f(&mut b);
-        for op in &b.ops {
-            let peer = match op {
-                BatchOp::Send { dst, .. } => *dst,
-                BatchOp::Recv { src, .. } => *src,
-            };
+        for &peer in b.ops.iter().map(BatchOp::peer).chain(b.dev.iter().map(|d| &d.1)) {
             self.check_rank("batch", "peer", peer)?;
+        }
+        if !b.dev.is_empty() {
+            if !b.ops.is_empty() {
+                return Err(mixed("batch"));
+            }
+            return self.p2p_device("batch", b.dev)?.wait();
         }
         let mut sends = Vec::new();
         let mut recvs = Vec::new();
@@ -224,12 +263,23 @@ impl<G: Group> Comm<G> {
 /// The point-to-point ops of one [`Comm::batch`] call.
 pub struct Batch<'b> {
     ops: Vec<BatchOp<'b>>,
+    /// The device-buffer ops: (is_send, peer, dtype, buffer).
+    dev: Vec<(bool, usize, DType, DevRef<'b>)>,
     n: usize,
 }
 
 enum BatchOp<'b> {
     Send { dst: usize, tag: u32, dtype: DType, data: &'b [u8] },
     Recv { src: usize, tag: u32, dtype: DType, buf: &'b mut [u8] },
+}
+
+impl BatchOp<'_> {
+    fn peer(&self) -> &usize {
+        match self {
+            BatchOp::Send { dst, .. } => dst,
+            BatchOp::Recv { src, .. } => src,
+        }
+    }
 }
 
 impl<'b> Batch<'b> {
@@ -254,8 +304,11 @@ impl<'b> Batch<'b> {
     /// # Ok(()) }
     /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
     /// ```
-    pub fn send<T: Element>(&mut self, dst: usize, tag: Tag<T>, buf: &'b [T]) {
-        self.ops.push(BatchOp::Send { dst, tag: tag.id(), dtype: T::DTYPE, data: bytes(buf) });
+    pub fn send<T: Element, B: Buf<T> + ?Sized>(&mut self, dst: usize, tag: Tag<T>, buf: &'b B) {
+        match buf.view() {
+            View::Host(b) => self.ops.push(BatchOp::Send { dst, tag: tag.id(), dtype: T::DTYPE, data: bytes(b) }),
+            View::Device(d) => self.dev.push((true, dst, T::DTYPE, d)),
+        }
     }
     /// Adds a receive into `buf` from `src`.
     ///
@@ -281,8 +334,11 @@ impl<'b> Batch<'b> {
     /// # Ok(()) }
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
-    pub fn recv<T: Element>(&mut self, src: usize, tag: Tag<T>, buf: &'b mut [T]) {
-        self.ops.push(BatchOp::Recv { src, tag: tag.id(), dtype: T::DTYPE, buf: bytes_mut(buf) });
+    pub fn recv<T: Element, B: BufMut<T> + ?Sized>(&mut self, src: usize, tag: Tag<T>, buf: &'b mut B) {
+        match buf.view_mut() {
+            ViewMut::Host(b) => self.ops.push(BatchOp::Recv { src, tag: tag.id(), dtype: T::DTYPE, buf: bytes_mut(b) }),
+            ViewMut::Device(d) => self.dev.push((false, src, T::DTYPE, d)),
+        }
     }
     /// Number of ranks of the communicator (for computing peers inside the closure).
     ///

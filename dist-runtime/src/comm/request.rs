@@ -1,6 +1,8 @@
 //! Non-blocking collectives, the `Request` every non-blocking op returns, and `wait_all`.
 
-use crate::backend::{Bufs, ReqId};
+use crate::backend::{Bufs, DevBufs, ReqId};
+use crate::buffer::{BufMut, ViewMut};
+use crate::comm::device::DeviceWork;
 use crate::comm::{agree_on, bytes_mut, Comm, Inner};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
@@ -33,11 +35,14 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn all_reduce_async<'a, T: Element>(&'a self, buf: &'a mut [T], op: ReduceOp) -> Result<Request<'a>> {
+    pub fn all_reduce_async<'a, T: Element, B: BufMut<T> + ?Sized>(
+        &'a self,
+        buf: &'a mut B,
+        op: ReduceOp,
+    ) -> Result<Request<'a>> {
         op.validate(T::DTYPE, "all_reduce_async")?;
-        let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.len()).reduce(op);
-        let cx = self.cx("all_reduce_async", fp);
-        self.spawn(cx, bytes_mut(buf))
+        let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.elems()).reduce(op);
+        self.in_place_async(self.cx("all_reduce_async", fp), buf.view_mut())
     }
 
     /// Starts a broadcast from `root` (see [`broadcast`](Self::broadcast)).
@@ -59,11 +64,28 @@ impl<G: Group> Comm<G> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     #[track_caller]
-    pub fn broadcast_async<'a, T: Element>(&'a self, buf: &'a mut [T], root: usize) -> Result<Request<'a>> {
+    pub fn broadcast_async<'a, T: Element, B: BufMut<T> + ?Sized>(
+        &'a self,
+        buf: &'a mut B,
+        root: usize,
+    ) -> Result<Request<'a>> {
         self.check_rank("broadcast_async", "root", root)?;
-        let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.len()).root(root);
-        let cx = self.cx("broadcast_async", fp);
-        self.spawn(cx, bytes_mut(buf))
+        let fp = Op::new(OpKind::Broadcast).dtype(T::DTYPE).count(buf.elems()).root(root);
+        self.in_place_async(self.cx("broadcast_async", fp), buf.view_mut())
+    }
+
+    /// A non-blocking in-place collective: on the worker thread for host buffers, on the
+    /// device's stream for device buffers.
+    #[track_caller]
+    fn in_place_async<'a, T: Element>(&'a self, cx: Op, buf: ViewMut<'a, T>) -> Result<Request<'a>> {
+        match buf {
+            ViewMut::Host(b) => self.spawn(cx, bytes_mut(b)),
+            ViewMut::Device(d) => {
+                let w =
+                    self.device_call(&cx, T::DTYPE, vec![Some(d)], |p| DevBufs::InPlace(p[0].expect("given")), true)?;
+                Ok(Request { state: ReqState::Device(w), site: cx.site, _buf: PhantomData })
+            }
+        }
     }
 
     /// Runs the in-place collective `cx` on a copy of `buf` on the worker thread. The copy
@@ -132,6 +154,8 @@ pub(crate) enum ReqState<'a> {
         rx: mpsc::Receiver<Result<Vec<u128>>>,
         out: &'a mut [u8],
     },
+    /// An op on device buffers: completes on the device (a CUDA event with NCCL).
+    Device(DeviceWork),
     Done,
 }
 
@@ -168,7 +192,23 @@ impl Request<'_> {
                 out.copy_from_slice(&bytemuck::cast_slice::<u128, u8>(&data)[..n]);
                 Ok(())
             }
+            ReqState::Device(w) => w.wait(),
             ReqState::Done => Ok(()),
+        }
+    }
+
+    /// Makes `stream` wait (on the GPU) for a device op, without blocking the host (the
+    /// compute/communication overlap of torch's `work.wait()` on CUDA tensors). A host
+    /// op is waited for here instead. The device op's deadline is not watched once its
+    /// completion is handed to the GPU this way.
+    #[cfg(feature = "nccl")]
+    pub fn stream_wait(mut self, stream: &cudarc::driver::CudaStream) -> Result<()> {
+        match std::mem::replace(&mut self.state, ReqState::Done) {
+            ReqState::Device(w) => w.stream_wait(stream),
+            other => {
+                self.state = other;
+                self.complete()
+            }
         }
     }
 }

@@ -73,10 +73,10 @@ impl<'a> Interp<'a> {
         match m {
             "rank" => return Ok(self.comm_rank(c)),
             "size" => return Ok(self.comm_size(c)),
-            // `device()` is the same communicator's NCCL side: its ops have the same names and
-            // arguments and run in stream order, so they are checked like blocking host ops.
-            "clone" | "as_ref" | "borrow" | "device" => return Ok(V::Comm(c)),
-            "members" | "name" | "backend" | "stream" => return Ok(V::opaque()),
+            // Device buffers go through the same methods (NCCL runs them in stream order,
+            // so they are checked like blocking host ops); `stream()` is the CUDA stream.
+            "clone" | "as_ref" | "borrow" => return Ok(V::Comm(c)),
+            "members" | "name" | "backend" | "stream" | "device_kind" => return Ok(V::opaque()),
             // Rank translation: this rank's world rank, and the world rank of a member or
             // the member of a world rank (a `Result` at run time; `?` passes the value).
             "world_rank" => return Ok(V::Int(self.rank as i128)),

@@ -3,9 +3,9 @@
 //! after a timed-out wait left a kernel that will never finish).
 
 use super::{fail, ok, DevPtr};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaStream};
-use cudarc::nccl::safe::NcclType;
 use cudarc::nccl::{result, sys};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -15,12 +15,9 @@ use std::time::Duration;
 pub(crate) struct NcclComm {
     pub(crate) comm: sys::ncclComm_t,
     pub(crate) stream: Arc<CudaStream>,
-    pub(crate) rank: usize,
     pub(crate) size: usize,
     /// NCCL requires one caller at a time per communicator.
     pub(crate) lock: Mutex<()>,
-    /// `DIST_TIMEOUT`: how long a wait on one of its ops may take.
-    pub(crate) timeout: Duration,
     /// Set when a wait on one of its ops timed out: the communicator holds a kernel that
     /// will never finish, so it is aborted (not finalized) on drop and refuses new ops.
     pub(crate) broken: Arc<std::sync::atomic::AtomicBool>,
@@ -56,25 +53,21 @@ impl NcclComm {
     /// `ncclSend` of `n` elements at `p` to `peer`, on this communicator's stream.
     ///
     /// # Safety
-    /// `p` is a device buffer of at least `n` elements of `T` on this comm's device.
-    pub(crate) unsafe fn post_send<T: NcclType>(&self, p: DevPtr, n: usize, peer: usize) -> Result<()> {
+    /// `p` is a device buffer of at least `n` elements of `dt` on this comm's device.
+    pub(crate) unsafe fn post_send(&self, p: DevPtr, n: usize, dt: DType, peer: usize) -> Result<()> {
+        let t = super::ops::nccl_type(dt);
         // SAFETY: forwarded.
-        ok(
-            unsafe { result::send(p as *const c_void, n, T::as_nccl_type(), peer as i32, self.comm, self.cu()) },
-            "ncclSend",
-        )
+        ok(unsafe { result::send(p as *const c_void, n, t, peer as i32, self.comm, self.cu()) }, "ncclSend")
     }
 
     /// `ncclRecv` of `n` elements into `p` from `peer`.
     ///
     /// # Safety
     /// As [`post_send`](Self::post_send), for writing.
-    pub(crate) unsafe fn post_recv<T: NcclType>(&self, p: DevPtr, n: usize, peer: usize) -> Result<()> {
+    pub(crate) unsafe fn post_recv(&self, p: DevPtr, n: usize, dt: DType, peer: usize) -> Result<()> {
+        let t = super::ops::nccl_type(dt);
         // SAFETY: forwarded.
-        ok(
-            unsafe { result::recv(p as *mut c_void, n, T::as_nccl_type(), peer as i32, self.comm, self.cu()) },
-            "ncclRecv",
-        )
+        ok(unsafe { result::recv(p as *mut c_void, n, t, peer as i32, self.comm, self.cu()) }, "ncclRecv")
     }
 
     /// Runs `f` as one NCCL group; the group is closed even when `f` fails.
@@ -93,7 +86,7 @@ impl NcclComm {
         size: usize,
         store: Option<&crate::store::Store>,
         key: &str,
-        timeout: std::time::Duration,
+        timeout: Duration,
     ) -> Result<NcclComm> {
         let ctx = CudaContext::new(device).map_err(|e| fail(&format!("opening device {device}"), e))?;
         let stream = ctx.new_stream().map_err(|e| fail("creating a stream", e))?;
@@ -130,7 +123,7 @@ impl NcclComm {
                 .map_err(|e| fail("ncclCommInitRank", e))?;
             comm.assume_init()
         };
-        Ok(NcclComm { comm, stream, rank, size, lock: Mutex::new(()), timeout, broken: Default::default() })
+        Ok(NcclComm { comm, stream, size, lock: Mutex::new(()), broken: Default::default() })
     }
 
     /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
@@ -149,21 +142,8 @@ impl NcclComm {
             return Ok(None);
         }
         // SAFETY: `new` is a valid communicator just created.
-        let (rank, size) = unsafe {
-            (
-                result::comm_user_rank(new).map_err(|e| fail("ncclCommUserRank", e))? as usize,
-                result::comm_count(new).map_err(|e| fail("ncclCommCount", e))? as usize,
-            )
-        };
+        let size = unsafe { result::comm_count(new).map_err(|e| fail("ncclCommCount", e))? as usize };
         let stream = self.stream.context().new_stream().map_err(|e| fail("creating a stream", e))?;
-        Ok(Some(NcclComm {
-            comm: new,
-            stream,
-            rank,
-            size,
-            lock: Mutex::new(()),
-            timeout: self.timeout,
-            broken: Default::default(),
-        }))
+        Ok(Some(NcclComm { comm: new, stream, size, lock: Mutex::new(()), broken: Default::default() }))
     }
 }

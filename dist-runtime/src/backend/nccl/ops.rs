@@ -1,0 +1,317 @@
+//! `Device` for `NcclComm`: each op's shape as NCCL calls on the communicator's stream,
+//! and the completion as a CUDA event recorded after it. Arguments arrive checked by the
+//! typed layer (`comm/device.rs`), which also compares the `Op` across ranks first.
+
+use super::{fail, ok, NcclComm};
+use crate::backend::{Completion, DevBufs, DevP2p, DevPtr, Device};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::op::{Op, OpKind};
+use crate::reduce_op::ReduceOp;
+use cudarc::driver::{CudaEvent, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use cudarc::nccl::{result, sys};
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// NCCL's type of a dist element type (they are the same ten).
+pub(crate) fn nccl_type(d: DType) -> sys::ncclDataType_t {
+    use sys::ncclDataType_t::*;
+    match d {
+        DType::I8 => ncclInt8,
+        DType::U8 => ncclUint8,
+        DType::I32 => ncclInt32,
+        DType::U32 => ncclUint32,
+        DType::I64 => ncclInt64,
+        DType::U64 => ncclUint64,
+        DType::F16 => ncclFloat16,
+        DType::BF16 => ncclBfloat16,
+        DType::F32 => ncclFloat32,
+        DType::F64 => ncclFloat64,
+    }
+}
+
+/// A device buffer an op reads: its address on `stream`, and cudarc's record that makes
+/// the buffer's next user wait for this op (keep it until the op is enqueued).
+pub(crate) trait CudaRead {
+    fn read_ptr<'x>(&'x self, stream: &'x CudaStream) -> (u64, SyncOnDrop<'x>);
+    /// The GPU the buffer was allocated on.
+    fn ordinal(&self) -> usize;
+    /// An error unless the buffer is on the GPU of `stream`.
+    fn check_device(&self, stream: &CudaStream, op: &'static str) -> Result<()> {
+        let (mine, theirs) = (self.ordinal(), stream.context().ordinal());
+        if mine != theirs {
+            return Err(Error::invalid(
+                op,
+                format!("the buffer is on GPU {mine}, but this communicator's NCCL side runs on GPU {theirs}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A device buffer an op writes (see [`CudaRead`]).
+pub(crate) trait CudaWrite: CudaRead {
+    fn write_ptr<'x>(&'x mut self, stream: &'x CudaStream) -> (u64, SyncOnDrop<'x>);
+}
+
+macro_rules! cuda_read {
+    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
+        impl<$($g)*> CudaRead for $t {
+            fn read_ptr<'x>(&'x self, stream: &'x CudaStream) -> (u64, SyncOnDrop<'x>) {
+                DevicePtr::<T>::device_ptr(self, stream)
+            }
+            fn ordinal(&self) -> usize {
+                DeviceSlice::<T>::stream(self).context().ordinal()
+            }
+        }
+    )*};
+}
+cuda_read! {
+    impl[T] cudarc::driver::CudaSlice<T>;
+    impl['a, T] cudarc::driver::CudaView<'a, T>;
+    impl['a, T] cudarc::driver::CudaViewMut<'a, T>;
+}
+
+impl<T> CudaWrite for cudarc::driver::CudaSlice<T> {
+    fn write_ptr<'x>(&'x mut self, stream: &'x CudaStream) -> (u64, SyncOnDrop<'x>) {
+        DevicePtrMut::<T>::device_ptr_mut(self, stream)
+    }
+}
+impl<T> CudaWrite for cudarc::driver::CudaViewMut<'_, T> {
+    fn write_ptr<'x>(&'x mut self, stream: &'x CudaStream) -> (u64, SyncOnDrop<'x>) {
+        DevicePtrMut::<T>::device_ptr_mut(self, stream)
+    }
+}
+
+/// The completion of an NCCL op: the event recorded after it on the stream.
+struct Event(CudaEvent);
+
+// SAFETY: a CUDA event handle may be queried from any thread (cudarc's `CudaEvent` is
+// `Send`; `Sync` is sound because every method used takes `&self` and calls the
+// thread-safe driver API).
+unsafe impl Sync for Event {}
+
+impl Completion for Event {
+    fn done(&self) -> Result<bool> {
+        self.0.try_is_complete().map_err(|e| fail("cuEventQuery", e))
+    }
+    fn event(&self) -> Option<&CudaEvent> {
+        Some(&self.0)
+    }
+}
+
+fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
+    Some(match op {
+        ReduceOp::Sum => sys::ncclRedOp_t::ncclSum,
+        ReduceOp::Prod => sys::ncclRedOp_t::ncclProd,
+        ReduceOp::Max => sys::ncclRedOp_t::ncclMax,
+        ReduceOp::Min => sys::ncclRedOp_t::ncclMin,
+        ReduceOp::Avg => sys::ncclRedOp_t::ncclAvg,
+        ReduceOp::PreMulSum(_) => return None,
+    })
+}
+
+impl NcclComm {
+    /// Runs `f` with `op` as NCCL's reduction (creating a PreMulSum op for the call).
+    fn with_op(&self, dt: DType, op: ReduceOp, f: impl FnOnce(sys::ncclRedOp_t) -> Result<()>) -> Result<()> {
+        if let Some(o) = red_op(op) {
+            return f(o);
+        }
+        let ReduceOp::PreMulSum(s) = op else { unreachable!("only PreMulSum has no direct op") };
+        // The scalar in the element type, passed by host pointer (ncclScalarHostImmediate);
+        // `validate` has refused non-float types.
+        let mut bytes = [0u8; 8];
+        match dt {
+            DType::F32 => bytes[..4].copy_from_slice(&(s as f32).to_ne_bytes()),
+            DType::F64 => bytes.copy_from_slice(&s.to_ne_bytes()),
+            DType::F16 => bytes[..2].copy_from_slice(&half::f16::from_f64(s).to_ne_bytes()),
+            _ => bytes[..2].copy_from_slice(&half::bf16::from_f64(s).to_ne_bytes()),
+        }
+        let mut o = std::mem::MaybeUninit::uninit();
+        // SAFETY: valid comm, scalar pointer valid for the call (host-immediate).
+        let o = unsafe {
+            result::reduce_op_create_pre_mul_sum(
+                o.as_mut_ptr(),
+                bytes.as_mut_ptr() as *mut c_void,
+                nccl_type(dt),
+                sys::ncclScalarResidence_t::ncclScalarHostImmediate,
+                self.comm,
+            )
+            .map_err(|e| fail("ncclRedOpCreatePreMulSum", e))?;
+            o.assume_init()
+        };
+        let r = f(o);
+        // SAFETY: the op was created on this comm and the call using it is enqueued.
+        unsafe {
+            let _ = result::reduce_op_destroy(o, self.comm);
+        }
+        r
+    }
+
+    /// Posts `p2p` as one NCCL group.
+    fn grouped(&self, p2p: &[DevP2p]) -> Result<()> {
+        NcclComm::group(|| {
+            for q in p2p {
+                let n = q.buf.bytes / q.dtype.size();
+                // SAFETY: the typed layer resolved `buf` on this comm's device with its length.
+                unsafe {
+                    if q.send {
+                        self.post_send(q.buf.addr, n, q.dtype, q.peer)?
+                    } else {
+                        self.post_recv(q.buf.addr, n, q.dtype, q.peer)?
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Block `j` of `counts` (bytes) starting at `base`: the grouped send or receive of
+    /// one peer in gather, scatter and all-to-all (NCCL has none of them itself).
+    fn blocks(send: bool, dtype: DType, base: DevPtr, counts: &[usize]) -> impl Iterator<Item = DevP2p> + '_ {
+        counts.iter().enumerate().scan(0usize, move |off, (peer, &c)| {
+            let buf = DevPtr { addr: base.addr + *off as u64, bytes: c };
+            *off += c;
+            Some(DevP2p { send, peer, dtype, buf })
+        })
+    }
+
+    fn launch(&self, op: &Op, dt: DType, bufs: DevBufs) -> Result<()> {
+        let (t, es) = (nccl_type(dt), dt.size());
+        let (comm, cu) = (self.comm, self.cu());
+        let root = op.root as i32;
+        let reduce = op.reduce_op.unwrap_or(ReduceOp::Sum);
+        match (op.kind, bufs) {
+            (OpKind::AllReduce, DevBufs::InPlace(b)) => self.with_op(dt, reduce, |o| {
+                // SAFETY: `b` is a device buffer of `b.bytes` bytes on this comm's device.
+                ok(
+                    unsafe {
+                        result::all_reduce(b.addr as *const c_void, b.addr as *mut c_void, b.bytes / es, t, o, comm, cu)
+                    },
+                    "ncclAllReduce",
+                )
+            }),
+            (OpKind::Reduce, DevBufs::InPlace(b)) => self.with_op(dt, reduce, |o| {
+                // SAFETY: as above; NCCL writes only on the root.
+                ok(
+                    unsafe {
+                        result::reduce(
+                            b.addr as *const c_void,
+                            b.addr as *mut c_void,
+                            b.bytes / es,
+                            t,
+                            o,
+                            root,
+                            comm,
+                            cu,
+                        )
+                    },
+                    "ncclReduce",
+                )
+            }),
+            (OpKind::Broadcast, DevBufs::InPlace(b)) => ok(
+                // SAFETY: as above.
+                unsafe {
+                    result::broadcast(b.addr as *const c_void, b.addr as *mut c_void, b.bytes / es, t, root, comm, cu)
+                },
+                "ncclBroadcast",
+            ),
+            (OpKind::AllGather, DevBufs::Gather { send, recv: Some(recv), counts })
+                if counts.iter().all(|&c| c == send.bytes) =>
+            {
+                ok(
+                    // SAFETY: the typed layer checked recv holds size × send bytes.
+                    unsafe {
+                        result::all_gather(
+                            send.addr as *const c_void,
+                            recv.addr as *mut c_void,
+                            send.bytes / es,
+                            t,
+                            comm,
+                            cu,
+                        )
+                    },
+                    "ncclAllGather",
+                )
+            }
+            (OpKind::AllGather, DevBufs::Gather { send, recv: Some(recv), counts }) => {
+                // Uneven counts: every rank sends its block to all, receives each block.
+                let mut p2p: Vec<DevP2p> =
+                    (0..self.size).map(|peer| DevP2p { send: true, peer, dtype: dt, buf: send }).collect();
+                p2p.extend(Self::blocks(false, dt, recv, &counts));
+                self.grouped(&p2p)
+            }
+            (OpKind::Gather, DevBufs::Gather { send, recv, counts }) => {
+                let mut p2p = vec![DevP2p { send: true, peer: root as usize, dtype: dt, buf: send }];
+                if let Some(r) = recv {
+                    p2p.extend(Self::blocks(false, dt, r, &counts));
+                }
+                self.grouped(&p2p)
+            }
+            (OpKind::Scatter, DevBufs::Scatter { send, recv }) => {
+                let mut p2p = vec![DevP2p { send: false, peer: root as usize, dtype: dt, buf: recv }];
+                if let Some(s) = send {
+                    p2p.extend(Self::blocks(true, dt, s, &vec![recv.bytes; self.size]));
+                }
+                self.grouped(&p2p)
+            }
+            (OpKind::ReduceScatter, DevBufs::ReduceScatter { send, recv }) => self.with_op(dt, reduce, |o| {
+                ok(
+                    // SAFETY: the typed layer checked send holds size × recv bytes.
+                    unsafe {
+                        result::reduce_scatter(
+                            send.addr as *const c_void,
+                            recv.addr as *mut c_void,
+                            recv.bytes / es,
+                            t,
+                            o,
+                            comm,
+                            cu,
+                        )
+                    },
+                    "ncclReduceScatter",
+                )
+            }),
+            (OpKind::AllToAll, DevBufs::AllToAll { send, send_counts, recv, recv_counts }) => {
+                let mut p2p: Vec<DevP2p> = Self::blocks(true, dt, send, &send_counts).collect();
+                p2p.extend(Self::blocks(false, dt, recv, &recv_counts));
+                self.grouped(&p2p)
+            }
+            (_, DevBufs::P2p(p2p)) => self.grouped(&p2p),
+            _ => Err(crate::backend::wrong_shape("nccl", op)),
+        }
+    }
+}
+
+impl Device for NcclComm {
+    fn kind(&self) -> &'static str {
+        "nccl"
+    }
+
+    fn enqueue(&self, op: &Op, dtype: DType, bufs: DevBufs) -> Result<Box<dyn Completion>> {
+        // NCCL requires one caller at a time per communicator.
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.stream.context().bind_to_thread().map_err(|e| fail("binding the CUDA context", e))?;
+        self.launch(op, dtype, bufs)?;
+        let event =
+            self.stream.record_event(None).map_err(|e| fail(&format!("recording an event after {}", op.name), e))?;
+        Ok(Box::new(Event(event)))
+    }
+
+    fn abort(&self) {
+        self.broken.store(true, Ordering::SeqCst);
+    }
+
+    fn broken(&self) -> bool {
+        self.broken.load(Ordering::SeqCst)
+    }
+
+    fn split(&self, color: Option<u32>, key: usize) -> Result<Option<Box<dyn Device>>> {
+        Ok(NcclComm::split(self, color, key)?.map(|c| Box::new(c) as Box<dyn Device>))
+    }
+
+    fn cuda_stream(&self, _op: &'static str) -> Result<&Arc<CudaStream>> {
+        Ok(&self.stream)
+    }
+}
