@@ -12,7 +12,8 @@ fn all_reduce_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::T
             let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
             let mut buf = inputs[world.rank()].clone();
             world.all_reduce(&mut buf, op).unwrap();
-            assert_same(&format!("all_reduce {op:?} {} len {len} n {n}", T::DTYPE), &buf, &reduce_ref(&inputs, op));
+            let what = format!("all_reduce {op:?} {} len {len} n {n}", T::DTYPE);
+            assert_reduced(&what, &buf, &reduce_ref(&inputs, op), op, n);
         }
     }
 }
@@ -32,7 +33,7 @@ fn reduce_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestR
         let mut buf = inputs[world.rank()].clone();
         world.reduce(&mut buf, op, root).unwrap();
         let want = if world.rank() == root { reduce_ref(&inputs, op) } else { inputs[world.rank()].clone() };
-        assert_same(&format!("reduce {op:?} root {root} {} len {len}", T::DTYPE), &buf, &want);
+        assert_reduced(&format!("reduce {op:?} root {root} {} len {len}", T::DTYPE), &buf, &want, op, n);
     }
 }
 
@@ -120,10 +121,12 @@ fn reduce_scatter_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runne
             let full = reduce_ref(&inputs, op);
             let mut out = vec![T::gen(99, 0, 0); block];
             world.reduce_scatter(&inputs[me], &mut out, op).unwrap();
-            assert_same(
+            assert_reduced(
                 &format!("reduce_scatter {op:?} {} block {block}", T::DTYPE),
                 &out,
                 &full[me * block..(me + 1) * block],
+                op,
+                n,
             );
         }
     }

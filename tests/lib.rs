@@ -23,6 +23,9 @@ pub trait Num: Element + Copy {
     fn avg(self, n: usize) -> Self;
     fn premul(self, s: f64) -> Self;
     const FLOAT: bool;
+    /// Unit roundoff of the type (0 for integers), for reductions in another order.
+    const EPS: f64 = 0.0;
+    fn to_f64(self) -> f64;
 }
 
 fn mix(rank: usize, i: usize, salt: u64) -> u64 {
@@ -43,6 +46,7 @@ macro_rules! int_num {
             fn max(self, o: Self) -> Self { if o > self { o } else { self } }
             fn min(self, o: Self) -> Self { if o < self { o } else { self } }
             fn avg(self, _: usize) -> Self { unreachable!() }
+            fn to_f64(self) -> f64 { self as f64 }
             fn premul(self, _: f64) -> Self { unreachable!() }
             const FLOAT: bool = false;
         }
@@ -60,7 +64,9 @@ macro_rules! float_num {
             fn min(self, o: Self) -> Self { if o < self { o } else { self } }
             fn avg(self, n: usize) -> Self { self / (n as $t) }
             fn premul(self, s: f64) -> Self { self * (s as $t) }
+            fn to_f64(self) -> f64 { self as f64 }
             const FLOAT: bool = true;
+            const EPS: f64 = <$t>::EPSILON as f64;
         }
     )*};
 }
@@ -76,7 +82,9 @@ macro_rules! half_num {
             fn min(self, o: Self) -> Self { if o < self { o } else { self } }
             fn avg(self, n: usize) -> Self { self / <$t>::from_f64(n as f64) }
             fn premul(self, s: f64) -> Self { self * <$t>::from_f64(s) }
+            fn to_f64(self) -> f64 { <$t>::to_f64(self) }
             const FLOAT: bool = true;
+            const EPS: f64 = <$t>::EPSILON.to_f64_const();
         }
     )*};
 }
@@ -127,6 +135,24 @@ pub fn assert_same<T: Num>(what: &str, got: &[T], want: &[T]) {
     if gb != wb {
         let i = got.iter().zip(want).position(|(a, b)| bytemuck::bytes_of(a) != bytemuck::bytes_of(b)).unwrap_or(0);
         panic!("{what}: element {i} is {:?}, expected {:?} (len {})", got[i], want[i], got.len());
+    }
+}
+
+/// The result of a reduction over `n` ranks against the rank-order reference: bitwise
+/// on shm (which reduces in rank order) and for integers, Max and Min everywhere; on
+/// the MPI backend (`DIST_BACKEND=mpi`), whose library chooses the order in which float
+/// sums and products associate, within the rounding of `n` terms of magnitude ≤ 16
+/// (the inputs are in [-2, 2]).
+pub fn assert_reduced<T: Num>(what: &str, got: &[T], want: &[T], op: ReduceOp, n: usize) {
+    let reordered = std::env::var("DIST_BACKEND").is_ok_and(|b| b.eq_ignore_ascii_case("mpi"));
+    if !(reordered && T::FLOAT && !matches!(op, ReduceOp::Max | ReduceOp::Min)) {
+        return assert_same(what, got, want);
+    }
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let (g, w) = (g.to_f64(), w.to_f64());
+        let tol = 2.0 * n as f64 * T::EPS * w.abs().max(16.0);
+        assert!((g - w).abs() <= tol, "{what}: element {i} is {g}, expected {w} within {tol} (len {})", got.len());
     }
 }
 

@@ -144,14 +144,56 @@ const BIG: Tag<f32> = Tag::new(30);
 
 #[dist_runtime::test(ranks = [2])]
 fn both_send_first_completes_on_shm(world: Comm<World>) {
-    // Rendezvous backends (NCCL) deadlock here and the compile-time check rejects it;
-    // the shm backend buffers, so at run time it completes instead of hanging.
+    // Rendezvous backends (NCCL, MPI for large messages) deadlock here and the
+    // compile-time check rejects it; the shm backend buffers, so at run time it
+    // completes instead of hanging. (On MPI: `both_send_first_is_a_timeout_on_mpi`.)
+    if world.backend() != "shm" {
+        return;
+    }
     let peer = 1 - world.rank();
     let mine = data::<f32>(world.rank(), 1 << 20, 9);
     world.send(peer, BIG, &mine).unwrap();
     let mut got = vec![0.0f32; 1 << 20];
     world.recv(peer, BIG, &mut got).unwrap();
     assert_same("both send first", &got, &data::<f32>(peer, 1 << 20, 9));
+}
+
+/// Both ranks send 4 MiB first: on MPI (rendezvous for large messages) neither send
+/// completes; each rank's wait ends at `DIST_TIMEOUT` with an error naming the send, its
+/// line and the peer that never received.
+#[spmd(unchecked)]
+fn send_send(world: Comm<World>) -> Result<(), String> {
+    let peer = 1 - world.rank();
+    let mine = data::<f32>(world.rank(), 1 << 20, 9);
+    let line = line!() + 1;
+    match world.send(peer, BIG, &mine) {
+        Err(e @ dist_runtime::Error::Timeout { .. }) => {
+            let msg = e.to_string();
+            let want = [format!("p2p.rs:{line}"), format!("rank {peer} to receive")];
+            if want.iter().all(|w| msg.contains(w.as_str())) {
+                Ok(())
+            } else {
+                Err(format!("the timeout does not name the line and the peer: {msg}"))
+            }
+        }
+        other => Err(format!("expected a timeout, got {other:?}")),
+    }
+}
+
+#[test]
+fn both_send_first_is_a_timeout_on_mpi() {
+    if !std::env::var("DIST_BACKEND").is_ok_and(|b| b == "mpi") {
+        println!("shm buffers the sends (both_send_first_completes_on_shm); this checks the MPI backend");
+        return;
+    }
+    let r = dist_runtime::Launch::entry("p2p::send_send", 2)
+        .unwrap()
+        .capture(true)
+        .env("DIST_TIMEOUT", "2")
+        .timeout(std::time::Duration::from_secs(60))
+        .run()
+        .unwrap();
+    assert!(r.success(), "{}", r.summary());
 }
 
 #[dist_runtime::test(ranks = [2])]

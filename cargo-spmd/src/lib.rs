@@ -53,7 +53,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub exact_profile: bool,
     /// Backend: shm, nccl, mpi, auto (default: $DIST_BACKEND, else shm). nccl and auto
-    /// build with the `dist-runtime/nccl` feature.
+    /// build with the `dist-runtime/nccl` feature; mpi builds with `dist-runtime/mpi` and
+    /// starts the ranks with mpirun (extra mpirun arguments: $DIST_MPIRUN_ARGS, e.g.
+    /// `--hostfile hosts`).
     #[arg(long)]
     pub backend: Option<String>,
     /// Run this `#[spmd]` entry instead of main (full path, or a unique path suffix).
@@ -268,6 +270,9 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         && !spec.features.iter().any(|f| f.contains("nccl"))
     {
         spec.features.push("dist-runtime/nccl".into());
+    }
+    if choice == dist_runtime::BackendChoice::Mpi && !spec.features.iter().any(|f| f.contains("mpi")) {
+        spec.features.push("dist-runtime/mpi".into());
     }
     let exe = build(&spec)?;
     if a.list {

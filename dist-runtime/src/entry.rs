@@ -76,10 +76,15 @@ fn publish_result(rank: usize, value: &[u8]) -> crate::error::Result<()> {
     if std::env::var_os("DIST_RESULTS").is_none() {
         return Ok(());
     }
+    to_launcher(&format!("result/{rank}"), value)
+}
+
+/// Sets `key` in the launcher's store (at MASTER_ADDR:MASTER_PORT), when there is one.
+fn to_launcher(key: &str, value: &[u8]) -> crate::error::Result<()> {
     let env = crate::env::Env::from_env()?;
     let Some(port) = env.master_port else { return Ok(()) };
     let store = crate::store::Store::connect(&format!("{}:{port}", env.master_addr), &env.token, env.timeout)?;
-    store.set(&format!("result/{rank}"), value)
+    store.set(key, value)
 }
 
 /// All entries registered in this binary.
@@ -121,8 +126,12 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     let world = match crate::init::init() {
         Ok(w) => w,
         Err(e) => {
-            let rank = std::env::var("RANK").unwrap_or_else(|_| "?".into());
-            eprintln!("[rank {rank}] error: cannot join the job: {e}");
+            // The rank as the launcher numbered it (torchrun's RANK, or mpirun's/srun's).
+            let rank = crate::env::Env::from_env()
+                .map_or_else(|_| std::env::var("RANK").unwrap_or_else(|_| "?".into()), |env| env.rank.to_string());
+            // One write, so lines of ranks sharing a terminal do not interleave.
+            use std::io::Write;
+            let _ = std::io::stderr().write_all(format!("[rank {rank}] error: cannot join the job: {e}\n").as_bytes());
             return 1;
         }
     };
@@ -150,7 +159,16 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             101
         }
     };
+    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
+        // Under mpirun the launcher sees one exit status for the job: each rank says its
+        // own (before the world goes: a failed MPI rank aborts the job there).
+        if let Err(e) = to_launcher(&format!("exit/{rank}"), code.to_string().as_bytes()) {
+            eprintln!("[rank {rank}] error: cannot report the exit code to the launcher: {e}");
+        }
+    }
     drop(keep);
+    #[cfg(feature = "mpi")]
+    crate::backend::mpi::at_exit();
     use std::io::Write;
     let _ = std::io::stdout().flush();
     code
@@ -197,6 +215,11 @@ pub fn dispatch() {
             Ok(entry) => run_rank(entry.run),
             Err(msg) => {
                 eprintln!("error: {msg}");
+                if std::env::var_os("DIST_EXIT_REPORT").is_some() {
+                    if let Ok(env) = crate::env::Env::from_env() {
+                        let _ = to_launcher(&format!("exit/{}", env.rank), b"2");
+                    }
+                }
                 2
             }
         };

@@ -1,4 +1,6 @@
-//! The environment contract (DESIGN.md), in one place: torchrun's and Slurm's variables,
+//! The environment contract (DESIGN.md), in one place: torchrun's, Slurm's and the MPI
+//! launchers' variables (`OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}`,
+//! `PMI_RANK`/`PMI_SIZE`, `SLURM_PROCID`/`SLURM_NTASKS`),
 //! `DIST_*` for the job (`DIST_AGREEMENT` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
 //! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
 //! here with an error naming the variable when its value is not understood.
@@ -7,7 +9,10 @@
 //! record: `DIST_ENTRY` (the entry a rank runs), `DIST_LIST_ENTRIES`,
 //! `DIST_RESOLVE_ENTRY` (queries a launcher asks a binary), `DIST_RESULTS` (publish each
 //! rank's return value), `DIST_TEST_SEED` (the test macro's shared seed),
-//! `DIST_NO_BUILD_WARNING` (silence the unoptimised-build warning).
+//! `DIST_NO_BUILD_WARNING` (silence the unoptimised-build warning), `DIST_EXIT_REPORT`
+//! (each rank reports its exit code to the launcher's store: the mpirun path),
+//! `DIST_MPIRUN` and `DIST_MPIRUN_ARGS` (the mpirun program and extra arguments the
+//! launcher uses for the MPI backend).
 
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -19,7 +24,8 @@ pub enum BackendChoice {
     Shm,
     /// NCCL on GPUs (needs the `nccl` feature).
     Nccl,
-    /// MPI for CPU clusters (not built yet).
+    /// MPI for host buffers, across hosts (needs the `mpi` feature); the default under
+    /// mpirun/srun when no `MASTER_PORT` is set.
     Mpi,
     /// NCCL when built and a GPU is visible, else shm.
     Auto,
@@ -109,6 +115,10 @@ pub struct Env {
     pub agreement: Agreement,
     /// The shared-memory backend's tuning knobs.
     pub tuning: Tuning,
+    /// The MPI launcher that started this process ("mpirun", "srun", "mpiexec"), when
+    /// the rank came from its variables (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`,
+    /// `SLURM_PROCID`, …) rather than torchrun's `RANK`.
+    pub launcher: Option<&'static str>,
     /// `DIST_SIM_DEVICE=1` (only with the `sim-device` feature, for tests): the world's
     /// device side is the simulated device, so device-buffer ops run on CPU.
     pub sim_device: bool,
@@ -156,6 +166,17 @@ fn parse<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T> {
     v.trim().parse().map_err(|_| Error::Env(format!("{name}={v:?} is not {what}")))
 }
 
+/// Which MPI-style launcher started this process, and its rank and size variables.
+fn mpi_launcher(get: &impl Fn(&str) -> Option<String>) -> Option<(&'static str, &'static str, &'static str)> {
+    [
+        ("mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("mpiexec", "PMI_RANK", "PMI_SIZE"),
+        ("srun", "SLURM_PROCID", "SLURM_NTASKS"),
+    ]
+    .into_iter()
+    .find(|(_, r, w)| get(r).is_some() && get(w).is_some())
+}
+
 impl Env {
     /// Reads the process environment.
     pub fn from_env() -> Result<Env> {
@@ -178,13 +199,16 @@ impl Env {
                     "WORLD_SIZE is set but RANK is not; set both (or neither, for a world of one)".into(),
                 ))
             }
-            (None, None) => match (get("SLURM_PROCID"), get("SLURM_NTASKS")) {
-                (Some(r), Some(w)) => {
-                    (parse("SLURM_PROCID", &r, "a rank number")?, parse("SLURM_NTASKS", &w, "a positive count")?)
+            // Started by an MPI launcher (mpirun, mpiexec, srun): its variables.
+            (None, None) => match mpi_launcher(&get) {
+                Some((_, rv, wv)) => {
+                    let (r, w) = (get(rv).unwrap_or_default(), get(wv).unwrap_or_default());
+                    (parse(rv, &r, "a rank number")?, parse(wv, &w, "a positive count")?)
                 }
-                _ => (0, 1),
+                None => (0, 1),
             },
         };
+        let launcher = if get("RANK").is_none() { mpi_launcher(&get).map(|l| l.0) } else { None };
         if world_size == 0 {
             return Err(Error::Env("WORLD_SIZE=0: a world needs at least one rank".into()));
         }
@@ -198,16 +222,29 @@ impl Env {
                 "RANK={rank} is out of range for WORLD_SIZE={world_size} (ranks are 0..{world_size})"
             )));
         }
-        let local_rank = match get("LOCAL_RANK").or_else(|| get("SLURM_LOCALID")) {
-            Some(v) => parse("LOCAL_RANK", &v, "a rank number")?,
+        let local_rank = match ["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"]
+            .into_iter()
+            .find_map(|k| get(k).map(|v| (k, v)))
+        {
+            Some((k, v)) => parse(k, &v, "a rank number")?,
             None => rank,
         };
-        let local_world_size = match get("LOCAL_WORLD_SIZE") {
-            Some(v) => parse("LOCAL_WORLD_SIZE", &v, "a positive count")?,
+        let local_world_size = match ["LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+            .into_iter()
+            .find_map(|k| get(k).map(|v| (k, v)))
+        {
+            Some((k, v)) => parse(k, &v, "a positive count")?,
             None => world_size,
+        };
+        let backend = match get("DIST_BACKEND") {
+            // Under mpirun/srun without a rendezvous address, MPI is the engine.
+            None if launcher.is_some() && get("MASTER_PORT").is_none() && world_size > 1 => BackendChoice::Mpi,
+            None => BackendChoice::Shm,
+            Some(v) => BackendChoice::parse(&v).map_err(|e| Error::Env(format!("DIST_BACKEND={e}")))?,
         };
         let master_port = match get("MASTER_PORT") {
             Some(v) => Some(parse::<u16>("MASTER_PORT", &v, "a TCP port (0-65535)")?),
+            None if backend == BackendChoice::Mpi => None,
             None if world_size > 1 => {
                 return Err(Error::Env(format!(
                     "WORLD_SIZE={world_size} but MASTER_PORT is not set: start ranks with `cargo spmd run -n {world_size}` \
@@ -215,10 +252,6 @@ impl Env {
                 )))
             }
             None => None,
-        };
-        let backend = match get("DIST_BACKEND") {
-            None => BackendChoice::Shm,
-            Some(v) => BackendChoice::parse(&v).map_err(|e| Error::Env(format!("DIST_BACKEND={e}")))?,
         };
         let timeout = match get("DIST_TIMEOUT") {
             Some(v) => {
@@ -257,6 +290,7 @@ impl Env {
             debug,
             store_external: get("DIST_STORE_EXTERNAL").as_deref() == Some("1"),
             sim_device: get("DIST_SIM_DEVICE").as_deref() == Some("1"),
+            launcher,
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),

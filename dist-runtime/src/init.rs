@@ -80,9 +80,7 @@ fn join(env: Env) -> Result<Comm<World>> {
     // is an error at once, naming what is missing (probing never panics).
     let device: Option<usize> = match env.backend {
         BackendChoice::Shm => None,
-        BackendChoice::Mpi => {
-            return Err(Error::backend("mpi", "DIST_BACKEND=mpi is not available in this build; use DIST_BACKEND=shm"))
-        }
+        BackendChoice::Mpi => return join_mpi(env),
         #[cfg(not(feature = "nccl"))]
         BackendChoice::Auto => None,
         #[cfg(not(feature = "nccl"))]
@@ -162,17 +160,63 @@ fn join(env: Env) -> Result<Comm<World>> {
     }
     #[cfg(not(feature = "nccl"))]
     let _ = device;
+    with_sim_device(world, &env)
+}
+
+/// `DIST_SIM_DEVICE=1` (feature `sim-device`, tests only): the world's device side is the
+/// simulated device, a host communicator of its own run in stream order.
+fn with_sim_device(world: Comm<World>, env: &Env) -> Result<Comm<World>> {
     #[cfg(feature = "sim-device")]
     if env.sim_device {
-        // The test double of a GPU: a host communicator of its own, run in stream order.
-        let all: Vec<usize> = (0..env.world_size).collect();
+        let all: Vec<usize> = (0..world.size()).collect();
         let cx = crate::op::Op::new(crate::op::OpKind::CommCreate).extra(crate::comm::hash_usizes(&all));
         let host = world.create_child(&cx, "SimDevice", &all)?.expect("every rank is a member");
         let dev = crate::backend::sim::SimDevice::new(host)?;
         let side = DeviceSide { dev: Arc::new(dev), timeout: env.timeout };
         return Ok(world.with_device(Some(side)));
     }
+    let _ = env;
     Ok(world)
+}
+
+/// Joins through MPI: the world is MPI's (no rendezvous store; mpirun or srun started
+/// the ranks), host buffers move over MPI, on one host or across hosts.
+#[cfg(feature = "mpi")]
+fn join_mpi(env: Env) -> Result<Comm<World>> {
+    // The shared-memory knobs do not apply, but a misspelt one is still an error.
+    Config::from_env(&env)?;
+    let expect = env.launcher.map(|_| (env.rank, env.world_size));
+    let mpi = crate::backend::mpi::MpiComm::world(expect, env.timeout, env.local_world_size)?;
+    let (rank, size) = (mpi.rank(), mpi.size());
+    let mut backend: Box<dyn Backend> = Box::new(mpi);
+    if let Some(dir) = &env.trace {
+        backend = Box::new(Traced::new(backend, Tracer::open(dir, rank)?, "World".into()));
+    }
+    let world = Comm::from_backend(
+        Arc::from(backend),
+        "World".into(),
+        (0..size).collect(),
+        env.debug != crate::env::DebugLevel::Off,
+        None,
+    );
+    with_sim_device(world, &env)
+}
+
+/// Without the `mpi` feature: one clear error, naming how the job was started.
+#[cfg(not(feature = "mpi"))]
+fn join_mpi(env: Env) -> Result<Comm<World>> {
+    let how = match env.launcher {
+        Some(l) => format!("this process was started by {l} as rank {} of {}, which needs", env.rank, env.world_size),
+        None => "DIST_BACKEND=mpi needs".into(),
+    };
+    Err(Error::backend(
+        "mpi",
+        format!(
+            "{how} the MPI backend, and this build of dist-runtime has no `mpi` feature: build with \
+             `--features dist-runtime/mpi` (needs an MPI library and libclang, e.g. apt install libopenmpi-dev \
+             libclang-dev), or start the job with `cargo spmd run` (shared memory, one host)"
+        ),
+    ))
 }
 
 /// `DIST_PIN=1`: binds local rank r to the r-th CPU this process may run on (mod their

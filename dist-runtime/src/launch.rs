@@ -20,15 +20,15 @@ const GRACE: Duration = Duration::from_millis(500);
 /// A job to start: one program, N ranks.
 #[derive(Clone, Debug)]
 pub struct Launch {
-    program: PathBuf,
-    args: Vec<OsString>,
-    n: usize,
-    envs: Vec<(OsString, OsString)>,
-    removed: Vec<OsString>,
-    capture: bool,
-    timeout: Option<Duration>,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<OsString>,
+    pub(crate) n: usize,
+    pub(crate) envs: Vec<(OsString, OsString)>,
+    pub(crate) removed: Vec<OsString>,
+    pub(crate) capture: bool,
+    pub(crate) timeout: Option<Duration>,
     kill: Option<(usize, Duration)>,
-    prefix: bool,
+    pub(crate) prefix: bool,
 }
 
 /// How one rank ended.
@@ -78,7 +78,7 @@ pub struct Report {
     /// Wall time of the job.
     pub elapsed: Duration,
     /// Each rank's serialised result, when the ranks published one (`DIST_RESULTS=1`).
-    results: Vec<Option<Vec<u8>>>,
+    pub(crate) results: Vec<Option<Vec<u8>>>,
 }
 
 impl Report {
@@ -202,6 +202,13 @@ impl Launch {
             ));
         }
         let token = random_token();
+        // DIST_BACKEND=mpi (for the ranks, or inherited): mpirun starts them.
+        let backend = self.envs.iter().rev().find(|(k, _)| k == "DIST_BACKEND").map(|(_, v)| v.clone());
+        let backend = backend
+            .or_else(|| std::env::var_os("DIST_BACKEND").filter(|_| !self.removed.iter().any(|k| k == "DIST_BACKEND")));
+        if backend.is_some_and(|b| b.eq_ignore_ascii_case("mpi")) {
+            return crate::mpirun::run(&self, &token);
+        }
         let store = StoreServer::bind("127.0.0.1:0", &token)?;
         let port = store.addr().port().to_string();
         let job_id = format!("j{}x{}", std::process::id(), &token[..8]);

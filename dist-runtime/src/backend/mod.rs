@@ -3,6 +3,8 @@
 //! A backend never sees user types: buffers arrive as `&[u8]`/`&mut [u8]` holding whole
 //! elements of a [`DType`], aligned for it, with every length already validated by `comm`.
 
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 #[cfg(feature = "nccl")]
 pub(crate) mod nccl;
 pub(crate) mod reduce;

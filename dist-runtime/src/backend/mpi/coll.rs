@@ -1,0 +1,212 @@
+//! The collectives on MPI: each `Bufs` shape as one nonblocking MPI collective, then
+//! the backend's bounded wait. Data moves as bytes; reductions use the element type.
+
+use super::ops::{self, bytes, datatype};
+use super::{call, count, MpiComm};
+use crate::backend::{wrong_shape, Bufs};
+use crate::error::{Error, Result};
+use crate::op::{Op, OpKind};
+use crate::reduce_op::ReduceOp;
+use mpi::ffi;
+use std::ffi::{c_int, c_void};
+
+fn counts_displs(counts: &[usize], what: &str) -> Result<(Vec<c_int>, Vec<c_int>)> {
+    let mut c = Vec::with_capacity(counts.len());
+    let mut d = Vec::with_capacity(counts.len());
+    let mut off = 0usize;
+    for &x in counts {
+        c.push(count(x, what)?);
+        d.push(count(off, what)?);
+        off += x;
+    }
+    Ok((c, d))
+}
+
+/// A buffer's address for MPI; null when empty (an empty slice's dangling address is
+/// 0x1, which Open MPI would read as MPI_IN_PLACE).
+pub(super) fn ptr(b: &[u8]) -> *mut c_void {
+    if b.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        b.as_ptr() as *mut c_void
+    }
+}
+
+pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+    // SAFETY: placeholder, written by the posting call.
+    let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let comm = c.comm;
+    let root = op.root as c_int;
+    let dt = || op.dtype.ok_or_else(|| wrong_shape("mpi", op));
+    let rop = || op.reduce_op.ok_or_else(|| wrong_shape("mpi", op));
+    // Buffers a posted op reads must outlive the wait (the copy when MPI has no
+    // MPI_IN_PLACE we know).
+    let mut _scratch: Vec<u8> = Vec::new();
+    // What to finish after the wait: (buffer, dtype, op) of a reduction's result.
+    let mut post: Option<(&mut [u8], crate::dtype::DType, ReduceOp)> = None;
+    match (op.kind, bufs) {
+        (OpKind::Barrier, Bufs::None) => {
+            // SAFETY: a valid communicator; `req` written by MPI.
+            call("MPI_Ibarrier", || unsafe { ffi::MPI_Ibarrier(comm, &mut req) })?;
+        }
+        (OpKind::Broadcast, Bufs::InPlace(buf)) => {
+            let n = count(buf.len(), "broadcast")?;
+            // SAFETY: `buf` lives until the wait below returns.
+            call("MPI_Ibcast", || unsafe { ffi::MPI_Ibcast(ptr(buf), n, bytes(), root, comm, &mut req) })?;
+        }
+        (OpKind::AllReduce | OpKind::Reduce, Bufs::InPlace(buf)) => {
+            let (d, r) = (dt()?, rop()?);
+            let n = count(buf.len() / d.size(), op.name)?;
+            let mop = ops::op(d, r)?;
+            let to_root = op.kind == OpKind::Reduce;
+            let me_root = !to_root || c.rank == op.root as usize;
+            // The send side: MPI_IN_PLACE where the result lands in `buf`, else a copy.
+            let send = if !me_root {
+                ptr(buf)
+            } else if let Some(p) = c.in_place {
+                p
+            } else {
+                _scratch = buf.to_vec();
+                ptr(&_scratch)
+            };
+            let recv = if me_root { ptr(buf) } else { std::ptr::null_mut() };
+            let t = datatype(d);
+            // SAFETY: buffers of `n` elements live until the wait returns.
+            if to_root {
+                call("MPI_Ireduce", || unsafe { ffi::MPI_Ireduce(send, recv, n, t, mop, root, comm, &mut req) })?;
+            } else {
+                call("MPI_Iallreduce", || unsafe { ffi::MPI_Iallreduce(send, recv, n, t, mop, comm, &mut req) })?;
+            }
+            if me_root {
+                post = Some((buf, d, r));
+            }
+        }
+        (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv }) => {
+            let (d, r) = (dt()?, rop()?);
+            let n = count(recv.len() / d.size(), op.name)?;
+            let (mop, t) = (ops::op(d, r)?, datatype(d));
+            let rp = ptr(recv);
+            // SAFETY: `send` holds size × n elements, `recv` n; both outlive the wait.
+            call("MPI_Ireduce_scatter_block", || unsafe {
+                ffi::MPI_Ireduce_scatter_block(ptr(send), rp, n, t, mop, comm, &mut req)
+            })?;
+            post = Some((recv, d, r));
+        }
+        (OpKind::AllGather | OpKind::Gather, Bufs::Gather { send, recv, counts }) => {
+            let (cs, ds) = counts_displs(counts, op.name)?;
+            let sn = count(send.len(), op.name)?;
+            let rp = recv.map_or(std::ptr::null_mut(), |r| ptr(r));
+            // SAFETY: the typed layer checked the lengths against `counts`.
+            if op.kind == OpKind::AllGather {
+                call("MPI_Iallgatherv", || unsafe {
+                    ffi::MPI_Iallgatherv(ptr(send), sn, bytes(), rp, cs.as_ptr(), ds.as_ptr(), bytes(), comm, &mut req)
+                })?;
+            } else {
+                call("MPI_Igatherv", || unsafe {
+                    ffi::MPI_Igatherv(
+                        ptr(send),
+                        sn,
+                        bytes(),
+                        rp,
+                        cs.as_ptr(),
+                        ds.as_ptr(),
+                        bytes(),
+                        root,
+                        comm,
+                        &mut req,
+                    )
+                })?;
+            }
+            return c.wait(&mut req, op.name, op.site, &|| waiting(c, op));
+        }
+        (OpKind::Scatter, Bufs::Scatter { send, recv }) => {
+            let k = count(recv.len(), op.name)?;
+            let sp = send.map_or(std::ptr::null_mut(), ptr);
+            let rp = ptr(recv);
+            // SAFETY: `send` (root) holds size × k bytes.
+            call("MPI_Iscatter", || unsafe {
+                ffi::MPI_Iscatter(sp, k, bytes(), rp, k, bytes(), root, comm, &mut req)
+            })?;
+        }
+        (OpKind::AllToAll, Bufs::AllToAll { send, send_counts, recv, recv_counts }) => {
+            if op.varying {
+                agree_counts(c, op, send_counts, recv_counts)?;
+            }
+            let (sc, sd) = counts_displs(send_counts, op.name)?;
+            let (rc, rd) = counts_displs(recv_counts, op.name)?;
+            let rp = ptr(recv);
+            // SAFETY: the typed layer checked the lengths against the counts.
+            call("MPI_Ialltoallv", || unsafe {
+                ffi::MPI_Ialltoallv(
+                    ptr(send),
+                    sc.as_ptr(),
+                    sd.as_ptr(),
+                    bytes(),
+                    rp,
+                    rc.as_ptr(),
+                    rd.as_ptr(),
+                    bytes(),
+                    comm,
+                    &mut req,
+                )
+            })?;
+            return c.wait(&mut req, op.name, op.site, &|| waiting(c, op));
+        }
+        _ => return Err(wrong_shape("mpi", op)),
+    }
+    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+    if let Some((buf, d, r)) = post {
+        ops::finish(d, r, c.size, buf);
+    }
+    Ok(())
+}
+
+fn waiting(c: &MpiComm, op: &Op) -> String {
+    format!(
+        "the other members of {} to make the matching {} call (MPI does not say which ones are missing; \
+         DIST_DEBUG=check compares every call across ranks first)",
+        c.name, op.name
+    )
+}
+
+/// The per-pair counts of an all-to-all-v agree (what i sends j is what j expects from
+/// i): every rank learns what each peer will send it, and the first disagreement is an
+/// error on every rank, as on shm.
+fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usize]) -> Result<()> {
+    let n = c.size;
+    let mine: Vec<u64> = send_counts.iter().map(|&x| x as u64).collect();
+    let mut theirs = vec![0u64; n];
+    let one = count(8, op.name)?;
+    let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let rp = theirs.as_mut_ptr() as *mut c_void;
+    // SAFETY: n u64 each way, alive until the wait.
+    call("MPI_Ialltoall", || unsafe {
+        ffi::MPI_Ialltoall(mine.as_ptr() as *mut c_void, one, bytes(), rp, one, bytes(), c.comm, &mut req)
+    })?;
+    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+    let me = c.rank;
+    let wrong: Vec<String> = (0..n)
+        .filter(|&j| theirs[j] != recv_counts[j] as u64)
+        .map(|j| format!("rank {j} sends {} bytes to rank {me}, which expects {}", theirs[j], recv_counts[j]))
+        .collect();
+    // Every rank learns whether any disagrees, so all of them fail, not only the victim.
+    let mut flag = [!wrong.is_empty() as u64];
+    let mut any = [0u64];
+    let (sp, rp) = (flag.as_mut_ptr() as *mut c_void, any.as_mut_ptr() as *mut c_void);
+    // SAFETY: one u64 each way.
+    call("MPI_Iallreduce", || unsafe {
+        ffi::MPI_Iallreduce(sp, rp, 1, datatype(crate::dtype::DType::U64), ffi::RSMPI_MAX, c.comm, &mut req)
+    })?;
+    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+    if any[0] == 0 {
+        return Ok(());
+    }
+    Err(Error::Mismatch {
+        comm: c.name.clone(),
+        msg: if wrong.is_empty() {
+            format!("{} at {}: another rank's counts disagree with its peers' (see its error)", op.name, op.site)
+        } else {
+            format!("{} at {}: {}", op.name, op.site, wrong.join("; "))
+        },
+    })
+}

@@ -1,0 +1,386 @@
+//! The MPI backend (feature `mpi`): host buffers over the system's MPI (OpenMPI, MPICH)
+//! through rsmpi's bindings (`mpi::ffi`), so a job spans hosts on MPI's own transports.
+//!
+//! - `mod.rs`: the communicator (a duplicate of `MPI_COMM_WORLD`, or a split of a
+//!   parent), MPI's start and end, and the wait every op ends in: post nonblocking,
+//!   then `MPI_Test` until done or `DIST_TIMEOUT` (never a blocking MPI wait).
+//! - `coll.rs`: each collective's shape as MPI's nonblocking collective.
+//! - `p2p.rs`: sends and receives with typed tags, matched in posting order.
+//! - `ops.rs`: element types and reductions (f16/bf16 through user-defined MPI ops).
+//!
+//! Every MPI call goes through [`call`], under one process-wide lock (the library is
+//! started with `MPI_THREAD_SERIALIZED`: the runtime calls it from the user's thread,
+//! the non-blocking collectives' worker and the simulated device). The cross-rank
+//! checks are the typed layer's (this backend does not piggyback them), so they hold
+//! here as on every backend.
+
+mod coll;
+mod ops;
+mod p2p;
+
+use crate::backend::{Backend, Bufs, ReqId};
+use crate::dtype::DType;
+use crate::error::{Error, Result, Site};
+use crate::op::Op;
+use mpi::ffi;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Serialises every MPI call of the process.
+static LOCK: Mutex<()> = Mutex::new(());
+/// Live communicators of this backend; the last one to go finalizes MPI.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// This rank failed (an error or a panic left its entry): MPI gives no way to tell the
+/// peers blocked on it, so the last communicator aborts the job (`MPI_Abort`) instead of
+/// finalizing; mpirun then stops every rank, and the launcher names this one, which has
+/// reported its exit code and error before.
+static FAILED: AtomicBool = AtomicBool::new(false);
+/// MPI was ended (finalized or aborted): no MPI call may follow.
+static ENDED: AtomicBool = AtomicBool::new(false);
+
+/// Runs one MPI call under the process-wide lock; a non-success code is an error naming
+/// the call and MPI's own description of the code.
+pub(crate) fn call(what: &str, f: impl FnOnce() -> c_int) -> Result<()> {
+    let rc = {
+        let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        f()
+    };
+    check(rc, what)
+}
+
+fn check(rc: c_int, what: &str) -> Result<()> {
+    if rc == 0 {
+        return Ok(());
+    }
+    let mut buf = vec![0 as std::ffi::c_char; 512];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer is larger than MPI_MAX_ERROR_STRING (256 in OpenMPI and MPICH).
+    let text = unsafe {
+        if ffi::MPI_Error_string(rc, buf.as_mut_ptr(), &mut len) == 0 {
+            std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+        } else {
+            format!("error code {rc}")
+        }
+    };
+    Err(Error::backend("mpi", format!("{what} failed: {text}")))
+}
+
+/// A count as MPI takes it (32-bit).
+fn count(n: usize, what: &str) -> Result<c_int> {
+    c_int::try_from(n).map_err(|_| {
+        Error::backend(
+            "mpi",
+            format!("{what}: {n} exceeds MPI's 32-bit counts (split the buffer into parts under 2 GiB)"),
+        )
+    })
+}
+
+/// `MPI_IN_PLACE`, which rsmpi does not export: the value of the MPI this process runs
+/// on (Open MPI's header defines it as `(void *) 1`, MPICH's and its derivatives' as
+/// `(void *) -1`); `None` on another MPI, where the backend copies instead.
+fn in_place() -> Option<*mut c_void> {
+    let mut buf = vec![0 as std::ffi::c_char; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer exceeds MPI_MAX_LIBRARY_VERSION_STRING in both implementations.
+    let v = unsafe {
+        if ffi::MPI_Get_library_version(buf.as_mut_ptr(), &mut len) != 0 {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+    };
+    if v.contains("Open MPI") {
+        // The address 1, as the header defines it (not a pointer to anything).
+        #[allow(clippy::manual_dangling_ptr)]
+        Some(1usize as *mut c_void)
+    } else if v.contains("MPICH") || v.contains("Intel(R) MPI") || v.contains("MVAPICH") {
+        Some(usize::MAX as *mut c_void)
+    } else {
+        None
+    }
+}
+
+/// One rank's view of one communicator on the MPI backend.
+pub(crate) struct MpiComm {
+    comm: ffi::MPI_Comm,
+    rank: usize,
+    size: usize,
+    name: String,
+    timeout: Duration,
+    /// Whether a waiter may spin (ranks on this host ≤ its cores), else it yields.
+    spin: bool,
+    in_place: Option<*mut c_void>,
+    /// Set when a wait timed out: the communicator holds an op that may never finish.
+    broken: AtomicBool,
+    p2p: Mutex<p2p::State>,
+    /// Serialises waits on received messages (matching follows posting order).
+    recv_order: Mutex<()>,
+}
+
+// SAFETY: the MPI handles are plain values used only through `call`, under the
+// process-wide lock, with the library started for serialized threads.
+unsafe impl Send for MpiComm {}
+// SAFETY: as above.
+unsafe impl Sync for MpiComm {}
+
+impl Drop for MpiComm {
+    fn drop(&mut self) {
+        let mut c = self.comm;
+        if !ENDED.load(Ordering::SeqCst) {
+            // SAFETY: our own duplicate or split, freed once.
+            let _ = call("MPI_Comm_free", || unsafe { ffi::MPI_Comm_free(&mut c) });
+        }
+        // The last communicator, on the main thread (MPI wants MPI_Finalize from the
+        // thread that started it): end MPI. Elsewhere (a worker holding the last one),
+        // `at_exit` does it on the main thread.
+        if LIVE.fetch_sub(1, Ordering::SeqCst) == 1 && std::thread::current().name() == Some("main") {
+            end();
+        }
+    }
+}
+
+/// Ends MPI once: `MPI_Finalize`, or `MPI_Abort` when this rank failed.
+fn end() {
+    if ENDED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    if FAILED.load(Ordering::SeqCst) {
+        use std::io::Write;
+        let _ = std::io::stderr().flush();
+        let _ = std::io::stdout().flush();
+        // SAFETY: MPI is initialized; this ends the job.
+        let _ = call("MPI_Abort", || unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1) });
+    }
+    let _ = call("MPI_Finalize", || unsafe { ffi::MPI_Finalize() });
+}
+
+/// Called by the rank runner before the process exits: waits (briefly) for communicators
+/// that worker threads still hold, then ends MPI on this thread, as mpirun expects of
+/// every process that started it.
+pub(crate) fn at_exit() {
+    let mut up: c_int = 0;
+    // SAFETY: MPI_Initialized may be called at any time.
+    if call("MPI_Initialized", || unsafe { ffi::MPI_Initialized(&mut up) }).is_err() || up == 0 {
+        return;
+    }
+    let start = Instant::now();
+    while LIVE.load(Ordering::SeqCst) > 0 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    end();
+}
+
+impl MpiComm {
+    /// Starts MPI (once per process) and returns this rank's world communicator: a
+    /// duplicate of `MPI_COMM_WORLD`, returning errors instead of aborting the job.
+    pub(crate) fn world(expect: Option<(usize, usize)>, timeout: Duration, local_ranks: usize) -> Result<MpiComm> {
+        let mut done: c_int = 0;
+        call("MPI_Finalized", || unsafe { ffi::MPI_Finalized(&mut done) })?;
+        if done != 0 {
+            return Err(Error::backend(
+                "mpi",
+                "MPI was already finalized in this process (its world communicator was dropped): a process \
+                 joins an MPI job once",
+            ));
+        }
+        let mut up: c_int = 0;
+        call("MPI_Initialized", || unsafe { ffi::MPI_Initialized(&mut up) })?;
+        if up == 0 {
+            let mut provided: c_int = 0;
+            // SAFETY: MPI_Init_thread accepts null argc/argv.
+            call("MPI_Init_thread", || unsafe {
+                ffi::MPI_Init_thread(
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    ffi::RSMPI_THREAD_SERIALIZED,
+                    &mut provided,
+                )
+            })?;
+            // SAFETY: reading rsmpi's exported constant.
+            if provided < unsafe { ffi::RSMPI_THREAD_SERIALIZED } {
+                return Err(Error::backend(
+                    "mpi",
+                    "this MPI library does not support MPI_THREAD_SERIALIZED, which dist needs (calls come from \
+                     more than one thread, one at a time)",
+                ));
+            }
+        }
+        let mut comm: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_NULL };
+        // SAFETY: MPI is initialized; `comm` is written by MPI.
+        call("MPI_Comm_dup", || unsafe { ffi::MPI_Comm_dup(ffi::RSMPI_COMM_WORLD, &mut comm) })?;
+        let c = MpiComm::wrap(comm, "World".into(), timeout, local_ranks)?;
+        crate::verify::failure::register(Box::new(|_| {
+            FAILED.store(true, Ordering::SeqCst);
+            true
+        }));
+        if let Some((rank, size)) = expect {
+            if (rank, size) != (c.rank, c.size) {
+                return Err(Error::backend(
+                    "mpi",
+                    format!(
+                        "the environment says rank {rank} of {size}, but MPI says rank {} of {}: start the job \
+                         with one launcher (mpirun/srun sets both)",
+                        c.rank, c.size
+                    ),
+                ));
+            }
+        }
+        Ok(c)
+    }
+
+    fn wrap(comm: ffi::MPI_Comm, name: String, timeout: Duration, local_ranks: usize) -> Result<MpiComm> {
+        LIVE.fetch_add(1, Ordering::SeqCst);
+        let (mut rank, mut size) = (0, 0);
+        let mut c = MpiComm {
+            comm,
+            rank: 0,
+            size: 0,
+            name,
+            timeout,
+            spin: local_ranks <= std::thread::available_parallelism().map_or(1, |n| n.get()),
+            in_place: in_place(),
+            broken: AtomicBool::new(false),
+            p2p: Mutex::new(p2p::State::default()),
+            recv_order: Mutex::new(()),
+        };
+        // SAFETY: a valid communicator.
+        call("MPI_Comm_set_errhandler", || unsafe { ffi::MPI_Comm_set_errhandler(comm, ffi::RSMPI_ERRORS_RETURN) })?;
+        call("MPI_Comm_rank", || unsafe { ffi::MPI_Comm_rank(comm, &mut rank) })?;
+        call("MPI_Comm_size", || unsafe { ffi::MPI_Comm_size(comm, &mut size) })?;
+        c.rank = rank as usize;
+        c.size = size as usize;
+        Ok(c)
+    }
+
+    /// Tests `req` until it completes or the deadline passes; `waiting_for` says what
+    /// the op waits for, in the timeout error.
+    fn wait(
+        &self,
+        req: &mut ffi::MPI_Request,
+        name: &'static str,
+        site: Site,
+        waiting_for: &dyn Fn() -> String,
+    ) -> Result<()> {
+        self.poll(name, site, waiting_for, || {
+            let mut flag: c_int = 0;
+            // SAFETY: `req` is a live request of this process.
+            call("MPI_Test", || unsafe { ffi::MPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+            Ok(flag != 0)
+        })
+    }
+
+    /// Calls `done` until it says so or the deadline passes (then `Error::Timeout`, and
+    /// the communicator refuses further ops). MPI progresses only inside MPI calls:
+    /// spin while the cores allow, else let the peer run, and sleep once the wait is long.
+    fn poll(
+        &self,
+        name: &'static str,
+        site: Site,
+        waiting_for: &dyn Fn() -> String,
+        mut done: impl FnMut() -> Result<bool>,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let mut nap = Duration::from_micros(2);
+        loop {
+            if done()? {
+                return Ok(());
+            }
+            let t = start.elapsed();
+            if t >= self.timeout {
+                self.broken.store(true, Ordering::SeqCst);
+                return Err(Error::Timeout {
+                    op: name,
+                    comm: self.name.clone(),
+                    waiting_for: waiting_for(),
+                    secs: self.timeout.as_secs_f64(),
+                    site,
+                });
+            }
+            if t < Duration::from_micros(50) && self.spin {
+                std::hint::spin_loop();
+            } else if t < Duration::from_millis(2) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_micros(200));
+            }
+        }
+    }
+
+    fn usable(&self, what: &str) -> Result<()> {
+        if self.broken.load(Ordering::SeqCst) {
+            return Err(Error::backend(
+                "mpi",
+                format!("{what} on {}: an earlier op of this communicator timed out and never completed", self.name),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Backend for MpiComm {
+    fn kind(&self) -> &'static str {
+        "mpi"
+    }
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+        self.usable(op.name)?;
+        coll::run(self, op, bufs)
+    }
+
+    fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
+        let id = self.post_send(site, dst, tag, dtype, data)?;
+        self.wait_send(site, id)
+    }
+    fn recv(&self, site: Site, src: usize, tag: u32, dtype: DType, buf: &mut [u8]) -> Result<()> {
+        let id = self.post_recv(site, src, tag)?;
+        self.wait_recv(site, id, dtype, buf)
+    }
+    fn post_send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
+        self.usable("send")?;
+        p2p::post_send(self, site, dst, tag, dtype, data)
+    }
+    fn post_recv(&self, site: Site, src: usize, tag: u32) -> Result<ReqId> {
+        self.usable("recv")?;
+        p2p::post_recv(self, site, src, tag)
+    }
+    fn wait_send(&self, site: Site, id: ReqId) -> Result<()> {
+        p2p::wait_send(self, site, id)
+    }
+    fn wait_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
+        p2p::wait_recv(self, site, id, dtype, buf)
+    }
+
+    fn create_child(&self, _cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+        self.usable("communicator creation")?;
+        // One MPI_Comm_split per call: the groups ranks pass partition the members of
+        // this communicator (subgroup: members and the rest; split and mesh2: one group
+        // per color), so the lowest member names each group.
+        let pos = members.iter().position(|&m| m == self.rank);
+        let color = match pos {
+            Some(_) => *members.iter().min().expect("a member") as c_int,
+            // SAFETY: reading rsmpi's exported constant.
+            None => unsafe { ffi::RSMPI_UNDEFINED },
+        };
+        let mut new: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_NULL };
+        let k = pos.unwrap_or(0) as c_int;
+        // SAFETY: collective over a valid communicator; `new` is written by MPI.
+        call("MPI_Comm_split", || unsafe { ffi::MPI_Comm_split(self.comm, color, k, &mut new) })?;
+        if pos.is_none() {
+            return Ok(None);
+        }
+        let name = key.split('#').next().unwrap_or(key).to_string();
+        let name = format!("{name}{{{}}}", members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(","));
+        let local = if self.spin { 1 } else { usize::MAX };
+        Ok(Some(Box::new(MpiComm::wrap(new, name, self.timeout, local)?)))
+    }
+
+    fn finish(&self) {}
+}
