@@ -278,3 +278,41 @@ fn shm_only(test: &str) -> bool {
     }
     mpi
 }
+
+#[spmd]
+fn barrier_once(world: Comm<World>) -> dist_runtime::Result<()> {
+    world.barrier()
+}
+
+/// Ranks on two hosts with the shared-memory backend: every rank stops at init with one
+/// error naming both hosts and the feature to use, instead of failing to open a segment
+/// on another machine (a host identity per rank stands in for two hosts here;
+/// scripts/two-hosts.sh does it with real namespaces).
+#[test]
+fn a_job_spanning_hosts_on_shm_fails_at_init_naming_them() {
+    if shm_only("a_job_spanning_hosts_on_shm_fails_at_init_naming_them") {
+        return;
+    }
+    let r = Launch::entry("harness::barrier_once", 4)
+        .unwrap()
+        .capture(true)
+        .env("DIST_BACKEND", "shm")
+        .env_for(0, "DIST_HOST_ID", "node-a")
+        .env_for(1, "DIST_HOST_ID", "node-a")
+        .env_for(2, "DIST_HOST_ID", "node-b")
+        .env_for(3, "DIST_HOST_ID", "node-b")
+        .timeout(Duration::from_secs(60))
+        .run()
+        .unwrap();
+    assert!(!r.success());
+    for rank in &r.ranks {
+        let out = &rank.output;
+        assert!(
+            out.contains("this job spans 2 hosts") && out.contains("node-a") && out.contains("node-b"),
+            "rank {}: {out}",
+            rank.rank
+        );
+        assert!(out.contains("--features dist-runtime/mpi"), "rank {}: {out}", rank.rank);
+    }
+    assert!(r.elapsed < Duration::from_secs(10), "took {:?}", r.elapsed);
+}

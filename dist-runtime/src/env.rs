@@ -12,7 +12,8 @@
 //! `DIST_NO_BUILD_WARNING` (silence the unoptimised-build warning), `DIST_EXIT_REPORT`
 //! (each rank reports its exit code to the launcher's store: the mpirun path),
 //! `DIST_MPIRUN` and `DIST_MPIRUN_ARGS` (the mpirun program and extra arguments the
-//! launcher uses for the MPI backend).
+//! launcher uses for the MPI backend), `DIST_LAUNCHER_ADDR` (the address ranks on other
+//! hosts reach the launcher's store at).
 
 use crate::error::{Error, Result};
 use std::time::Duration;
@@ -115,6 +116,9 @@ pub struct Env {
     pub agreement: Agreement,
     /// The shared-memory backend's tuning knobs.
     pub tuning: Tuning,
+    /// `DIST_HOST_ID`: this rank's host identity for the one-host check of the
+    /// shared-memory backend (default: hostname and boot id).
+    pub host_id: Option<String>,
     /// The MPI launcher that started this process ("mpirun", "srun", "mpiexec"), when
     /// the rank came from its variables (`OMPI_COMM_WORLD_RANK`, `PMI_RANK`,
     /// `SLURM_PROCID`, …) rather than torchrun's `RANK`.
@@ -290,6 +294,7 @@ impl Env {
             debug,
             store_external: get("DIST_STORE_EXTERNAL").as_deref() == Some("1"),
             sim_device: get("DIST_SIM_DEVICE").as_deref() == Some("1"),
+            host_id: get("DIST_HOST_ID").filter(|h| !h.is_empty()),
             launcher,
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),

@@ -119,6 +119,9 @@ fn join(env: Env) -> Result<Comm<World>> {
     } else {
         (None, None)
     };
+    if let Some(s) = &store {
+        one_host(s, &env)?;
+    }
     #[cfg(feature = "nccl")]
     let nccl_store = store.clone();
     let mut backend: Box<dyn Backend> = Box::new(ShmComm::connect("w", "World", env.rank, env.world_size, cfg, store)?);
@@ -177,6 +180,80 @@ fn with_sim_device(world: Comm<World>, env: &Env) -> Result<Comm<World>> {
     }
     let _ = env;
     Ok(world)
+}
+
+/// This host's identity: `DIST_HOST_ID`, else the hostname and the kernel's boot id
+/// (distinct hosts differ in one or the other; containers with their own hostname
+/// count as hosts of their own).
+fn host_identity(env: &Env) -> String {
+    if let Some(h) = &env.host_id {
+        return h.clone();
+    }
+    let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_default();
+    format!("{} (boot {})", read("/proc/sys/kernel/hostname"), read("/proc/sys/kernel/random/boot_id"))
+}
+
+/// The shared-memory backend joins ranks of one host: every rank publishes its host at
+/// the rendezvous and compares (rank 0 with everyone, the others with rank 0), so a job
+/// spanning hosts stops here with one error naming them, instead of failing to open a
+/// peer's segment on another machine.
+fn one_host(store: &Store, env: &Env) -> Result<()> {
+    let me = host_identity(env);
+    // The store is this job's (torchrun-style ranks started by hand share no job id).
+    let key = |r: usize| format!("host/{r}");
+    let verdict = "host/verdict".to_string();
+    store.set(&key(env.rank), me.as_bytes())?;
+    // Rank 0 compares every rank's host with its own and publishes the verdict, so every
+    // rank (those on rank 0's host too) stops with the same message.
+    let msg = if env.rank == 0 {
+        let mut hosts: Vec<(String, Vec<usize>)> = vec![(me.clone(), vec![0])];
+        for r in 1..env.world_size {
+            let h = String::from_utf8_lossy(&store.get(&key(r), env.timeout)?).into_owned();
+            match hosts.iter_mut().find(|(x, _)| *x == h) {
+                Some((_, ranks)) => ranks.push(r),
+                None => hosts.push((h, vec![r])),
+            }
+        }
+        let msg = if hosts.len() == 1 {
+            String::new()
+        } else {
+            let list: Vec<String> = hosts
+                .iter()
+                .map(|(h, rs)| format!("{} {} on {h}", if rs.len() == 1 { "rank" } else { "ranks" }, ranges(rs)))
+                .collect();
+            format!(
+                "this job spans {} hosts ({}); the shared-memory backend joins the ranks of one host only. For host \
+                 buffers across hosts build with `--features dist-runtime/mpi` and start the job with mpirun (or \
+                 srun --mpi=pmix)",
+                hosts.len(),
+                list.join("; ")
+            )
+        };
+        store.set(&verdict, msg.as_bytes())?;
+        msg
+    } else {
+        String::from_utf8_lossy(&store.get(&verdict, env.timeout)?).into_owned()
+    };
+    if msg.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::backend("shm", msg))
+    }
+}
+
+/// "0-3, 6" for sorted ranks.
+fn ranges(rs: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < rs.len() {
+        let mut j = i;
+        while j + 1 < rs.len() && rs[j + 1] == rs[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j { rs[i].to_string() } else { format!("{}-{}", rs[i], rs[j]) });
+        i = j + 1;
+    }
+    out.join(", ")
 }
 
 /// Joins through MPI: the world is MPI's (no rendezvous store; mpirun or srun started

@@ -29,6 +29,7 @@ pub struct Launch {
     pub(crate) timeout: Option<Duration>,
     kill: Option<(usize, Duration)>,
     pub(crate) prefix: bool,
+    rank_envs: Vec<(usize, OsString, OsString)>,
 }
 
 /// How one rank ended.
@@ -130,6 +131,7 @@ impl Launch {
             timeout: None,
             kill: None,
             prefix: true,
+            rank_envs: Vec::new(),
         }
     }
 
@@ -154,6 +156,14 @@ impl Launch {
     pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Launch {
         self.removed.retain(|key| key != k.as_ref());
         self.envs.push((k.as_ref().to_owned(), v.as_ref().to_owned()));
+        self
+    }
+
+    /// An environment variable for rank `rank` only (after those of [`env`](Launch::env));
+    /// e.g. a host identity per rank, to test what happens when ranks sit on different
+    /// hosts. Not available under mpirun (the MPI backend), which starts the ranks itself.
+    pub fn env_for(mut self, rank: usize, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Launch {
+        self.rank_envs.push((rank, k.as_ref().to_owned(), v.as_ref().to_owned()));
         self
     }
 
@@ -240,6 +250,9 @@ impl Launch {
                 cmd.env_remove(k);
             }
             for (k, v) in &self.envs {
+                cmd.env(k, v);
+            }
+            for (_, k, v) in self.rank_envs.iter().filter(|(r, _, _)| *r == rank) {
                 cmd.env(k, v);
             }
             // SAFETY: prctl is async-signal-safe; it makes the rank die with the launcher

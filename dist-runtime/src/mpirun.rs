@@ -21,14 +21,17 @@ fn mpirun() -> OsString {
 }
 
 pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
-    let store = StoreServer::bind("127.0.0.1:0", token)?;
+    // Ranks on other hosts reach the launcher's store (exit codes, results) at
+    // DIST_LAUNCHER_ADDR, this host's address on the network they share.
+    let addr = std::env::var("DIST_LAUNCHER_ADDR").unwrap_or_else(|_| "127.0.0.1".into());
+    let store = StoreServer::bind(format!("{addr}:0").as_str(), token)?;
     let port = store.addr().port().to_string();
     let start = Instant::now();
     let mut cmd = Command::new(mpirun());
     // Variables for the ranks: set on mpirun and exported with -x.
     let mut vars: Vec<(OsString, OsString)> = vec![
         ("DIST_BACKEND".into(), "mpi".into()),
-        ("MASTER_ADDR".into(), "127.0.0.1".into()),
+        ("MASTER_ADDR".into(), addr.clone().into()),
         ("MASTER_PORT".into(), port.into()),
         ("DIST_JOB_TOKEN".into(), token.into()),
         ("DIST_EXIT_REPORT".into(), "1".into()),
@@ -51,6 +54,11 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     cmd.arg("-np").arg(l.n.to_string()).arg("--tag-output");
     if std::env::var_os("DIST_MPIRUN_ARGS").is_none() {
         cmd.arg("--oversubscribe");
+        // More ranks than cores: Open MPI's progress loop must yield, or a waiting rank
+        // takes the core its peer needs (a ping-pong gets ~100x slower).
+        if l.n > std::thread::available_parallelism().map_or(1, |c| c.get()) {
+            cmd.args(["--mca", "mpi_yield_when_idle", "1"]);
+        }
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {

@@ -163,11 +163,16 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
 fn bench(args: Vec<String>) -> Result<ExitCode, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // `--backend nccl` needs the bench built with the NCCL backend.
-    let nccl =
-        args.windows(2).any(|w| w[0] == "--backend" && w[1] == "nccl") || args.iter().any(|a| a == "--backend=nccl");
+    let backend = |b: &str| {
+        args.windows(2).any(|w| w[0] == "--backend" && w[1] == b) || args.iter().any(|a| *a == format!("--backend={b}"))
+    };
     let mut build = vec!["build", "--release", "--quiet", "-p", "dist-bench"];
-    if nccl {
+    if backend("nccl") {
         build.extend(["--features", "dist-bench/nccl"]);
+    }
+    // `--backend mpi` needs the MPI backend (and mpirun starts the ranks).
+    if backend("mpi") {
+        build.extend(["--features", "dist-bench/mpi"]);
     }
     let st = Command::new(&cargo).args(&build).status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !st.success() {

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# A real two-host job on one machine: hosts A and B are each their own network, UTS
+# (hostname), IPC, PID and mount namespaces, with a fresh /proc and a private /dev/shm,
+# joined by a veth pair on 10.77.0.0/24 (../shared/CLUSTER-TESTING.md). mpirun runs in A
+# and starts B's ranks through an nsenter agent instead of ssh; ranks on one host talk
+# through Open MPI's shared memory, across hosts through TCP on the veth pair.
+#
+# Checks: `hello` on 4 ranks prints both hostnames; the serial-reference suites
+# (collectives, p2p, groups) pass with ranks on both hosts (DIST_BACKEND=mpi, every
+# world size the tests use, 2 slots per host, oversubscribed).
+#
+# Needs root, iproute2 and util-linux (unshare, nsenter); skips with a message where
+# namespaces cannot be made. Every wait is bounded; everything is torn down on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+if [ "$(id -u)" -ne 0 ]; then echo "two-hosts: needs root to make namespaces; skipped"; exit 0; fi
+for t in ip unshare nsenter; do
+  command -v $t >/dev/null || { echo "two-hosts: $t is missing (apt install iproute2 util-linux); skipped"; exit 0; }
+done
+scripts/install-mpi.sh >/dev/null
+
+echo "-- build (feature mpi)"
+cargo build -q -p dist-runtime --features mpi --example hello
+tests=$(cargo test -q --no-run -p dist-tests --features dist-runtime/mpi --test collectives --test p2p --test groups \
+          --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]:
+        print(m["executable"])' | tr '\n' ' ')
+
+id=$$; A=distA$id; B=distB$id; work=$(mktemp -d /tmp/two-hosts.XXXXXX)
+cleanup() {
+  [ -f "$work/hostA.pid" ] && kill -9 "$(cat "$work/hostA.pid")" 2>/dev/null || true
+  ip netns del $A 2>/dev/null || true; ip netns del $B 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if ! ip netns add $A 2>/dev/null || ! ip netns add $B; then
+  echo "two-hosts: cannot make network namespaces here; skipped"; exit 0
+fi
+ip link add vA$id netns $A type veth peer name vB$id netns $B
+ip -n $A addr add 10.77.0.1/24 dev vA$id; ip -n $B addr add 10.77.0.2/24 dev vB$id
+for n in $A $B; do ip -n $n link set lo up; done
+ip -n $A link set vA$id up; ip -n $B link set vB$id up
+
+# The agent mpirun calls instead of ssh: drop its options and the host, run the rest in B.
+cat > "$work/agent.sh" <<AGENT
+#!/bin/sh
+while [ "\${1#-}" != "\$1" ]; do shift; done; shift
+P=\$(cat $work/hostB.pid)
+T=\$(cat /proc/\$P/task/\$P/children | awk '{print \$1}')
+exec nsenter -t "\$T" -n -u -i -p -m -- sh -c "\$*"
+AGENT
+chmod +x "$work/agent.sh"
+
+mpi_args="--oversubscribe --host 10.77.0.1:2,10.77.0.2:2 --mca plm_rsh_agent $work/agent.sh \
+--mca plm_rsh_no_tree_spawn 1 --mca btl self,vader,tcp --mca btl_tcp_if_include 10.77.0.0/24 \
+--mca oob_tcp_if_include 10.77.0.0/24 --mca mpi_yield_when_idle 1 --bind-to none"
+
+# Host A's script: becomes host A, starts host B inside it, then runs the checks.
+cat > "$work/hostA.sh" <<HOSTA
+set -euo pipefail
+hostname hostA; mount -t tmpfs tmpfs /dev/shm
+nsenter --net=/run/netns/$B unshare --pid --fork --mount-proc --uts --ipc --mount \
+  sh -c 'hostname hostB; mount -t tmpfs tmpfs /dev/shm; exec sleep 900' &
+echo \$! > $work/hostB.pid
+for i in \$(seq 100); do [ -s /proc/\$!/task/\$!/children ] && break; sleep 0.05; done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd $root
+echo "-- hello on 4 ranks, 2 per host"
+out=\$(timeout 120 mpirun -np 4 $mpi_args target/debug/examples/hello 2>&1) || { echo "\$out"; exit 1; }
+echo "\$out" | tail -6
+echo "\$out" | grep -q hostA && echo "\$out" | grep -q hostB && echo "\$out" | grep -q 'sum of ranks = 6 (expected 6)'
+echo "-- a shared-memory job across the hosts (torchrun-style variables) stops at init, naming both"
+P=\$(cat $work/hostB.pid); T=\$(awk '{print \$1}' /proc/\$P/task/\$P/children)
+common="WORLD_SIZE=2 MASTER_ADDR=10.77.0.1 MASTER_PORT=29517 DIST_BACKEND=shm DIST_TIMEOUT=20"
+env \$common RANK=0 timeout 60 target/debug/examples/hello > $work/r0.log 2>&1 &
+r0=\$!
+nsenter -t "\$T" -n -u -i -p -m -- env \$common RANK=1 timeout 60 $root/target/debug/examples/hello > $work/r1.log 2>&1 || true
+wait \$r0 && { echo "rank 0 of a two-host shm job succeeded"; exit 1; }
+for f in $work/r0.log $work/r1.log; do
+  grep -q 'this job spans 2 hosts' \$f && grep -q hostA \$f && grep -q hostB \$f || { cat \$f; exit 1; }
+done
+head -c 300 $work/r1.log; echo
+echo "-- the serial-reference suites with ranks on both hosts"
+export DIST_BACKEND=mpi DIST_LAUNCHER_ADDR=10.77.0.1 DIST_MPIRUN_ARGS="$mpi_args"
+for t in $tests; do
+  echo "   \$(basename \$t)"
+  timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1 || { tail -40 $work/test.log; exit 1; }
+  grep 'test result' $work/test.log
+done
+HOSTA
+ip netns exec $A unshare --pid --fork --mount-proc --uts --ipc --mount bash "$work/hostA.sh" &
+echo $! > "$work/hostA.pid"
+wait "$(cat "$work/hostA.pid")"
+echo "two-hosts: done"
