@@ -114,8 +114,9 @@ pub(crate) struct MpiComm {
     /// Set when a wait timed out: the communicator holds an op that may never finish.
     broken: AtomicBool,
     p2p: Mutex<p2p::State>,
-    /// Serialises waits on received messages (matching follows posting order).
-    recv_order: Mutex<()>,
+    /// Serialises waits on received messages (matching follows posting order), and holds
+    /// the buffer a header with its inline payload lands in.
+    recv_order: Mutex<Vec<u8>>,
 }
 
 // SAFETY: the MPI handles are plain values used only through `call`, under the
@@ -238,11 +239,14 @@ impl MpiComm {
             size: 0,
             name,
             timeout,
-            spin: local_ranks <= std::thread::available_parallelism().map_or(1, |n| n.get()),
+            // The host's cores, not this process's affinity: mpirun binds each rank to a
+            // core of its own, where spinning is right.
+            // SAFETY: sysconf has no preconditions.
+            spin: local_ranks <= (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize,
             in_place: in_place(),
             broken: AtomicBool::new(false),
             p2p: Mutex::new(p2p::State::default()),
-            recv_order: Mutex::new(()),
+            recv_order: Mutex::new(Vec::new()),
         };
         // SAFETY: a valid communicator.
         call("MPI_Comm_set_errhandler", || unsafe { ffi::MPI_Comm_set_errhandler(comm, ffi::RSMPI_ERRORS_RETURN) })?;
@@ -336,8 +340,8 @@ impl Backend for MpiComm {
     }
 
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
-        let id = self.post_send(site, dst, tag, dtype, data)?;
-        self.wait_send(site, id)
+        self.usable("send")?;
+        p2p::send(self, site, dst, tag, dtype, data)
     }
     fn recv(&self, site: Site, src: usize, tag: u32, dtype: DType, buf: &mut [u8]) -> Result<()> {
         let id = self.post_recv(site, src, tag)?;

@@ -1,8 +1,11 @@
-//! Point-to-point on MPI. A send copies its data and posts two `MPI_Isend`s with the
-//! same tag: a 128-byte header (element type, length, the sender's call site), then the
-//! payload (MPI does not let messages with the same source and tag overtake each other,
-//! so the pair arrives in order). The caller's buffer is free at once, as the `Backend`
-//! contract says. A receive is claimed at
+//! Point-to-point on MPI. Every message starts with a 128-byte header (element type,
+//! length, the sender's call site). Up to [`INLINE`] bytes the payload follows the
+//! header in the same MPI message (one message, one copy); larger payloads go as a
+//! second message with the same tag right after the header (MPI does not let messages
+//! with the same source and tag overtake each other), received straight into the
+//! caller's buffer. `post_send` copies what it sends (the caller's buffer is free at
+//! once, as the `Backend` contract says); a blocking `send` sends a large payload from
+//! the caller's buffer, without a copy. A receive is claimed at
 //! posting and matched at its wait with a matched probe (`MPI_Improbe`, polled with the
 //! deadline, then `MPI_Mrecv`): a wait for a later receive first takes the earlier
 //! ones' messages of the same (source, tag) into their own buffers, so messages match
@@ -19,20 +22,27 @@ use mpi::ffi;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_int;
 
-/// A posted send: its two requests (header, payload) and the copies MPI reads.
+/// A posted send: its requests (the header and an inline payload; a separate payload)
+/// and the buffers MPI reads.
 struct Send {
-    reqs: [ffi::MPI_Request; 2],
-    _bufs: [Vec<u8>; 2],
+    reqs: Vec<ffi::MPI_Request>,
+    _bufs: Vec<Vec<u8>>,
     dst: usize,
     tag: u32,
 }
 
 const HEADER: usize = 128;
+/// Largest payload sent inside the header's message.
+const INLINE: usize = 4 << 10;
+/// Header byte 1: the payload follows in the same message.
+const INLINE_FLAG: u8 = 1;
 
 /// The header of a message: element type, payload length, the sender's call site.
 fn header(dtype: DType, len: usize, site: Site) -> Vec<u8> {
-    let mut h = vec![0u8; HEADER];
+    let mut h = Vec::with_capacity(HEADER + if len <= INLINE { len } else { 0 });
+    h.resize(HEADER, 0);
     h[0] = dtype as u8;
+    h[1] = if len <= INLINE { INLINE_FLAG } else { 0 };
     h[8..16].copy_from_slice(&(len as u64).to_le_bytes());
     let at = site.to_string();
     let at = at.as_bytes();
@@ -73,17 +83,51 @@ fn tag_of(tag: u32) -> Result<c_int> {
         .map_err(|_| Error::invalid("send", format!("tag {tag} is beyond MPI's tag range (0..=2147483647 at most)")))
 }
 
-pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
+/// Posts the header (with an inline payload) and, for a large payload, the payload from
+/// `payload` (kept alive by the caller until the requests complete).
+fn isend(
+    c: &MpiComm,
+    site: Site,
+    dst: usize,
+    tag: u32,
+    dtype: DType,
+    data: &[u8],
+) -> Result<(Vec<ffi::MPI_Request>, Vec<u8>)> {
     let t = tag_of(tag)?;
-    let n = count(data.len(), "send")?;
-    let bufs = [header(dtype, data.len(), site), data.to_vec()];
-    // SAFETY: placeholders, written by MPI_Isend.
-    let mut reqs: [ffi::MPI_Request; 2] = unsafe { [ffi::RSMPI_REQUEST_NULL; 2] };
-    for (i, (b, len)) in bufs.iter().zip([HEADER as c_int, n]).enumerate() {
-        let p = super::coll::ptr(b);
-        // SAFETY: the copies are kept with the requests until the send completes (their
-        // heap buffers do not move when the Vecs do).
-        call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, len, bytes(), dst as c_int, t, c.comm, &mut reqs[i]) })?;
+    let mut h = header(dtype, data.len(), site);
+    if data.len() <= INLINE {
+        h.extend_from_slice(data);
+    }
+    let mut reqs = Vec::with_capacity(2);
+    // SAFETY: placeholder, written by MPI_Isend.
+    let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let (p, n) = (super::coll::ptr(&h), count(h.len(), "send")?);
+    // SAFETY: `h` is returned to the caller, which keeps it until the request completes
+    // (its heap buffer does not move when the Vec does).
+    call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut r) })?;
+    reqs.push(r);
+    Ok((reqs, h))
+}
+
+/// Posts a separate (large) payload from `data`, which the caller keeps alive until the
+/// request completes.
+fn isend_payload(c: &MpiComm, dst: usize, tag: u32, data: &[u8]) -> Result<ffi::MPI_Request> {
+    let (t, n) = (tag_of(tag)?, count(data.len(), "send")?);
+    // SAFETY: placeholder, written by MPI_Isend.
+    let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let p = super::coll::ptr(data);
+    // SAFETY: the caller keeps `data` alive and unmoved until the request completes.
+    call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut r) })?;
+    Ok(r)
+}
+
+pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
+    let (mut reqs, h) = isend(c, site, dst, tag, dtype, data)?;
+    let mut bufs = vec![h];
+    if data.len() > INLINE {
+        let copy = data.to_vec();
+        reqs.push(isend_payload(c, dst, tag, &copy)?);
+        bufs.push(copy);
     }
     let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
     s.next += 1;
@@ -92,18 +136,31 @@ pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DT
     Ok(id)
 }
 
-pub(super) fn wait_send(c: &MpiComm, site: Site, id: ReqId) -> Result<()> {
-    let mut send = {
-        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        s.sends.remove(&id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?
-    };
-    let (dst, tag) = (send.dst, send.tag);
-    for r in send.reqs.iter_mut() {
+fn wait_all(c: &MpiComm, site: Site, dst: usize, tag: u32, reqs: &mut [ffi::MPI_Request]) -> Result<()> {
+    for r in reqs {
         c.wait(r, "send", site, &|| {
             format!("rank {dst} to receive the message with tag {tag} (MPI completes a large send only once it is received)")
         })?;
     }
     Ok(())
+}
+
+/// A blocking send: a large payload goes from `data` itself (it is borrowed until the
+/// send completes here), without the copy `post_send` makes.
+pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
+    let (mut reqs, _h) = isend(c, site, dst, tag, dtype, data)?;
+    if data.len() > INLINE {
+        reqs.push(isend_payload(c, dst, tag, data)?);
+    }
+    wait_all(c, site, dst, tag, &mut reqs)
+}
+
+pub(super) fn wait_send(c: &MpiComm, site: Site, id: ReqId) -> Result<()> {
+    let mut send = {
+        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.sends.remove(&id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?
+    };
+    wait_all(c, site, send.dst, send.tag, &mut send.reqs)
 }
 
 pub(super) fn post_recv(c: &MpiComm, _site: Site, src: usize, tag: u32) -> Result<ReqId> {
@@ -142,6 +199,35 @@ fn probe(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(ffi::MPI_Mess
     Ok(found.expect("polled until found"))
 }
 
+/// Posts a receive into `buf` of the next message from `src` with `tag` and waits for it
+/// with the deadline; returns its length. A receive that times out is cancelled, so MPI
+/// never writes `buf` after this returns.
+fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> Result<usize> {
+    // SAFETY: placeholders, written by MPI.
+    let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+    let (p, n) = (super::coll::ptr(buf), count(buf.len(), "recv")?);
+    // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
+    call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), src as c_int, tag as c_int, c.comm, &mut req) })?;
+    let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
+    let done = c.poll("recv", site, &waiting_for, || {
+        let mut flag: c_int = 0;
+        // SAFETY: a live request; `st` written by MPI.
+        call("MPI_Test", || unsafe { ffi::MPI_Test(&mut req, &mut flag, &mut st) })?;
+        Ok(flag != 0)
+    });
+    if let Err(e) = done {
+        // SAFETY: cancelling and completing our own pending receive.
+        let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(&mut req) });
+        let _ = call("MPI_Wait", || unsafe { ffi::MPI_Wait(&mut req, ffi::RSMPI_STATUS_IGNORE) });
+        return Err(e);
+    }
+    let mut got: c_int = 0;
+    // SAFETY: the status of the completed receive.
+    call("MPI_Get_count", || unsafe { ffi::MPI_Get_count(&st, bytes(), &mut got) })?;
+    Ok(got as usize)
+}
+
 /// Receives the matched message `msg` of `len` bytes into `buf`.
 fn take(msg: &mut ffi::MPI_Message, len: usize, buf: &mut [u8]) -> Result<()> {
     let n = count(len, "recv")?;
@@ -150,11 +236,20 @@ fn take(msg: &mut ffi::MPI_Message, len: usize, buf: &mut [u8]) -> Result<()> {
     call("MPI_Mrecv", || unsafe { ffi::MPI_Mrecv(p, n, bytes(), msg, ffi::RSMPI_STATUS_IGNORE) })
 }
 
+/// Whether a received header message carries its payload inline.
+fn inline(h: &[u8]) -> bool {
+    h.len() >= HEADER && h[1] == INLINE_FLAG
+}
+
 /// Takes the next message (header and payload) from `src` with `tag` into new buffers.
 fn take_whole(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(Vec<u8>, Vec<u8>)> {
     let (mut msg, len) = probe(c, site, src, tag)?;
     let mut h = vec![0u8; len];
     take(&mut msg, len, &mut h)?;
+    if inline(&h) {
+        let v = h.split_off(HEADER.min(h.len()));
+        return Ok((h, v));
+    }
     let (mut msg, len) = probe(c, site, src, tag)?;
     let mut v = vec![0u8; len];
     take(&mut msg, len, &mut v)?;
@@ -162,7 +257,7 @@ fn take_whole(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(Vec<u8>,
 }
 
 pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
-    let _order = c.recv_order.lock().unwrap_or_else(|p| p.into_inner());
+    let mut landing = c.recv_order.lock().unwrap_or_else(|p| p.into_inner());
     let (src, tag) = {
         let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         let r = s.recvs.get(&id).ok_or_else(|| Error::backend("mpi", format!("no posted receive {id}")))?;
@@ -181,7 +276,7 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
             }
         };
         if let Some((h, v)) = early {
-            fits(c, site, src, tag, &h, dtype, buf.len())?;
+            fits(c, site, src, tag, &h[..HEADER.min(h.len())], dtype, buf.len())?;
             buf.copy_from_slice(&v);
             return Ok(());
         }
@@ -191,9 +286,6 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
         };
         let first = first.ok_or_else(|| Error::backend("mpi", format!("receive {id} is not queued")))?;
         if first == id {
-            let (mut msg, hlen) = probe(c, site, src, tag)?;
-            let mut h = vec![0u8; hlen];
-            take(&mut msg, hlen, &mut h)?;
             {
                 let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(q) = s.queue.get_mut(&(src, tag)) {
@@ -201,13 +293,32 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
                 }
                 s.recvs.remove(&id);
             }
-            let (mut msg, len) = probe(c, site, src, tag)?;
-            if let Err(e) = fits(c, site, src, tag, &h, dtype, buf.len()) {
+            // The next message from (src, tag) is ours: receive its header (and an inline
+            // payload) straight away rather than probing for it.
+            if landing.len() < HEADER + INLINE {
+                landing.resize(HEADER + INLINE, 0);
+            }
+            let n = irecv_wait(c, site, src, tag, &mut landing[..])?;
+            let h = &landing[..n];
+            if inline(h) {
+                fits(c, site, src, tag, &h[..HEADER], dtype, buf.len())?;
+                buf.copy_from_slice(&h[HEADER..]);
+                return Ok(());
+            }
+            if let Err(e) = fits(c, site, src, tag, h, dtype, buf.len()) {
+                let (mut msg, len) = probe(c, site, src, tag)?;
                 let mut sink = vec![0u8; len];
                 take(&mut msg, len, &mut sink)?;
                 return Err(e);
             }
-            return take(&mut msg, len, buf);
+            let got = irecv_wait(c, site, src, tag, buf)?;
+            if got != buf.len() {
+                return Err(Error::backend(
+                    "mpi",
+                    format!("a payload of {got} bytes after a header saying {}", buf.len()),
+                ));
+            }
+            return Ok(());
         }
         // An earlier receive's message: keep it for that receive's wait.
         let whole = take_whole(c, site, src, tag)?;
@@ -223,7 +334,7 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
 
 /// The message (by its header) fits the receive exactly, or an error naming both ends.
 fn fits(c: &MpiComm, site: Site, src: usize, tag: u32, h: &[u8], dtype: DType, want: usize) -> Result<()> {
-    if h.len() != HEADER {
+    if h.len() < HEADER {
         return Err(Error::backend("mpi", format!("a message from rank {src} with tag {tag} has no dist header")));
     }
     let (sent, len, at) = read_header(h);
