@@ -63,7 +63,6 @@ mod error;
 mod group;
 mod init;
 pub mod launch;
-mod mpirun;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod op;

@@ -3,6 +3,8 @@
 //! contract, prefixes their output with `[rank k]`, and on the first failure stops the
 //! rest and reports which rank failed first and why.
 
+mod mpirun;
+
 use crate::error::{Error, Result};
 use crate::store::StoreServer;
 use std::ffi::{OsStr, OsString};
@@ -217,7 +219,7 @@ impl Launch {
         let backend = backend
             .or_else(|| std::env::var_os("DIST_BACKEND").filter(|_| !self.removed.iter().any(|k| k == "DIST_BACKEND")));
         if backend.is_some_and(|b| b.eq_ignore_ascii_case("mpi")) {
-            return crate::mpirun::run(&self, &token);
+            return mpirun::run(&self, &token);
         }
         let store = StoreServer::bind("127.0.0.1:0", &token)?;
         let port = store.addr().port().to_string();
