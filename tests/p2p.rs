@@ -230,3 +230,30 @@ fn a_peer_that_sends_then_leaves_is_not_a_failure(world: Comm<World>) {
         world.barrier().unwrap();
     }
 }
+
+const BIG_RING: Tag<f32> = Tag::new(31);
+
+/// Posted receives are real on every backend: with messages far past any eager limit,
+/// `irecv; send; wait` and `isend; irecv; wait the send first` complete in a ring (on MPI a
+/// large send completes only once received, so a receive that exists only on paper would
+/// deadlock them).
+#[dist_runtime::test(ranks = [2, 3, 4])]
+fn large_exchanges_with_posted_receives_complete(world: Comm<World>) {
+    let (r, n) = (world.rank(), world.size());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let len = 1 << 18; // 1 MiB of f32
+    let mine = data::<f32>(r, len, 11);
+    // irecv, then a blocking send, then the receive's wait.
+    let mut got = vec![0.0f32; len];
+    let req = world.irecv(prev, BIG_RING, &mut got).unwrap();
+    world.send(next, BIG_RING, &mine).unwrap();
+    req.wait().unwrap();
+    assert_same("irecv; send; wait", &got, &data::<f32>(prev, len, 11));
+    // isend, irecv, and the send waited for first.
+    let mut got = vec![0.0f32; len];
+    let s = world.isend(next, BIG_RING, &mine).unwrap();
+    let q = world.irecv(prev, BIG_RING, &mut got).unwrap();
+    s.wait().unwrap();
+    q.wait().unwrap();
+    assert_same("isend; irecv; send.wait; recv.wait", &got, &data::<f32>(prev, len, 11));
+}

@@ -132,6 +132,9 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             // One write, so lines of ranks sharing a terminal do not interleave.
             use std::io::Write;
             let _ = std::io::stderr().write_all(format!("[rank {rank}] error: cannot join the job: {e}\n").as_bytes());
+            if std::env::var_os("DIST_EXIT_REPORT").is_some() {
+                let _ = to_launcher(&format!("exit/{rank}"), b"1");
+            }
             return 1;
         }
     };

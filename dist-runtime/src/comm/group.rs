@@ -82,6 +82,9 @@ impl<G: Group> Comm<G> {
     /// The backend's child creation, compared across ranks first where the backend does
     /// not do that itself (the op carries a hash of the member list).
     pub(crate) fn create_child(&self, op: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+        // After the queued non-blocking collectives, so every rank sees the same order
+        // (and a worker's collective never waits behind a creation that holds MPI).
+        self.inner.drain();
         crate::comm::agree(&self.inner, op)?;
         self.inner.backend.create_child(op, key, members)
     }

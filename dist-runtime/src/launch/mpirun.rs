@@ -130,6 +130,15 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
             }
         })
         .collect();
+    let mut ranks = ranks;
+    if !status.success() && !timed_out && ranks.iter().all(RankExit::success) {
+        // Every rank reported success, then something failed in teardown (MPI_Finalize,
+        // an abort): the job did not succeed; rank 0 carries mpirun's account of it.
+        ranks[0].code = Some(status.code().unwrap_or(1));
+        ranks[0].output.push_str(&format!(
+            "mpirun exited with {status} after every rank reported success (a failure in teardown):\n{launcher_text}"
+        ));
+    }
     let failing: Vec<usize> = (0..l.n).filter(|&r| ranks[r].code.is_some_and(|c| c != 0)).collect();
     let first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
     let first_failure =

@@ -43,13 +43,14 @@ static ENDED: AtomicBool = AtomicBool::new(false);
 /// Runs one MPI call under the process-wide lock; a non-success code is an error naming
 /// the call and MPI's own description of the code.
 pub(crate) fn call(what: &str, f: impl FnOnce() -> c_int) -> Result<()> {
-    let rc = {
-        let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        f()
-    };
-    check(rc, what)
+    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    if ENDED.load(Ordering::SeqCst) {
+        return Err(Error::backend("mpi", format!("{what} after MPI was finalized in this process")));
+    }
+    check(f(), what)
 }
 
+/// The error for a non-success code (called under the lock: MPI_Error_string is an MPI call).
 fn check(rc: c_int, what: &str) -> Result<()> {
     if rc == 0 {
         return Ok(());
@@ -84,12 +85,9 @@ fn in_place() -> Option<*mut c_void> {
     let mut buf = vec![0 as std::ffi::c_char; 8192];
     let mut len: c_int = 0;
     // SAFETY: the buffer exceeds MPI_MAX_LIBRARY_VERSION_STRING in both implementations.
-    let v = unsafe {
-        if ffi::MPI_Get_library_version(buf.as_mut_ptr(), &mut len) != 0 {
-            return None;
-        }
-        std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
-    };
+    call("MPI_Get_library_version", || unsafe { ffi::MPI_Get_library_version(buf.as_mut_ptr(), &mut len) }).ok()?;
+    // SAFETY: MPI wrote a NUL-terminated string.
+    let v = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
     if v.contains("Open MPI") {
         // The address 1, as the header defines it (not a pointer to anything).
         #[allow(clippy::manual_dangling_ptr)]
@@ -114,6 +112,9 @@ pub(crate) struct MpiComm {
     /// Set when a wait timed out: the communicator holds an op that may never finish.
     broken: AtomicBool,
     p2p: Mutex<p2p::State>,
+    /// Held across the messages of one send, so two threads' headers and payloads never
+    /// interleave on the wire.
+    send_order: Mutex<()>,
     /// Serialises waits on received messages (matching follows posting order), and holds
     /// the buffer a header with its inline payload lands in.
     recv_order: Mutex<Vec<u8>>,
@@ -128,10 +129,10 @@ unsafe impl Sync for MpiComm {}
 impl Drop for MpiComm {
     fn drop(&mut self) {
         let mut c = self.comm;
-        if !ENDED.load(Ordering::SeqCst) {
-            // SAFETY: our own duplicate or split, freed once.
-            let _ = call("MPI_Comm_free", || unsafe { ffi::MPI_Comm_free(&mut c) });
-        }
+        // Sends still travelling (buffered: their callers moved on) complete first.
+        p2p::flush(self);
+        // SAFETY: our own duplicate or split, freed once (`call` refuses after MPI ended).
+        let _ = call("MPI_Comm_free", || unsafe { ffi::MPI_Comm_free(&mut c) });
         // The last communicator, on the main thread (MPI wants MPI_Finalize from the
         // thread that started it): end MPI. Elsewhere (a worker holding the last one),
         // `at_exit` does it on the main thread.
@@ -143,7 +144,8 @@ impl Drop for MpiComm {
 
 /// Ends MPI once: `MPI_Finalize`, or `MPI_Abort` when this rank failed.
 fn end() {
-    if ENDED.swap(true, Ordering::SeqCst) {
+    static ENDING: AtomicBool = AtomicBool::new(false);
+    if ENDING.swap(true, Ordering::SeqCst) {
         return;
     }
     if FAILED.load(Ordering::SeqCst) {
@@ -154,6 +156,7 @@ fn end() {
         let _ = call("MPI_Abort", || unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1) });
     }
     let _ = call("MPI_Finalize", || unsafe { ffi::MPI_Finalize() });
+    ENDED.store(true, Ordering::SeqCst);
 }
 
 /// Called by the rank runner before the process exits: waits (briefly) for communicators
@@ -246,6 +249,7 @@ impl MpiComm {
             in_place: in_place(),
             broken: AtomicBool::new(false),
             p2p: Mutex::new(p2p::State::default()),
+            send_order: Mutex::new(()),
             recv_order: Mutex::new(Vec::new()),
         };
         // SAFETY: a valid communicator.

@@ -94,6 +94,9 @@ fn isend(
     data: &[u8],
 ) -> Result<(Vec<ffi::MPI_Request>, Vec<u8>)> {
     let t = tag_of(tag)?;
+    // Every count is valid before the first message leaves (a header without its payload
+    // would derail the receiver).
+    count(data.len(), "send")?;
     let mut h = header(dtype, data.len(), site);
     if data.len() <= INLINE {
         h.extend_from_slice(data);
@@ -122,13 +125,15 @@ fn isend_payload(c: &MpiComm, dst: usize, tag: u32, data: &[u8]) -> Result<ffi::
 }
 
 pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
+    let copy = (data.len() > INLINE).then(|| data.to_vec());
+    let _one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
     let (mut reqs, h) = isend(c, site, dst, tag, dtype, data)?;
     let mut bufs = vec![h];
-    if data.len() > INLINE {
-        let copy = data.to_vec();
+    if let Some(copy) = copy {
         reqs.push(isend_payload(c, dst, tag, &copy)?);
         bufs.push(copy);
     }
+    drop(_one);
     let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
     s.next += 1;
     let id = s.next;
@@ -136,22 +141,106 @@ pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DT
     Ok(id)
 }
 
+/// Waits for a send's requests. A large send completes only once the peer receives it,
+/// so while waiting this rank takes the messages its own posted receives are due (into
+/// their stashes): `isend; irecv; wait` and `irecv; send; wait` on both ends complete,
+/// as they do on an MPI whose receives are posted at once.
 fn wait_all(c: &MpiComm, site: Site, dst: usize, tag: u32, reqs: &mut [ffi::MPI_Request]) -> Result<()> {
+    let waiting_for = || {
+        format!(
+            "rank {dst} to receive the message with tag {tag} (MPI completes a large send only once it is received)"
+        )
+    };
     for r in reqs {
-        c.wait(r, "send", site, &|| {
-            format!("rank {dst} to receive the message with tag {tag} (MPI completes a large send only once it is received)")
+        c.poll("send", site, &waiting_for, || {
+            let mut flag: c_int = 0;
+            // SAFETY: a live request of this process.
+            call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+            if flag == 0 {
+                service(c, site)?;
+            }
+            Ok(flag != 0)
         })?;
     }
     Ok(())
 }
 
+/// Takes every message already here for the receive at the front of each (source, tag)
+/// queue into that receive's stash (posting order is kept: only fronts are served).
+fn service(c: &MpiComm, site: Site) -> Result<()> {
+    // Another thread waiting on a receive is matching already.
+    let Ok(_order) = c.recv_order.try_lock() else { return Ok(()) };
+    let fronts: Vec<(ReqId, usize, u32)> = {
+        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.queue.iter().filter_map(|(&(src, tag), q)| q.front().map(|&id| (id, src, tag))).collect()
+    };
+    for (id, src, tag) in fronts {
+        let mut flag: c_int = 0;
+        // SAFETY: placeholders, written by MPI.
+        let mut msg: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
+        let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid communicator; outputs written by MPI.
+        call("MPI_Improbe", || unsafe {
+            ffi::MPI_Improbe(src as c_int, tag as c_int, c.comm, &mut flag, &mut msg, &mut st)
+        })?;
+        if flag == 0 {
+            continue;
+        }
+        let mut n: c_int = 0;
+        // SAFETY: the status of the matched message.
+        call("MPI_Get_count", || unsafe { ffi::MPI_Get_count(&st, bytes(), &mut n) })?;
+        let mut h = vec![0u8; n as usize];
+        take(&mut msg, n as usize, &mut h)?;
+        let v = if inline(&h) {
+            h.split_off(HEADER.min(h.len()))
+        } else {
+            let (mut m, len) = probe(c, site, src, tag)?;
+            let mut v = vec![0u8; len];
+            take(&mut m, len, &mut v)?;
+            v
+        };
+        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(q) = s.queue.get_mut(&(src, tag)) {
+            q.pop_front();
+        }
+        if let Some(r) = s.recvs.get_mut(&id) {
+            r.early = Some((h, v));
+        }
+    }
+    Ok(())
+}
+
+/// Before a communicator goes: completes the sends still travelling (posted and never
+/// waited for), for at most a second, so their peers get every byte promised.
+pub(super) fn flush(c: &MpiComm) {
+    let pending: Vec<Send> = c.p2p.lock().unwrap_or_else(|p| p.into_inner()).sends.drain().map(|(_, v)| v).collect();
+    let start = std::time::Instant::now();
+    for mut send in pending {
+        for r in send.reqs.iter_mut() {
+            let mut flag: c_int = 0;
+            while flag == 0 && start.elapsed() < std::time::Duration::from_secs(1) {
+                // SAFETY: a live request of this process.
+                if call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) }).is_err() {
+                    break;
+                }
+            }
+        }
+        // Not received in time: the copies stay with MPI (leaked), never freed under it.
+        if start.elapsed() >= std::time::Duration::from_secs(1) {
+            std::mem::forget(send);
+        }
+    }
+}
+
 /// A blocking send: a large payload goes from `data` itself (it is borrowed until the
 /// send completes here), without the copy `post_send` makes.
 pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
+    let one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
     let (mut reqs, _h) = isend(c, site, dst, tag, dtype, data)?;
     if data.len() > INLINE {
         reqs.push(isend_payload(c, dst, tag, data)?);
     }
+    drop(one);
     wait_all(c, site, dst, tag, &mut reqs)
 }
 
