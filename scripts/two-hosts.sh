@@ -88,7 +88,7 @@ echo "-- the serial-reference suites with ranks on both hosts"
 export DIST_BACKEND=mpi DIST_LAUNCHER_ADDR=10.77.0.1 DIST_MPIRUN_ARGS="$mpi_args"
 for t in $tests; do
   echo "   \$(basename \$t)"
-  timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1 || { tail -40 $work/test.log; exit 1; }
+  timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1 || { grep -q '^failures:' $work/test.log && sed -n '/^failures:/,\$p' $work/test.log | head -200 || tail -60 $work/test.log; exit 1; }
   grep 'test result' $work/test.log
 done
 HOSTA
