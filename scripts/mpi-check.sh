@@ -6,7 +6,9 @@
 #   - `mpirun -np 4 target/debug/examples/hello`, built with the feature, prints the table;
 #   - every example at 4 ranks through `cargo xtask run --backend mpi`;
 #   - the serial-reference suites (collectives, p2p, groups, errors, harness, device) with
-#     DIST_BACKEND=mpi, every rank started by mpirun.
+#     DIST_BACKEND=mpi, every rank started by mpirun;
+#   - tests/user-crate (outside the workspace) through the installed `cargo spmd
+#     run --backend mpi` and `DIST_BACKEND=mpi cargo test --features dist-runtime/mpi`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-mpi.sh
@@ -42,4 +44,23 @@ done
 echo "-- the serial-reference suites on DIST_BACKEND=mpi"
 DIST_BACKEND=mpi cargo test -q -p dist-tests --features dist-runtime/mpi \
   --test collectives --test p2p --test groups --test errors --test harness --test device
+echo "-- a user's crate outside the workspace (tests/user-crate) on mpi: installed launcher, cargo test"
+root=$(pwd)
+. scripts/install-launcher.sh
+(
+  export CARGO_TARGET_DIR="$root/target/user-crate/build-mpi"
+  cd tests/user-crate
+  cp "$root/Cargo.lock" Cargo.lock
+  out=$(cargo spmd run --backend mpi -n 4 2>/dev/null) || { cargo spmd run --backend mpi -n 4; exit 1; }
+  grep -q "trainer: sum of ranks 6 on 4 ranks" <<<"$out" || { echo "$out"; exit 1; }
+  out=$(cargo spmd run --backend mpi -n 3 --entry trainer::comms::ring::pass_token 2>/dev/null)
+  [ "$(grep -c 'pass_token: rank' <<<"$out")" = 3 ] || { echo "$out"; exit 1; }
+  if err=$(cargo spmd run --backend mpi -n 3 -- --fail-on 1 2>&1); then echo "a failing rank exited 0 on mpi"; exit 1; fi
+  grep -q 'rank 1 failed first (exit code 1)' <<<"$err" || { echo "$err"; exit 1; }
+  out=$(DIST_BACKEND=mpi cargo test --features dist-runtime/mpi 2>&1) || { echo "$out"; exit 1; }
+  for t in tests::lib_sums comms::ring::tests::token_goes_around tests::main_module_test gathers_in_rank_order; do
+    grep -q "test $t ... ok" <<<"$out" || { echo "$out"; echo "test $t did not pass on mpi"; exit 1; }
+  done
+  echo "   cargo spmd run --backend mpi, --entry, a failing rank and DIST_BACKEND=mpi cargo test: ok"
+)
 echo "mpi-check: done"
