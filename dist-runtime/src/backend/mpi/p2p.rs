@@ -175,22 +175,9 @@ fn service(c: &MpiComm, site: Site) -> Result<()> {
         s.queue.iter().filter_map(|(&(src, tag), q)| q.front().map(|&id| (id, src, tag))).collect()
     };
     for (id, src, tag) in fronts {
-        let mut flag: c_int = 0;
-        // SAFETY: placeholders, written by MPI.
-        let mut msg: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
-        let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid communicator; outputs written by MPI.
-        call("MPI_Improbe", || unsafe {
-            ffi::MPI_Improbe(src as c_int, tag as c_int, c.comm, &mut flag, &mut msg, &mut st)
-        })?;
-        if flag == 0 {
-            continue;
-        }
-        let mut n: c_int = 0;
-        // SAFETY: the status of the matched message.
-        call("MPI_Get_count", || unsafe { ffi::MPI_Get_count(&st, bytes(), &mut n) })?;
-        let mut h = vec![0u8; n as usize];
-        take(&mut msg, n as usize, &mut h)?;
+        let Some((mut msg, n)) = try_probe(c, src, tag)? else { continue };
+        let mut h = vec![0u8; n];
+        take(&mut msg, n, &mut h)?;
         let v = if inline(&h) {
             h.split_off(HEADER.min(h.len()))
         } else {
@@ -268,24 +255,30 @@ fn probe(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(ffi::MPI_Mess
     let mut found = None;
     let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
     c.poll("recv", site, &waiting_for, || {
-        let mut flag: c_int = 0;
-        // SAFETY: placeholders, written by MPI.
-        let mut msg: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
-        let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid communicator; outputs written by MPI.
-        call("MPI_Improbe", || unsafe {
-            ffi::MPI_Improbe(src as c_int, tag as c_int, c.comm, &mut flag, &mut msg, &mut st)
-        })?;
-        if flag == 0 {
-            return Ok(false);
-        }
-        let mut n: c_int = 0;
-        // SAFETY: the status of the matched message.
-        call("MPI_Get_count", || unsafe { ffi::MPI_Get_count(&st, bytes(), &mut n) })?;
-        found = Some((msg, n as usize));
-        Ok(true)
+        found = try_probe(c, src, tag)?;
+        Ok(found.is_some())
     })?;
     Ok(found.expect("polled until found"))
+}
+
+/// One nonblocking matched probe for the next message from `src` with `tag`: the
+/// message and its length in bytes, or `None` when none has arrived yet.
+fn try_probe(c: &MpiComm, src: usize, tag: u32) -> Result<Option<(ffi::MPI_Message, usize)>> {
+    let mut flag: c_int = 0;
+    // SAFETY: placeholders, written by MPI.
+    let mut msg: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
+    let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid communicator; outputs written by MPI.
+    call("MPI_Improbe", || unsafe {
+        ffi::MPI_Improbe(src as c_int, tag as c_int, c.comm, &mut flag, &mut msg, &mut st)
+    })?;
+    if flag == 0 {
+        return Ok(None);
+    }
+    let mut n: c_int = 0;
+    // SAFETY: the status of the matched message.
+    call("MPI_Get_count", || unsafe { ffi::MPI_Get_count(&st, bytes(), &mut n) })?;
+    Ok(Some((msg, n as usize)))
 }
 
 /// Posts a receive into `buf` of the next message from `src` with `tag` and waits for it
