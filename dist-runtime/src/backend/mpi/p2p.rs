@@ -175,17 +175,8 @@ fn service(c: &MpiComm, site: Site) -> Result<()> {
         s.queue.iter().filter_map(|(&(src, tag), q)| q.front().map(|&id| (id, src, tag))).collect()
     };
     for (id, src, tag) in fronts {
-        let Some((mut msg, n)) = try_probe(c, src, tag)? else { continue };
-        let mut h = vec![0u8; n];
-        take(&mut msg, n, &mut h)?;
-        let v = if inline(&h) {
-            h.split_off(HEADER.min(h.len()))
-        } else {
-            let (mut m, len) = probe(c, site, src, tag)?;
-            let mut v = vec![0u8; len];
-            take(&mut m, len, &mut v)?;
-            v
-        };
+        let Some(header) = try_probe(c, src, tag)? else { continue };
+        let (h, v) = take_message(c, site, src, tag, header)?;
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(q) = s.queue.get_mut(&(src, tag)) {
             q.pop_front();
@@ -325,7 +316,19 @@ fn inline(h: &[u8]) -> bool {
 
 /// Takes the next message (header and payload) from `src` with `tag` into new buffers.
 fn take_whole(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(Vec<u8>, Vec<u8>)> {
-    let (mut msg, len) = probe(c, site, src, tag)?;
+    let header = probe(c, site, src, tag)?;
+    take_message(c, site, src, tag, header)
+}
+
+/// Receives the matched header message `header` and its payload (inline, or the next
+/// message from `src` with `tag`) into new buffers.
+fn take_message(
+    c: &MpiComm,
+    site: Site,
+    src: usize,
+    tag: u32,
+    (mut msg, len): (ffi::MPI_Message, usize),
+) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut h = vec![0u8; len];
     take(&mut msg, len, &mut h)?;
     if inline(&h) {
