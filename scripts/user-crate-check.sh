@@ -52,6 +52,15 @@ if err=$(cargo spmd run -n 3 -- --fail-on 1 2>&1); then fail "a failing rank exi
 grep -q 'rank 1 failed first (exit code 1)' <<<"$err" || fail "the failing rank was not named: $err"
 grep -q '\[rank 1\] error: .*rank 1 was asked to fail' <<<"$err" || fail "the rank's own error is missing: $err"
 
+echo "-- two nodes on this host, torchrun style: a launcher per node, one job of 4 ranks"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+nodes="--nnodes 2 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port $port --timeout 120"
+cargo spmd run $nodes --node-rank 1 > "$target/node1.log" 2>&1 &
+node1=$!
+out=$(cargo spmd run $nodes --node-rank 0 2>&1) || { cat "$target/node1.log"; fail "node 0 failed: $out"; }
+wait $node1 || fail "node 1 failed: $(cat "$target/node1.log")"
+grep -q "\[rank 0\] trainer: sum of ranks 6 on 4 ranks" <<<"$out" || fail "node 0 did not report the sum on 4 ranks: $out"
+
 echo "-- cargo test: distributed tests in the library, its modules, the binary and tests/"
 out=$(cargo test 2>&1) || { echo "$out"; fail "cargo test failed"; }
 for t in tests::lib_sums comms::tests::share_loss_reaches_every_stage comms::ring::tests::token_goes_around \

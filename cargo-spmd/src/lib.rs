@@ -26,9 +26,26 @@ use std::process::{Command, ExitCode, Stdio};
 /// `run`'s flags: the same for `cargo spmd run` and `cargo xtask run`.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct RunArgs {
-    /// Number of ranks.
-    #[arg(short = 'n', long = "nranks", default_value_t = 1)]
+    /// Number of ranks (on this node, in a multi-node job).
+    #[arg(short = 'n', long = "nranks", visible_alias = "nproc-per-node", default_value_t = 1)]
     pub n: usize,
+    /// Multi-node job, torchrun style: how many nodes, each running this launcher with its
+    /// own --node-rank and the same --master-addr/--master-port (node 0 hosts the job's
+    /// store). Ranks of node k are k × n ..; every node's ranks stop when one fails.
+    #[arg(long, default_value_t = 1)]
+    pub nnodes: usize,
+    /// This node's place in a multi-node job (0..nnodes).
+    #[arg(long, default_value_t = 0, requires = "master_addr")]
+    pub node_rank: usize,
+    /// Node 0's address, as every node reaches it (multi-node jobs).
+    #[arg(long, requires = "master_port")]
+    pub master_addr: Option<String>,
+    /// The port of the job's store on node 0 (multi-node jobs).
+    #[arg(long, requires = "master_addr")]
+    pub master_port: Option<u16>,
+    /// MPI backend: the hosts to start ranks on (passed to mpirun as --hostfile).
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
     /// Run this example.
     #[arg(long, conflicts_with = "bin")]
     pub example: Option<String>,
@@ -282,6 +299,34 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut launch = dist_runtime::Launch::new(&exe, a.n).args(&a.args).env("DIST_BACKEND", choice.name());
+    match (&a.master_addr, a.master_port) {
+        (Some(addr), Some(port)) => {
+            let nodes = dist_runtime::Nodes {
+                nnodes: a.nnodes,
+                node_rank: a.node_rank,
+                master_addr: addr.clone(),
+                master_port: port,
+            };
+            launch = launch.nodes(nodes);
+        }
+        _ if a.nnodes > 1 => {
+            return Err(format!(
+                "--nnodes {}: a multi-node job needs --master-addr and --master-port (node 0's address and a \
+                 port), the same on every node",
+                a.nnodes
+            ))
+        }
+        _ => {}
+    }
+    if let Some(h) = &a.hostfile {
+        if choice != dist_runtime::BackendChoice::Mpi {
+            return Err(
+                "--hostfile is for the MPI backend (--backend mpi), whose ranks mpirun starts on those hosts".into()
+            );
+        }
+        let abs = std::fs::canonicalize(h).map_err(|e| format!("--hostfile {}: {e}", h.display()))?;
+        launch = launch.mpirun_arg("--hostfile").mpirun_arg(abs);
+    }
     if let Some(e) = flag_or_env(a.entry.clone(), "DIST_ENTRY") {
         launch = launch.env("DIST_ENTRY", resolve_entry(&exe, &e)?);
     }
@@ -337,11 +382,16 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
     if report.timed_out {
         eprintln!("{tool}: the job timed out after {:.1}s", report.elapsed.as_secs_f64());
     }
-    match report.first_failure {
-        Some(r) => {
-            eprintln!("{tool}: rank {r} failed first ({}); the other ranks were stopped", report.ranks[r].status())
+    match (&report.remote_failure, report.first_failure) {
+        (Some(msg), _) => {
+            eprintln!("{tool}: a rank on another node failed first ({msg}); this node's ranks were stopped")
         }
-        None => eprintln!("{tool}: the job failed"),
+        (None, Some(i)) => eprintln!(
+            "{tool}: rank {} failed first ({}); the other ranks were stopped",
+            report.ranks[i].rank,
+            report.ranks[i].status()
+        ),
+        (None, None) => eprintln!("{tool}: the job failed"),
     }
     Ok(ExitCode::FAILURE)
 }

@@ -230,9 +230,22 @@ fn one_host(store: &Store, env: &Env) -> Result<()> {
             )
         };
         store.set(&verdict, msg.as_bytes())?;
+        if !msg.is_empty() {
+            // The store may live in this process (torchrun style), and goes with it: keep
+            // it until every rank has read the verdict (bounded), so each names the hosts
+            // rather than reporting a lost store.
+            let grace = env.timeout.min(std::time::Duration::from_secs(10));
+            for r in 1..env.world_size {
+                let _ = store.get(&format!("host/seen/{r}"), grace);
+            }
+        }
         msg
     } else {
-        String::from_utf8_lossy(&store.get(&verdict, env.timeout)?).into_owned()
+        let msg = String::from_utf8_lossy(&store.get(&verdict, env.timeout)?).into_owned();
+        if !msg.is_empty() {
+            store.set(&format!("host/seen/{}", env.rank), b"1")?;
+        }
+        msg
     };
     if msg.is_empty() {
         Ok(())

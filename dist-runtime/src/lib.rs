@@ -83,7 +83,7 @@ pub use env::{Agreement, BackendChoice, DebugLevel, Env, Tuning, MAX_WORLD};
 pub use error::{Error, Result, Site};
 pub use group::{Group, World};
 pub use init::{init, init_with};
-pub use launch::{launch, launch_by_name, Launch, Report};
+pub use launch::{launch, launch_by_name, Launch, Nodes, Report};
 pub use reduce_op::ReduceOp;
 pub use tag::Tag;
 

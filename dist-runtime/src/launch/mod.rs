@@ -4,6 +4,9 @@
 //! rest and reports which rank failed first and why.
 
 mod mpirun;
+mod nodes;
+
+pub use nodes::Nodes;
 
 use crate::error::{Error, Result};
 use crate::store::StoreServer;
@@ -32,12 +35,15 @@ pub struct Launch {
     kill: Option<(usize, Duration)>,
     pub(crate) prefix: bool,
     rank_envs: Vec<(usize, OsString, OsString)>,
+    nodes: Option<Nodes>,
+    pub(crate) mpirun_args: Vec<OsString>,
 }
 
 /// How one rank ended.
 #[derive(Clone, Debug)]
 pub struct RankExit {
-    /// The rank.
+    /// The rank (in the whole job: on node k of a multi-node job, k × ranks per node + the
+    /// local rank).
     pub rank: usize,
     /// Its process id.
     pub pid: u32,
@@ -74,8 +80,12 @@ impl RankExit {
 pub struct Report {
     /// Every rank's exit, by rank.
     pub ranks: Vec<RankExit>,
-    /// The rank that failed first (the cause, not the peers that stopped because of it).
+    /// Where in `ranks` the rank that failed first is (the cause, not the peers that
+    /// stopped because of it); its job-wide rank is `ranks[i].rank`.
     pub first_failure: Option<usize>,
+    /// In a multi-node job: a failure another node reported first (which rank, how),
+    /// after which this node's ranks were stopped.
+    pub remote_failure: Option<String>,
     /// Whether the launcher's timeout ended the job.
     pub timed_out: bool,
     /// Wall time of the job.
@@ -102,8 +112,10 @@ impl Report {
                 self.elapsed.as_secs_f64()
             ));
         }
-        if let Some(r) = self.first_failure {
-            s.push_str(&format!("rank {r} failed first: {}\n", self.ranks[r].status()));
+        if let Some(msg) = &self.remote_failure {
+            s.push_str(&format!("a rank on another node failed first ({msg}); this node's ranks were stopped\n"));
+        } else if let Some(i) = self.first_failure {
+            s.push_str(&format!("rank {} failed first: {}\n", self.ranks[i].rank, self.ranks[i].status()));
         }
         for r in &self.ranks {
             if !r.success() {
@@ -134,6 +146,8 @@ impl Launch {
             kill: None,
             prefix: true,
             rank_envs: Vec::new(),
+            nodes: None,
+            mpirun_args: Vec::new(),
         }
     }
 
@@ -196,6 +210,25 @@ impl Launch {
         self
     }
 
+    /// One node of a torchrun-style multi-node job: this launcher starts its `n` ranks
+    /// (`--nproc-per-node`) as ranks `node_rank × n ..` of `nnodes × n`; node 0's launcher
+    /// hosts the job's store at `master_addr:master_port`. Start one launcher per node
+    /// with the same `Nodes` but its own `node_rank`. A failure on one node stops the
+    /// ranks of every node. Ranks on several hosts need a backend that spans hosts (the
+    /// shared-memory backend stops at init naming the hosts); several nodes on one host
+    /// form one shared-memory job.
+    pub fn nodes(mut self, nodes: Nodes) -> Launch {
+        self.nodes = Some(nodes);
+        self
+    }
+
+    /// An argument for `mpirun` (the MPI backend), after those of `DIST_MPIRUN_ARGS`;
+    /// e.g. `--hostfile` and its file.
+    pub fn mpirun_arg(mut self, a: impl AsRef<OsStr>) -> Launch {
+        self.mpirun_args.push(a.as_ref().to_owned());
+        self
+    }
+
     /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start.
     pub fn kill_after(mut self, rank: usize, after: Duration) -> Launch {
         self.kill = Some((rank, after));
@@ -207,37 +240,77 @@ impl Launch {
         if self.n == 0 {
             return Err(Error::invalid("launch", "cannot launch 0 ranks"));
         }
-        if self.n > crate::env::MAX_WORLD {
+        let (nnodes, node) = self.nodes.as_ref().map_or((1, 0), |nd| (nd.nnodes, nd.node_rank));
+        if let Some(nd) = &self.nodes {
+            nd.validate()?;
+        }
+        let world = self.n.saturating_mul(nnodes);
+        if world > crate::env::MAX_WORLD {
             return Err(Error::invalid(
                 "launch",
-                format!("{} ranks is more than the limit of {}", self.n, crate::env::MAX_WORLD),
+                format!("{world} ranks is more than the limit of {}", crate::env::MAX_WORLD),
             ));
         }
-        let token = random_token();
+        let base = node * self.n;
+        let user_token = self
+            .envs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "DIST_JOB_TOKEN")
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .or_else(|| std::env::var("DIST_JOB_TOKEN").ok())
+            .filter(|t| !t.is_empty());
+        let token = match &self.nodes {
+            Some(nd) => nd.token(user_token),
+            None => random_token(),
+        };
         // DIST_BACKEND=mpi (for the ranks, or inherited): mpirun starts them.
         let backend = self.envs.iter().rev().find(|(k, _)| k == "DIST_BACKEND").map(|(_, v)| v.clone());
         let backend = backend
             .or_else(|| std::env::var_os("DIST_BACKEND").filter(|_| !self.removed.iter().any(|k| k == "DIST_BACKEND")));
         if backend.is_some_and(|b| b.eq_ignore_ascii_case("mpi")) {
+            if nnodes > 1 {
+                return Err(Error::invalid(
+                    "launch",
+                    "the MPI backend's ranks are started by mpirun on every host: give it the hosts (e.g. \
+                     DIST_MPIRUN_ARGS=\"--hostfile hosts\", or `--hostfile`) and one -n for the whole job, not \
+                     --nnodes/--node-rank",
+                ));
+            }
             return mpirun::run(&self, &token);
         }
-        let store = StoreServer::bind("127.0.0.1:0", &token)?;
-        let port = store.addr().port().to_string();
-        let job_id = format!("j{}x{}", std::process::id(), &token[..8]);
         let start = Instant::now();
+        // The job's store: this launcher's, on loopback; in a multi-node job, node 0's at
+        // the master address, joined by every node's launcher before any rank starts.
+        let (server, mut link, master_addr, port, job_id) = match &self.nodes {
+            Some(nd) => {
+                let patience = self.timeout.unwrap_or(Duration::from_secs(300));
+                let link = nodes::NodeLink::join(nd, self.n, &token, patience)?;
+                (None, Some(link), nd.master_addr.clone(), nd.master_port.to_string(), nd.job_id(&token))
+            }
+            None => {
+                let server = StoreServer::bind("127.0.0.1:0", &token)?;
+                let port = server.addr().port().to_string();
+                let job_id = format!("j{}x{}", std::process::id(), &token[..8]);
+                (Some(server), None, "127.0.0.1".to_string(), port, job_id)
+            }
+        };
         let user_timeout =
             self.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
         let mut children: Vec<Child> = Vec::with_capacity(self.n);
         let outputs: Vec<Arc<Mutex<Vec<u8>>>> = (0..self.n).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
         let mut pumps = Vec::new();
-        for (rank, sink) in outputs.iter().enumerate() {
+        for (local, sink) in outputs.iter().enumerate() {
+            let rank = base + local;
             let mut cmd = Command::new(&self.program);
             cmd.args(&self.args)
                 .env("RANK", rank.to_string())
-                .env("WORLD_SIZE", self.n.to_string())
-                .env("LOCAL_RANK", rank.to_string())
+                .env("WORLD_SIZE", world.to_string())
+                .env("LOCAL_RANK", local.to_string())
                 .env("LOCAL_WORLD_SIZE", self.n.to_string())
-                .env("MASTER_ADDR", "127.0.0.1")
+                .env("GROUP_RANK", node.to_string())
+                .env("GROUP_WORLD_SIZE", nnodes.to_string())
+                .env("MASTER_ADDR", &master_addr)
                 .env("MASTER_PORT", &port)
                 .env("DIST_JOB_ID", &job_id)
                 .env("DIST_JOB_TOKEN", &token)
@@ -291,6 +364,8 @@ impl Launch {
         let mut failed_at: Option<Instant> = None;
         let mut timed_out = false;
         let mut pending_kill = self.kill.filter(|(r, _)| *r < self.n);
+        let mut remote_failure: Option<String> = None;
+        let mut reported = false;
         loop {
             if let Some((victim, after)) = pending_kill {
                 if start.elapsed() >= after {
@@ -308,11 +383,30 @@ impl Launch {
                         if !s.success() && failed_at.is_none() {
                             failed_at = Some(Instant::now());
                         }
+                        // The other nodes learn of a cause here (not of a rank that
+                        // stopped because a peer failed, nor one this launcher killed).
+                        if !s.success() && !reported && s.code() != Some(3) && !killed[i] {
+                            if let Some(l) = &link {
+                                let how = match (s.code(), s.signal()) {
+                                    (Some(c), _) => format!("exit code {c}"),
+                                    (None, Some(sig)) => format!("killed by signal {sig}"),
+                                    _ => "failed".into(),
+                                };
+                                l.report_failure(&format!("rank {} ({how})", base + i));
+                                reported = true;
+                            }
+                        }
                     }
                 }
             }
             if status.iter().all(Option::is_some) {
                 break;
+            }
+            if remote_failure.is_none() && !reported {
+                if let Some(msg) = link.as_mut().and_then(|l| l.remote_failure()) {
+                    remote_failure = Some(msg);
+                    failed_at.get_or_insert_with(Instant::now);
+                }
             }
             let expired = self.timeout.is_some_and(|t| start.elapsed() >= t);
             if expired {
@@ -335,7 +429,7 @@ impl Launch {
             .map(|i| {
                 let s = status[i].expect("all exited");
                 RankExit {
-                    rank: i,
+                    rank: base + i,
                     pid: children[i].id(),
                     code: s.code(),
                     signal: s.signal(),
@@ -347,8 +441,31 @@ impl Launch {
         // The cause: the first failure in exit order that is not "a peer failed" nor our kill.
         let failing: Vec<usize> = order.iter().copied().filter(|&i| !ranks[i].success() && !killed[i]).collect();
         let first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
-        let results = (0..self.n).map(|r| store.get_local(&format!("result/{r}"))).collect();
-        Ok(Report { ranks, first_failure, timed_out, elapsed: start.elapsed(), results })
+        // This node's ranks only stopped because a peer failed: the cause may be on another
+        // node, whose launcher says so shortly.
+        if let (Some(l), None, false) = (link.as_mut(), &remote_failure, reported) {
+            if first_failure.is_some_and(|i| ranks[i].code == Some(3)) || (timed_out && first_failure.is_none()) {
+                let until = Instant::now() + Duration::from_secs(2);
+                while remote_failure.is_none() && Instant::now() < until {
+                    remote_failure = l.remote_failure();
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+        let results = (base..base + self.n)
+            .map(|r| {
+                let key = format!("result/{r}");
+                match (&server, &link) {
+                    (Some(s), _) => s.get_local(&key),
+                    (None, Some(l)) => l.get_now(&key),
+                    (None, None) => None,
+                }
+            })
+            .collect();
+        if let Some(l) = &link {
+            l.finish();
+        }
+        Ok(Report { ranks, first_failure, remote_failure, timed_out, elapsed: start.elapsed(), results })
     }
 }
 
@@ -468,8 +585,8 @@ pub fn launch<R: crate::entry::EntryReturn>(
         .ok_or_else(|| Error::invalid("launch", "this function is not an entry point: annotate it with #[spmd]"))?;
     let report = Launch::entry(entry.name, n)?.env("DIST_RESULTS", "1").run()?;
     if !report.success() {
-        let rank = report.first_failure.unwrap_or(0);
-        let r = &report.ranks[rank];
+        let r = &report.ranks[report.first_failure.unwrap_or(0)];
+        let rank = r.rank;
         let tail: Vec<&str> = r.output.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
         return Err(Error::RankFailed {
             rank,

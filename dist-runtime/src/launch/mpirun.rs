@@ -67,6 +67,7 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     if let Some(extra) = std::env::var_os("DIST_MPIRUN_ARGS") {
         cmd.args(extra.to_string_lossy().split_whitespace());
     }
+    cmd.args(&l.mpirun_args);
     for k in &l.removed {
         cmd.env_remove(k);
     }
@@ -144,7 +145,7 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     let first_failure =
         first_failure.or_else(|| (!status.success()).then(|| ranks.iter().position(|r| !r.success())).flatten());
     let results = (0..l.n).map(|r| store.get_local(&format!("result/{r}"))).collect();
-    Ok(Report { ranks, first_failure, timed_out, elapsed: start.elapsed(), results })
+    Ok(Report { ranks, first_failure, remote_failure: None, timed_out, elapsed: start.elapsed(), results })
 }
 
 /// Routes mpirun's `--tag-output` lines (`[1,R]<stdout>:text`) to rank R: prefixed
