@@ -122,8 +122,6 @@ fn join(env: Env) -> Result<Comm<World>> {
     if let Some(s) = &store {
         one_host(s, &env)?;
     }
-    #[cfg(feature = "nccl")]
-    let nccl_store = store.clone();
     let mut backend: Box<dyn Backend> = Box::new(ShmComm::connect("w", "World", env.rank, env.world_size, cfg, store)?);
     if let Some(dir) = &env.trace {
         backend = Box::new(Traced::new(backend, Tracer::open(dir, env.rank)?, "World".into()));
@@ -135,35 +133,39 @@ fn join(env: Env) -> Result<Comm<World>> {
         env.debug != crate::env::DebugLevel::Off,
         keep,
     );
+    attach_device(world, device, &env)
+}
+
+/// The world's device side: NCCL when built and every rank found a device, else the
+/// simulated one where asked for (tests), else none.
+fn attach_device(world: Comm<World>, device: Option<usize>, env: &Env) -> Result<Comm<World>> {
     #[cfg(feature = "nccl")]
-    {
-        // Every rank must agree on the device side (with `auto`, one rank without a GPU
-        // means none uses NCCL), or the first device collective would hang.
-        let mut all = [device.is_some() as u8];
-        world.all_reduce(&mut all, crate::reduce_op::ReduceOp::Min)?;
-        if env.backend == BackendChoice::Nccl && all[0] == 0 {
-            return Err(Error::backend(
-                "nccl",
-                "DIST_BACKEND=nccl, but another rank could not start NCCL (see its error)",
-            ));
-        }
-        if let (Some(dev), 1) = (device, all[0]) {
-            let key = format!("nccl/{}/world", env.job_id);
-            let nccl = crate::backend::nccl::NcclComm::world(
-                dev,
-                env.rank,
-                env.world_size,
-                nccl_store.as_deref(),
-                &key,
-                env.timeout,
-            )?;
-            let side = DeviceSide { dev: Arc::new(nccl), timeout: env.timeout };
-            return Ok(world.with_device(Some(side)));
-        }
+    let (world, nccl) = with_nccl(world, device, env)?;
+    #[cfg(feature = "nccl")]
+    if nccl {
+        return Ok(world);
     }
     #[cfg(not(feature = "nccl"))]
     let _ = device;
-    with_sim_device(world, &env)
+    with_sim_device(world, env)
+}
+
+/// The NCCL device side, when this rank found a device: every rank must agree (with
+/// `auto`, or under MPI, one rank without a GPU means none uses NCCL), or the first
+/// device collective would hang. The unique id goes from rank 0 to all over the world's
+/// host side. Returns the world, and whether it got a device side.
+#[cfg(feature = "nccl")]
+fn with_nccl(world: Comm<World>, device: Option<usize>, env: &Env) -> Result<(Comm<World>, bool)> {
+    let mut all = [device.is_some() as u8];
+    world.all_reduce(&mut all, crate::reduce_op::ReduceOp::Min)?;
+    if env.backend == BackendChoice::Nccl && all[0] == 0 {
+        return Err(Error::backend("nccl", "DIST_BACKEND=nccl, but another rank could not start NCCL (see its error)"));
+    }
+    let (Some(dev), 1) = (device, all[0]) else { return Ok((world, false)) };
+    let share = |id: &mut [u8; 128]| world.broadcast(&mut id[..], 0);
+    let nccl = crate::backend::nccl::NcclComm::world(dev, env.rank, env.world_size, &share)?;
+    let side = DeviceSide { dev: Arc::new(nccl), timeout: env.timeout };
+    Ok((world.with_device(Some(side)), true))
 }
 
 /// `DIST_SIM_DEVICE=1` (feature `sim-device`, tests only): the world's device side is the
@@ -289,7 +291,16 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
         env.debug != crate::env::DebugLevel::Off,
         None,
     );
-    with_sim_device(world, &env)
+    // Device buffers over NCCL (its own transports across hosts) when built with the
+    // feature and every rank sees a GPU; host buffers stay on MPI.
+    #[cfg(feature = "nccl")]
+    let device = match crate::backend::nccl::probe() {
+        Ok(count) => Some(env.placement()?.device(env.rank, env.local_rank, count)?),
+        Err(_) => None,
+    };
+    #[cfg(not(feature = "nccl"))]
+    let device = None;
+    attach_device(world, device, &env)
 }
 
 /// Without the `mpi` feature: one clear error, naming how the job was started.

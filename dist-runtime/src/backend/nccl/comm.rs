@@ -4,12 +4,11 @@
 
 use super::{fail, ok, DevPtr};
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use cudarc::driver::{CudaContext, CudaStream};
 use cudarc::nccl::{result, sys};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// One NCCL communicator and the stream its ops go on.
 pub(crate) struct NcclComm {
@@ -78,42 +77,30 @@ impl NcclComm {
         r
     }
 
-    /// Creates the world communicator on `device`: rank 0 makes the unique id and
-    /// publishes it through the rendezvous store under `key`.
+    /// Creates the world communicator on `device`: rank 0 makes the unique id and `share`
+    /// hands it to every rank (a broadcast from rank 0 over the world's host side, on
+    /// whatever backend that is: shared memory, or MPI across hosts).
     pub(crate) fn world(
         device: usize,
         rank: usize,
         size: usize,
-        store: Option<&crate::store::Store>,
-        key: &str,
-        timeout: Duration,
+        share: &dyn Fn(&mut [u8; 128]) -> Result<()>,
     ) -> Result<NcclComm> {
         let ctx = CudaContext::new(device).map_err(|e| fail(&format!("opening device {device}"), e))?;
         let stream = ctx.new_stream().map_err(|e| fail("creating a stream", e))?;
-        let id = match (rank, store) {
-            (0, _) | (_, None) => {
-                let id = result::get_uniqueid().map_err(|e| fail("ncclGetUniqueId", e))?;
-                if let Some(s) = store {
-                    let bytes: Vec<u8> = id.internal.iter().map(|&c| c as u8).collect();
-                    s.set(key, &bytes)?;
-                }
-                id
+        let mut bytes = [0u8; 128];
+        if rank == 0 {
+            let id = result::get_uniqueid().map_err(|e| fail("ncclGetUniqueId", e))?;
+            for (b, c) in bytes.iter_mut().zip(id.internal.iter()) {
+                *b = *c as u8;
             }
-            (_, Some(s)) => {
-                let bytes = s.get(key, timeout)?;
-                if bytes.len() != 128 {
-                    return Err(Error::backend(
-                        "nccl",
-                        format!("the NCCL unique id in the store has {} bytes, not 128", bytes.len()),
-                    ));
-                }
-                let mut internal = [0 as std::ffi::c_char; 128];
-                for (d, b) in internal.iter_mut().zip(&bytes) {
-                    *d = *b as std::ffi::c_char;
-                }
-                sys::ncclUniqueId { internal }
-            }
-        };
+        }
+        share(&mut bytes)?;
+        let mut internal = [0 as std::ffi::c_char; 128];
+        for (d, b) in internal.iter_mut().zip(&bytes) {
+            *d = *b as std::ffi::c_char;
+        }
+        let id = sys::ncclUniqueId { internal };
         let mut comm = std::mem::MaybeUninit::uninit();
         // SAFETY: `comm` is written by NCCL on success; the context is current on this
         // thread (CudaContext::new binds it).
