@@ -316,3 +316,34 @@ fn a_job_spanning_hosts_on_shm_fails_at_init_naming_them() {
     }
     assert!(r.elapsed < Duration::from_secs(10), "took {:?}", r.elapsed);
 }
+
+// Wrong on purpose (the last rank comes to the creation late): checks off, so the
+// creation itself is the first thing the ranks meet.
+#[spmd(unchecked)]
+fn late_to_creation(world: Comm<World>) -> dist_runtime::Result<()> {
+    let last = world.size() - 1;
+    if world.rank() == last {
+        std::thread::sleep(Duration::from_secs(8));
+    }
+    let pair = world.subgroup::<Pair>(&[0, last])?;
+    if let Some(p) = pair {
+        p.barrier()?;
+    }
+    Ok(())
+}
+
+/// Communicator creation is bounded like every wait, on every backend (on MPI,
+/// `MPI_Comm_split` has no nonblocking form: it runs on a helper thread the rank waits
+/// for with its deadline, and a rank whose call never returned still ends the job).
+#[test]
+fn a_member_late_to_communicator_creation_is_a_timeout() {
+    let r = run_env("late_to_creation", 3, 60.0, &[("DIST_TIMEOUT", "2"), ("DIST_DEBUG", "off")]);
+    println!("{}", r.summary());
+    assert!(!r.success());
+    let i = r.first_failure.expect("a failing rank");
+    assert!(r.ranks[i].rank < 2, "{}", r.summary());
+    let out = &r.ranks[i].output;
+    assert!(out.contains("timed out") || out.contains("Timeout"), "{}", r.summary());
+    assert!(out.contains("tests/harness.rs"), "the user's line is named: {}", r.summary());
+    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {}", r.elapsed, r.summary());
+}

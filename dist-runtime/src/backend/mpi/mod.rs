@@ -39,15 +39,83 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 static FAILED: AtomicBool = AtomicBool::new(false);
 /// MPI was ended (finalized or aborted): no MPI call may follow.
 static ENDED: AtomicBool = AtomicBool::new(false);
+/// A blocking MPI call (one MPI has no nonblocking form of) outlived its deadline: its
+/// thread still holds the lock, so no MPI call may wait for it.
+static STUCK: AtomicBool = AtomicBool::new(false);
+
+/// The process-wide lock; `None` once a blocking call is stuck holding it.
+fn lock() -> Option<std::sync::MutexGuard<'static, ()>> {
+    loop {
+        match LOCK.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if STUCK.load(Ordering::SeqCst) => return None,
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
+    }
+}
+
+fn stuck_error(what: &str) -> Error {
+    Error::backend(
+        "mpi",
+        format!("{what}: an earlier MPI call of this process never returned (it timed out), so MPI cannot be used"),
+    )
+}
 
 /// Runs one MPI call under the process-wide lock; a non-success code is an error naming
 /// the call and MPI's own description of the code.
 pub(crate) fn call(what: &str, f: impl FnOnce() -> c_int) -> Result<()> {
-    let _g = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_g) = lock() else { return Err(stuck_error(what)) };
     if ENDED.load(Ordering::SeqCst) {
         return Err(Error::backend("mpi", format!("{what} after MPI was finalized in this process")));
     }
     check(f(), what)
+}
+
+/// A value moved to the thread that makes a blocking MPI call (MPI handles are plain
+/// values; the calls are serialized by the lock).
+struct Handle<T>(T);
+// SAFETY: see above; MPI is started with MPI_THREAD_SERIALIZED.
+unsafe impl<T> Send for Handle<T> {}
+
+/// A blocking MPI call that MPI has no nonblocking form of (`MPI_Comm_split`), bounded
+/// like every wait: it runs on a helper thread and this one waits at most `timeout`.
+/// `None` when the deadline passed; the call may still be blocked in MPI then, holding
+/// the lock, so every later MPI call of the process fails at once and the process
+/// aborts the job at its end instead of finalizing.
+fn call_bounded<T: 'static>(
+    what: &'static str,
+    timeout: Duration,
+    f: impl FnOnce() -> (c_int, T) + Send + 'static,
+) -> Option<Result<T>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("dist-mpi-call".into()).spawn(move || {
+        let r = match lock() {
+            None => Err(stuck_error(what)),
+            Some(_g) if ENDED.load(Ordering::SeqCst) => {
+                Err(Error::backend("mpi", format!("{what} after MPI was finalized in this process")))
+            }
+            Some(_g) => {
+                let (rc, v) = f();
+                check(rc, what).map(|()| Handle(v))
+            }
+        };
+        let _ = tx.send(r);
+    });
+    if let Err(e) = spawned {
+        return Some(Err(Error::backend("mpi", format!("{what}: cannot start its thread: {e}"))));
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(r) => Some(r.map(|h| h.0)),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            STUCK.store(true, Ordering::SeqCst);
+            FAILED.store(true, Ordering::SeqCst);
+            None
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Some(Err(Error::backend("mpi", format!("{what}: its thread ended without an answer"))))
+        }
+    }
 }
 
 /// The error for a non-success code (called under the lock: MPI_Error_string is an MPI call).
@@ -152,6 +220,12 @@ fn end() {
         use std::io::Write;
         let _ = std::io::stderr().flush();
         let _ = std::io::stdout().flush();
+        if STUCK.load(Ordering::SeqCst) {
+            // A call blocked in MPI holds the lock and never returns: abort past it (the
+            // only way out; Open MPI's abort goes through its runtime, not the stuck call).
+            // SAFETY: MPI is initialized; this ends the job.
+            unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1) };
+        }
         // SAFETY: MPI is initialized; this ends the job.
         let _ = call("MPI_Abort", || unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1) });
     }
@@ -163,6 +237,10 @@ fn end() {
 /// that worker threads still hold, then ends MPI on this thread, as mpirun expects of
 /// every process that started it.
 pub(crate) fn at_exit() {
+    if STUCK.load(Ordering::SeqCst) {
+        end();
+        return;
+    }
     let mut up: c_int = 0;
     // SAFETY: MPI_Initialized may be called at any time.
     if call("MPI_Initialized", || unsafe { ffi::MPI_Initialized(&mut up) }).is_err() || up == 0 {
@@ -210,9 +288,21 @@ impl MpiComm {
                 ));
             }
         }
-        let mut comm: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_NULL };
         // SAFETY: MPI is initialized; `comm` is written by MPI.
-        call("MPI_Comm_dup", || unsafe { ffi::MPI_Comm_dup(ffi::RSMPI_COMM_WORLD, &mut comm) })?;
+        let comm = call_bounded("MPI_Comm_dup", timeout, || unsafe {
+            let mut comm: ffi::MPI_Comm = ffi::RSMPI_COMM_NULL;
+            (ffi::MPI_Comm_dup(ffi::RSMPI_COMM_WORLD, &mut comm), Handle(comm))
+        })
+        .unwrap_or_else(|| {
+            Err(Error::Timeout {
+                op: "init",
+                comm: "World".into(),
+                waiting_for: "every rank of the MPI job to join the world communicator (MPI_Comm_dup)".into(),
+                secs: timeout.as_secs_f64(),
+                site: crate::error::Site::caller(),
+            })
+        })?
+        .0;
         let c = MpiComm::wrap(comm, "World".into(), timeout, local_ranks)?;
         crate::verify::failure::register(Box::new(|_| {
             FAILED.store(true, Ordering::SeqCst);
@@ -366,7 +456,7 @@ impl Backend for MpiComm {
         p2p::wait_recv(self, site, id, dtype, buf)
     }
 
-    fn create_child(&self, _cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+    fn create_child(&self, cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         self.usable("communicator creation")?;
         // One MPI_Comm_split per call: the groups ranks pass partition the members of
         // this communicator (subgroup: members and the rest; split and mesh2: one group
@@ -377,10 +467,28 @@ impl Backend for MpiComm {
             // SAFETY: reading rsmpi's exported constant.
             None => unsafe { ffi::RSMPI_UNDEFINED },
         };
-        let mut new: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_NULL };
         let k = pos.unwrap_or(0) as c_int;
+        let parent = Handle(self.comm);
         // SAFETY: collective over a valid communicator; `new` is written by MPI.
-        call("MPI_Comm_split", || unsafe { ffi::MPI_Comm_split(self.comm, color, k, &mut new) })?;
+        let new = call_bounded("MPI_Comm_split", self.timeout, move || unsafe {
+            let parent = parent;
+            let mut new: ffi::MPI_Comm = ffi::RSMPI_COMM_NULL;
+            (ffi::MPI_Comm_split(parent.0, color, k, &mut new), Handle(new))
+        })
+        .unwrap_or_else(|| {
+            self.broken.store(true, Ordering::SeqCst);
+            Err(Error::Timeout {
+                op: "communicator creation",
+                comm: self.name.clone(),
+                waiting_for: format!(
+                    "the other members of {} to create the communicator with it (MPI_Comm_split)",
+                    self.name
+                ),
+                secs: self.timeout.as_secs_f64(),
+                site: cx.site,
+            })
+        })?
+        .0;
         if pos.is_none() {
             return Ok(None);
         }
