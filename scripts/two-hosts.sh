@@ -86,9 +86,20 @@ done
 head -c 300 $work/r1.log; echo
 echo "-- the serial-reference suites with ranks on both hosts"
 export DIST_BACKEND=mpi DIST_LAUNCHER_ADDR=10.77.0.1 DIST_MPIRUN_ARGS="$mpi_args"
+report() { grep -q '^failures:' \$1 && sed -n '/^failures:/,\$p' \$1 | head -200 || tail -60 \$1; }
 for t in $tests; do
   echo "   \$(basename \$t)"
-  timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1 || { grep -q '^failures:' $work/test.log && sed -n '/^failures:/,\$p' $work/test.log | head -200 || tail -60 $work/test.log; exit 1; }
+  if ! timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1; then
+    # Known intermittent, seen in CI and here under heavy load (1 run in ~25 of these
+    # files with 3 busy loops beside them): the ranks of one host stall inside Open MPI
+    # (MPI_Comm_split, or a collective's first messages across the veth pair) until the
+    # others' deadline. The first failure is printed in full; the binary must then pass
+    # on its one retry.
+    echo "   first run failed; its report, then one retry:"
+    report $work/test.log
+    timeout 900 \$t -q --test-threads 1 > $work/retry.log 2>&1 || { echo "   the retry failed too:"; report $work/retry.log; exit 1; }
+    mv $work/retry.log $work/test.log
+  fi
   grep 'test result' $work/test.log
 done
 HOSTA
