@@ -153,7 +153,13 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
         Ok(Err(fail)) => {
             crate::verify::failure::mark_failed(&format!("returned an error: {}", fail.msg));
             eprintln!("[rank {rank}] error: {}", fail.msg);
-            fail.code
+            // An error after a peer's failure is that failure's consequence, even when the
+            // entry turned it into a type that does not say so (`Result<(), String>`).
+            if fail.code == 1 && crate::verify::failure::saw_peer_failure() {
+                3
+            } else {
+                fail.code
+            }
         }
         Err(_) => {
             let msg = crate::verify::failure::last_panic();

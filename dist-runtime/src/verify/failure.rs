@@ -43,6 +43,22 @@ pub(crate) fn register(notice: Notice) {
     all.push(notice);
 }
 
+/// Whether an op of this rank reported a peer's failure: the rank then stops because a
+/// peer failed (exit code 3), whatever its entry made of the error (a `String` keeps no
+/// type), so the launcher never takes it for the cause.
+static SAW_PEER_FAILURE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The error for a peer's failure, remembered for the rank's exit code.
+pub(crate) fn peer_failed(rank: usize, comm: String, reason: String) -> crate::error::Error {
+    SAW_PEER_FAILURE.store(true, std::sync::atomic::Ordering::SeqCst);
+    crate::error::Error::PeerFailed { rank, comm, reason }
+}
+
+/// Whether this rank has seen a peer's failure.
+pub(crate) fn saw_peer_failure() -> bool {
+    SAW_PEER_FAILURE.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Marks this rank failed with `reason` in every communicator it belongs to, on every
 /// backend, so peers stop waiting on it at once instead of at their deadline.
 pub(crate) fn mark_failed(reason: &str) {

@@ -77,7 +77,7 @@ impl ShmComm {
                 _ => None,
             };
             if let Some(reason) = reason {
-                return Err(Error::PeerFailed { rank: r, comm: self.name.clone(), reason });
+                return Err(crate::verify::failure::peer_failed(r, self.name.clone(), reason));
             }
         }
         let waited = started.elapsed();
