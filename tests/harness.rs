@@ -354,3 +354,30 @@ fn a_member_late_to_communicator_creation_is_a_timeout() {
     assert!(out.contains("tests/harness.rs"), "the user's line is named: {}", r.summary());
     assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {}", r.elapsed, r.summary());
 }
+
+dist_runtime::group!(Rows);
+dist_runtime::group!(Cols);
+dist_runtime::group!(Inner);
+
+// Wrong on purpose: world rank 3 skips the barrier of the nested group.
+#[spmd(unchecked)]
+fn nested_group_stall(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (_cols, rows) = world.mesh2::<Cols, Rows>(2, 2)?;
+    let inner = rows.split::<Inner>(0, rows.rank() as i64)?;
+    if world.rank() == 3 {
+        std::thread::sleep(Duration::from_secs(6));
+        return Ok(());
+    }
+    inner.barrier()
+}
+
+/// A group made from a group is named by its members' world ranks in errors (rows of
+/// world ranks 2 and 3 give `Inner{2,3}`, not the parent-local `Inner{0,1}`).
+#[test]
+fn nested_groups_are_named_by_world_ranks() {
+    let r = run_env("nested_group_stall", 4, 60.0, &[("DIST_TIMEOUT", "2")]);
+    assert!(!r.success());
+    let two = r.ranks.iter().find(|x| x.rank == 2).unwrap();
+    assert!(two.output.contains("Inner{2,3}"), "{}", r.summary());
+    assert!(!r.summary().contains("Inner{0,1}"), "{}", r.summary());
+}

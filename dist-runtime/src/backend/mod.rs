@@ -173,8 +173,9 @@ pub(crate) trait Backend: Send + Sync {
 
     /// Collective over this communicator: builds a child communicator of the ranks
     /// `members` (in this communicator's numbering, in child-rank order) if this rank is
-    /// one of them. `key` names the child uniquely among this communicator's children.
-    fn create_child(&self, cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>>;
+    /// one of them. `key` names the child uniquely among this communicator's children;
+    /// `name` is how errors name it (its group and world ranks, e.g. `Tp{4,5}`).
+    fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>>;
 
     /// Marks this rank as finished in this communicator (peers still waiting on it get an error).
     fn finish(&self);

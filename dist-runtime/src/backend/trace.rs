@@ -157,9 +157,10 @@ impl Backend for Traced {
         let args = format!(r#""bytes":{}"#, buf.len());
         self.timed("wait(irecv)", args, || self.inner.wait_recv(site, id, dtype, buf))
     }
-    fn create_child(&self, cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
-        let child = self
-            .timed(cx.name, format!(r#""members":{}"#, members.len()), || self.inner.create_child(cx, key, members))?;
+    fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+        let child = self.timed(cx.name, format!(r#""members":{}"#, members.len()), || {
+            self.inner.create_child(cx, key, name, members)
+        })?;
         let name = format!("{}/{key}", self.comm);
         Ok(child.map(|c| Box::new(Traced::new(c, self.tracer.clone(), name)) as Box<dyn Backend>))
     }

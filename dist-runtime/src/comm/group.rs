@@ -86,13 +86,20 @@ impl<G: Group> Comm<G> {
         // (and a worker's collective never waits behind a creation that holds MPI).
         self.inner.drain();
         crate::comm::agree(&self.inner, op)?;
-        self.inner.backend.create_child(op, key, members)
+        let group = key.split('#').next().unwrap_or(key);
+        self.inner.backend.create_child(op, key, &self.child_name(group, members), members)
+    }
+
+    /// A child's name in errors: its group and its members' world ranks (`Tp{4,5}`),
+    /// whatever communicator it was made from.
+    fn child_name(&self, group: &str, ranks: &[usize]) -> String {
+        let world: Vec<String> = ranks.iter().map(|&r| self.inner.members[r].to_string()).collect();
+        format!("{group}{{{}}}", world.join(","))
     }
 
     pub(crate) fn child<H: Group>(&self, b: Box<dyn Backend>, name: &str, ranks: &[usize]) -> Comm<H> {
         let members: Vec<usize> = ranks.iter().map(|&r| self.inner.members[r]).collect();
-        let name = format!("{name}{{{}}}", members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(","));
-        Comm::from_backend(Arc::from(b), name, members, self.inner.check, None)
+        Comm::from_backend(Arc::from(b), self.child_name(name, ranks), members, self.inner.check, None)
     }
 
     /// Splits the communicator (MPI's `Comm_split`): ranks passing the same `color` form

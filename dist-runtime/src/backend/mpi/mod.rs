@@ -456,7 +456,7 @@ impl Backend for MpiComm {
         p2p::wait_recv(self, site, id, dtype, buf)
     }
 
-    fn create_child(&self, cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+    fn create_child(&self, cx: &Op, _key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         self.usable("communicator creation")?;
         // One MPI_Comm_split per call: the groups ranks pass partition the members of
         // this communicator (subgroup: members and the rest; split and mesh2: one group
@@ -492,10 +492,8 @@ impl Backend for MpiComm {
         if pos.is_none() {
             return Ok(None);
         }
-        let name = key.split('#').next().unwrap_or(key).to_string();
-        let name = format!("{name}{{{}}}", members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(","));
         let local = if self.spin { 1 } else { usize::MAX };
-        Ok(Some(Box::new(MpiComm::wrap(new, name, self.timeout, local)?)))
+        Ok(Some(Box::new(MpiComm::wrap(new, name.to_string(), self.timeout, local)?)))
     }
 
     fn finish(&self) {}

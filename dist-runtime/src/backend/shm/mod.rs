@@ -207,16 +207,14 @@ impl Backend for ShmComm {
         p2p::wait_recv(self, site, id, dtype, buf)
     }
 
-    fn create_child(&self, cx: &Op, key: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+    fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         // Everyone agrees on the call first (fingerprint carries the member hash).
         self.barrier(cx)?;
         let child = match members.iter().position(|&m| m == self.rank) {
             None => None,
             Some(child_rank) => {
                 let id = format!("{}.{key}", self.id);
-                let name = key.split('#').next().unwrap_or(key).to_string();
-                let name = format!("{name}{{{}}}", members.iter().map(|m| m.to_string()).collect::<Vec<_>>().join(","));
-                let c = ShmComm::connect(&id, &name, child_rank, members.len(), self.cfg.clone(), self.store.clone())?;
+                let c = ShmComm::connect(&id, name, child_rank, members.len(), self.cfg.clone(), self.store.clone())?;
                 Some(Box::new(c) as Box<dyn Backend>)
             }
         };
