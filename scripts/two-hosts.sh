@@ -91,10 +91,10 @@ for t in $tests; do
   echo "   \$(basename \$t)"
   if ! timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1; then
     # Known intermittent, seen in CI and here under heavy load (1 run in ~25 of these
-    # files with 3 busy loops beside them): the ranks of one host stall inside Open MPI
-    # (MPI_Comm_split, or a collective's first messages across the veth pair) until the
-    # others' deadline. The first failure is printed in full; the binary must then pass
-    # on its one retry.
+    # files with 3 busy loops beside them): a rank stays inside Open MPI's first
+    # communication across the veth pair (MPI_Comm_dup at init, caught by its deadline
+    # and named since) while the others go on and time out waiting for it. The first
+    # failure is printed in full; the binary must then pass on its one retry.
     echo "   first run failed; its report, then one retry:"
     report $work/test.log
     timeout 900 \$t -q --test-threads 1 > $work/retry.log 2>&1 || { echo "   the retry failed too:"; report $work/retry.log; exit 1; }
