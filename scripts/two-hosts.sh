@@ -9,6 +9,11 @@
 # (collectives, p2p, groups) pass with ranks on both hosts (DIST_BACKEND=mpi, every
 # world size the tests use, 2 slots per host, oversubscribed).
 #
+# `scripts/two-hosts.sh --bench` runs, instead of the suites, the comparison over TCP:
+# ../shared/peers/run_all.sh (raw Open MPI) beside dist-bench --backend mpi, interleaved,
+# with ranks placed round-robin across the hosts (n = 2: one per host), results in
+# target/peers-tcp/summary.md.
+#
 # Needs root, iproute2 and util-linux (unshare, nsenter); skips with a message where
 # namespaces cannot be made. Every wait is bounded; everything is torn down on exit.
 set -euo pipefail
@@ -20,8 +25,10 @@ for t in ip unshare nsenter; do
 done
 scripts/install-mpi.sh >/dev/null
 
+mode=${1:-check}
 echo "-- build (feature mpi)"
 cargo build -q -p dist-runtime --features mpi --example hello
+[ "$mode" = --bench ] && cargo build -q --release -p dist-bench --features mpi
 tests=$(cargo test -q --no-run -p dist-tests --features dist-runtime/mpi --test collectives --test p2p --test groups \
           --message-format=json 2>/dev/null | python3 -c '
 import json, sys
@@ -64,7 +71,7 @@ cat > "$work/hostA.sh" <<HOSTA
 set -euo pipefail
 hostname hostA; mount -t tmpfs tmpfs /dev/shm
 nsenter --net=/run/netns/$B unshare --pid --fork --mount-proc --uts --ipc --mount \
-  sh -c 'hostname hostB; mount -t tmpfs tmpfs /dev/shm; exec sleep 900' &
+  sh -c 'hostname hostB; mount -t tmpfs tmpfs /dev/shm; exec sleep 3600' &
 echo \$! > $work/hostB.pid
 for i in \$(seq 100); do [ -s /proc/\$!/task/\$!/children ] && break; sleep 0.05; done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -84,6 +91,20 @@ for f in $work/r0.log $work/r1.log; do
   grep -q 'this job spans 2 hosts' \$f && grep -q hostA \$f && grep -q hostB \$f || { cat \$f; exit 1; }
 done
 head -c 300 $work/r1.log; echo
+if [ "$mode" = --bench ]; then
+  echo "-- raw Open MPI beside dist over MPI, TCP between the hosts (ranks round-robin)"
+  printf '10.77.0.1 slots=2\n10.77.0.2 slots=2\n' > $work/hosts
+  export OMPI_MCA_orte_default_hostfile=$work/hosts OMPI_MCA_rmaps_base_mapping_policy=node \
+    OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm_rsh_agent=$work/agent.sh OMPI_MCA_plm_rsh_no_tree_spawn=1 \
+    OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=10.77.0.0/24 OMPI_MCA_oob_tcp_if_include=10.77.0.0/24 \
+    OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_hwloc_base_binding_policy=none
+  export DIST_LAUNCHER_ADDR=10.77.0.1 DIST_MPIRUN_ARGS="--bind-to none"
+  RESULTS=$root/target/peers-tcp RUNS=\${RUNS:-2} RANKS="\${RANKS:-2 4 8}" MAXB=\${MAXB:-16777216} \
+    BUDGET=\${BUDGET:-0.15} SKIP_GLOO=1 SKIP_MEMCPY=1 \
+    EXTRA_BENCH="distmpi=$root/target/release/dist-bench -n {n} --backend mpi --reps 3 --budget \${BUDGET:-0.15} --max-bytes \${MAXB:-16777216} --tsv" \
+    bash $root/../shared/peers/run_all.sh
+  exit 0
+fi
 echo "-- the serial-reference suites with ranks on both hosts"
 export DIST_BACKEND=mpi DIST_LAUNCHER_ADDR=10.77.0.1 DIST_MPIRUN_ARGS="$mpi_args"
 report() { grep -q '^failures:' \$1 && sed -n '/^failures:/,\$p' \$1 | head -200 || tail -60 \$1; }

@@ -21,12 +21,32 @@ const OP_ADD: u8 = 3;
 struct State {
     map: Mutex<HashMap<String, Vec<u8>>>,
     changed: Condvar,
+    /// Set when the server stops: waiting requests end, connections close.
+    stopped: std::sync::atomic::AtomicBool,
+    /// Live connections (a clone each, to shut them down) and their threads.
+    conns: Mutex<Vec<(TcpStream, std::thread::JoinHandle<()>)>>,
+    /// Connections that have not presented the token yet, oldest first (id, a clone).
+    pending: Mutex<std::collections::VecDeque<(u64, TcpStream)>>,
 }
 
-/// A running store server; it serves until the process exits.
+/// At most this many connections wait for their handshake at once (each has a thread
+/// and a few seconds): a newcomer beyond it closes the oldest, so strangers cannot
+/// exhaust the host's threads or file descriptors, nor keep a client out (a client
+/// says hello at once).
+const MAX_PENDING: usize = 64;
+/// At most this many connections at once (every rank of the largest job a few times).
+const MAX_CONNS: usize = 4 * crate::env::MAX_WORLD + 64;
+/// How long a client has to present the token.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// A running store server. It serves until dropped; dropping it closes its socket and
+/// every connection and joins its threads, so nothing of it outlives the job.
 pub struct StoreServer {
     addr: SocketAddr,
     state: Arc<State>,
+    /// The listening socket (a clone), shut down to stop the accept loop.
+    listener: TcpListener,
+    accept: Option<std::thread::JoinHandle<()>>,
 }
 
 impl StoreServer {
@@ -42,22 +62,15 @@ impl StoreServer {
             Error::store(format!("cannot listen on {desc}{hint}"), Some(e))
         })?;
         let addr = listener.local_addr().map_err(|e| Error::store("local_addr", Some(e)))?;
+        let keep = listener.try_clone().map_err(|e| Error::store("cannot keep the listening socket", Some(e)))?;
         let state = Arc::new(State::default());
         let served = state.clone();
         let token = token.as_bytes().to_vec();
-        std::thread::Builder::new()
+        let accept = std::thread::Builder::new()
             .name("dist-store".into())
-            .spawn(move || {
-                for conn in listener.incoming().flatten() {
-                    let state = served.clone();
-                    let token = token.clone();
-                    let _ = std::thread::Builder::new().name("dist-store-conn".into()).spawn(move || {
-                        let _ = serve(conn, &state, &token);
-                    });
-                }
-            })
+            .spawn(move || accept_loop(listener, &served, &token))
             .map_err(|e| Error::store("cannot start the store thread", Some(e)))?;
-        Ok(StoreServer { addr, state })
+        Ok(StoreServer { addr, state, listener: keep, accept: Some(accept) })
     }
 
     /// Reads a key directly from the server's table (the host's view, no network).
@@ -68,6 +81,85 @@ impl StoreServer {
     /// The address clients connect to.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+}
+
+impl Drop for StoreServer {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        use std::sync::atomic::Ordering::SeqCst;
+        {
+            // Under the table's lock, so a request about to wait for a key sees it.
+            let _g = self.state.map.lock().unwrap_or_else(|p| p.into_inner());
+            self.state.stopped.store(true, SeqCst);
+        }
+        // Shutting a listening socket down wakes the thread blocked in accept (Linux).
+        // SAFETY: our own socket; shutdown has no memory effects.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        // Wake the requests waiting for a key, close every connection, join its thread.
+        self.state.changed.notify_all();
+        let conns = std::mem::take(&mut *self.state.conns.lock().unwrap_or_else(|p| p.into_inner()));
+        for (c, _) in &conns {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+        for (_, h) in conns {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Accepts connections until the server stops: a thread each, within the caps; when the
+/// process is out of file descriptors, waits instead of spinning.
+fn accept_loop(listener: TcpListener, state: &Arc<State>, token: &[u8]) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let mut warned = false;
+    let mut next_id = 0u64;
+    loop {
+        let conn = match listener.accept() {
+            Ok((c, _)) => c,
+            Err(_) if state.stopped.load(SeqCst) => return,
+            Err(e) => {
+                // EMFILE/ENFILE and the like: the connection stays queued; try later.
+                if !warned && matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
+                    warned = true;
+                    eprintln!("dist store at {:?}: out of file descriptors; new clients wait", listener.local_addr());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        if state.stopped.load(SeqCst) {
+            return;
+        }
+        let mut conns = state.conns.lock().unwrap_or_else(|p| p.into_inner());
+        conns.retain(|(_, h)| !h.is_finished());
+        if conns.len() >= MAX_CONNS {
+            continue; // dropped: closed at once
+        }
+        let (Ok(keep), Ok(mark)) = (conn.try_clone(), conn.try_clone()) else { continue };
+        next_id += 1;
+        let id = next_id;
+        {
+            let mut pending = state.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if pending.len() >= MAX_PENDING {
+                if let Some((_, oldest)) = pending.pop_front() {
+                    let _ = oldest.shutdown(std::net::Shutdown::Both);
+                }
+            }
+            pending.push_back((id, mark));
+        }
+        let st = state.clone();
+        let token = token.to_vec();
+        let spawned = std::thread::Builder::new().name("dist-store-conn".into()).spawn(move || {
+            let _ = serve(conn, id, &st, &token);
+        });
+        match spawned {
+            Ok(h) => conns.push((keep, h)),
+            Err(_) => state.pending.lock().unwrap_or_else(|p| p.into_inner()).retain(|(i, _)| *i != id),
+        }
     }
 }
 
@@ -87,10 +179,14 @@ fn read_bytes(r: &mut impl Read, max: usize) -> std::io::Result<Vec<u8>> {
     Ok(v)
 }
 
-fn serve(conn: TcpStream, state: &State, token: &[u8]) -> std::io::Result<()> {
+type Halves = (BufReader<TcpStream>, BufWriter<TcpStream>);
+
+/// The client's hello and token, within `HANDSHAKE`; `None` for a wrong token (told so).
+fn handshake(conn: &TcpStream, token: &[u8]) -> std::io::Result<Option<Halves>> {
     conn.set_nodelay(true)?;
     // A stranger gets a few seconds to say hello, then is dropped.
-    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    conn.set_read_timeout(Some(HANDSHAKE))?;
+    conn.set_write_timeout(Some(HANDSHAKE))?;
     let mut r = BufReader::new(conn.try_clone()?);
     let mut w = BufWriter::new(conn.try_clone()?);
     let mut hello = [0u8; 8];
@@ -102,9 +198,18 @@ fn serve(conn: TcpStream, state: &State, token: &[u8]) -> std::io::Result<()> {
         && presented.iter().zip(token).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0;
     w.write_all(&[ok as u8])?;
     w.flush()?;
-    if !ok {
-        return Ok(());
-    }
+    conn.set_write_timeout(None)?;
+    Ok(ok.then_some((r, w)))
+}
+
+fn serve(conn: TcpStream, id: u64, state: &State, token: &[u8]) -> std::io::Result<()> {
+    use std::sync::atomic::Ordering::SeqCst;
+    let shake = handshake(&conn, token);
+    state.pending.lock().unwrap_or_else(|p| p.into_inner()).retain(|(i, _)| *i != id);
+    let (mut r, mut w) = match shake? {
+        Some(rw) => rw,
+        None => return Ok(()),
+    };
     conn.set_read_timeout(None)?;
     loop {
         let mut op = [0u8; 1];
@@ -125,6 +230,9 @@ fn serve(conn: TcpStream, state: &State, token: &[u8]) -> std::io::Result<()> {
                 let deadline = Instant::now() + Duration::from_millis(u64::from_le_bytes(t));
                 let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
                 loop {
+                    if state.stopped.load(SeqCst) {
+                        return Ok(());
+                    }
                     if let Some(v) = map.get(&key) {
                         w.write_all(&[1])?;
                         w.write_all(&(v.len() as u32).to_le_bytes())?;
@@ -168,41 +276,52 @@ impl Store {
     /// presents `token`.
     pub fn connect(addr: &str, token: &str, timeout: Duration) -> Result<Store> {
         let start = Instant::now();
-        let stream = loop {
-            match TcpStream::connect(addr) {
-                Ok(s) => break s,
-                Err(e) if start.elapsed() < timeout => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(20));
+        loop {
+            let stream = loop {
+                match TcpStream::connect(addr) {
+                    Ok(s) => break s,
+                    Err(e) if start.elapsed() < timeout => {
+                        let _ = e;
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Err(e) => {
+                        return Err(Error::store(
+                            format!(
+                                "no store at {addr} after {:.0}s: is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on every rank?",
+                                timeout.as_secs_f64()
+                            ),
+                            Some(e),
+                        ))
+                    }
                 }
-                Err(e) => {
+            };
+            match Store::hello(stream, addr, token) {
+                Ok(Some(s)) => return Ok(s),
+                Ok(None) => {
                     return Err(Error::store(
-                        format!(
-                            "no store at {addr} after {:.0}s: is rank 0 running, and are MASTER_ADDR/MASTER_PORT the same on every rank?",
-                            timeout.as_secs_f64()
-                        ),
-                        Some(e),
+                        format!("the store at {addr} refused this job token (DIST_JOB_TOKEN differs)"),
+                        None,
                     ))
                 }
+                // Closed before answering (a server shedding strangers, or going): again.
+                Err(_) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(Error::store(format!("talking to the store at {addr}"), Some(e))),
             }
-        };
-        let io = |e: std::io::Error| Error::store(format!("talking to the store at {addr}"), Some(e));
-        stream.set_nodelay(true).map_err(io)?;
-        let mut r = BufReader::new(stream.try_clone().map_err(io)?);
-        let mut w = BufWriter::new(stream);
-        w.write_all(HELLO).map_err(io)?;
-        w.write_all(&(token.len() as u32).to_le_bytes()).map_err(io)?;
-        w.write_all(token.as_bytes()).map_err(io)?;
-        w.flush().map_err(io)?;
-        let mut ok = [0u8; 1];
-        r.read_exact(&mut ok).map_err(io)?;
-        if ok[0] != 1 {
-            return Err(Error::store(
-                format!("the store at {addr} refused this job token (DIST_JOB_TOKEN differs)"),
-                None,
-            ));
         }
-        Ok(Store { conn: Mutex::new((r, w)), addr: addr.to_string() })
+    }
+
+    /// Presents the token on a fresh connection: the store, or `None` when refused.
+    fn hello(stream: TcpStream, addr: &str, token: &str) -> std::io::Result<Option<Store>> {
+        stream.set_nodelay(true)?;
+        let mut r = BufReader::new(stream.try_clone()?);
+        let mut w = BufWriter::new(stream);
+        w.write_all(HELLO)?;
+        w.write_all(&(token.len() as u32).to_le_bytes())?;
+        w.write_all(token.as_bytes())?;
+        w.flush()?;
+        let mut ok = [0u8; 1];
+        r.read_exact(&mut ok)?;
+        Ok((ok[0] == 1).then(|| Store { conn: Mutex::new((r, w)), addr: addr.to_string() }))
     }
 
     fn io(&self, e: std::io::Error) -> Error {
@@ -309,6 +428,57 @@ mod tests {
         assert!(matches!(bad, Err(Error::Store { .. })), "stranger must be refused");
         // the job is undisturbed
         assert_eq!(a.get("k", Duration::from_secs(1)).unwrap(), b"v");
+    }
+
+    /// The tests that count this process's fds and threads run one at a time.
+    static COUNTED: Mutex<()> = Mutex::new(());
+
+    fn fds_and_threads() -> (usize, usize) {
+        let count = |d: &str| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
+        (count("/proc/self/fd"), count("/proc/self/task"))
+    }
+
+    /// A dropped server leaves nothing: its socket, connections and threads are gone,
+    /// and a client waiting for a key is answered (an error), not left hanging.
+    #[test]
+    fn a_dropped_server_leaves_nothing_behind() {
+        let _one = COUNTED.lock().unwrap_or_else(|p| p.into_inner());
+        let before = fds_and_threads();
+        for _ in 0..200 {
+            let srv = StoreServer::bind("127.0.0.1:0", "t").unwrap();
+            let addr = srv.addr().to_string();
+            let c = Store::connect(&addr, "t", Duration::from_secs(5)).unwrap();
+            c.set("k", b"v").unwrap();
+            let waiter = std::thread::spawn(move || c.get("never", Duration::from_secs(60)).is_err());
+            std::thread::sleep(Duration::from_millis(2));
+            drop(srv);
+            assert!(waiter.join().unwrap(), "the waiting get must end when the server goes");
+            assert!(std::net::TcpStream::connect(&addr).is_err(), "the port must be closed");
+        }
+        let after = fds_and_threads();
+        assert!(after.0 <= before.0 + 20 && after.1 <= before.1 + 20, "fds/threads {before:?} -> {after:?}");
+    }
+
+    /// Strangers that connect and say nothing cost at most MAX_PENDING threads for a few
+    /// seconds each; the job's clients are served meanwhile.
+    #[test]
+    fn idle_strangers_do_not_starve_the_job() {
+        let _one = COUNTED.lock().unwrap_or_else(|p| p.into_inner());
+        let srv = StoreServer::bind("127.0.0.1:0", "t").unwrap();
+        let addr = srv.addr().to_string();
+        let strangers: Vec<_> = (0..500).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let threads = fds_and_threads().1;
+        assert!(threads < 200, "{threads} threads for 500 idle strangers");
+        let start = Instant::now();
+        let c = Store::connect(&addr, "t", Duration::from_secs(20)).unwrap();
+        c.set("k", b"v").unwrap();
+        assert_eq!(c.get("k", Duration::from_secs(1)).unwrap(), b"v");
+        assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+        drop(strangers);
+        let t = Instant::now();
+        drop(srv);
+        assert!(t.elapsed() < Duration::from_secs(2), "drop took {:?}", t.elapsed());
     }
 
     #[test]
