@@ -79,7 +79,7 @@ pub enum Agreement {
 }
 
 /// What `init` read from the environment.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Env {
     /// `RANK` (or `SLURM_PROCID`).
     pub rank: usize,
@@ -126,6 +126,37 @@ pub struct Env {
     /// `DIST_SIM_DEVICE=1` (only with the `sim-device` feature, for tests): the world's
     /// device side is the simulated device, so device-buffer ops run on CPU.
     pub sim_device: bool,
+}
+
+/// The longest `DIST_TIMEOUT` (deadlines are instants this far ahead, which must exist).
+const MAX_TIMEOUT_SECS: f64 = 1e7;
+
+/// Every field but the token, which is a secret: only whether one is set.
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("rank", &self.rank)
+            .field("world_size", &self.world_size)
+            .field("local_rank", &self.local_rank)
+            .field("local_world_size", &self.local_world_size)
+            .field("master_addr", &self.master_addr)
+            .field("master_port", &self.master_port)
+            .field("backend", &self.backend)
+            .field("job_id", &self.job_id)
+            .field("token", &if self.token.is_empty() { "(none)" } else { "(set, not shown)" })
+            .field("timeout", &self.timeout)
+            .field("debug", &self.debug)
+            .field("store_external", &self.store_external)
+            .field("trace", &self.trace)
+            .field("gpus", &self.gpus)
+            .field("rank_table", &self.rank_table)
+            .field("agreement", &self.agreement)
+            .field("tuning", &self.tuning)
+            .field("host_id", &self.host_id)
+            .field("launcher", &self.launcher)
+            .field("sim_device", &self.sim_device)
+            .finish()
+    }
 }
 
 /// Tuning knobs of the shared-memory backend (docs/performance.md measures each).
@@ -260,8 +291,10 @@ impl Env {
         let timeout = match get("DIST_TIMEOUT") {
             Some(v) => {
                 let s: f64 = parse("DIST_TIMEOUT", &v, "a number of seconds")?;
-                if !(s > 0.0 && s.is_finite()) {
-                    return Err(Error::Env(format!("DIST_TIMEOUT={v:?} must be a positive number of seconds")));
+                if !(s > 0.0 && s <= MAX_TIMEOUT_SECS) {
+                    return Err(Error::Env(format!(
+                        "DIST_TIMEOUT={v:?} must be a positive number of seconds, at most {MAX_TIMEOUT_SECS:.0} (115 days)"
+                    )));
                 }
                 Duration::from_secs_f64(s)
             }
@@ -351,6 +384,14 @@ mod tests {
     }
 
     #[test]
+    fn the_token_is_never_printed() {
+        let e = env(&[("DIST_JOB_TOKEN", "s3cr3t-t0ken")]).unwrap();
+        let shown = format!("{e:?}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("token: \"(set, not shown)\""), "{shown}");
+    }
+
+    #[test]
     fn bad_values_are_named() {
         let msg = |p: &[(&str, &str)]| env(p).unwrap_err().to_string();
         assert!(msg(&[("RANK", "4"), ("WORLD_SIZE", "4"), ("MASTER_PORT", "1")]).contains("RANK=4 is out of range"));
@@ -361,6 +402,8 @@ mod tests {
         assert!(msg(&[("MASTER_PORT", "99999"), ("RANK", "0"), ("WORLD_SIZE", "2")]).contains("MASTER_PORT"));
         assert!(msg(&[("DIST_BACKEND", "gloo")]).contains("DIST_BACKEND"));
         assert!(msg(&[("DIST_TIMEOUT", "-1")]).contains("DIST_TIMEOUT"));
+        assert!(msg(&[("DIST_TIMEOUT", "1e30")]).contains("at most"), "{}", msg(&[("DIST_TIMEOUT", "1e30")]));
+        assert!(msg(&[("DIST_TIMEOUT", "inf")]).contains("DIST_TIMEOUT"));
         assert!(msg(&[("DIST_DEBUG", "loud")]).contains("DIST_DEBUG"));
         assert!(msg(&[("DIST_SLOT_KIB", "big")]).contains("DIST_SLOT_KIB=\"big\""));
         assert!(msg(&[("DIST_YIELD_US", "-3")]).contains("DIST_YIELD_US"));

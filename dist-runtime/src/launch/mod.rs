@@ -291,7 +291,8 @@ impl Launch {
             None => {
                 let server = StoreServer::bind("127.0.0.1:0", &token)?;
                 let port = server.addr().port().to_string();
-                let job_id = format!("j{}x{}", std::process::id(), &token[..8]);
+                // Unique per launch without revealing any of the token.
+                let job_id = format!("j{}x{:08x}", std::process::id(), nodes::fnv(token.as_bytes(), 11) as u32);
                 (Some(server), None, "127.0.0.1".to_string(), port, job_id)
             }
         };

@@ -68,7 +68,7 @@ impl Nodes {
 }
 
 /// FNV-1a, seeded: a hash every node computes alike, whatever its Rust version.
-fn fnv(data: &[u8], seed: u64) -> u64 {
+pub(crate) fn fnv(data: &[u8], seed: u64) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     for &b in data {
         h ^= u64::from(b);
