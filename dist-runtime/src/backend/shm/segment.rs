@@ -143,14 +143,45 @@ impl Segment {
     /// Maps the segment a peer created, given its pid and fd number.
     pub(crate) fn open(pid: u32, fdnum: i32, layout: Layout) -> Result<Segment> {
         let path = format!("/proc/{pid}/fd/{fdnum}");
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| Error::Backend {
-            backend: "shm",
-            msg: format!(
-                "cannot open the segment of rank 0 at {path}: {e} (all ranks must run on one machine as one user)"
-            ),
-            source: Some(Box::new(e)),
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| {
+            let why = match e.raw_os_error() {
+                Some(libc::EMFILE) | Some(libc::ENFILE) => {
+                    "this process is out of file descriptors (raise `ulimit -n`, or close some)".to_string()
+                }
+                Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                    "process {pid} belongs to another user, or does not let this one read its descriptors: all \
+                     ranks of a shared-memory job run as one user"
+                ),
+                Some(libc::ENOENT) | Some(libc::ENXIO) => format!(
+                    "process {pid} or its descriptor {fdnum} is gone (it exited, or the address came from another \
+                     job sharing this store: give concurrent jobs their own MASTER_PORT or DIST_JOB_TOKEN), or it \
+                     runs on another host or in another PID namespace"
+                ),
+                _ => "all ranks must run on one machine as one user".to_string(),
+            };
+            Error::Backend {
+                backend: "shm",
+                msg: format!("cannot open the segment of rank 0 at {path}: {e}: {why}"),
+                source: Some(Box::new(e)),
+            }
         })?;
         let fd: OwnedFd = f.into();
+        // The segment must be this user's: a stranger's memory would let them read and
+        // forge this rank's data.
+        // SAFETY: a zeroed stat is valid; fstat only writes it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor and a valid stat buffer.
+        let (rc, me) = unsafe { (libc::fstat(fd.as_raw_fd(), &mut st), libc::geteuid()) };
+        if rc == 0 && st.st_uid != me {
+            return Err(Error::backend(
+                "shm",
+                format!(
+                    "the segment at {path} belongs to uid {}, not to this rank's user (uid {me}): refusing to map \
+                     another user's memory (a foreign or forged rendezvous key)",
+                    st.st_uid
+                ),
+            ));
+        }
         let seg = Segment::map(&fd, layout, None)?;
         let magic = seg.u64_at(0).load(std::sync::atomic::Ordering::SeqCst);
         let n = seg.u64_at(8).load(std::sync::atomic::Ordering::SeqCst);
@@ -213,5 +244,41 @@ impl Drop for Segment {
         unsafe {
             libc::munmap(self.ptr as *mut libc::c_void, self.layout.total);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A segment another user owns is refused (a forged rendezvous key cannot make a
+    /// rank map a stranger's memory). Needs root to give the segment away; skipped
+    /// otherwise.
+    #[test]
+    fn another_users_segment_is_refused() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("another_users_segment_is_refused: needs root to chown a memfd; skipped");
+            return;
+        }
+        let layout = Layout::new(2, 4096, 4096);
+        let seg = Segment::create("dist-test-owner", layout).unwrap();
+        let fd = seg.fd_number().unwrap();
+        let pid = std::process::id();
+        // Ours: maps.
+        assert!(Segment::open(pid, fd, layout).is_ok());
+        // Given to `nobody`: refused, naming both uids.
+        // SAFETY: our own descriptor.
+        assert_eq!(unsafe { libc::fchown(fd, 65534, 65534) }, 0);
+        let e = Segment::open(pid, fd, layout).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("belongs to uid 65534") && e.contains("another user's memory"), "{e}");
+    }
+
+    /// A descriptor that does not exist says the process or descriptor is gone.
+    #[test]
+    fn a_gone_descriptor_is_named() {
+        let layout = Layout::new(2, 4096, 4096);
+        let e = Segment::open(std::process::id(), 987_654, layout).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("is gone") && e.contains("MASTER_PORT"), "{e}");
     }
 }
