@@ -381,3 +381,46 @@ fn nested_groups_are_named_by_world_ranks() {
     assert!(two.output.contains("Inner{2,3}"), "{}", r.summary());
     assert!(!r.summary().contains("Inner{0,1}"), "{}", r.summary());
 }
+
+#[spmd]
+fn barrier_pause_barrier(world: Comm<World>) -> dist_runtime::Result<()> {
+    world.barrier()?;
+    std::thread::sleep(Duration::from_secs(2));
+    world.barrier()
+}
+
+/// Two token-less torchrun-style jobs on one port (rank 0 of the first hosts the store):
+/// the second job's rank 1 must not merge into the first. One of the two rank-1
+/// processes stops at init saying two jobs share the address, and the first job never
+/// completes with a stranger in it.
+#[test]
+fn two_jobs_on_one_port_do_not_merge() {
+    if shm_only("two_jobs_on_one_port_do_not_merge") {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let exe = std::env::current_exe().unwrap();
+    let start = |rank: &str, job: &str| {
+        std::process::Command::new(&exe)
+            .env("DIST_ENTRY", "harness::barrier_pause_barrier")
+            .envs([("RANK", rank), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", &port)])
+            .envs([("DIST_TIMEOUT", "10"), ("DIST_JOB_ID", job), ("RUST_BACKTRACE", "0")])
+            .env_remove("DIST_JOB_TOKEN")
+            .env_remove("DIST_BACKEND")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let a0 = start("0", "a");
+    std::thread::sleep(Duration::from_millis(300));
+    let (a1, b1) = (start("1", "a"), start("1", "b"));
+    let out = |c: std::process::Child| {
+        let o = c.wait_with_output().unwrap();
+        (o.status.success(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (a0, a1, b1) = (out(a0), out(a1), out(b1));
+    let said = |o: &(bool, String)| o.1.contains("another process already joined the job") && o.1.contains("rank 1");
+    assert!(!(a1.0 && b1.0), "both rank-1 processes joined: {a1:?} {b1:?}");
+    assert!(said(&a1) || said(&b1), "neither rank 1 was told: a1 {a1:?}, b1 {b1:?}, a0 {a0:?}");
+}

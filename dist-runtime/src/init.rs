@@ -115,6 +115,7 @@ fn join(env: Env) -> Result<Comm<World>> {
             None
         };
         let store = Store::connect(&addr, &env.token, env.timeout)?;
+        claim_rank(&store, &env, &addr)?;
         (Some(Arc::new(store)), server.map(|s| Box::new(s) as Box<dyn std::any::Any + Send + Sync>))
     } else {
         (None, None)
@@ -182,6 +183,20 @@ fn with_sim_device(world: Comm<World>, env: &Env) -> Result<Comm<World>> {
     }
     let _ = env;
     Ok(world)
+}
+
+/// Each rank joins a store once: a second process claiming the same rank means two jobs
+/// share the address (torchrun-style jobs without a token on one port), and it stops
+/// here, saying so, instead of merging the jobs.
+fn claim_rank(store: &Store, env: &Env, addr: &str) -> Result<()> {
+    if store.add(&format!("claim/rank/{}", env.rank), 1)? == 1 {
+        return Ok(());
+    }
+    Err(Error::Env(format!(
+        "another process already joined the job at {addr} as rank {}: two jobs share MASTER_ADDR:MASTER_PORT. \
+         Give each job its own MASTER_PORT (or a secret DIST_JOB_TOKEN per job, which also keeps other users out)",
+        env.rank
+    )))
 }
 
 /// This host's identity: `DIST_HOST_ID`, else the hostname and the kernel's boot id
