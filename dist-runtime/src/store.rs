@@ -134,6 +134,9 @@ fn accept_loop(listener: TcpListener, state: &Arc<State>, token: &[u8]) {
         if state.stopped.load(SeqCst) {
             return;
         }
+        if !same_user(&conn) {
+            continue; // another local user: closed at once
+        }
         let mut conns = state.conns.lock().unwrap_or_else(|p| p.into_inner());
         conns.retain(|(_, h)| !h.is_finished());
         if conns.len() >= MAX_CONNS {
@@ -177,6 +180,44 @@ fn read_bytes(r: &mut impl Read, max: usize) -> std::io::Result<Vec<u8>> {
     let mut v = vec![0u8; n];
     r.read_exact(&mut v)?;
     Ok(v)
+}
+
+/// Whether a connection may talk to this store: from another host (the token guards
+/// those), or from this one by this user or root. Another local user is refused even
+/// before the token (a token-less job is then still closed to them). The client end's
+/// owner comes from the kernel's table of TCP sockets (Linux `/proc/net/tcp{,6}`).
+fn same_user(conn: &TcpStream) -> bool {
+    let (Ok(peer), Ok(local)) = (conn.peer_addr(), conn.local_addr()) else { return false };
+    if !peer.ip().is_loopback() {
+        return true;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match loopback_peer_uid(peer, local) {
+        Some(uid) => uid == me || uid == 0,
+        None => true, // not found (no /proc): the token still guards
+    }
+}
+
+/// The uid owning the socket at `peer` connected to `local`, from `/proc/net/tcp{,6}`.
+fn loopback_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+    let hex = |a: SocketAddr| match a {
+        SocketAddr::V4(v) => format!("{:08X}:{:04X}", u32::from_le_bytes(v.ip().octets()), v.port()),
+        SocketAddr::V6(v) => {
+            let o = v.ip().octets();
+            let words: String =
+                o.chunks(4).map(|c| format!("{:08X}", u32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect();
+            format!("{words}:{:04X}", v.port())
+        }
+    };
+    let file = if peer.is_ipv4() { "/proc/net/tcp" } else { "/proc/net/tcp6" };
+    let (want_local, want_remote) = (hex(peer), hex(local));
+    std::fs::read_to_string(file).ok()?.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() > 7 && f[1].eq_ignore_ascii_case(&want_local) && f[2].eq_ignore_ascii_case(&want_remote))
+            .then(|| f[7].parse().ok())
+            .flatten()
+    })
 }
 
 type Halves = (BufReader<TcpStream>, BufWriter<TcpStream>);
@@ -479,6 +520,55 @@ mod tests {
         let t = Instant::now();
         drop(srv);
         assert!(t.elapsed() < Duration::from_secs(2), "drop took {:?}", t.elapsed());
+    }
+
+    /// The client end of a loopback connection is found with its owner (this process's).
+    #[test]
+    fn a_loopback_peer_is_found_with_its_user() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, peer) = l.accept().unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        assert_eq!(loopback_peer_uid(peer, s.local_addr().unwrap()), Some(me));
+        assert!(same_user(&s));
+        drop(c);
+    }
+
+    /// Another local user cannot talk to a job's store, token or not (run as root: the
+    /// client is a python3 process switched to `nobody`; skipped otherwise).
+    #[test]
+    fn another_local_user_is_refused() {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || std::process::Command::new("python3").arg("-V").output().is_err() {
+            eprintln!("another_local_user_is_refused: needs root and python3; skipped");
+            return;
+        }
+        let srv = StoreServer::bind("127.0.0.1:0", "").unwrap();
+        let port = srv.addr().port();
+        let script = format!(
+            "import socket,struct\ns=socket.create_connection(('127.0.0.1',{port}))\n\
+             s.sendall(b'DISTSTR1'+struct.pack('<I',0))\nprint('answer', s.recv(1))"
+        );
+        let mut cmd = std::process::Command::new("python3");
+        cmd.args(["-c", &script]);
+        // SAFETY: setgid/setuid are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        // The server closed without answering: Python reads b'' (or the reset fails it).
+        assert!(text.contains("answer b''") || !out.status.success(), "a stranger got an answer: {text}");
+        // The job's own user still gets in.
+        let c = Store::connect(&srv.addr().to_string(), "", Duration::from_secs(5)).unwrap();
+        c.set("k", b"v").unwrap();
     }
 
     #[test]
