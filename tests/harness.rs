@@ -424,3 +424,35 @@ fn two_jobs_on_one_port_do_not_merge() {
     assert!(!(a1.0 && b1.0), "both rank-1 processes joined: {a1:?} {b1:?}");
     assert!(said(&a1) || said(&b1), "neither rank 1 was told: a1 {a1:?}, b1 {b1:?}, a0 {a0:?}");
 }
+
+// Wrong on purpose: rank 1 never receives what rank 0 sends.
+#[spmd(unchecked)]
+fn unmatched_sends(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u32> = Tag::new(3);
+    if world.rank() == 0 {
+        for i in 0..5u32 {
+            world.send(1, T, &[i; 4])?;
+        }
+    }
+    world.barrier()
+}
+
+/// Messages a rank never receives are an error when it leaves, naming the sender's
+/// line, the tag and the count, not a silent exit 0.
+#[test]
+fn messages_never_received_are_an_error_naming_the_sender() {
+    if shm_only("messages_never_received_are_an_error_naming_the_sender") {
+        return;
+    }
+    let r = run("unmatched_sends", 2, 60.0);
+    println!("{}", r.summary());
+    assert!(!r.success(), "{}", r.summary());
+    let one = &r.ranks[1];
+    assert_eq!(one.code, Some(1), "{}", r.summary());
+    assert!(
+        one.output.contains("rank 0 of World sent 5 messages with tag 3 (80 bytes) at tests/harness.rs:")
+            && one.output.contains("that rank 1 never received"),
+        "{}",
+        r.summary()
+    );
+}

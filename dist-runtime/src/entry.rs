@@ -142,6 +142,24 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     // Keep the world alive past `f` so a failure can still be marked in its segment.
     let keep = world.inner.clone();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(world)));
+    // Messages sent to this rank that it never received (on the world, or on groups it
+    // has dropped): an error naming each sender's call site, as MPI calls finalizing with
+    // unreceived messages erroneous, and as NCCL would hang on the sender.
+    let outcome = match outcome {
+        Ok(Ok(value)) => {
+            let mut lost = crate::verify::failure::take_unreceived();
+            lost.extend(keep.backend.unreceived());
+            if lost.is_empty() {
+                Ok(Ok(value))
+            } else {
+                Ok(Err(Failure {
+                    msg: format!("messages sent to this rank were never received: {}", lost.join("; ")),
+                    code: 1,
+                }))
+            }
+        }
+        other => other,
+    };
     let code = match outcome {
         Ok(Ok(value)) => match publish_result(rank, &value) {
             Ok(()) => 0,

@@ -179,4 +179,10 @@ pub(crate) trait Backend: Send + Sync {
 
     /// Marks this rank as finished in this communicator (peers still waiting on it get an error).
     fn finish(&self);
+
+    /// Messages sent to this rank that arrived and that no receive claims, one line per
+    /// sender call site (asked as the rank leaves: they will never be received).
+    fn unreceived(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -164,6 +164,9 @@ impl Backend for Traced {
         let name = format!("{}/{key}", self.comm);
         Ok(child.map(|c| Box::new(Traced::new(c, self.tracer.clone(), name)) as Box<dyn Backend>))
     }
+    fn unreceived(&self) -> Vec<String> {
+        self.inner.unreceived()
+    }
     fn finish(&self) {
         self.inner.finish();
         self.tracer.flush();

@@ -52,6 +52,11 @@ impl Drop for Inner {
         self.drain();
         // Close the worker's queue and let it finish.
         self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if !std::thread::panicking() {
+            // Messages that reached this rank on this communicator and that nothing will
+            // receive now: the rank's exit reports them (a silent loss otherwise).
+            crate::verify::failure::record_unreceived(self.backend.unreceived());
+        }
         self.backend.finish();
     }
 }

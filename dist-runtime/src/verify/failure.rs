@@ -54,6 +54,21 @@ pub(crate) fn peer_failed(rank: usize, comm: String, reason: String) -> crate::e
     crate::error::Error::PeerFailed { rank, comm, reason }
 }
 
+/// Messages that reached this rank and were never received, from the communicators it
+/// has dropped (one line per sender call site).
+static UNRECEIVED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+pub(crate) fn record_unreceived(lines: Vec<String>) {
+    if !lines.is_empty() {
+        UNRECEIVED.lock().unwrap_or_else(|p| p.into_inner()).extend(lines);
+    }
+}
+
+/// Takes what `record_unreceived` gathered.
+pub(crate) fn take_unreceived() -> Vec<String> {
+    std::mem::take(&mut *UNRECEIVED.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// Whether this rank has seen a peer's failure.
 pub(crate) fn saw_peer_failure() -> bool {
     SAW_PEER_FAILURE.load(std::sync::atomic::Ordering::SeqCst)

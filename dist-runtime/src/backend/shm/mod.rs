@@ -223,6 +223,10 @@ impl Backend for ShmComm {
         Ok(child)
     }
 
+    fn unreceived(&self) -> Vec<String> {
+        p2p::unreceived(self)
+    }
+
     fn finish(&self) {
         let ctl = self.ctl(self.rank);
         if self.seg.u32_at(ctl + segment::STATE).load(SeqCst) == segment::ALIVE {

@@ -487,6 +487,35 @@ pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &
 }
 
 /// Pushes out every buffered send (at communicator teardown), best effort.
+/// The messages that reached this rank (in the stash, or streaming into it) and that no
+/// posted receive claims, by sender, tag and call site: what will never be received once
+/// this rank leaves.
+pub(super) fn unreceived(c: &ShmComm) -> Vec<String> {
+    let mut p = lock(c);
+    p.progress(c, None);
+    let claimed: HashSet<(usize, u32, u64)> = p.recvs.values().copied().collect();
+    let mut by_site: std::collections::BTreeMap<(usize, u32, String, u32), (usize, u64)> = Default::default();
+    for (key, s) in &p.stash {
+        if !claimed.contains(key) {
+            let e = by_site.entry((key.0, key.1, s.hdr.file.clone(), s.hdr.line)).or_default();
+            e.0 += 1;
+            e.1 += s.hdr.len;
+        }
+    }
+    by_site
+        .into_iter()
+        .map(|((src, tag, file, line), (n, bytes))| {
+            format!(
+                "rank {src} of {} sent {n} message{} with tag {tag} ({bytes} bytes) at {file}:{line} that rank {} \
+                 never received",
+                c.name,
+                if n == 1 { "" } else { "s" },
+                c.rank
+            )
+        })
+        .collect()
+}
+
 pub(super) fn flush(c: &ShmComm) -> Result<()> {
     let mut p = lock(c);
     let Some(dst) = (0..c.n).find(|&d| !p.out[d].is_empty()) else { return Ok(()) };
