@@ -381,3 +381,38 @@ fn all_reduce_within_rounding_of_the_reference(world: Comm<World>) {
 fn ring_all_reduce_agrees_with_the_reference() {
     run_with_env("collectives::all_reduce_within_rounding_of_the_reference", &[2, 3, 4, 8], &[("DIST_ALGO", "ring")]);
 }
+
+/// Max and Min with a NaN: the NaN wins wherever any rank holds one, on every rank and
+/// backend (shm, and MPI through its user-defined ops), for f32, f64 and bf16, whichever
+/// rank holds it; other positions are the plain maximum and minimum.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn nan_wins_max_and_min_on_every_rank(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let len = 2 * n + 3;
+    for op in [ReduceOp::Max, ReduceOp::Min] {
+        // Position p holds a NaN on rank p % n when p < n; the rest are finite.
+        let val = |r: usize, p: usize| if p < n && p % n == r { f64::NAN } else { (r * 7 + p) as f64 % 11.0 - 5.0 };
+        let want = |p: usize| {
+            let v: Vec<f64> = (0..n).map(|r| val(r, p)).collect();
+            if v.iter().any(|x| x.is_nan()) {
+                f64::NAN
+            } else if op == ReduceOp::Max {
+                v.iter().copied().fold(f64::MIN, f64::max)
+            } else {
+                v.iter().copied().fold(f64::MAX, f64::min)
+            }
+        };
+        let same = |got: f64, p: usize| (got.is_nan() && want(p).is_nan()) || got == want(p);
+        let mut a: Vec<f32> = (0..len).map(|p| val(me, p) as f32).collect();
+        world.all_reduce(&mut a, op).unwrap();
+        let mut b: Vec<f64> = (0..len).map(|p| val(me, p)).collect();
+        world.all_reduce(&mut b, op).unwrap();
+        let mut c: Vec<dist_runtime::bf16> = (0..len).map(|p| dist_runtime::bf16::from_f64(val(me, p))).collect();
+        world.all_reduce(&mut c, op).unwrap();
+        for p in 0..len {
+            assert!(same(a[p] as f64, p), "{op:?} f32 at {p}: {} vs {}", a[p], want(p));
+            assert!(same(b[p], p), "{op:?} f64 at {p}: {} vs {}", b[p], want(p));
+            assert!(same(c[p].to_f64(), p), "{op:?} bf16 at {p}: {} vs {}", c[p], want(p));
+        }
+    }
+}

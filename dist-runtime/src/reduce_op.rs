@@ -13,9 +13,11 @@ pub enum ReduceOp {
     Sum,
     /// Product over ranks.
     Prod,
-    /// Maximum over ranks.
+    /// Maximum over ranks. On floats a NaN wins (as `torch.maximum`): an element is NaN
+    /// wherever any rank's is, the same on every rank, on shm and MPI (NCCL applies its
+    /// own max).
     Max,
-    /// Minimum over ranks.
+    /// Minimum over ranks; a NaN wins, as for [`Max`](ReduceOp::Max).
     Min,
     /// Sum divided by the number of ranks in the communicator (floats only).
     Avg,

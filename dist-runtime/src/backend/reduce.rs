@@ -13,6 +13,10 @@ trait Arith: Copy + PartialOrd {
     /// Multiply by a host scalar (PreMulSum) and divide by a count (Avg); floats only.
     fn scale(self, s: f64) -> Self;
     fn div_n(self, n: usize) -> Self;
+    /// Whether this is a NaN (never, for integers).
+    fn nan(self) -> bool {
+        false
+    }
 }
 
 macro_rules! arith_int {
@@ -34,6 +38,7 @@ macro_rules! arith_float {
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
             #[inline(always)] fn scale(self, s: f64) -> Self { self * (s as $t) }
             #[inline(always)] fn div_n(self, n: usize) -> Self { self / (n as $t) }
+            #[inline(always)] fn nan(self) -> bool { self.is_nan() }
         }
     )*};
 }
@@ -46,6 +51,7 @@ macro_rules! arith_half {
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
             #[inline(always)] fn scale(self, s: f64) -> Self { self * <$t>::from_f64(s) }
             #[inline(always)] fn div_n(self, n: usize) -> Self { self / <$t>::from_f64(n as f64) }
+            #[inline(always)] fn nan(self) -> bool { self.is_nan() }
         }
     )*};
 }
@@ -57,16 +63,17 @@ fn combine<T: Arith>(op: ReduceOp, a: T, b: T) -> T {
         // Avg and PreMulSum accumulate as a sum; `finish` applies the scale once.
         ReduceOp::Sum | ReduceOp::Avg | ReduceOp::PreMulSum(_) => a.add(b),
         ReduceOp::Prod => a.mul(b),
-        // NaN-propagating is not promised; comparisons follow IEEE `>`/`<` as NCCL's do.
+        // A NaN wins (as torch.maximum/minimum): the result is NaN wherever any rank has
+        // one, whatever the order ranks combine in, so it is the same on every rank.
         ReduceOp::Max => {
-            if b > a {
+            if b > a || b.nan() {
                 b
             } else {
                 a
             }
         }
         ReduceOp::Min => {
-            if b < a {
+            if b < a || b.nan() {
                 b
             } else {
                 a
@@ -148,6 +155,26 @@ mod tests {
         assert_eq!(a, [3, 9]);
         reduce_into(DType::I32, ReduceOp::Min, bytemuck::cast_slice_mut(&mut a), bytemuck::cast_slice(&[4i32, -1]));
         assert_eq!(a, [3, -1]);
+    }
+
+    /// A NaN wins Max and Min in either operand position, so the order ranks combine
+    /// in cannot change the result.
+    #[test]
+    fn nan_wins_max_and_min_in_any_order() {
+        for op in [ReduceOp::Max, ReduceOp::Min] {
+            let mut a = [f32::NAN, 1.0, 2.0];
+            reduce_into(
+                DType::F32,
+                op,
+                bytemuck::cast_slice_mut(&mut a),
+                bytemuck::cast_slice(&[1.0f32, f32::NAN, 3.0]),
+            );
+            assert!(a[0].is_nan() && a[1].is_nan(), "{op:?}: {a:?}");
+            assert_eq!(a[2], if op == ReduceOp::Max { 3.0 } else { 2.0 });
+            let mut h = [bf16::from_f32(1.0)];
+            reduce_into(DType::BF16, op, bytemuck::cast_slice_mut(&mut h), bytemuck::cast_slice(&[bf16::NAN]));
+            assert!(h[0].is_nan());
+        }
     }
 
     #[test]

@@ -64,11 +64,14 @@ macro_rules! user_ops {
     };
 }
 // f16 and bf16, which MPI has no type for; 8-bit sums and products, which some builds
-// of Open MPI 4.1 (its AVX op component) saturate instead of wrapping as Rust and shm do.
+// of Open MPI 4.1 (its AVX op component) saturate instead of wrapping as Rust and shm do;
+// float Max and Min, whose NaN handling MPI leaves to the order of the operands (ours:
+// a NaN wins, the same on every rank and backend).
 user_ops! {
     f16_sum: F16, Sum; f16_prod: F16, Prod; f16_max: F16, Max; f16_min: F16, Min;
     bf16_sum: BF16, Sum; bf16_prod: BF16, Prod; bf16_max: BF16, Max; bf16_min: BF16, Min;
     u8_sum: U8, Sum; u8_prod: U8, Prod; i8_sum: I8, Sum; i8_prod: I8, Prod;
+    f32_max: F32, Max; f32_min: F32, Min; f64_max: F64, Max; f64_min: F64, Min;
 }
 
 /// The user-defined ops, created once (MPI ops live until MPI_Finalize).
