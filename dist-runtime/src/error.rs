@@ -49,7 +49,7 @@ pub enum Error {
         site: Site,
     },
     /// Another rank died, panicked or returned an error; this rank cannot go on.
-    #[error("rank {rank} (of {comm}) failed: {reason}")]
+    #[error("{}", peer_text(*.rank, .comm, .reason))]
     PeerFailed {
         /// The failed rank, in the communicator's numbering.
         rank: usize,
@@ -122,6 +122,21 @@ impl std::fmt::Display for Site {
     }
 }
 
+/// "rank 2 (of World) failed: …"; in a group, also the world rank, read from the
+/// group's name (its members' world ranks, in group order: `Dp{1,5}`): "world rank 5
+/// (rank 1 of Dp{1,5}) failed: …".
+fn peer_text(rank: usize, comm: &str, reason: &str) -> String {
+    let world = comm
+        .strip_suffix('}')
+        .and_then(|s| s.split_once('{'))
+        .and_then(|(_, list)| list.split(',').nth(rank))
+        .and_then(|w| w.trim().parse::<usize>().ok());
+    match world {
+        Some(w) => format!("world rank {w} (rank {rank} of {comm}) failed: {reason}"),
+        None => format!("rank {rank} (of {comm}) failed: {reason}"),
+    }
+}
+
 impl Error {
     #[track_caller]
     pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Error {
@@ -148,5 +163,19 @@ impl Error {
             Error::PeerFailed { .. } => 3,
             _ => 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod peer_text_tests {
+    use super::Error;
+
+    /// A peer's failure names its world rank too when the communicator is a group.
+    #[test]
+    fn a_group_peer_is_named_by_its_world_rank() {
+        let e = |rank, comm: &str| Error::PeerFailed { rank, comm: comm.into(), reason: "boom".into() }.to_string();
+        assert_eq!(e(1, "Dp{1,5}"), "world rank 5 (rank 1 of Dp{1,5}) failed: boom");
+        assert_eq!(e(2, "World"), "rank 2 (of World) failed: boom");
+        assert_eq!(e(0, "Tp{4,5}"), "world rank 4 (rank 0 of Tp{4,5}) failed: boom");
     }
 }
