@@ -456,3 +456,28 @@ fn messages_never_received_are_an_error_naming_the_sender() {
         r.summary()
     );
 }
+
+// Wrong on purpose: rank 1 leaves at once; rank 0 sends to it after it has gone.
+#[spmd(unchecked)]
+fn send_to_a_rank_that_left(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(4);
+    if world.rank() == 0 {
+        std::thread::sleep(Duration::from_millis(500));
+        world.send(1, T, &[7u8; 100])?;
+    }
+    Ok(())
+}
+
+/// Sends to a rank that already returned from its entry are the sender's error (the
+/// receiver looked before they came).
+#[test]
+fn sends_to_a_rank_that_left_are_an_error() {
+    if shm_only("sends_to_a_rank_that_left_are_an_error") {
+        return;
+    }
+    let r = run("send_to_a_rank_that_left", 2, 60.0);
+    println!("{}", r.summary());
+    assert!(!r.success(), "{}", r.summary());
+    let zero = &r.ranks[0].output;
+    assert!(zero.contains("to rank 1, which returned from its entry without receiving them"), "{}", r.summary());
+}

@@ -153,7 +153,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
                 Ok(Ok(value))
             } else {
                 Ok(Err(Failure {
-                    msg: format!("messages sent to this rank were never received: {}", lost.join("; ")),
+                    msg: format!("messages were sent and never received: {}", lost.join("; ")),
                     code: 1,
                 }))
             }

@@ -502,7 +502,7 @@ pub(super) fn unreceived(c: &ShmComm) -> Vec<String> {
             e.1 += s.hdr.len;
         }
     }
-    by_site
+    let mut lines: Vec<String> = by_site
         .into_iter()
         .map(|((src, tag, file, line), (n, bytes))| {
             format!(
@@ -513,7 +513,23 @@ pub(super) fn unreceived(c: &ShmComm) -> Vec<String> {
                 c.rank
             )
         })
-        .collect()
+        .collect();
+    // What this rank sent to a peer that has already left without reading it (the peer
+    // looked before these bytes came, so it could not report them).
+    for dst in (0..c.n).filter(|&d| d != c.rank) {
+        let left = c.seg.u32_at(c.ctl(dst) + super::segment::STATE).load(std::sync::atomic::Ordering::SeqCst)
+            == super::segment::FINISHED;
+        let queued: usize = p.out[dst].iter().map(|o| (o.base + o.data.bytes().len()).saturating_sub(o.off)).sum();
+        let unread = Ring::new(c, c.rank, dst).avail() + queued;
+        if left && unread > 0 {
+            lines.push(format!(
+                "rank {} of {} sent messages ({unread} bytes with their headers) to rank {dst}, which returned from its \
+                 entry without receiving them",
+                c.rank, c.name
+            ));
+        }
+    }
+    lines
 }
 
 pub(super) fn flush(c: &ShmComm) -> Result<()> {
