@@ -481,3 +481,54 @@ fn sends_to_a_rank_that_left_are_an_error() {
     let zero = &r.ranks[0].output;
     assert!(zero.contains("to rank 1, which returned from its entry without receiving them"), "{}", r.summary());
 }
+
+// Wrong on purpose: rank 0 panics with a large isend in flight; rank 1 waits for it.
+#[spmd(unchecked)]
+fn panic_with_isend_in_flight(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(6);
+    if world.rank() == 0 {
+        let big = vec![1u8; 8 << 20];
+        let _req = world.isend(1, T, &big)?;
+        panic!("panic with an isend in flight, on purpose");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mut got = vec![0u8; 8 << 20];
+    world.recv(0, T, &mut got)
+}
+
+/// A rank that panics with a large send in flight is reported to its peer like any
+/// other death, in well under the deadline.
+#[test]
+fn a_panic_with_an_isend_in_flight_reaches_the_peer_fast() {
+    let r = run_env("panic_with_isend_in_flight", 2, 60.0, &[("DIST_TIMEOUT", "30")]);
+    println!("{}", r.summary());
+    assert!(!r.success());
+    let i = r.first_failure.unwrap();
+    assert_eq!(r.ranks[i].rank, 0, "{}", r.summary());
+    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
+}
+
+/// The line of the mismatched receive, for the test below.
+const MISMATCH_LINE: u32 = line!() + 9;
+
+// Wrong on purpose: rank 1 receives 8 elements where rank 0 sent 4.
+#[spmd(unchecked)]
+fn recv_of_the_wrong_length(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u32> = Tag::new(8);
+    if world.rank() == 0 {
+        world.send(1, T, &[1u32; 4])
+    } else {
+        world.recv(0, T, &mut [0u32; 8])
+    }
+}
+
+/// A receive whose buffer does not fit the message names the user's line, not the
+/// library's.
+#[test]
+fn a_mismatched_receive_names_the_users_line() {
+    let r = run("recv_of_the_wrong_length", 2, 60.0);
+    assert!(!r.success());
+    let one = &r.ranks[1].output;
+    assert!(one.contains(&format!("recv at tests/harness.rs:{MISMATCH_LINE}")), "{}", r.summary());
+    assert!(!one.contains("dist-runtime/src"), "{}", r.summary());
+}

@@ -152,10 +152,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             if lost.is_empty() {
                 Ok(Ok(value))
             } else {
-                Ok(Err(Failure {
-                    msg: format!("messages were sent and never received: {}", lost.join("; ")),
-                    code: 1,
-                }))
+                Ok(Err(Failure { msg: format!("messages were sent and never received: {}", lost.join("; ")), code: 1 }))
             }
         }
         other => other,

@@ -120,6 +120,8 @@ struct Target<'a> {
     buf: &'a mut [u8],
     done: bool,
     err: Option<Error>,
+    /// The receive's call site (the user's line), for its errors.
+    site: Site,
 }
 
 pub(super) struct P2p {
@@ -290,9 +292,10 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
     let sent = DType::from_u8(hdr.dtype).map(|d| d.name()).unwrap_or("?");
     if hdr.dtype != t.dtype as u8 || hdr.len as usize != t.buf.len() {
         let es = t.dtype.size();
-        return Err(Error::invalid(
-            "recv",
-            format!(
+        return Err(Error::InvalidArgument {
+            op: "recv",
+            site: t.site,
+            msg: format!(
                 "rank {} receives {} × {} with tag {tag} from rank {src} on {}, but rank {src} sent {} bytes of {sent} \
                  ({}:{}); the receive buffer must match the message exactly",
                 c.rank,
@@ -303,7 +306,7 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
                 hdr.file,
                 hdr.line
             ),
-        ));
+        });
     }
     Ok(())
 }
@@ -473,7 +476,7 @@ pub(super) fn wait_send(c: &ShmComm, site: Site, id: ReqId) -> Result<()> {
 pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
     let mut p = lock(c);
     let key = p.recvs.remove(&id).ok_or_else(|| Error::invalid("wait", "unknown receive request"))?;
-    let mut t = Target { key, dtype, buf, done: false, err: None };
+    let mut t = Target { key, dtype, buf, done: false, err: None, site };
     drive(c, &mut p, site, "recv", key.0, |p| {
         if p.take_stashed(c, &mut t)? {
             return Ok(true);
