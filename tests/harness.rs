@@ -532,3 +532,29 @@ fn a_mismatched_receive_names_the_users_line() {
     assert!(one.contains(&format!("recv at tests/harness.rs:{MISMATCH_LINE}")), "{}", r.summary());
     assert!(!one.contains("dist-runtime/src"), "{}", r.summary());
 }
+
+// Wrong on purpose: a member fails instead of joining the creation.
+#[spmd(unchecked)]
+fn member_fails_during_creation(world: Comm<World>) -> dist_runtime::Result<()> {
+    if world.rank() == 2 {
+        std::thread::sleep(Duration::from_millis(300));
+        panic!("a member fails during creation, on purpose");
+    }
+    let g = world.subgroup::<Pair>(&[0, 1, 2])?;
+    if let Some(g) = g {
+        g.barrier()?;
+    }
+    Ok(())
+}
+
+/// A member that fails while a group is created reaches every other member at once,
+/// not at the deadline.
+#[test]
+fn a_failure_during_creation_reaches_every_member_fast() {
+    let r = run_env("member_fails_during_creation", 4, 60.0, &[("DIST_TIMEOUT", "30")]);
+    println!("{}", r.summary());
+    assert!(!r.success());
+    let i = r.first_failure.unwrap();
+    assert_eq!(r.ranks[i].rank, 2, "{}", r.summary());
+    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
+}
