@@ -558,3 +558,25 @@ fn a_failure_during_creation_reaches_every_member_fast() {
     assert_eq!(r.ranks[i].rank, 2, "{}", r.summary());
     assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
 }
+
+// Wrong on purpose: the last rank stops itself (SIGSTOP) before the barrier.
+#[spmd(unchecked)]
+fn a_rank_stops_itself(world: Comm<World>) -> dist_runtime::Result<()> {
+    if world.rank() == world.size() - 1 {
+        // The launcher's kill ends the stopped process.
+        std::process::Command::new("kill").args(["-STOP", &std::process::id().to_string()]).status().unwrap();
+    }
+    world.barrier()
+}
+
+/// A stopped rank (SIGSTOP, a debugger) is named as such in the deadline's report.
+#[test]
+fn a_stopped_rank_is_named_as_stopped() {
+    if shm_only("a_stopped_rank_is_named_as_stopped") {
+        return;
+    }
+    let r = run_env("a_rank_stops_itself", 3, 30.0, &[("DIST_TIMEOUT", "2")]);
+    assert!(!r.success());
+    let zero = &r.ranks[0].output;
+    assert!(zero.contains("rank 2's process is stopped (SIGSTOP, or held by a debugger)"), "{}", r.summary());
+}

@@ -73,6 +73,8 @@ pub(crate) enum RankWait {
     Failed,
     /// Running (not blocked in this communicator).
     Running,
+    /// Its process is stopped (SIGSTOP, or held by a debugger): it will not move.
+    Stopped,
 }
 
 /// The wait-for graph of communicator `comm`, in words, naming a cycle if there is one:
@@ -95,6 +97,7 @@ pub(crate) fn describe_graph(comm: &str, ranks: &[RankWait]) -> String {
             RankWait::Left => format!("rank {r} has left {comm}"),
             RankWait::Failed => format!("rank {r} failed"),
             RankWait::Running => format!("rank {r} is not blocked in {comm}"),
+            RankWait::Stopped => format!("rank {r}'s process is stopped (SIGSTOP, or held by a debugger)"),
         });
     }
     let mut s = format!("wait-for graph of {comm}: {}", parts.join("; "));

@@ -136,6 +136,10 @@ impl ShmComm {
     pub(crate) fn wait_graph(&self) -> String {
         let ranks: Vec<RankWait> = (0..self.n)
             .map(|r| {
+                let pid = self.seg.u32_at(self.ctl(r) + segment::PID).load(SeqCst);
+                if r != self.rank && sync::pid_stopped(pid) {
+                    return RankWait::Stopped;
+                }
                 let rec = self.read_wait(r);
                 match rec.kind {
                     0 => match self.seg.u32_at(self.ctl(r) + segment::STATE).load(SeqCst) {

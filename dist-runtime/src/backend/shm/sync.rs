@@ -131,6 +131,15 @@ pub(crate) fn wait_on<E>(
 }
 
 /// Whether the process `pid` still exists (a zombie counts as gone).
+/// Whether process `pid` is stopped (state T: SIGSTOP; t: stopped by a tracer).
+pub(crate) fn pid_stopped(pid: u32) -> bool {
+    pid != 0
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['T', 't'])))
+            .unwrap_or(false)
+}
+
 pub(crate) fn pid_alive(pid: u32) -> bool {
     if pid == 0 {
         return true; // not attached yet: nothing to say
