@@ -580,3 +580,37 @@ fn a_stopped_rank_is_named_as_stopped() {
     let zero = &r.ranks[0].output;
     assert!(zero.contains("rank 2's process is stopped (SIGSTOP, or held by a debugger)"), "{}", r.summary());
 }
+
+// Wrong on purpose: the last rank returns at once while the others wait in a barrier.
+#[spmd(unchecked)]
+fn last_rank_returns_early(world: Comm<World>) -> Result<(), String> {
+    if world.rank() == world.size() - 1 {
+        return Ok(());
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    world.barrier().map_err(|e| e.to_string())
+}
+
+/// A rank that returns from its entry while its peers wait on it is the cause the
+/// launcher names (it exited 0; its peers stopped because of it), and the peers do not
+/// call it failed.
+#[test]
+fn a_rank_that_returns_early_is_named_as_the_cause() {
+    if shm_only("a_rank_that_returns_early_is_named_as_the_cause") {
+        return;
+    }
+    let r = run("last_rank_returns_early", 4, 60.0);
+    assert!(!r.success());
+    let i = r.first_failure.expect("a cause");
+    assert_eq!((r.ranks[i].rank, r.ranks[i].code), (3, Some(0)), "{}", r.summary());
+    assert!(
+        r.summary().contains("rank 3 returned from its entry while its peers still waited on it"),
+        "{}",
+        r.summary()
+    );
+    for x in r.ranks.iter().filter(|x| x.rank != 3) {
+        assert!(x.code == Some(3) || x.killed_by_launcher, "rank {}: {}", x.rank, r.summary());
+        assert!(!x.output.contains("failed: left"), "{}", r.summary());
+    }
+    assert!(r.ranks[0].output.contains("rank 3 (of World) left World (returned from its entry)"), "{}", r.summary());
+}

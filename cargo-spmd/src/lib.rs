@@ -386,6 +386,10 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         (Some(msg), _) => {
             eprintln!("{tool}: a rank on another node failed first ({msg}); this node's ranks were stopped")
         }
+        (None, Some(i)) if report.left_early.is_some() => eprintln!(
+            "{tool}: rank {} returned from its entry while its peers still waited on it; they were stopped",
+            report.ranks[i].rank
+        ),
         (None, Some(i)) => eprintln!(
             "{tool}: rank {} failed first ({}); the other ranks were stopped",
             report.ranks[i].rank,

@@ -180,9 +180,21 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             let msg = crate::verify::failure::last_panic();
             crate::verify::failure::mark_failed(&msg);
             eprintln!("[rank {rank}] {msg}");
-            101
+            // A panic on a peer's failure (an `unwrap` of it) is that failure's consequence.
+            if crate::verify::failure::saw_peer_failure() {
+                3
+            } else {
+                101
+            }
         }
     };
+    // The cause may be a peer that returned from its entry while this rank waited on it:
+    // it exits 0, so the launcher learns of it from here (when it hosts the store).
+    if code == 3 && std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") {
+        if let Some((w, text)) = crate::verify::failure::take_left() {
+            let _ = to_launcher(&format!("left/{w}"), text.as_bytes());
+        }
+    }
     if std::env::var_os("DIST_EXIT_REPORT").is_some() {
         // Under mpirun the launcher sees one exit status for the job: each rank says its
         // own (before the world goes: a failed MPI rank aborts the job there).

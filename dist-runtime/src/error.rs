@@ -125,16 +125,30 @@ impl std::fmt::Display for Site {
 /// "rank 2 (of World) failed: …"; in a group, also the world rank, read from the
 /// group's name (its members' world ranks, in group order: `Dp{1,5}`): "world rank 5
 /// (rank 1 of Dp{1,5}) failed: …".
+/// A rank that returned from its entry while peers waited did not fail: "rank 3 (of
+/// World) left World (returned from its entry) while …".
 fn peer_text(rank: usize, comm: &str, reason: &str) -> String {
-    let world = comm
-        .strip_suffix('}')
+    let who = match world_rank_in(comm, rank) {
+        Some(w) if comm != "World" => format!("world rank {w} (rank {rank} of {comm})"),
+        _ => format!("rank {rank} (of {comm})"),
+    };
+    if reason.starts_with("left ") {
+        format!("{who} {reason}")
+    } else {
+        format!("{who} failed: {reason}")
+    }
+}
+
+/// The world rank of rank `rank` of the communicator named `comm` (`World`, or a group
+/// named with its members' world ranks in group order: `Dp{1,5}`).
+pub(crate) fn world_rank_in(comm: &str, rank: usize) -> Option<usize> {
+    if comm == "World" {
+        return Some(rank);
+    }
+    comm.strip_suffix('}')
         .and_then(|s| s.split_once('{'))
         .and_then(|(_, list)| list.split(',').nth(rank))
-        .and_then(|w| w.trim().parse::<usize>().ok());
-    match world {
-        Some(w) => format!("world rank {w} (rank {rank} of {comm}) failed: {reason}"),
-        None => format!("rank {rank} (of {comm}) failed: {reason}"),
-    }
+        .and_then(|w| w.trim().parse::<usize>().ok())
 }
 
 impl Error {
@@ -176,6 +190,9 @@ mod peer_text_tests {
         let e = |rank, comm: &str| Error::PeerFailed { rank, comm: comm.into(), reason: "boom".into() }.to_string();
         assert_eq!(e(1, "Dp{1,5}"), "world rank 5 (rank 1 of Dp{1,5}) failed: boom");
         assert_eq!(e(2, "World"), "rank 2 (of World) failed: boom");
+        let left =
+            Error::PeerFailed { rank: 3, comm: "World".into(), reason: "left World (returned from its entry)".into() };
+        assert_eq!(left.to_string(), "rank 3 (of World) left World (returned from its entry)");
         assert_eq!(e(0, "Tp{4,5}"), "world rank 4 (rank 0 of Tp{4,5}) failed: boom");
     }
 }

@@ -86,6 +86,9 @@ pub struct Report {
     /// In a multi-node job: a failure another node reported first (which rank, how),
     /// after which this node's ranks were stopped.
     pub remote_failure: Option<String>,
+    /// When the cause is a rank that returned from its entry (exit 0) while its peers
+    /// still waited on it: what a peer saw. `first_failure` then points at that rank.
+    pub left_early: Option<String>,
     /// Whether the launcher's timeout ended the job.
     pub timed_out: bool,
     /// Wall time of the job.
@@ -114,6 +117,11 @@ impl Report {
         }
         if let Some(msg) = &self.remote_failure {
             s.push_str(&format!("a rank on another node failed first ({msg}); this node's ranks were stopped\n"));
+        } else if let (Some(i), Some(what)) = (self.first_failure, &self.left_early) {
+            s.push_str(&format!(
+                "rank {} returned from its entry while its peers still waited on it: {what}\n",
+                self.ranks[i].rank
+            ));
         } else if let Some(i) = self.first_failure {
             s.push_str(&format!("rank {} failed first: {}\n", self.ranks[i].rank, self.ranks[i].status()));
         }
@@ -441,7 +449,22 @@ impl Launch {
             .collect();
         // The cause: the first failure in exit order that is not "a peer failed" nor our kill.
         let failing: Vec<usize> = order.iter().copied().filter(|&i| !ranks[i].success() && !killed[i]).collect();
-        let first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
+        let mut first_failure =
+            failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
+        // Only victims failed: a rank that returned early while they waited on it is the
+        // cause (a victim told the store which).
+        let mut left_early = None;
+        if first_failure.is_some_and(|i| ranks[i].code == Some(3)) {
+            let get = |key: &str| match (&server, &link) {
+                (Some(s), _) => s.get_local(key),
+                (None, Some(l)) => l.get_now(key),
+                (None, None) => None,
+            };
+            if let Some(i) = (0..self.n).find(|&i| ranks[i].success() && get(&format!("left/{}", base + i)).is_some()) {
+                left_early = get(&format!("left/{}", base + i)).map(|v| String::from_utf8_lossy(&v).into_owned());
+                first_failure = Some(i);
+            }
+        }
         // This node's ranks only stopped because a peer failed: the cause may be on another
         // node, whose launcher says so shortly.
         if let (Some(l), None, false) = (link.as_mut(), &remote_failure, reported) {
@@ -466,7 +489,7 @@ impl Launch {
         if let Some(l) = &link {
             l.finish();
         }
-        Ok(Report { ranks, first_failure, remote_failure, timed_out, elapsed: start.elapsed(), results })
+        Ok(Report { ranks, first_failure, remote_failure, left_early, timed_out, elapsed: start.elapsed(), results })
     }
 }
 
@@ -592,7 +615,13 @@ pub fn launch<R: crate::entry::EntryReturn>(
         return Err(Error::RankFailed {
             rank,
             n,
-            status: if report.timed_out { "timed out".into() } else { r.status() },
+            status: if report.timed_out {
+                "timed out".into()
+            } else if report.left_early.is_some() {
+                "returned from its entry while its peers still waited on it".into()
+            } else {
+                r.status()
+            },
             message: tail.join("\n"),
         });
     }

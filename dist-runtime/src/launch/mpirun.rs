@@ -145,7 +145,15 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     let first_failure =
         first_failure.or_else(|| (!status.success()).then(|| ranks.iter().position(|r| !r.success())).flatten());
     let results = (0..l.n).map(|r| store.get_local(&format!("result/{r}"))).collect();
-    Ok(Report { ranks, first_failure, remote_failure: None, timed_out, elapsed: start.elapsed(), results })
+    Ok(Report {
+        ranks,
+        first_failure,
+        remote_failure: None,
+        left_early: None,
+        timed_out,
+        elapsed: start.elapsed(),
+        results,
+    })
 }
 
 /// Routes mpirun's `--tag-output` lines (`[1,R]<stdout>:text`) to rank R: prefixed

@@ -69,6 +69,26 @@ pub(crate) fn take_unreceived() -> Vec<String> {
     std::mem::take(&mut *UNRECEIVED.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
+/// The peer that left its entry while this rank waited on it (its world rank, and the
+/// words), for the launcher: that rank exited 0, yet it is the cause.
+static LEFT: Mutex<Option<(usize, String)>> = Mutex::new(None);
+
+/// The error for a peer that returned from its entry while this rank waits on it.
+pub(crate) fn peer_left(rank: usize, comm: String, reason: String) -> crate::error::Error {
+    let e = peer_failed(rank, comm, reason);
+    if let crate::error::Error::PeerFailed { rank, comm, .. } = &e {
+        if let Some(w) = crate::error::world_rank_in(comm, *rank) {
+            LEFT.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert((w, e.to_string()));
+        }
+    }
+    e
+}
+
+/// Takes what `peer_left` recorded.
+pub(crate) fn take_left() -> Option<(usize, String)> {
+    LEFT.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
 /// Whether this rank has seen a peer's failure.
 pub(crate) fn saw_peer_failure() -> bool {
     SAW_PEER_FAILURE.load(std::sync::atomic::Ordering::SeqCst)

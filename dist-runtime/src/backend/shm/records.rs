@@ -67,10 +67,13 @@ impl ShmComm {
             let pid = self.seg.u32_at(c + segment::PID).load(SeqCst);
             let reason = match state {
                 segment::FAILED => Some(read_reason(&self.seg, r)),
-                segment::FINISHED => Some(format!(
-                    "it left {} (returned from its entry) while rank {} still waits on it in {op} at {site}",
-                    self.name, self.rank
-                )),
+                segment::FINISHED => {
+                    let reason = format!(
+                        "left {} (returned from its entry) while rank {} still waits on it in {op} at {site}",
+                        self.name, self.rank
+                    );
+                    return Err(crate::verify::failure::peer_left(r, self.name.clone(), reason));
+                }
                 _ if !sync::pid_alive(pid) => {
                     Some(format!("its process (pid {pid}) is gone: killed or exited without finishing"))
                 }
