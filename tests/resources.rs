@@ -34,3 +34,12 @@ fn launches_in_a_loop_leave_fds_and_threads_flat() {
     let after = fds_and_threads();
     assert!(after.0 <= before.0 + 8 && after.1 <= before.1 + 8, "fds, threads: {before:?} before, {after:?} after");
 }
+
+/// A launch's debug text never shows the job token.
+#[test]
+fn a_launch_does_not_print_its_token() {
+    let l = Launch::new("/bin/true", 2).env("DIST_JOB_TOKEN", "s3cr3t-t0ken").env_for(1, "DIST_JOB_TOKEN", "0th3r");
+    let shown = format!("{l:?}");
+    assert!(!shown.contains("s3cr3t") && !shown.contains("0th3r"), "{shown}");
+    assert!(shown.contains("DIST_JOB_TOKEN"), "{shown}");
+}

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 const GRACE: Duration = Duration::from_millis(500);
 
 /// A job to start: one program, N ranks.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Launch {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<OsString>,
@@ -37,6 +37,37 @@ pub struct Launch {
     rank_envs: Vec<(usize, OsString, OsString)>,
     nodes: Option<Nodes>,
     pub(crate) mpirun_args: Vec<OsString>,
+}
+
+/// Every setting, with the values of secrets (`DIST_JOB_TOKEN`) hidden.
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hide = |k: &OsString, v: &OsString| {
+            if k == "DIST_JOB_TOKEN" {
+                "(set, not shown)".to_string()
+            } else {
+                v.to_string_lossy().into_owned()
+            }
+        };
+        let envs: Vec<(String, String)> =
+            self.envs.iter().map(|(k, v)| (k.to_string_lossy().into_owned(), hide(k, v))).collect();
+        let rank_envs: Vec<(usize, String, String)> =
+            self.rank_envs.iter().map(|(r, k, v)| (*r, k.to_string_lossy().into_owned(), hide(k, v))).collect();
+        f.debug_struct("Launch")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("n", &self.n)
+            .field("envs", &envs)
+            .field("removed", &self.removed)
+            .field("capture", &self.capture)
+            .field("timeout", &self.timeout)
+            .field("kill", &self.kill)
+            .field("prefix", &self.prefix)
+            .field("rank_envs", &rank_envs)
+            .field("nodes", &self.nodes)
+            .field("mpirun_args", &self.mpirun_args)
+            .finish()
+    }
 }
 
 /// How one rank ended.
