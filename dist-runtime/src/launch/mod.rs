@@ -486,13 +486,11 @@ impl Launch {
         // cause (a victim told the store which).
         let mut left_early = None;
         if first_failure.is_some_and(|i| ranks[i].code == Some(3)) {
-            let get = |key: &str| match (&server, &link) {
-                (Some(s), _) => s.get_local(key),
-                (None, Some(l)) => l.get_now(key),
-                (None, None) => None,
-            };
-            if let Some(i) = (0..self.n).find(|&i| ranks[i].success() && get(&format!("left/{}", base + i)).is_some()) {
-                left_early = get(&format!("left/{}", base + i)).map(|v| String::from_utf8_lossy(&v).into_owned());
+            let said = (0..self.n)
+                .filter(|&i| ranks[i].success())
+                .find_map(|i| Some((i, stored(&server, &link, &format!("left/{}", base + i))?)));
+            if let Some((i, what)) = said {
+                left_early = Some(String::from_utf8_lossy(&what).into_owned());
                 first_failure = Some(i);
             }
         }
@@ -507,20 +505,21 @@ impl Launch {
                 }
             }
         }
-        let results = (base..base + self.n)
-            .map(|r| {
-                let key = format!("result/{r}");
-                match (&server, &link) {
-                    (Some(s), _) => s.get_local(&key),
-                    (None, Some(l)) => l.get_now(&key),
-                    (None, None) => None,
-                }
-            })
-            .collect();
+        let results = (base..base + self.n).map(|r| stored(&server, &link, &format!("result/{r}"))).collect();
         if let Some(l) = &link {
             l.finish();
         }
         Ok(Report { ranks, first_failure, remote_failure, left_early, timed_out, elapsed: start.elapsed(), results })
+    }
+}
+
+/// A key of the job's store, as the launcher sees it: its own server's table, or node 0's
+/// store in a multi-node job.
+fn stored(server: &Option<StoreServer>, link: &Option<nodes::NodeLink>, key: &str) -> Option<Vec<u8>> {
+    match (server, link) {
+        (Some(s), _) => s.get_local(key),
+        (None, Some(l)) => l.get_now(key),
+        (None, None) => None,
     }
 }
 
