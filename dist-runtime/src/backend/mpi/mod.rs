@@ -90,17 +90,13 @@ fn call_bounded<T: 'static>(
 ) -> Option<Result<T>> {
     let (tx, rx) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new().name("dist-mpi-call".into()).spawn(move || {
-        let r = match lock() {
-            None => Err(stuck_error(what)),
-            Some(_g) if ENDED.load(Ordering::SeqCst) => {
-                Err(Error::backend("mpi", format!("{what} after MPI was finalized in this process")))
-            }
-            Some(_g) => {
-                let (rc, v) = f();
-                check(rc, what).map(|()| Handle(v))
-            }
-        };
-        let _ = tx.send(r);
+        let mut out = None;
+        let r = call(what, || {
+            let (rc, v) = f();
+            out = Some(Handle(v));
+            rc
+        });
+        let _ = tx.send(r.map(|()| out.expect("set by the call")));
     });
     if let Err(e) = spawned {
         return Some(Err(Error::backend("mpi", format!("{what}: cannot start its thread: {e}"))));
