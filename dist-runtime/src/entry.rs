@@ -194,6 +194,9 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
         if let Some((w, text)) = crate::verify::failure::take_left() {
             let _ = to_launcher(&format!("left/{w}"), text.as_bytes());
         }
+        if let Some((w, text)) = crate::verify::failure::take_cause() {
+            let _ = to_launcher(&format!("cause/{w}"), text.as_bytes());
+        }
     }
     if std::env::var_os("DIST_EXIT_REPORT").is_some() {
         // Under mpirun the launcher sees one exit status for the job: each rank says its

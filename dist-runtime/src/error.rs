@@ -58,6 +58,25 @@ pub enum Error {
         /// What that rank reported, or how it ended.
         reason: String,
     },
+    /// Ranks wait on each other in a cycle (or on a stopped process): none can ever move.
+    /// Found by state within about a second, not at the deadline; every rank involved
+    /// gets the same story, and the one named as the cause exits as the failure.
+    #[error("deadlock detected in {op} at {site} on {comm}: {story}")]
+    Deadlock {
+        /// The op this rank waited in.
+        op: &'static str,
+        /// The communicator it waited on.
+        comm: String,
+        /// This rank's call site.
+        site: Site,
+        /// Who waits in what, where, on whom (world ranks), and the cycle.
+        story: String,
+        /// World rank named as the cause (the rank whose wait differs from the rest, or
+        /// the stopped one).
+        culprit: usize,
+        /// Whether this rank is not the culprit (it then exits as a peer's victim, 3).
+        victim: bool,
+    },
     /// A backend could not be set up or used (a missing library or device, a segment
     /// that cannot be mapped, …).
     #[error("{backend} backend: {msg}")]
@@ -174,7 +193,7 @@ impl Error {
     /// because another failed (so launchers can name the first cause), 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::PeerFailed { .. } => 3,
+            Error::PeerFailed { .. } | Error::Deadlock { victim: true, .. } => 3,
             _ => 1,
         }
     }

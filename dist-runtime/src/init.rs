@@ -123,7 +123,15 @@ fn join(env: Env) -> Result<Comm<World>> {
     if let Some(s) = &store {
         one_host(s, &env)?;
     }
-    let mut backend: Box<dyn Backend> = Box::new(ShmComm::connect("w", "World", env.rank, env.world_size, cfg, store)?);
+    let mut backend: Box<dyn Backend> = Box::new(ShmComm::connect(
+        crate::backend::shm::WORLD_ID,
+        "World",
+        env.rank,
+        env.world_size,
+        (0..env.world_size).collect(),
+        cfg,
+        store,
+    )?);
     if let Some(dir) = &env.trace {
         backend = Box::new(Traced::new(backend, Tracer::open(dir, env.rank)?, "World".into()));
     }

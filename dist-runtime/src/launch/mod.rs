@@ -120,6 +120,10 @@ pub struct Report {
     /// When the cause is a rank that returned from its entry (exit 0) while its peers
     /// still waited on it: what a peer saw. `first_failure` then points at that rank.
     pub left_early: Option<String>,
+    /// When every failing rank stopped because of a peer and a peer's detector named the
+    /// cause (a deadlock's culprit, a stopped process): what it said. `first_failure`
+    /// then points at that rank.
+    pub cause: Option<String>,
     /// Whether the launcher's timeout ended the job.
     pub timed_out: bool,
     /// Wall time of the job.
@@ -153,6 +157,8 @@ impl Report {
                 "rank {} returned from its entry while its peers still waited on it: {what}\n",
                 self.ranks[i].rank
             ));
+        } else if let (Some(i), Some(what)) = (self.first_failure, &self.cause) {
+            s.push_str(&format!("rank {} is the cause, as its peers found: {what}\n", self.ranks[i].rank));
         } else if let Some(i) = self.first_failure {
             s.push_str(&format!("rank {} failed first: {}\n", self.ranks[i].rank, self.ranks[i].status()));
         }
@@ -494,6 +500,16 @@ impl Launch {
                 first_failure = Some(i);
             }
         }
+        // Only victims failed, and a detector named the rank that caused it (a deadlock
+        // whose culprit heard of a victim first, a stopped process the launcher killed).
+        let mut cause = None;
+        if first_failure.is_some_and(|i| ranks[i].code == Some(3)) {
+            let said = (0..self.n).find_map(|i| Some((i, stored(&server, &link, &format!("cause/{}", base + i))?)));
+            if let Some((i, what)) = said {
+                cause = Some(String::from_utf8_lossy(&what).into_owned());
+                first_failure = Some(i);
+            }
+        }
         // This node's ranks only stopped because a peer failed: the cause may be on another
         // node, whose launcher says so shortly.
         if let (Some(l), None, false) = (link.as_mut(), &remote_failure, reported) {
@@ -509,7 +525,16 @@ impl Launch {
         if let Some(l) = &link {
             l.finish();
         }
-        Ok(Report { ranks, first_failure, remote_failure, left_early, timed_out, elapsed: start.elapsed(), results })
+        Ok(Report {
+            ranks,
+            first_failure,
+            remote_failure,
+            left_early,
+            cause,
+            timed_out,
+            elapsed: start.elapsed(),
+            results,
+        })
     }
 }
 
@@ -649,6 +674,8 @@ pub fn launch<R: crate::entry::EntryReturn>(
                 "timed out".into()
             } else if report.left_early.is_some() {
                 "returned from its entry while its peers still waited on it".into()
+            } else if let Some(what) = &report.cause {
+                format!("named as the cause by its peers: {what}")
             } else {
                 r.status()
             },

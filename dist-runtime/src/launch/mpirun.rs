@@ -150,6 +150,7 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         first_failure,
         remote_failure: None,
         left_early: None,
+        cause: None,
         timed_out,
         elapsed: start.elapsed(),
         results,

@@ -84,6 +84,22 @@ pub(crate) fn peer_left(rank: usize, comm: String, reason: String) -> crate::err
     e
 }
 
+/// A deadlock (or a stopped rank) named by this rank's detector, whose cause is another
+/// rank (world rank `culprit`): this rank stops as that failure's victim (exit code 3),
+/// and the launcher is told which rank caused it (the culprit may be stopped, or may
+/// have heard of this rank's exit before its own detector spoke).
+pub(crate) fn deadlock_victim(culprit: usize, story: &str) {
+    SAW_PEER_FAILURE.store(true, std::sync::atomic::Ordering::SeqCst);
+    CAUSE.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert((culprit, story.to_string()));
+}
+
+static CAUSE: Mutex<Option<(usize, String)>> = Mutex::new(None);
+
+/// Takes what `deadlock_victim` recorded.
+pub(crate) fn take_cause() -> Option<(usize, String)> {
+    CAUSE.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
 /// Takes what `peer_left` recorded.
 pub(crate) fn take_left() -> Option<(usize, String)> {
     LEFT.lock().unwrap_or_else(|p| p.into_inner()).take()

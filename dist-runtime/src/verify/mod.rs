@@ -3,6 +3,7 @@
 //! backend piggybacks op records on its epoch barrier; another would all-gather them);
 //! the verdicts and their messages are made here, once, for all of them.
 
+pub(crate) mod deadlock;
 pub(crate) mod failure;
 pub(crate) mod watchdog;
 

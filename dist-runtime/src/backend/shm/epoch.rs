@@ -45,14 +45,14 @@ impl ShmComm {
                         who.join(", ")
                     )
                 };
-                let warned = std::cell::Cell::new(false);
+                let ws = super::records::WaitState::new(WAIT_COLL, 0);
                 let blocked = std::cell::Cell::new(false);
                 let started = std::time::Instant::now();
                 let res = sync::wait_on(
                     &gen,
                     self.pace(),
                     || Ok(reached()),
-                    || self.health(&mut behind(), cx.name, cx.site, started, &waiting, &warned),
+                    || self.health(&mut behind(), cx.name, cx.site, started, &waiting, &ws),
                     || {
                         blocked.set(true);
                         self.mark_wait(WAIT_COLL, next, cx.name, cx.site);

@@ -1,6 +1,7 @@
 //! The shared-memory backend: every member of a communicator maps one segment.
 //! How it works, and the invariants it keeps: README.md beside this file.
 
+mod board;
 mod cma;
 mod coll;
 mod copy;
@@ -24,6 +25,9 @@ use std::sync::{Arc, Mutex};
 use sync::Bell;
 use tuning::Config;
 
+/// Id of the world communicator's segment (children extend it).
+pub(crate) const WORLD_ID: &str = "w";
+
 // The segment holds the verify layer's records as they are.
 const _: () = assert!(segment::FP_LEN == RECORD_LEN && segment::WAIT_LEN == WAIT_LEN);
 
@@ -36,6 +40,11 @@ pub(crate) struct ShmComm {
     name: String,
     /// Unique id among the job's communicators; children extend it.
     id: String,
+    /// World rank of each member, by rank in this communicator (for the job's board).
+    world: Arc<[usize]>,
+    /// Counts ring reads and writes of this rank's point-to-point engine: progress made
+    /// inside a wait, for the deadlock detector.
+    moved: std::sync::atomic::AtomicU32,
     cfg: Arc<Config>,
     store: Option<Arc<Store>>,
     /// Collective state: the last epoch this rank arrived at.
@@ -50,12 +59,16 @@ pub(crate) struct ShmComm {
 
 impl ShmComm {
     /// Creates (rank 0) or attaches to (others) the segment of communicator `id`.
-    /// With `n > 1` a store is required to exchange the segment's address.
+    /// With `n > 1` a store is required to exchange the segment's address. `world` holds
+    /// the members' world ranks; the world communicator's segment (`world` the identity
+    /// over the whole job) is this process's wait board.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn connect(
         id: &str,
         name: &str,
         rank: usize,
         n: usize,
+        world: Arc<[usize]>,
         cfg: Arc<Config>,
         store: Option<Arc<Store>>,
     ) -> Result<ShmComm> {
@@ -90,6 +103,9 @@ impl ShmComm {
         seg.u64_at(ctl + segment::CMA_ADDR).store(cma::probe_addr(), SeqCst);
         seg.u32_at(ctl + segment::STATE).store(segment::ALIVE, SeqCst);
         let seg = Arc::new(seg);
+        if id == WORLD_ID {
+            board::install(seg.clone(), rank);
+        }
         let weak = Arc::downgrade(&seg);
         crate::verify::failure::register(Box::new(move |reason| match weak.upgrade() {
             Some(seg) => {
@@ -105,6 +121,8 @@ impl ShmComm {
             n,
             name: name.to_string(),
             id: id.to_string(),
+            world,
+            moved: std::sync::atomic::AtomicU32::new(0),
             cfg,
             store,
             coll: Mutex::new(0),
@@ -214,7 +232,16 @@ impl Backend for ShmComm {
             None => None,
             Some(child_rank) => {
                 let id = format!("{}.{key}", self.id);
-                let c = ShmComm::connect(&id, name, child_rank, members.len(), self.cfg.clone(), self.store.clone())?;
+                let world: Arc<[usize]> = members.iter().map(|&m| self.world[m]).collect();
+                let c = ShmComm::connect(
+                    &id,
+                    name,
+                    child_rank,
+                    members.len(),
+                    world,
+                    self.cfg.clone(),
+                    self.store.clone(),
+                )?;
                 Some(Box::new(c) as Box<dyn Backend>)
             }
         };

@@ -357,6 +357,7 @@ impl<'a> Ring<'a> {
             super::copy::copy(self.data, src.as_ptr().add(first), src.len() - first);
         }
         self.head.store(h + src.len() as u64, Release);
+        self.c.moved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.c.bell(self.dst).ring();
     }
     fn read(&self, dst: &mut [u8]) {
@@ -376,6 +377,7 @@ impl<'a> Ring<'a> {
     }
     fn release(&self, t: u64, k: usize) {
         self.tail.store(t + k as u64, Release);
+        self.c.moved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.c.bell(self.src).ring();
     }
 }
@@ -402,14 +404,14 @@ fn drive(
             format!("rank {me} waits in send to rank {peer} ({site}), which is not receiving")
         }
     };
-    let warned = std::cell::Cell::new(false);
     let blocked = std::cell::Cell::new(false);
     let kind = if op == "recv" { crate::verify::watchdog::WAIT_RECV } else { crate::verify::watchdog::WAIT_SEND };
+    let ws = super::records::WaitState::new(kind, peer as u32);
     let r = sync::wait_on(
         &c.bell(me),
         c.pace(),
         || done(p),
-        || c.health(&mut std::iter::once(peer), op, site, started, &waiting, &warned),
+        || c.health(&mut std::iter::once(peer), op, site, started, &waiting, &ws),
         || {
             blocked.set(true);
             c.mark_wait(kind, peer as u32, op, site);

@@ -4,13 +4,37 @@
 //! check every wait runs. The formats are `verify`'s; this file only stores and loads
 //! them. See README.md beside this file.
 
-use super::{segment, sync, ShmComm};
+use super::{board, segment, sync, ShmComm};
 use crate::error::{Error, Result, Site};
 use crate::op::{Op, KEY_LEN, RECORD_LEN};
+use crate::verify::deadlock::{Detector, Waiter};
 use crate::verify::watchdog::{describe_graph, RankWait, WaitRecord, WAIT_COLL, WAIT_LEN};
 use segment::Segment;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::Ordering::SeqCst;
+
+/// How long a rank the detector does not name as the culprit waits for the culprit to
+/// fail before it stops on its own.
+const VICTIM_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// One blocked wait's state across its health checks.
+#[derive(Default)]
+pub(crate) struct WaitState {
+    /// `WAIT_RECV`, `WAIT_SEND` or `WAIT_COLL`.
+    pub kind: u32,
+    /// The peer, in this communicator (p2p).
+    pub peer: u32,
+    warned: std::cell::Cell<bool>,
+    beat: std::cell::Cell<u32>,
+    detector: std::cell::RefCell<Detector>,
+    verdict_at: std::cell::Cell<Option<std::time::Instant>>,
+}
+
+impl WaitState {
+    pub(crate) fn new(kind: u32, peer: u32) -> WaitState {
+        WaitState { kind, peer, ..Default::default() }
+    }
+}
 
 /// Marks `rank` failed with `reason` in `seg`, and wakes every waiter so peers notice at
 /// once instead of at their next health check (this backend's failure notice).
@@ -48,7 +72,8 @@ fn read_reason(seg: &Segment, rank: usize) -> String {
 }
 
 impl ShmComm {
-    /// Fails if any of `ranks` died, failed or finished, or if the deadline passed.
+    /// Fails if any of `ranks` died, failed or finished, if the job is deadlocked around
+    /// this wait (the board, `verify::deadlock`), or if the deadline passed.
     pub(crate) fn health(
         &self,
         ranks: &mut dyn Iterator<Item = usize>,
@@ -56,12 +81,10 @@ impl ShmComm {
         site: Site,
         started: std::time::Instant,
         waiting: &dyn Fn() -> String,
-        warned: &std::cell::Cell<bool>,
+        ws: &WaitState,
     ) -> Result<()> {
-        for r in ranks {
-            if r == self.rank {
-                continue;
-            }
+        let on: Vec<usize> = ranks.filter(|&r| r != self.rank).collect();
+        for &r in &on {
             let c = self.ctl(r);
             let state = self.seg.u32_at(c + segment::STATE).load(SeqCst);
             let pid = self.seg.u32_at(c + segment::PID).load(SeqCst);
@@ -83,10 +106,13 @@ impl ShmComm {
                 return Err(crate::verify::failure::peer_failed(r, self.name.clone(), reason));
             }
         }
+        self.watch(&on, op, site, ws)?;
         let waited = started.elapsed();
-        if self.cfg.detail && !warned.get() && waited >= (self.cfg.timeout / 2).min(std::time::Duration::from_secs(10))
+        if self.cfg.detail
+            && !ws.warned.get()
+            && waited >= (self.cfg.timeout / 2).min(std::time::Duration::from_secs(10))
         {
-            warned.set(true);
+            ws.warned.set(true);
             eprintln!(
                 "[rank {}] watchdog: {} waits in {op} at {site} for {:.1}s; {}",
                 self.rank,
@@ -107,8 +133,58 @@ impl ShmComm {
         Ok(())
     }
 
+    /// Publishes this wait on the job's board and runs the deadlock detector over it.
+    fn watch(&self, on: &[usize], op: &'static str, site: Site, ws: &WaitState) -> Result<()> {
+        let Some(board) = board::current() else { return Ok(()) };
+        let beat = ws.beat.get().wrapping_add(1);
+        ws.beat.set(beat);
+        let p2p = ws.kind != WAIT_COLL;
+        board.publish(&Waiter {
+            kind: if board::several() { 0 } else { ws.kind },
+            wait_id: board::wait_id(),
+            beat,
+            moved: self.moved.load(Relaxed),
+            peer: if p2p { self.world.get(ws.peer as usize).copied().unwrap_or(usize::MAX) as u32 } else { 0 },
+            pid: std::process::id(),
+            on: on.iter().filter_map(|&r| self.world.get(r).copied()).collect(),
+            comm: self.name.clone(),
+            op: op.to_string(),
+            file: site.0.file().to_string(),
+            line: site.0.line(),
+        });
+        // Large jobs look at the board less often (each look reads every rank's entry).
+        if !beat.is_multiple_of(1 + board.size() as u32 / 64) {
+            return Ok(());
+        }
+        let now = std::time::Instant::now();
+        let state = |pid: u32| sync::pid_state(pid);
+        let Some(v) = ws.detector.borrow_mut().step(board.me, &board.snapshot(), now, &state) else {
+            ws.verdict_at.set(None);
+            return Ok(());
+        };
+        let victim = v.culprit != board.me;
+        if victim {
+            // Give the culprit a moment to fail first: this rank then hears its reason
+            // as a peer's failure, and the launcher names it by its exit.
+            let since = ws.verdict_at.get().unwrap_or(now);
+            ws.verdict_at.set(Some(since));
+            if now.duration_since(since) < VICTIM_GRACE {
+                return Ok(());
+            }
+            crate::verify::failure::deadlock_victim(v.culprit, &v.text);
+        }
+        let e = Error::Deadlock { op, comm: self.name.clone(), site, story: v.text, culprit: v.culprit, victim };
+        // Tell every peer now, on every communicator: this rank's communicators may be
+        // dropped on the way out before its entry's error reaches the runner, and a peer
+        // must not read that as "returned from its entry".
+        crate::verify::failure::mark_failed(&e.to_string());
+        Err(e)
+    }
+
     /// Publishes what this rank is blocked on (read by peers' watchdogs).
+    /// Also counts this thread blocked for the job's board (`clear_wait` ends it).
     pub(crate) fn mark_wait(&self, kind: u32, peer: u32, op: &str, site: Site) {
+        board::begin();
         let base = self.ctl(self.rank) + segment::WAIT;
         let word = self.seg.u32_at(base);
         word.store(0, SeqCst);
@@ -120,6 +196,7 @@ impl ShmComm {
 
     pub(crate) fn clear_wait(&self) {
         self.seg.u32_at(self.ctl(self.rank) + segment::WAIT).store(0, SeqCst);
+        board::end();
     }
 
     /// Rank r's wait record (kind 0 if not blocked, or if it changed while being read).

@@ -7,9 +7,11 @@
 //!
 //! Layout (all offsets 64-byte aligned, see `Layout`):
 //! ```text
-//! header | ctl[n] | slot[n][2] | ring[n*n]
+//! header | ctl[n] | board[n] | slot[n][2] | ring[n*n]
 //! ```
 //! `ctl[r]` holds rank r's futex words, its pid and state, and its fingerprints;
+//! `board[r]` is rank r's job-wide wait record (used in the world's segment only; see
+//! `board.rs`);
 //! `slot[r][p]` is rank r's staging area for collectives in epoch parity p;
 //! `ring[s*n+d]` is the byte ring carrying point-to-point messages from s to d.
 
@@ -46,6 +48,9 @@ pub(crate) const REASON_LEN: usize = 320;
 pub(crate) const WAIT: usize = 1024;
 pub(crate) const WAIT_LEN: usize = 256;
 
+/// Fixed bytes of a board entry (the rank bitmask follows).
+pub(crate) const BOARD_FIXED: usize = 256;
+
 /// Rank states in `ctl[r].state`.
 pub(crate) const ALIVE: u32 = 1;
 pub(crate) const FINISHED: u32 = 2;
@@ -57,6 +62,9 @@ pub(crate) struct Layout {
     pub slot: usize,
     pub ring: usize,
     ctl_off: usize,
+    board_off: usize,
+    /// Bytes of one board entry: `BOARD_FIXED` plus a bit per rank, 64-byte aligned.
+    pub board_entry: usize,
     slots_off: usize,
     rings_off: usize,
     pub total: usize,
@@ -69,10 +77,12 @@ fn align(x: usize, a: usize) -> usize {
 impl Layout {
     pub(crate) fn new(n: usize, slot: usize, ring: usize) -> Layout {
         let ctl_off = HEADER;
-        let slots_off = align(ctl_off + n * CTL, 4096);
+        let board_off = ctl_off + n * CTL;
+        let board_entry = align(BOARD_FIXED + n.div_ceil(8), 64);
+        let slots_off = align(board_off + n * board_entry, 4096);
         let rings_off = align(slots_off + n * 2 * slot, 4096);
         let total = align(rings_off + n * n * (RING_CTL + ring), 4096);
-        Layout { n, slot, ring, ctl_off, slots_off, rings_off, total }
+        Layout { n, slot, ring, ctl_off, board_off, board_entry, slots_off, rings_off, total }
     }
     /// Sizes for `n` ranks with staging slots of `slot` bytes (`DIST_SLOT_KIB`, see
     /// `tuning.rs`); rings share 16 MiB, each between 4 KiB and 256 KiB.
@@ -83,6 +93,9 @@ impl Layout {
     }
     pub(crate) fn ctl(&self, r: usize) -> usize {
         self.ctl_off + r * CTL
+    }
+    pub(crate) fn board(&self, r: usize) -> usize {
+        self.board_off + r * self.board_entry
     }
     pub(crate) fn slot(&self, r: usize, parity: u32) -> usize {
         self.slots_off + (r * 2 + parity as usize) * self.slot

@@ -130,16 +130,21 @@ pub(crate) fn wait_on<E>(
     }
 }
 
-/// Whether the process `pid` still exists (a zombie counts as gone).
 /// Whether process `pid` is stopped (state T: SIGSTOP; t: stopped by a tracer).
 pub(crate) fn pid_stopped(pid: u32) -> bool {
-    pid != 0
-        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['T', 't'])))
-            .unwrap_or(false)
+    matches!(pid_state(pid), Some('T' | 't'))
 }
 
+/// The state letter of process `pid` in `/proc/<pid>/stat` (R, S, D, T, t, Z, …).
+pub(crate) fn pid_state(pid: u32) -> Option<char> {
+    if pid == 0 {
+        return None;
+    }
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Whether the process `pid` still exists (a zombie counts as gone).
 pub(crate) fn pid_alive(pid: u32) -> bool {
     if pid == 0 {
         return true; // not attached yet: nothing to say
