@@ -231,7 +231,10 @@ fn a_cycle_across_communicators_is_found() {
     let all = r.summary();
     println!("cycle across communicators, 4 ranks: ended in {:?}", r.elapsed);
     assert!(all.contains(&format!("rank 0 waits in barrier on World ({}) for rank 1", at("@cross-world-0"))), "{all}");
-    assert!(all.contains(&format!("rank 1 waits in barrier on Pair{{0,1}} ({}) for rank 0", at("@cross-pair"))), "{all}");
+    assert!(
+        all.contains(&format!("rank 1 waits in barrier on Pair{{0,1}} ({}) for rank 0", at("@cross-pair"))),
+        "{all}"
+    );
     assert!(all.contains(&format!("ranks 2, 3 wait in barrier on World ({}) for rank 1", at("@cross-world"))), "{all}");
     assert!(all.contains("wait-for cycle 0 → 1 → 0"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");

@@ -101,7 +101,7 @@ pub struct Env {
     pub token: String,
     /// `DIST_TIMEOUT` in seconds; default 300.
     pub timeout: Duration,
-    /// `DIST_DEBUG`; default `check` in debug builds, `off` in release builds.
+    /// `DIST_DEBUG`; default `check` in every build (`off` opts out).
     pub debug: DebugLevel,
     /// `DIST_STORE_EXTERNAL=1`: a launcher hosts the store, rank 0 must not.
     pub store_external: bool,
@@ -301,13 +301,9 @@ impl Env {
             None => Duration::from_secs(300),
         };
         let debug = match get("DIST_DEBUG").as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None => {
-                if cfg!(debug_assertions) {
-                    DebugLevel::Check
-                } else {
-                    DebugLevel::Off
-                }
-            }
+            // On in every build: a check this cheap (docs/performance.md) must never be
+            // the reason for a silent wrong answer.
+            None => DebugLevel::Check,
             Some("off") | Some("0") => DebugLevel::Off,
             Some("check") | Some("1") => DebugLevel::Check,
             Some("detail") | Some("2") => DebugLevel::Detail,
@@ -375,6 +371,13 @@ mod tests {
     fn empty_env_is_world_of_one() {
         let e = env(&[]).unwrap();
         assert_eq!((e.rank, e.world_size, e.backend), (0, 1, BackendChoice::Shm));
+    }
+
+    /// Checks are on in every build, release included; only `DIST_DEBUG=off` turns them off.
+    #[test]
+    fn checks_are_on_unless_turned_off() {
+        assert_eq!(env(&[]).unwrap().debug, DebugLevel::Check);
+        assert_eq!(env(&[("DIST_DEBUG", "off")]).unwrap().debug, DebugLevel::Off);
     }
 
     #[test]

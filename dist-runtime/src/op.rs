@@ -174,6 +174,13 @@ impl Op {
         k
     }
 
+    /// A key folded to one word, for backends that agree on it inside their data.
+    pub(crate) fn fold_key(k: &[u8; KEY_LEN]) -> u64 {
+        let w = |i: usize| u64::from_le_bytes(k[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        // Distinct rotations keep fields from cancelling each other out.
+        w(0) ^ w(1).rotate_left(17) ^ w(2).rotate_left(31) ^ w(3).rotate_left(47)
+    }
+
     /// The fixed-size record peers compare: the [`key`](Op::key), then the call site
     /// ([`site_part`](Op::site_part)).
     pub(crate) fn record(&self) -> [u8; RECORD_LEN] {

@@ -53,6 +53,9 @@ fn shm_mut<'a>(p: *mut u8, len: usize) -> &'a mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(p, len) }
 }
 
+/// Bytes before the data in a slot on the flat reduce path: the op's key, folded.
+const FLAT_KEY: usize = 8;
+
 fn parities(epoch: u32) -> (u32, u32) {
     (epoch.wrapping_add(1) % 2, epoch % 2)
 }
@@ -141,15 +144,42 @@ fn reduce_locked(
     let gets_result = |r: usize| root.is_none_or(|x| x == r);
     // At or below `flat_max` (16 KiB unless DIST_ALGO says otherwise), the one-barrier
     // flat path: every rank publishes its whole buffer and reduces all of them itself.
-    if b <= c.cfg.algo.flat_max.min(c.seg.layout.slot) {
+    if b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY) {
         let (w, _) = parities(*epoch);
-        to_shm(c.slot(me, w), buf);
-        c.sync(epoch, cx, fp)?;
+        // The slot holds the op's key folded to a word, then the data: the check rides
+        // in the cache line peers fetch for the data anyway, instead of a record each
+        // peer must fetch. The key sits at a fixed place, so ranks whose lengths differ
+        // still compare each other's current key (never stale bytes past the data).
+        let data = |i: usize, p: u32| c.slot(i, p).wrapping_add(FLAT_KEY);
+        to_shm(data(me, w), buf);
+        let inline = (fp && c.cfg.check).then(|| {
+            let key = cx.key();
+            c.write_fp_key(w, cx, &key);
+            let h = Op::fold_key(&key);
+            // SAFETY: our own slot of the write parity (see to_shm), 64-aligned, in bounds.
+            unsafe { (c.slot(me, w) as *mut u64).write(h) };
+            h
+        });
+        c.sync(epoch, cx, fp && inline.is_none())?;
         let (_, r) = parities(*epoch);
+        if let Some(h) = inline {
+            // SAFETY: peers' slots of the read parity (see from_shm), 64-aligned.
+            let theirs = |i: usize| unsafe { (c.slot(i, r) as *const u64).read_volatile() };
+            if (0..n).any(|i| i != me && theirs(i) != h) {
+                c.check_fps(r, cx)?;
+                return Err(Error::Mismatch {
+                    comm: c.name.clone(),
+                    msg: format!(
+                        "rank {me} called {}, but not every rank started the same collective here",
+                        cx.describe(cx.site.0.file(), cx.site.0.line())
+                    ),
+                });
+            }
+        }
         if gets_result(me) {
-            from_shm(buf, c.slot(0, r));
+            from_shm(buf, data(0, r));
             for i in 1..n {
-                reduce::reduce_into(dtype, op, buf, shm(c.slot(i, r), b));
+                reduce::reduce_into(dtype, op, buf, shm(data(i, r), b));
             }
             reduce::finish(dtype, op, n, buf);
         }

@@ -252,8 +252,12 @@ impl ShmComm {
     /// site only when it differs from the last one written to that parity (the ops of a
     /// loop rewrite 32 bytes, not 256).
     pub(crate) fn write_fp(&self, parity: u32, op: &Op) {
+        self.write_fp_key(parity, op, &op.key());
+    }
+
+    /// `write_fp` with the op's key already made.
+    pub(crate) fn write_fp_key(&self, parity: u32, op: &Op, key: &[u8; KEY_LEN]) {
         let base = self.ctl(self.rank) + segment::FP + parity as usize * segment::FP_LEN;
-        let key = op.key();
         // SAFETY (both copies): our own op record of this parity; peers read it only
         // after they see our epoch store (SeqCst) that follows.
         unsafe { std::ptr::copy_nonoverlapping(key.as_ptr(), self.seg.ptr(base), KEY_LEN) };
