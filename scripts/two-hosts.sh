@@ -112,14 +112,25 @@ for t in $tests; do
   echo "   \$(basename \$t)"
   if ! timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1; then
     # Known intermittent, seen in CI and here under heavy load (1 run in ~25 of these
-    # files with 3 busy loops beside them): a rank stays inside Open MPI's first
-    # communication across the veth pair (MPI_Comm_dup at init, caught by its deadline
-    # and named since) while the others go on and time out waiting for it. The first
-    # failure is printed in full; the binary must then pass on its one retry.
-    echo "   first run failed; its report, then one retry:"
+    # files with 3 busy loops beside them, more when the machine is busier): some ranks
+    # stay inside Open MPI's first communication at init (MPI_Comm_dup, over vader and
+    # TCP across the veth pair; caught by its deadline and named) while the others go on
+    # and time out waiting for them. The first failure is printed in full; each failing
+    # test must then pass on one of two retries of that test alone.
+    echo "   first run failed; its report, then retries of the failing tests:"
     report $work/test.log
-    timeout 900 \$t -q --test-threads 1 > $work/retry.log 2>&1 || { echo "   the retry failed too:"; report $work/retry.log; exit 1; }
-    mv $work/retry.log $work/test.log
+    failed=\$(sed -n '/^failures:\$/,\$p' $work/test.log | sed -n 's/^    \([A-Za-z0-9_:]*\)\$/\1/p' | sort -u)
+    [ -n "\$failed" ] || { echo "   no failing test named; giving up"; exit 1; }
+    for name in \$failed; do
+      ok=
+      for try in 1 2; do
+        if timeout 600 \$t --exact "\$name" -q --test-threads 1 > $work/retry.log 2>&1; then ok=1; break; fi
+        echo "   \$name: retry \$try failed:"; report $work/retry.log
+      done
+      [ -n "\$ok" ] || { echo "   \$name failed its retries too"; exit 1; }
+      echo "   \$name passed on retry \$try"
+    done
+    echo "test result: ok after retries (\$(echo \$failed | wc -w) test(s) retried)" > $work/test.log
   fi
   grep 'test result' $work/test.log
 done

@@ -29,6 +29,37 @@ fn subgroups_of_each_half(world: Comm<World>) {
     assert_eq!(both[1], second.iter().map(|&r| r as u64).sum::<u64>());
 }
 
+/// `subgroup` numbers its members by rank, whatever the list's order (torch's
+/// `new_group`); `subgroup_ordered` keeps the list's order. Both are checked through what
+/// a program sees: the gather order and the broadcast root, against a serial reference.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn subgroup_sorts_like_new_group_and_subgroup_ordered_keeps_the_list(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    // Every other rank, listed from the highest down: [n-1, n-3, ...].
+    let listed: Vec<usize> = (0..n).rev().step_by(2).collect();
+    let mut sorted = listed.clone();
+    sorted.sort_unstable();
+    for (ordered, want) in [(false, &sorted), (true, &listed)] {
+        let g = if ordered {
+            world.subgroup_ordered::<Half>(&listed).unwrap()
+        } else {
+            world.subgroup::<Half>(&listed).unwrap()
+        };
+        let Some(g) = g else {
+            assert!(!listed.contains(&me));
+            continue;
+        };
+        assert_eq!(g.members(), &want[..], "ordered={ordered}");
+        assert_eq!(want[g.rank()], me);
+        let mut all = vec![0u32; g.size()];
+        g.all_gather(&[me as u32], &mut all).unwrap();
+        assert_eq!(all, want.iter().map(|&r| r as u32).collect::<Vec<_>>(), "ordered={ordered}");
+        let mut x = [me as u32];
+        g.broadcast(&mut x, 0).unwrap();
+        assert_eq!(x[0] as usize, want[0], "ordered={ordered}: root 0 is {}", want[0]);
+    }
+}
+
 #[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
 fn split_by_parity_ordered_by_key(world: Comm<World>) {
     let (n, me) = (world.size(), world.rank());

@@ -237,6 +237,37 @@ fn broadcast_by_world_rank(world: Comm<World>) -> dist_runtime::Result<()> {
     Ok(())
 }
 
+/// The check numbers a `subgroup` as the runtime does (by rank, torch's `new_group`) and
+/// a `subgroup_ordered` by the list. The branches go by world rank, so each exchange is
+/// right only under its own numbering (the asserts would fail under the other one).
+#[spmd(strict)]
+fn subgroup_numbering(world: Comm<World>) -> dist_runtime::Result<()> {
+    if world.size() < 2 {
+        return Ok(());
+    }
+    let r = world.rank();
+    let mut got = [0i64];
+    // By rank: world 0 is the pair's rank 0 and sends to its rank 1 (world 1).
+    if let Some(p) = world.subgroup::<Half>(&[1, 0])? {
+        if r == 0 {
+            p.send(1, T, &[10])?;
+        } else {
+            p.recv(0, T, &mut got)?;
+            assert_eq!(got[0], 10);
+        }
+    }
+    // By the list: world 1 is the pair's rank 0 and sends to its rank 1 (world 0).
+    if let Some(p) = world.subgroup_ordered::<Tp>(&[1, 0])? {
+        if r == 1 {
+            p.send(1, T, &[11])?;
+        } else {
+            p.recv(0, T, &mut got)?;
+            assert_eq!(got[0], 11);
+        }
+    }
+    Ok(())
+}
+
 fn each_size(f: fn(Comm<World>) -> dist_runtime::Result<()>) {
     for n in 1..=8 {
         dist_runtime::launch(n, f).unwrap_or_else(|e| panic!("at {n} ranks: {e}"));
@@ -291,4 +322,9 @@ fn file_helper_runs() {
 #[test]
 fn broadcast_by_world_rank_runs() {
     each_size(broadcast_by_world_rank);
+}
+
+#[test]
+fn subgroup_numbering_runs() {
+    each_size(subgroup_numbering);
 }

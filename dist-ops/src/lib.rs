@@ -13,7 +13,7 @@ pub enum Class {
     Collective,
     /// One rank to another, matched by (peer, tag) in posting order.
     PointToPoint,
-    /// Collective creation of child communicators (`subgroup`, `split`, `mesh2`).
+    /// Collective creation of child communicators (`subgroup`, `subgroup_ordered`, `split`, `mesh2`).
     Group,
 }
 
@@ -92,6 +92,7 @@ pub const OPS: &[OpSpec] = &[
     p2p("irecv", &[0], Some(1), false),
     p2p("batch", &[], None, true),
     group("subgroup"),
+    group("subgroup_ordered"),
     group("split"),
     group("mesh2"),
 ];

@@ -16,9 +16,12 @@ use std::sync::Arc;
 impl<G: Group> Comm<G> {
     // ---------------------------------------------------------------- groups
 
-    /// Creates a communicator of the ranks `ranks` (this communicator's numbering; the
-    /// child's rank i is `ranks[i]`), as torch's `new_group`. Collective: every rank
-    /// calls it with the same list; members get `Some`, the others `None`.
+    /// Creates a communicator of the ranks `ranks` (this communicator's numbering),
+    /// numbered in increasing order of those ranks, as torch's `new_group` does by
+    /// default: `subgroup(&[3, 0])` and `subgroup(&[0, 3])` are the same group, whose
+    /// rank 0 is rank 0 here. [`subgroup_ordered`](Self::subgroup_ordered) keeps the
+    /// list's order instead. Collective: every rank calls it with the same set; members
+    /// get `Some`, the others `None`.
     ///
     /// ```
     /// # use dist_runtime::prelude::*;
@@ -26,12 +29,13 @@ impl<G: Group> Comm<G> {
     /// # #[spmd]
     /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// if world.size() >= 2 {
-    ///     // World ranks 1 and 0 become ranks 0 and 1 of `pair`.
+    ///     // As torch.distributed.new_group([1, 0]): world rank 0 is the pair's rank 0.
     ///     let pair = world.subgroup::<Pair>(&[1, 0])?;
     ///     match world.rank() {
     ///         0 | 1 => {
     ///             let pair = pair.unwrap();
-    ///             assert_eq!((pair.rank(), pair.size()), (1 - world.rank(), 2));
+    ///             assert_eq!((pair.rank(), pair.size()), (world.rank(), 2));
+    ///             assert_eq!(pair.members(), [0, 1]);
     ///             let mut x = [world.rank() as u32 + 1];
     ///             pair.all_reduce(&mut x, ReduceOp::Sum)?;
     ///             assert_eq!(x, [3]);
@@ -44,23 +48,55 @@ impl<G: Group> Comm<G> {
     /// ```
     #[track_caller]
     pub fn subgroup<H: Group>(&self, ranks: &[usize]) -> Result<Option<Comm<H>>> {
+        let mut sorted = ranks.to_vec();
+        sorted.sort_unstable();
+        self.group_of::<H>("subgroup", ranks, &sorted)
+    }
+
+    /// Creates a communicator of the ranks `ranks` numbered in the list's order: the
+    /// child's rank i is `ranks[i]` (MPI's `MPI_Group_incl`, torch's `new_group` with an
+    /// explicit ordering via `split`). Collective: every rank calls it with the same list.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Pair);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// if world.size() >= 2 {
+    ///     // World ranks 1 and 0 become ranks 0 and 1 of `pair`.
+    ///     if let Some(pair) = world.subgroup_ordered::<Pair>(&[1, 0])? {
+    ///         assert_eq!((pair.rank(), pair.members()), (1 - world.rank(), &[1, 0][..]));
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn subgroup_ordered<H: Group>(&self, ranks: &[usize]) -> Result<Option<Comm<H>>> {
+        self.group_of::<H>("subgroup_ordered", ranks, ranks)
+    }
+
+    /// `subgroup`/`subgroup_ordered`: `ranks` as the user gave them (checked), `order`
+    /// the members in the child's numbering.
+    #[track_caller]
+    fn group_of<H: Group>(&self, name: &'static str, ranks: &[usize], order: &[usize]) -> Result<Option<Comm<H>>> {
         if ranks.is_empty() {
-            return Err(Error::invalid("subgroup", "the rank list is empty"));
+            return Err(Error::invalid(name, "the rank list is empty"));
         }
         let mut seen = HashSet::new();
         for &r in ranks {
-            self.check_rank("subgroup", "rank", r)?;
+            self.check_rank(name, "rank", r)?;
             if !seen.insert(r) {
-                return Err(Error::invalid("subgroup", format!("rank {r} appears twice in {ranks:?}")));
+                return Err(Error::invalid(name, format!("rank {r} appears twice in {ranks:?}")));
             }
         }
         let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
-        let fp = Op::new(OpKind::CommCreate).count(ranks.len()).extra(hash_usizes(ranks));
-        let child = self.create_child(&self.cx("subgroup", fp), &format!("{}#{k}", H::NAME), ranks)?;
-        // The device side: members split with color 0, ordered by their place in `ranks`.
-        let pos = ranks.iter().position(|&r| r == self.rank());
+        let fp = Op::new(OpKind::CommCreate).count(order.len()).extra(hash_usizes(order));
+        let child = self.create_child(&self.cx(name, fp), &format!("{}#{k}", H::NAME), order)?;
+        // The device side: members split with color 0, ordered by their place in `order`.
+        let pos = order.iter().position(|&r| r == self.rank());
         let dev = self.split_device(pos.map(|_| 0), pos.unwrap_or(0))?;
-        Ok(child.map(|b| self.child::<H>(b, H::NAME, ranks).with_device(dev)))
+        Ok(child.map(|b| self.child::<H>(b, H::NAME, order).with_device(dev)))
     }
 
     /// Attaches a device side (world creation, and children split from a parent's).

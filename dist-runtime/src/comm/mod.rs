@@ -278,7 +278,7 @@ impl<G: Group> Comm<G> {
     /// assert_eq!(world.members(), (0..world.size()).collect::<Vec<_>>());
     /// if world.size() >= 2 {
     ///     // The child's rank i is world rank ranks[i].
-    ///     if let Some(pair) = world.subgroup::<Pair>(&[1, 0])? {
+    ///     if let Some(pair) = world.subgroup_ordered::<Pair>(&[1, 0])? {
     ///         assert_eq!(pair.members(), [1, 0]);
     ///         assert_eq!(pair.members()[pair.rank()], world.rank());
     ///     }

@@ -137,7 +137,7 @@ impl<'a> Interp<'a> {
                 self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv" });
                 return Ok(V::Unit);
             }
-            "subgroup" | "split" | "mesh2" => return self.create(e, mc, c, m, &args),
+            "subgroup" | "subgroup_ordered" | "split" | "mesh2" => return self.create(e, mc, c, m, &args),
             _ => {}
         }
         // Roles of the arguments come from the op table the runtime is tested against.
@@ -297,8 +297,8 @@ impl<'a> Interp<'a> {
             V::Comm(me.comms.len() - 1)
         };
         match m {
-            "subgroup" => {
-                let Some(ranks) = args.first().and_then(int_list) else {
+            "subgroup" | "subgroup_ordered" => {
+                let Some(mut ranks) = args.first().and_then(int_list) else {
                     return Err(undecidable(&mc.args[0], "a subgroup rank list that depends on data"));
                 };
                 for &r in &ranks {
@@ -313,6 +313,10 @@ impl<'a> Interp<'a> {
                             self.size
                         ),
                     }));
+                }
+                if m == "subgroup" {
+                    // torch's `new_group` order: by rank, whatever the list's order.
+                    ranks.sort_unstable();
                 }
                 if !ranks.contains(&(my_local as i128)) {
                     return Ok(V::Opt(None));
