@@ -148,9 +148,14 @@ fn arguments_that_must_agree_across_ranks(world: Comm<World>) {
     let mut recv = vec![0u8; counts.iter().sum()];
     let e = world.all_gather_v(&send, &mut recv, &counts).unwrap_err();
     assert!(matches!(e, Error::Mismatch { .. }), "{e}");
-    // subgroup with member lists that differ across ranks
-    let ranks: Vec<usize> = if world.rank() == 0 { vec![0, 1] } else { vec![1, 0] };
+    // subgroup with member sets that differ across ranks
+    let ranks: Vec<usize> = if world.rank() == 0 { vec![0, 1] } else { vec![0] };
     let e = world.subgroup::<G>(&ranks).unwrap_err();
+    assert!(matches!(e, Error::Mismatch { .. }) && e.to_string().contains("communicator creation"), "{e}");
+    // subgroup_ordered with orders that differ across ranks (a subgroup sorts both lists
+    // into one group; an ordered one would number its members two ways)
+    let ranks: Vec<usize> = if world.rank() == 0 { vec![0, 1] } else { vec![1, 0] };
+    let e = world.subgroup_ordered::<G>(&ranks).unwrap_err();
     assert!(matches!(e, Error::Mismatch { .. }) && e.to_string().contains("communicator creation"), "{e}");
 }
 

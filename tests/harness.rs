@@ -535,7 +535,8 @@ fn messages_never_received_are_an_error_naming_the_sender() {
     if shm_only("messages_never_received_are_an_error_naming_the_sender") {
         return;
     }
-    let r = run("unmatched_sends", 2, 60.0);
+    // Eager sends (checks off): they complete, and the receiver's exit reports them.
+    let r = run_env("unmatched_sends", 2, 60.0, &[("DIST_DEBUG", "off")]);
     println!("{}", r.summary());
     assert!(!r.success(), "{}", r.summary());
     let one = &r.ranks[1];
@@ -546,6 +547,15 @@ fn messages_never_received_are_an_error_naming_the_sender() {
         "{}",
         r.summary()
     );
+    // Rendezvous sends (the default): the first send waits for a receive that never
+    // comes while its peer waits in the barrier, as on NCCL; named as a deadlock.
+    let r = run("unmatched_sends", 2, 60.0);
+    let all = r.summary();
+    assert!(
+        all.contains("rank 0 waits in send to rank 1 on World") && all.contains("rank 1 waits in barrier"),
+        "{all}"
+    );
+    assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
 }
 
 // Wrong on purpose: rank 1 leaves at once; rank 0 sends to it after it has gone.
@@ -566,11 +576,20 @@ fn sends_to_a_rank_that_left_are_an_error() {
     if shm_only("sends_to_a_rank_that_left_are_an_error") {
         return;
     }
-    let r = run("send_to_a_rank_that_left", 2, 60.0);
+    // Eager sends (checks off): the send completes into the ring; rank 0's exit says so.
+    let r = run_env("send_to_a_rank_that_left", 2, 60.0, &[("DIST_DEBUG", "off")]);
     println!("{}", r.summary());
     assert!(!r.success(), "{}", r.summary());
     let zero = &r.ranks[0].output;
     assert!(zero.contains("to rank 1, which returned from its entry without receiving them"), "{}", r.summary());
+    // Rendezvous sends (the default): the send itself fails, naming the rank that left.
+    let r = run("send_to_a_rank_that_left", 2, 60.0);
+    let zero = &r.ranks[0].output;
+    assert!(
+        zero.contains("left World (returned from its entry) while rank 0 still waits on it in send"),
+        "{}",
+        r.summary()
+    );
 }
 
 // Wrong on purpose: rank 0 panics with a large isend in flight; rank 1 waits for it.

@@ -115,10 +115,18 @@ const B: Tag<u8> = Tag::new(22);
 fn tags_match_out_of_order_and_posting_order_is_kept(world: Comm<World>) {
     match world.rank() {
         0 => {
-            world.send(1, A, &[1, 1]).unwrap();
-            world.send(1, B, &[2, 2, 2]).unwrap();
-            world.send(1, A, &[3]).unwrap();
-            world.send(1, A, &[4]).unwrap();
+            // Non-blocking: blocking sends would wait for their receives (rendezvous, as
+            // on NCCL), and rank 1 receives B before A on purpose.
+            let (a1, b, a3, a4) = ([1u8, 1], [2u8, 2, 2], [3u8], [4u8]);
+            let reqs = [
+                world.isend(1, A, &a1).unwrap(),
+                world.isend(1, B, &b).unwrap(),
+                world.isend(1, A, &a3).unwrap(),
+                world.isend(1, A, &a4).unwrap(),
+            ];
+            for r in reqs {
+                r.wait().unwrap();
+            }
         }
         1 => {
             // B first although A was sent first: A is stashed, not lost.
@@ -142,20 +150,48 @@ fn tags_match_out_of_order_and_posting_order_is_kept(world: Comm<World>) {
 
 const BIG: Tag<f32> = Tag::new(30);
 
-#[dist_runtime::test(ranks = [2])]
-fn both_send_first_completes_on_shm(world: Comm<World>) {
-    // Rendezvous backends (NCCL, MPI for large messages) deadlock here and the
-    // compile-time check rejects it; the shm backend buffers, so at run time it
-    // completes instead of hanging. (On MPI: `both_send_first_is_a_timeout_on_mpi`.)
-    if world.backend() != "shm" {
-        return;
-    }
+// Wrong on purpose (rendezvous backends deadlock here): both ranks send 4 MiB first.
+#[spmd(unchecked)]
+fn both_send_first(world: Comm<World>) -> dist_runtime::Result<()> {
     let peer = 1 - world.rank();
     let mine = data::<f32>(world.rank(), 1 << 20, 9);
-    world.send(peer, BIG, &mine).unwrap();
+    world.send(peer, BIG, &mine)?; // @both-send
     let mut got = vec![0.0f32; 1 << 20];
-    world.recv(peer, BIG, &mut got).unwrap();
+    world.recv(peer, BIG, &mut got)?;
     assert_same("both send first", &got, &data::<f32>(peer, 1 << 20, 9));
+    Ok(())
+}
+
+/// NCCL's semantics on CPU: with checks on (the default), a blocking send completes only
+/// once its receive is posted, so two ranks that both send first deadlock as on NCCL
+/// (and MPI for large messages) and the detector names both sends in about a second;
+/// with `DIST_DEBUG=off` the shm backend buffers them and the exchange completes.
+#[test]
+fn both_send_first_deadlocks_as_on_nccl_unless_checks_are_off() {
+    if std::env::var("DIST_BACKEND").is_ok_and(|b| b == "mpi") {
+        println!("the shm backend's rendezvous mode; MPI: both_send_first_is_a_timeout_on_mpi");
+        return;
+    }
+    let run = |debug: &str| {
+        dist_runtime::Launch::entry("p2p::both_send_first", 2)
+            .unwrap()
+            .capture(true)
+            .env("DIST_DEBUG", debug)
+            .env("DIST_TIMEOUT", "300")
+            .timeout(std::time::Duration::from_secs(60))
+            .run()
+            .unwrap()
+    };
+    let r = run("check");
+    let all = r.summary();
+    let src = include_str!("p2p.rs");
+    let line = src.lines().position(|l| l.ends_with("// @both-send")).unwrap() + 1;
+    assert!(all.contains(&format!("deadlock detected in send at tests/p2p.rs:{line}")), "{all}");
+    assert!(all.contains(&format!("rank 0 waits in send to rank 1 on World (tests/p2p.rs:{line})")), "{all}");
+    assert!(all.contains(&format!("rank 1 waits in send to rank 0 on World (tests/p2p.rs:{line})")), "{all}");
+    assert!(r.elapsed < std::time::Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
+    let r = run("off");
+    assert!(r.success(), "eager sends complete with DIST_DEBUG=off: {}", r.summary());
 }
 
 /// Both ranks send 4 MiB first: on MPI (rendezvous for large messages) neither send
@@ -183,7 +219,7 @@ fn send_send(world: Comm<World>) -> Result<(), String> {
 #[test]
 fn both_send_first_is_a_timeout_on_mpi() {
     if !std::env::var("DIST_BACKEND").is_ok_and(|b| b == "mpi") {
-        println!("shm buffers the sends (both_send_first_completes_on_shm); this checks the MPI backend");
+        println!("shm: both_send_first_deadlocks_as_on_nccl_unless_checks_are_off; this checks the MPI backend");
         return;
     }
     let r = dist_runtime::Launch::entry("p2p::send_send", 2)

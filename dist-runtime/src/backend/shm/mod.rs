@@ -216,7 +216,7 @@ impl Backend for ShmComm {
         p2p::post_send(self, site, dst, tag, dtype, data)
     }
     fn post_recv(&self, _site: Site, src: usize, tag: u32) -> Result<ReqId> {
-        Ok(self.p2p.lock().unwrap_or_else(|p| p.into_inner()).post_recv(src, tag))
+        Ok(self.p2p.lock().unwrap_or_else(|p| p.into_inner()).post_recv(self, src, tag))
     }
     fn wait_send(&self, site: Site, id: ReqId) -> Result<()> {
         p2p::wait_send(self, site, id)

@@ -26,7 +26,12 @@ use std::time::Instant;
 const HDR: usize = 128;
 /// Largest copy into or out of a ring before publishing it.
 const PIECE: usize = 64 << 10;
-const FILE_MAX: usize = HDR - 24;
+const FILE_MAX: usize = HDR - 32;
+/// Where a header keeps the rendezvous id of a blocking send (0: none).
+const SYNC_AT: usize = HDR - 8;
+/// Offset, in a ring's control block, of the word where the receiver acknowledges a
+/// blocking send: it stores the send's rendezvous id once a receive for it is posted.
+const ACK: usize = 96;
 
 struct Header {
     tag: u32,
@@ -34,11 +39,15 @@ struct Header {
     len: u64,
     line: u32,
     file: String,
+    /// The rendezvous id of a blocking send in rendezvous mode, which waits for the
+    /// receiver's acknowledgement.
+    sync: u32,
 }
 
 impl Header {
-    fn encode(tag: u32, dtype: DType, len: usize, site: Site) -> [u8; HDR] {
+    fn encode(tag: u32, dtype: DType, len: usize, site: Site, sync: u32) -> [u8; HDR] {
         let mut h = [0u8; HDR];
+        h[SYNC_AT..SYNC_AT + 4].copy_from_slice(&sync.to_le_bytes());
         h[0..4].copy_from_slice(&tag.to_le_bytes());
         h[4] = dtype as u8;
         h[8..16].copy_from_slice(&(len as u64).to_le_bytes());
@@ -57,6 +66,7 @@ impl Header {
             len: u64::from_le_bytes(h[8..16].try_into().unwrap()),
             line: u32::from_le_bytes(h[16..20].try_into().unwrap()),
             file: String::from_utf8_lossy(&h[24..24 + keep]).into_owned(),
+            sync: u32::from_le_bytes(h[SYNC_AT..SYNC_AT + 4].try_into().unwrap()),
         }
     }
 }
@@ -134,6 +144,8 @@ pub(super) struct P2p {
     arrived: HashMap<(usize, u32), u64>,
     stash: HashMap<(usize, u32, u64), Stashed>,
     recvs: HashMap<ReqId, (usize, u32, u64)>,
+    /// The last rendezvous id used towards each destination.
+    sync_ids: Vec<u32>,
 }
 
 impl P2p {
@@ -148,16 +160,21 @@ impl P2p {
             arrived: HashMap::new(),
             stash: HashMap::new(),
             recvs: HashMap::new(),
+            sync_ids: vec![0; n],
         }
     }
 
-    pub(super) fn post_recv(&mut self, src: usize, tag: u32) -> ReqId {
+    pub(super) fn post_recv(&mut self, c: &ShmComm, src: usize, tag: u32) -> ReqId {
         let ord = self.posted.entry((src, tag)).or_insert(0);
         let key = (src, tag, *ord);
         *ord += 1;
         let id = self.next_id;
         self.next_id += 1;
         self.recvs.insert(id, key);
+        // A blocking send that arrived first waits for this receive: release it.
+        if let Some(s) = self.stash.get(&key) {
+            ack(c, src, s.hdr.sync);
+        }
         id
     }
 
@@ -208,6 +225,11 @@ impl P2p {
                     let ord = self.arrived.entry((src, hdr.tag)).or_insert(0);
                     let key = (src, hdr.tag, *ord);
                     *ord += 1;
+                    if hdr.sync != 0
+                        && (target.as_deref().is_some_and(|t| t.key == key) || self.recvs.values().any(|k| *k == key))
+                    {
+                        ack(c, src, hdr.sync);
+                    }
                     let sink = match target.as_deref_mut() {
                         Some(t) if t.key == key => match check_fit(c, t, &hdr) {
                             Ok(()) => Sink::Target(key),
@@ -315,6 +337,8 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
 struct Ring<'a> {
     head: &'a AtomicU64,
     tail: &'a AtomicU64,
+    /// Written by the receiver: the rendezvous id of the last blocking send it matched.
+    ack: &'a std::sync::atomic::AtomicU32,
     data: *mut u8,
     cap: usize,
     writer: bool,
@@ -329,6 +353,7 @@ impl<'a> Ring<'a> {
         Ring {
             head: c.seg.u64_at(off),
             tail: c.seg.u64_at(off + 64),
+            ack: c.seg.u32_at(off + ACK),
             data: c.seg.ptr(off + RING_CTL),
             cap: c.seg.layout.ring,
             writer: src == c.rank,
@@ -382,6 +407,15 @@ impl<'a> Ring<'a> {
     }
 }
 
+/// Tells the sender `src` that a receive for its blocking send `sync` is posted (0: the
+/// message came from a send that waits for nothing).
+fn ack(c: &ShmComm, src: usize, sync: u32) {
+    if sync != 0 {
+        Ring::new(c, src, c.rank).ack.store(sync, Release);
+        c.bell(src).ring();
+    }
+}
+
 fn lock(c: &ShmComm) -> std::sync::MutexGuard<'_, P2p> {
     c.p2p.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -425,7 +459,7 @@ fn drive(
 
 pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
     let mut p = lock(c);
-    let id = enqueue(c, &mut p, site, dst, tag, dtype, data);
+    let id = enqueue(c, &mut p, dst, Header::encode(tag, dtype, data.len(), site, 0), data);
     // Whatever did not go out yet must not keep pointing at the caller's buffer.
     if let Some(o) = p.out[dst].iter_mut().find(|o| o.id == id) {
         o.data = Payload::Owned(o.data.bytes()[o.off.saturating_sub(HDR)..].to_vec());
@@ -435,11 +469,10 @@ pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DT
 }
 
 /// Queues a send borrowing `data` and pushes out what fits now.
-fn enqueue(c: &ShmComm, p: &mut P2p, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> ReqId {
+fn enqueue(c: &ShmComm, p: &mut P2p, dst: usize, hdr: [u8; HDR], data: &[u8]) -> ReqId {
     let id = p.next_id;
     p.next_id += 1;
     p.send_dst.insert(id, dst);
-    let hdr = Header::encode(tag, dtype, data.len(), site);
     p.out[dst].push_back(Out { id, hdr, data: Payload::Borrowed(data.as_ptr(), data.len()), off: 0, base: HDR });
     p.progress(c, None);
     id
@@ -447,12 +480,24 @@ fn enqueue(c: &ShmComm, p: &mut P2p, site: Site, dst: usize, tag: u32, dtype: DT
 
 /// Blocking send: streams straight from the caller's buffer (no copy), which stays
 /// borrowed until every byte is in the ring.
+///
+/// In rendezvous mode (`Config::rendezvous`) it also waits until the receiver has posted
+/// the matching receive (the receiver stores this send's id in the ring's ack word), as
+/// NCCL and `MPI_Ssend` do: two ranks that both send first deadlock here as they would
+/// there, and the deadlock detector names them.
 pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
     let mut p = lock(c);
-    let id = enqueue(c, &mut p, site, dst, tag, dtype, data);
+    let sync = if c.cfg.rendezvous && dst != c.rank {
+        p.sync_ids[dst] = p.sync_ids[dst].wrapping_add(1).max(1);
+        p.sync_ids[dst]
+    } else {
+        0
+    };
+    let id = enqueue(c, &mut p, dst, Header::encode(tag, dtype, data.len(), site, sync), data);
+    let acked = |c: &ShmComm| sync == 0 || Ring::new(c, c.rank, dst).ack.load(Acquire) == sync;
     let r = drive(c, &mut p, site, "send", dst, |p| {
         p.progress(c, None);
-        Ok(p.done_sends.contains(&id))
+        Ok(p.done_sends.contains(&id) && acked(c))
     });
     p.done_sends.remove(&id);
     p.send_dst.remove(&id);

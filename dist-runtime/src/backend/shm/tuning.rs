@@ -15,6 +15,10 @@ pub(crate) struct Config {
     pub check: bool,
     /// `DIST_DEBUG=detail`: the watchdog prints the wait-for graph of long waits.
     pub detail: bool,
+    /// Blocking sends complete only once the matching receive is posted (NCCL's and
+    /// `MPI_Ssend`'s semantics), so what would hang on a GPU cluster hangs here too,
+    /// and is named by the deadlock detector: on unless `DIST_DEBUG=off`.
+    pub rendezvous: bool,
     /// Spin iterations before sleeping: many when ranks fit the cores, none otherwise.
     pub spins: u32,
     /// More local ranks than cores.
@@ -120,6 +124,7 @@ impl Config {
             // Under `DIST_AGREEMENT=exchange` the typed layer compares ops instead.
             check: env.debug != DebugLevel::Off && env.agreement == crate::env::Agreement::Auto,
             detail: env.debug == DebugLevel::Detail,
+            rendezvous: env.debug != DebugLevel::Off,
             spins,
             oversubscribed: env.local_world_size > cores,
             algo,
