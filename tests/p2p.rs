@@ -293,3 +293,27 @@ fn large_exchanges_with_posted_receives_complete(world: Comm<World>) {
     q.wait().unwrap();
     assert_same("isend; irecv; send.wait; recv.wait", &got, &data::<f32>(prev, len, 11));
 }
+
+/// Valid under rendezvous semantics (MPI_Ssend's, NCCL's): a receive posted before a
+/// collective matches a blocking send made before that collective, although the
+/// receiver reads nothing until the collective is over. Rank 0 receives from every
+/// other rank; each of them sends, then all meet in a barrier, then rank 0 waits.
+#[dist_runtime::test(ranks = [2, 3, 4])]
+fn a_receive_posted_before_a_collective_releases_a_blocking_send(world: Comm<World>) {
+    const P: Tag<u64> = Tag::new(41);
+    let (me, n) = (world.rank(), world.size());
+    if me == 0 {
+        let mut got = vec![[0u64; 2]; n - 1];
+        let reqs: Vec<_> = got.iter_mut().enumerate().map(|(i, g)| world.irecv(i + 1, P, g).unwrap()).collect();
+        world.barrier().unwrap();
+        for r in reqs {
+            r.wait().unwrap();
+        }
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(*g, [i as u64 + 1, 7]);
+        }
+    } else {
+        world.send(0, P, &[me as u64, 7]).unwrap();
+        world.barrier().unwrap();
+    }
+}

@@ -174,11 +174,18 @@ impl Op {
         k
     }
 
-    /// A key folded to one word, for backends that agree on it inside their data.
+    /// A key folded to one word (each 8-byte field mixed through splitmix64 before it is
+    /// combined, so no two fields cancel), for backends that agree on it in their data.
     pub(crate) fn fold_key(k: &[u8; KEY_LEN]) -> u64 {
-        let w = |i: usize| u64::from_le_bytes(k[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-        // Distinct rotations keep fields from cancelling each other out.
-        w(0) ^ w(1).rotate_left(17) ^ w(2).rotate_left(31) ^ w(3).rotate_left(47)
+        let mix = |mut z: u64| {
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        k.chunks_exact(8).enumerate().fold(0u64, |h, (i, w)| {
+            let x = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            mix(h ^ x.wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)))
+        })
     }
 
     /// The fixed-size record peers compare: the [`key`](Op::key), then the call site

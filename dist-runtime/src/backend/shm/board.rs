@@ -40,8 +40,31 @@ static BOARD: Mutex<Option<Arc<Board>>> = Mutex::new(None);
 /// Threads of this process blocked in a shm wait right now.
 static BLOCKED: AtomicU32 = AtomicU32::new(0);
 static NEXT_WAIT: AtomicU32 = AtomicU32::new(0);
+/// Threads of this process that have ever run a shm op.
+static THREADS: AtomicU32 = AtomicU32::new(0);
 thread_local! {
     static WAIT: Cell<u32> = const { Cell::new(0) };
+    static ENTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Counts this thread among those that use the runtime (once per thread; a thread-local
+/// read on every op after that).
+#[inline]
+pub(super) fn enter() {
+    ENTERED.with(|e| {
+        if !e.get() {
+            e.set(true);
+            THREADS.fetch_add(1, SeqCst);
+        }
+    });
+}
+
+/// Whether only one thread of this process has ever run a shm op. Only then can a
+/// blocked rank be said to be stuck (another thread, running or blocked elsewhere,
+/// might release what it waits for), and only then do blocking sends wait for their
+/// receives (a thread's posted receive cannot be held up behind another's send).
+pub(super) fn single_thread() -> bool {
+    THREADS.load(SeqCst) <= 1
 }
 
 /// Makes the world communicator's segment this process's board.
@@ -70,10 +93,10 @@ pub(super) fn end() {
     }
 }
 
-/// Whether another thread of this process is blocked too (then this rank's entry says
-/// "not blocked": one record cannot describe two waits, and either may free the other).
+/// Whether this rank's entry must say "not blocked": another thread of the process uses
+/// the runtime (one record cannot describe it, and either may free the other).
 pub(super) fn several() -> bool {
-    BLOCKED.load(SeqCst) > 1
+    BLOCKED.load(SeqCst) > 1 || !single_thread()
 }
 
 /// The id of this thread's current wait.
@@ -103,6 +126,7 @@ impl Board {
         let seq = self.seg.u32_at(base + SEQ);
         let s = seq.load(SeqCst);
         seq.store(s | 1, SeqCst);
+        std::sync::atomic::fence(Ordering::Release);
         let word = |off: usize, v: u32| self.seg.u32_at(base + off).store(v, Ordering::Relaxed);
         word(KIND, w.kind);
         word(WAIT_ID, w.wait_id);
@@ -123,6 +147,7 @@ impl Board {
         }
         // SAFETY: as in put_str; the bitmask fits the entry (Layout sizes it for n).
         unsafe { std::ptr::copy_nonoverlapping(bits.as_ptr(), self.seg.ptr(base + segment::BOARD_FIXED), bits.len()) };
+        std::sync::atomic::fence(Ordering::Release);
         seq.store((s | 1).wrapping_add(1), SeqCst);
     }
 
@@ -155,6 +180,7 @@ impl Board {
             std::ptr::copy_nonoverlapping(self.seg.ptr(base), fixed.as_mut_ptr(), fixed.len());
             std::ptr::copy_nonoverlapping(self.seg.ptr(base + segment::BOARD_FIXED), bits.as_mut_ptr(), bits.len());
         }
+        std::sync::atomic::fence(Ordering::Acquire);
         if seq.load(SeqCst) != before {
             return Waiter::default();
         }

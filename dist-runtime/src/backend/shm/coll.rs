@@ -155,7 +155,8 @@ fn reduce_locked(
         let inline = (fp && c.cfg.check).then(|| {
             let key = cx.key();
             c.write_fp_key(w, cx, &key);
-            let h = Op::fold_key(&key);
+            // With the epoch in it, a word left from an earlier op never passes for this one.
+            let h = Op::fold_key(&key) ^ (epoch.wrapping_add(1) as u64).wrapping_mul(0xff51_afd7_ed55_8ccd);
             // SAFETY: our own slot of the write parity (see to_shm), 64-aligned, in bounds.
             unsafe { (c.slot(me, w) as *mut u64).write(h) };
             h

@@ -61,7 +61,7 @@ impl ShmComm {
                 if blocked.get() {
                     self.clear_wait();
                 }
-                res?;
+                super::records::settle(res)?;
             }
         }
         if fp && self.cfg.check {

@@ -180,6 +180,7 @@ impl Backend for ShmComm {
     }
 
     fn run(&self, cx: &Op, bufs: Bufs<'_>) -> Result<()> {
+        board::enter();
         let reduce_op = || cx.reduce_op.ok_or_else(|| wrong_shape("shm", cx));
         let dtype = || cx.dtype.ok_or_else(|| wrong_shape("shm", cx));
         match (cx.kind, bufs) {
@@ -206,22 +207,28 @@ impl Backend for ShmComm {
     }
 
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
+        board::enter();
         p2p::send(self, site, dst, tag, dtype, data)
     }
     fn recv(&self, site: Site, src: usize, tag: u32, dtype: DType, buf: &mut [u8]) -> Result<()> {
+        board::enter();
         let id = self.post_recv(site, src, tag)?;
         self.wait_recv(site, id, dtype, buf)
     }
     fn post_send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
+        board::enter();
         p2p::post_send(self, site, dst, tag, dtype, data)
     }
     fn post_recv(&self, _site: Site, src: usize, tag: u32) -> Result<ReqId> {
+        board::enter();
         Ok(self.p2p.lock().unwrap_or_else(|p| p.into_inner()).post_recv(self, src, tag))
     }
     fn wait_send(&self, site: Site, id: ReqId) -> Result<()> {
+        board::enter();
         p2p::wait_send(self, site, id)
     }
     fn wait_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
+        board::enter();
         p2p::wait_recv(self, site, id, dtype, buf)
     }
 

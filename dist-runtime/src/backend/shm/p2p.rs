@@ -32,6 +32,15 @@ const SYNC_AT: usize = HDR - 8;
 /// Offset, in a ring's control block, of the word where the receiver acknowledges a
 /// blocking send: it stores the send's rendezvous id once a receive for it is posted.
 const ACK: usize = 96;
+/// Offset, in a ring's control block, of the receiver's table of posted receives from
+/// the ring's sender: `POSTED_SLOTS` words of `tag << 32 | count`, where count is how
+/// many receives for that tag it has posted (0: an empty slot). A blocking send whose
+/// message is the k-th on its tag is matched once count > k, whether or not the
+/// receiver has read it yet (it may be waiting in a collective meanwhile). Tags beyond
+/// the table's room fall back on the acknowledgement the receiver sends when it reads
+/// the message.
+const POSTED: usize = 128;
+const POSTED_SLOTS: usize = 16;
 
 struct Header {
     tag: u32,
@@ -146,6 +155,9 @@ pub(super) struct P2p {
     recvs: HashMap<ReqId, (usize, u32, u64)>,
     /// The last rendezvous id used towards each destination.
     sync_ids: Vec<u32>,
+    /// Messages sent so far per (destination, tag): the next one's place in its
+    /// receiver's matching order.
+    sent: HashMap<(usize, u32), u64>,
 }
 
 impl P2p {
@@ -161,6 +173,7 @@ impl P2p {
             stash: HashMap::new(),
             recvs: HashMap::new(),
             sync_ids: vec![0; n],
+            sent: HashMap::new(),
         }
     }
 
@@ -171,6 +184,7 @@ impl P2p {
         let id = self.next_id;
         self.next_id += 1;
         self.recvs.insert(id, key);
+        Ring::new(c, src, c.rank).publish_posted(tag, *ord);
         // A blocking send that arrived first waits for this receive: release it.
         if let Some(s) = self.stash.get(&key) {
             ack(c, src, s.hdr.sync);
@@ -339,6 +353,8 @@ struct Ring<'a> {
     tail: &'a AtomicU64,
     /// Written by the receiver: the rendezvous id of the last blocking send it matched.
     ack: &'a std::sync::atomic::AtomicU32,
+    /// Offset of the ring's control block in the segment.
+    off: usize,
     data: *mut u8,
     cap: usize,
     writer: bool,
@@ -354,6 +370,7 @@ impl<'a> Ring<'a> {
             head: c.seg.u64_at(off),
             tail: c.seg.u64_at(off + 64),
             ack: c.seg.u32_at(off + ACK),
+            off,
             data: c.seg.ptr(off + RING_CTL),
             cap: c.seg.layout.ring,
             writer: src == c.rank,
@@ -361,6 +378,27 @@ impl<'a> Ring<'a> {
             src,
             dst,
         }
+    }
+    /// Receiver side: it has posted `count` receives for `tag` from this ring's sender.
+    fn publish_posted(&self, tag: u32, count: u64) {
+        let want = ((tag as u64) << 32) | count.min(u32::MAX as u64);
+        for i in 0..POSTED_SLOTS {
+            let w = self.c.seg.u64_at(self.off + POSTED + 8 * i);
+            let v = w.load(Acquire);
+            if v == 0 || v >> 32 == tag as u64 {
+                w.store(want, Release);
+                self.c.bell(self.src).ring();
+                return;
+            }
+        }
+    }
+    /// Sender side: how many receives for `tag` the receiver has posted, if its table
+    /// holds the tag.
+    fn posted(&self, tag: u32) -> Option<u64> {
+        (0..POSTED_SLOTS).find_map(|i| {
+            let v = self.c.seg.u64_at(self.off + POSTED + 8 * i).load(Acquire);
+            (v != 0 && v >> 32 == tag as u64).then_some(v & 0xffff_ffff)
+        })
     }
     fn free(&self) -> usize {
         let h = self.head.load(Acquire);
@@ -454,7 +492,7 @@ fn drive(
     if blocked.get() {
         c.clear_wait();
     }
-    r
+    super::records::settle(r)
 }
 
 pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
@@ -470,6 +508,8 @@ pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DT
 
 /// Queues a send borrowing `data` and pushes out what fits now.
 fn enqueue(c: &ShmComm, p: &mut P2p, dst: usize, hdr: [u8; HDR], data: &[u8]) -> ReqId {
+    let tag = u32::from_le_bytes(hdr[0..4].try_into().expect("4 bytes"));
+    *p.sent.entry((dst, tag)).or_insert(0) += 1;
     let id = p.next_id;
     p.next_id += 1;
     p.send_dst.insert(id, dst);
@@ -487,14 +527,19 @@ fn enqueue(c: &ShmComm, p: &mut P2p, dst: usize, hdr: [u8; HDR], data: &[u8]) ->
 /// there, and the deadlock detector names them.
 pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
     let mut p = lock(c);
-    let sync = if c.cfg.rendezvous && dst != c.rank {
+    let sync = if c.cfg.rendezvous && dst != c.rank && super::board::single_thread() {
         p.sync_ids[dst] = p.sync_ids[dst].wrapping_add(1).max(1);
         p.sync_ids[dst]
     } else {
         0
     };
+    // This message's place among those to `dst` on `tag` (as the receiver counts them).
+    let ord = p.sent.get(&(dst, tag)).copied().unwrap_or(0);
     let id = enqueue(c, &mut p, dst, Header::encode(tag, dtype, data.len(), site, sync), data);
-    let acked = |c: &ShmComm| sync == 0 || Ring::new(c, c.rank, dst).ack.load(Acquire) == sync;
+    let acked = |c: &ShmComm| {
+        let ring = Ring::new(c, c.rank, dst);
+        sync == 0 || ring.ack.load(Acquire) == sync || ring.posted(tag).is_some_and(|n| n > ord)
+    };
     let r = drive(c, &mut p, site, "send", dst, |p| {
         p.progress(c, None);
         Ok(p.done_sends.contains(&id) && acked(c))

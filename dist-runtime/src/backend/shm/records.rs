@@ -30,6 +30,21 @@ pub(crate) struct WaitState {
     verdict_at: std::cell::Cell<Option<std::time::Instant>>,
 }
 
+/// What a wait that ended in a deadlock verdict tells the rest of the job, once the wait
+/// has really failed (`wait_on` looks once more before it gives up): every peer, on every
+/// communicator, hears of it now (this rank's communicators may be dropped on the way out
+/// before its entry's error reaches the runner, and a peer must not read that as
+/// "returned from its entry"); a victim tells the launcher which rank caused it.
+pub(crate) fn settle(r: Result<()>) -> Result<()> {
+    if let Err(e @ Error::Deadlock { culprit, victim, story, .. }) = &r {
+        if *victim {
+            crate::verify::failure::deadlock_victim(*culprit, story);
+        }
+        crate::verify::failure::mark_failed(&e.to_string());
+    }
+    r
+}
+
 impl WaitState {
     pub(crate) fn new(kind: u32, peer: u32) -> WaitState {
         WaitState { kind, peer, ..Default::default() }
@@ -171,14 +186,8 @@ impl ShmComm {
             if now.duration_since(since) < VICTIM_GRACE {
                 return Ok(());
             }
-            crate::verify::failure::deadlock_victim(v.culprit, &v.text);
         }
-        let e = Error::Deadlock { op, comm: self.name.clone(), site, story: v.text, culprit: v.culprit, victim };
-        // Tell every peer now, on every communicator: this rank's communicators may be
-        // dropped on the way out before its entry's error reaches the runner, and a peer
-        // must not read that as "returned from its entry".
-        crate::verify::failure::mark_failed(&e.to_string());
-        Err(e)
+        Err(Error::Deadlock { op, comm: self.name.clone(), site, story: v.text, culprit: v.culprit, victim })
     }
 
     /// Publishes what this rank is blocked on (read by peers' watchdogs).

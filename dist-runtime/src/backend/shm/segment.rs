@@ -27,7 +27,7 @@ pub(crate) const ARRIVALS: usize = 64;
 pub(crate) const GEN: usize = 128;
 pub(crate) const GEN_SLEEPERS: usize = 132;
 pub(crate) const CTL: usize = 1536;
-pub(crate) const RING_CTL: usize = 128;
+pub(crate) const RING_CTL: usize = 256;
 
 // ctl[r] field offsets
 pub(crate) const EPOCH: usize = 0;
