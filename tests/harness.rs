@@ -558,6 +558,49 @@ fn messages_never_received_are_an_error_naming_the_sender() {
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
 }
 
+// Rank 0 sends 48 messages of 1 MiB on tag A that rank 1 receives only after the one
+// on tag B sent behind them: valid while rank 1 may stash 48 MiB of unexpected messages.
+#[spmd(unchecked)]
+fn flood_then_other_tag(world: Comm<World>) -> dist_runtime::Result<()> {
+    const A: Tag<u8> = Tag::new(8);
+    const B: Tag<u8> = Tag::new(9);
+    let mib = vec![1u8; 1 << 20];
+    if world.rank() == 0 {
+        let reqs: Vec<_> = (0..48).map(|_| world.isend(1, A, &mib)).collect::<Result<_, _>>()?;
+        world.send(1, B, &[2u8])?; // @flood-send
+        for r in reqs {
+            r.wait()?;
+        }
+    } else {
+        let mut b = [0u8];
+        world.recv(0, B, &mut b)?; // @flood-recv
+        let mut got = vec![0u8; 1 << 20];
+        for _ in 0..48 {
+            world.recv(0, A, &mut got)?;
+            assert_eq!(got, mib);
+        }
+    }
+    Ok(())
+}
+
+/// Unexpected messages are stashed up to `DIST_STASH_MIB` per communicator; past it the
+/// receiver leaves them in the ring and their sender waits, so a flood cannot grow a
+/// rank's memory without end. The same program completes under the default bound, and
+/// under a bound it exceeds it is the deadlock it then is, named in about a second.
+#[test]
+fn unexpected_messages_are_bounded_then_senders_wait() {
+    if shm_only("unexpected_messages_are_bounded_then_senders_wait") {
+        return;
+    }
+    let r = run("flood_then_other_tag", 2, 60.0);
+    assert!(r.success(), "{}", r.summary());
+    let r = run_env("flood_then_other_tag", 2, 60.0, &[("DIST_STASH_MIB", "8")]);
+    let all = r.summary();
+    assert!(all.contains(&format!("rank 0 waits in send to rank 1 on World ({})", at("@flood-send"))), "{all}");
+    assert!(all.contains(&format!("rank 1 waits in recv from rank 0 on World ({})", at("@flood-recv"))), "{all}");
+    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
+}
+
 // Wrong on purpose: rank 1 leaves at once; rank 0 sends to it after it has gone.
 #[spmd(unchecked)]
 fn send_to_a_rank_that_left(world: Comm<World>) -> dist_runtime::Result<()> {

@@ -178,6 +178,9 @@ pub struct Tuning {
     pub yield_us: Option<u64>,
     /// `DIST_PIN=1`: bind local rank r to the r-th allowed CPU.
     pub pin: bool,
+    /// `DIST_STASH_MIB`: how many MiB of messages that no receive has claimed yet a rank
+    /// keeps per communicator before its senders wait (default 256).
+    pub stash_mib: Option<usize>,
 }
 
 impl Env {
@@ -344,6 +347,17 @@ impl Env {
                 yield_us: get("DIST_YIELD_US")
                     .map(|v| parse("DIST_YIELD_US", &v, "a number of microseconds"))
                     .transpose()?,
+                stash_mib: get("DIST_STASH_MIB")
+                    .map(|v| parse::<usize>("DIST_STASH_MIB", &v, "a size in MiB (1 to 1048576)"))
+                    .transpose()?
+                    .map(|m| {
+                        if (1..=1 << 20).contains(&m) {
+                            Ok(m)
+                        } else {
+                            Err(Error::Env(format!("DIST_STASH_MIB={m} is not a size in MiB (1 to 1048576)")))
+                        }
+                    })
+                    .transpose()?,
                 pin: match get("DIST_PIN").as_deref() {
                     None | Some("0") => false,
                     Some("1") => true,
@@ -413,6 +427,8 @@ mod tests {
         assert!(msg(&[("DIST_SPIN", "lots")]).contains("DIST_SPIN"));
         assert!(msg(&[("DIST_PIN", "yes")]).contains("DIST_PIN"));
         assert!(msg(&[("DIST_AGREEMENT", "gossip")]).contains("DIST_AGREEMENT"));
+        assert!(msg(&[("DIST_STASH_MIB", "0")]).contains("DIST_STASH_MIB=0 is not a size in MiB"));
+        assert!(msg(&[("DIST_STASH_MIB", "lots")]).contains("DIST_STASH_MIB"));
     }
 
     #[test]

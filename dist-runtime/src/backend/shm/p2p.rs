@@ -130,6 +130,8 @@ struct Stashed {
     hdr: Header,
     data: Vec<u8>,
     complete: bool,
+    /// Whether it counts against the stash limit (no receive had claimed it).
+    unexpected: bool,
 }
 
 /// The receive a `wait` is driving, which may take its message straight from the ring.
@@ -158,6 +160,10 @@ pub(super) struct P2p {
     /// Messages sent so far per (destination, tag): the next one's place in its
     /// receiver's matching order.
     sent: HashMap<(usize, u32), u64>,
+    /// Bytes of stashed messages that no receive had claimed when they came (bounded by
+    /// `Config::stash_limit`: past it, unexpected messages stay in their rings and their
+    /// senders wait, instead of this rank's memory growing without end).
+    unexpected: u64,
 }
 
 impl P2p {
@@ -174,6 +180,7 @@ impl P2p {
             recvs: HashMap::new(),
             sync_ids: vec![0; n],
             sent: HashMap::new(),
+            unexpected: 0,
         }
     }
 
@@ -234,14 +241,22 @@ impl P2p {
                         break;
                     }
                     let mut h = [0u8; HDR];
-                    ring.read(&mut h);
+                    ring.peek(&mut h);
                     let hdr = Header::decode(&h);
-                    let ord = self.arrived.entry((src, hdr.tag)).or_insert(0);
-                    let key = (src, hdr.tag, *ord);
-                    *ord += 1;
-                    if hdr.sync != 0
-                        && (target.as_deref().is_some_and(|t| t.key == key) || self.recvs.values().any(|k| *k == key))
-                    {
+                    let ord = self.arrived.get(&(src, hdr.tag)).copied().unwrap_or(0);
+                    let key = (src, hdr.tag, ord);
+                    let claimed =
+                        target.as_deref().is_some_and(|t| t.key == key) || self.recvs.values().any(|k| *k == key);
+                    if !claimed && self.unexpected >= c.cfg.stash_limit {
+                        // Back-pressure: leave it (and what follows it) in the ring.
+                        break;
+                    }
+                    if !claimed {
+                        self.unexpected += hdr.len;
+                    }
+                    ring.skip(HDR);
+                    *self.arrived.entry((src, hdr.tag)).or_insert(0) += 1;
+                    if hdr.sync != 0 && claimed {
                         ack(c, src, hdr.sync);
                     }
                     let sink = match target.as_deref_mut() {
@@ -259,6 +274,7 @@ impl P2p {
                                     data: Vec::with_capacity(hdr.len as usize),
                                     hdr: Header { file: hdr.file.clone(), ..hdr },
                                     complete: false,
+                                    unexpected: !claimed,
                                 },
                             );
                             Sink::Stash
@@ -313,6 +329,9 @@ impl P2p {
         match self.stash.get(&t.key) {
             Some(s) if s.complete => {
                 let s = self.stash.remove(&t.key).expect("present");
+                if s.unexpected {
+                    self.unexpected -= s.hdr.len;
+                }
                 check_fit(c, t, &s.hdr)?;
                 super::copy::copy_slice(t.buf, &s.data);
                 t.done = true;
@@ -422,6 +441,17 @@ impl<'a> Ring<'a> {
         self.head.store(h + src.len() as u64, Release);
         self.c.moved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.c.bell(self.dst).ring();
+    }
+    /// Copies the next `dst.len()` bytes without consuming them.
+    fn peek(&self, dst: &mut [u8]) {
+        let t = self.tail.load(Acquire);
+        let at = (t % self.cap as u64) as usize;
+        let first = dst.len().min(self.cap - at);
+        // SAFETY: as in read; nothing is released.
+        unsafe {
+            super::copy::copy(dst.as_mut_ptr(), self.data.add(at), first);
+            super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
+        }
     }
     fn read(&self, dst: &mut [u8]) {
         let t = self.tail.load(Acquire);

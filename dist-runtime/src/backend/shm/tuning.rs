@@ -29,6 +29,9 @@ pub(crate) struct Config {
     pub slot: usize,
     /// How long a waiter yields before it sleeps (`DIST_YIELD_US`).
     pub yield_budget: Duration,
+    /// Bytes of unexpected messages (no receive posted) a rank stashes per communicator
+    /// before it stops reading them, so their senders wait (`DIST_STASH_MIB`).
+    pub stash_limit: u64,
 }
 
 /// Which shared-memory algorithm each op takes: by size by default, or as `DIST_ALGO`
@@ -132,6 +135,7 @@ impl Config {
             // the default (docs/performance.md).
             slot: knobs.slot_kib.map_or(256 << 10, |k| (k.clamp(16, 64 << 10) << 10) / 4096 * 4096),
             yield_budget: Duration::from_micros(knobs.yield_us.unwrap_or(500)),
+            stash_limit: (knobs.stash_mib.unwrap_or(256) as u64) << 20,
         })
     }
 }
