@@ -201,6 +201,14 @@ fn a_collective_in_a_branch_names_the_odd_rank_and_both_lines() {
         for x in r.ranks.iter().filter(|x| x.rank != 0) {
             assert!(x.code == Some(3) || x.killed_by_launcher, "n={n}: rank {}: {all}", x.rank);
         }
+        // The flight recorders, lined up: where each rank last was on World.
+        let rec = format!(
+            "World: rank 0 was last at #1 all_reduce ({}, not completed); {who} {} last at #1 recv ({}, not completed)",
+            at("@branch-all-reduce"),
+            if n == 2 { "was" } else { "were" },
+            at("@branch-recv")
+        );
+        assert!(r.flight.as_deref().is_some_and(|f| f.contains(&rec)), "n={n}: {rec}: {all}");
         assert!(r.elapsed < Duration::from_secs(5), "n={n}: took {:?}: {all}", r.elapsed);
     }
 }

@@ -188,6 +188,22 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             }
         }
     };
+    // The flight recorder: this thread's last ops, the tail on stderr, the whole ring to
+    // the launcher, which lines the ranks up.
+    if code != 0 {
+        let ring = crate::verify::recorder::dump();
+        if !ring.is_empty() {
+            let lines: Vec<&str> = ring.lines().collect();
+            let tail: Vec<String> = lines[lines.len().saturating_sub(4)..]
+                .iter()
+                .map(|l| format!("    {}", l.replace('\t', " ")))
+                .collect();
+            eprintln!("[rank {rank}] flight recorder, last ops (oldest first):\n{}", tail.join("\n"));
+            if std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") {
+                let _ = to_launcher(&format!("flight/{rank}"), ring.as_bytes());
+            }
+        }
+    }
     // The cause may be a peer that returned from its entry while this rank waited on it:
     // it exits 0, so the launcher learns of it from here (when it hosts the store).
     if code == 3 && std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") {

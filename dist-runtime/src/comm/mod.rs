@@ -41,6 +41,8 @@ pub(crate) struct Inner {
     _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
     /// The device side for device buffers (NCCL, or the simulated device in tests).
     pub(crate) device: Option<device::DeviceSide>,
+    /// This communicator's id in the flight recorder.
+    pub(crate) rec: u32,
 }
 
 impl Drop for Inner {
@@ -210,6 +212,7 @@ impl<G: Group> Comm<G> {
         check: bool,
         keep: Option<Box<dyn std::any::Any + Send + Sync>>,
     ) -> Comm<G> {
+        let rec = crate::verify::recorder::register(&name);
         Comm {
             inner: Arc::new(Inner {
                 backend,
@@ -219,6 +222,7 @@ impl<G: Group> Comm<G> {
                 children: AtomicU64::new(0),
                 worker: Mutex::new(None),
                 inflight: Arc::new((Mutex::new(0), Condvar::new())),
+                rec,
                 _keep: keep,
                 device: None,
             }),
@@ -459,8 +463,26 @@ impl<G: Group> Comm<G> {
     /// Runs one collective on the backend, compared across ranks first where the
     /// backend does not do that itself.
     pub(crate) fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
-        agree(&self.inner, op)?;
-        self.inner.backend.run(op, bufs)
+        self.recorded(op.name, op.site, || {
+            agree(&self.inner, op)?;
+            self.inner.backend.run(op, bufs)
+        })
+    }
+
+    /// Runs `f` as op `name` called at `site`, in the flight recorder.
+    #[inline]
+    pub(crate) fn recorded<R>(
+        &self,
+        name: &'static str,
+        site: crate::error::Site,
+        f: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        let slot = crate::verify::recorder::start(self.inner.rec, name, site.0);
+        let r = f();
+        if r.is_ok() {
+            crate::verify::recorder::done(slot);
+        }
+        r
     }
 
     /// [`run`](Self::run) after the queued non-blocking collectives, so a blocking one

@@ -42,7 +42,10 @@ impl<G: Group> Comm<G> {
     pub fn send<T: Element, B: Buf<T> + ?Sized>(&self, dst: usize, tag: Tag<T>, buf: &B) -> Result<()> {
         self.check_rank("send", "destination", dst)?;
         match buf.view() {
-            View::Host(b) => self.inner.backend.send(Site::caller(), dst, tag.id(), T::DTYPE, bytes(b)),
+            View::Host(b) => {
+                let site = Site::caller();
+                self.recorded("send", site, || self.inner.backend.send(site, dst, tag.id(), T::DTYPE, bytes(b)))
+            }
             View::Device(d) => self.p2p_device("send", vec![(true, dst, T::DTYPE, d)])?.wait(),
         }
     }
@@ -73,7 +76,10 @@ impl<G: Group> Comm<G> {
     pub fn recv<T: Element, B: BufMut<T> + ?Sized>(&self, src: usize, tag: Tag<T>, buf: &mut B) -> Result<()> {
         self.check_rank("recv", "source", src)?;
         match buf.view_mut() {
-            ViewMut::Host(b) => self.inner.backend.recv(Site::caller(), src, tag.id(), T::DTYPE, bytes_mut(b)),
+            ViewMut::Host(b) => {
+                let site = Site::caller();
+                self.recorded("recv", site, || self.inner.backend.recv(site, src, tag.id(), T::DTYPE, bytes_mut(b)))
+            }
             ViewMut::Device(d) => self.p2p_device("recv", vec![(false, src, T::DTYPE, d)])?.wait(),
         }
     }
@@ -226,6 +232,11 @@ impl<G: Group> Comm<G> {
             }
             return self.p2p_device("batch", b.dev)?.wait();
         }
+        self.recorded("batch", site, || self.host_batch(site, b))
+    }
+
+    /// The host half of [`batch`](Self::batch).
+    fn host_batch(&self, site: Site, mut b: Batch<'_>) -> Result<()> {
         let mut sends = Vec::new();
         let mut recvs = Vec::new();
         // Post receives first (claims match posting order), then sends, then complete all.

@@ -124,6 +124,9 @@ pub struct Report {
     /// cause (a deadlock's culprit, a stopped process): what it said. `first_failure`
     /// then points at that rank.
     pub cause: Option<String>,
+    /// When the job failed: the failing ranks' flight recorders lined up per
+    /// communicator (where each rank last was, ranks that agree grouped).
+    pub flight: Option<String>,
     /// Whether the launcher's timeout ended the job.
     pub timed_out: bool,
     /// Wall time of the job.
@@ -161,6 +164,9 @@ impl Report {
             s.push_str(&format!("rank {} is the cause, as its peers found: {what}\n", self.ranks[i].rank));
         } else if let Some(i) = self.first_failure {
             s.push_str(&format!("rank {} failed first: {}\n", self.ranks[i].rank, self.ranks[i].status()));
+        }
+        if let Some(f) = &self.flight {
+            s.push_str(&format!("flight recorder, where each failing rank last was:\n{f}\n"));
         }
         for r in &self.ranks {
             if !r.success() {
@@ -525,12 +531,21 @@ impl Launch {
         if let Some(l) = &link {
             l.finish();
         }
+        let dumps: Vec<(usize, String)> = (0..self.n)
+            .filter(|&i| !ranks[i].success())
+            .filter_map(|i| {
+                let d = stored(&server, &link, &format!("flight/{}", base + i))?;
+                Some((base + i, String::from_utf8_lossy(&d).into_owned()))
+            })
+            .collect();
+        let flight = Some(crate::verify::recorder::line_up(&dumps)).filter(|s| !s.is_empty());
         Ok(Report {
             ranks,
             first_failure,
             remote_failure,
             left_early,
             cause,
+            flight,
             timed_out,
             elapsed: start.elapsed(),
             results,

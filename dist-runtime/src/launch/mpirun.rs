@@ -151,6 +151,7 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         remote_failure: None,
         left_early: None,
         cause: None,
+        flight: None,
         timed_out,
         elapsed: start.elapsed(),
         results,

@@ -5,6 +5,7 @@
 
 pub(crate) mod deadlock;
 pub(crate) mod failure;
+pub(crate) mod recorder;
 pub(crate) mod watchdog;
 
 use crate::error::{Error, Result};
