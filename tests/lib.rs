@@ -22,6 +22,8 @@ pub trait Num: Element + Copy {
     /// Post-step of Avg (divide by n) and PreMulSum (multiply by s); floats only.
     fn avg(self, n: usize) -> Self;
     fn premul(self, s: f64) -> Self;
+    /// Bitwise and, or, xor; integers only.
+    fn bits(self, o: Self, op: ReduceOp) -> Self;
     const FLOAT: bool;
     /// Unit roundoff of the type (0 for integers), for reductions in another order.
     const EPS: f64 = 0.0;
@@ -48,6 +50,9 @@ macro_rules! int_num {
             fn avg(self, _: usize) -> Self { unreachable!() }
             fn to_f64(self) -> f64 { self as f64 }
             fn premul(self, _: f64) -> Self { unreachable!() }
+            fn bits(self, o: Self, op: ReduceOp) -> Self {
+                match op { ReduceOp::BAnd => self & o, ReduceOp::BOr => self | o, _ => self ^ o }
+            }
             const FLOAT: bool = false;
         }
     )*};
@@ -64,6 +69,7 @@ macro_rules! float_num {
             fn min(self, o: Self) -> Self { if o < self { o } else { self } }
             fn avg(self, n: usize) -> Self { self / (n as $t) }
             fn premul(self, s: f64) -> Self { self * (s as $t) }
+            fn bits(self, _: Self, _: ReduceOp) -> Self { unreachable!() }
             fn to_f64(self) -> f64 { self as f64 }
             const FLOAT: bool = true;
             const EPS: f64 = <$t>::EPSILON as f64;
@@ -82,6 +88,7 @@ macro_rules! half_num {
             fn min(self, o: Self) -> Self { if o < self { o } else { self } }
             fn avg(self, n: usize) -> Self { self / <$t>::from_f64(n as f64) }
             fn premul(self, s: f64) -> Self { self * <$t>::from_f64(s) }
+            fn bits(self, _: Self, _: ReduceOp) -> Self { unreachable!() }
             fn to_f64(self) -> f64 { <$t>::to_f64(self) }
             const FLOAT: bool = true;
             const EPS: f64 = <$t>::EPSILON.to_f64_const();
@@ -106,6 +113,7 @@ pub fn reduce_ref<T: Num>(inputs: &[Vec<T>], op: ReduceOp) -> Vec<T> {
                 ReduceOp::Prod => a.mul(b),
                 ReduceOp::Max => a.max(b),
                 ReduceOp::Min => a.min(b),
+                ReduceOp::BAnd | ReduceOp::BOr | ReduceOp::BXor => a.bits(b, op),
             };
         }
     }
@@ -123,6 +131,8 @@ pub fn ops<T: Num>() -> Vec<ReduceOp> {
     if T::FLOAT {
         v.push(ReduceOp::Avg);
         v.push(ReduceOp::PreMulSum(0.5));
+    } else {
+        v.extend([ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor]);
     }
     v
 }

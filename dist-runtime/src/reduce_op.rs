@@ -23,6 +23,15 @@ pub enum ReduceOp {
     Avg,
     /// Sum multiplied by a scalar: `s * Σ x_r` (floats only; torch's `_make_nccl_premul_sum`).
     PreMulSum(f64),
+    /// Bitwise AND over ranks (integers only; torch's `ReduceOp.BAND`, MPI's `MPI_BAND`).
+    #[doc(alias = "BAND")]
+    BAnd,
+    /// Bitwise OR over ranks (integers only; torch's `ReduceOp.BOR`).
+    #[doc(alias = "BOR")]
+    BOr,
+    /// Bitwise XOR over ranks (integers only; torch's `ReduceOp.BXOR`).
+    #[doc(alias = "BXOR")]
+    BXor,
 }
 
 impl ReduceOp {
@@ -35,7 +44,15 @@ impl ReduceOp {
             ReduceOp::Min => "min",
             ReduceOp::Avg => "avg",
             ReduceOp::PreMulSum(_) => "premulsum",
+            ReduceOp::BAnd => "band",
+            ReduceOp::BOr => "bor",
+            ReduceOp::BXor => "bxor",
         }
+    }
+
+    /// Whether this is a bitwise op (integers only).
+    pub(crate) fn is_bitwise(&self) -> bool {
+        matches!(self, ReduceOp::BAnd | ReduceOp::BOr | ReduceOp::BXor)
     }
 
     /// Checks that the op applies to `dtype`.
@@ -47,6 +64,14 @@ impl ReduceOp {
                 format!(
                     "ReduceOp::{:?} is defined on floating-point types only, not {dtype}; \
                      use ReduceOp::Sum and divide, or convert to f32",
+                    self
+                ),
+            )),
+            op if op.is_bitwise() && dtype.is_float() => Err(Error::invalid(
+                op_name,
+                format!(
+                    "ReduceOp::{:?} is defined on integer types only, not {dtype}; reinterpret the bits as an \
+                     integer type of the same width (bytemuck::cast_slice) to combine them bitwise",
                     self
                 ),
             )),
@@ -65,6 +90,9 @@ impl ReduceOp {
             3 => "max",
             4 => "min",
             5 => "avg",
+            7 => "band",
+            8 => "bor",
+            9 => "bxor",
             _ => "premulsum",
         }
     }
@@ -77,6 +105,9 @@ impl ReduceOp {
             ReduceOp::Max => 3,
             ReduceOp::Min => 4,
             ReduceOp::Avg => 5,
+            ReduceOp::BAnd => 7,
+            ReduceOp::BOr => 8,
+            ReduceOp::BXor => 9,
             ReduceOp::PreMulSum(s) => 6 ^ s.to_bits().rotate_left(8),
         }
     }

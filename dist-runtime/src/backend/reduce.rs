@@ -13,6 +13,10 @@ trait Arith: Copy + PartialOrd {
     /// Multiply by a host scalar (PreMulSum) and divide by a count (Avg); floats only.
     fn scale(self, s: f64) -> Self;
     fn div_n(self, n: usize) -> Self;
+    /// Bitwise and, or, xor; integers only.
+    fn band(self, o: Self) -> Self;
+    fn bor(self, o: Self) -> Self;
+    fn bxor(self, o: Self) -> Self;
     /// Whether this is a NaN (never, for integers).
     fn nan(self) -> bool {
         false
@@ -26,6 +30,9 @@ macro_rules! arith_int {
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
             fn scale(self, _: f64) -> Self { unreachable!("validated: PreMulSum is float-only") }
             fn div_n(self, _: usize) -> Self { unreachable!("validated: Avg is float-only") }
+            #[inline(always)] fn band(self, o: Self) -> Self { self & o }
+            #[inline(always)] fn bor(self, o: Self) -> Self { self | o }
+            #[inline(always)] fn bxor(self, o: Self) -> Self { self ^ o }
         }
     )*};
 }
@@ -39,6 +46,9 @@ macro_rules! arith_float {
             #[inline(always)] fn scale(self, s: f64) -> Self { self * (s as $t) }
             #[inline(always)] fn div_n(self, n: usize) -> Self { self / (n as $t) }
             #[inline(always)] fn nan(self) -> bool { self.is_nan() }
+            fn band(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
+            fn bor(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
+            fn bxor(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
         }
     )*};
 }
@@ -52,6 +62,9 @@ macro_rules! arith_half {
             #[inline(always)] fn scale(self, s: f64) -> Self { self * <$t>::from_f64(s) }
             #[inline(always)] fn div_n(self, n: usize) -> Self { self / <$t>::from_f64(n as f64) }
             #[inline(always)] fn nan(self) -> bool { self.is_nan() }
+            fn band(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
+            fn bor(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
+            fn bxor(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
         }
     )*};
 }
@@ -63,6 +76,9 @@ fn combine<T: Arith>(op: ReduceOp, a: T, b: T) -> T {
         // Avg and PreMulSum accumulate as a sum; `finish` applies the scale once.
         ReduceOp::Sum | ReduceOp::Avg | ReduceOp::PreMulSum(_) => a.add(b),
         ReduceOp::Prod => a.mul(b),
+        ReduceOp::BAnd => a.band(b),
+        ReduceOp::BOr => a.bor(b),
+        ReduceOp::BXor => a.bxor(b),
         // A NaN wins (as torch.maximum/minimum): the result is NaN wherever any rank has
         // one, whatever the order ranks combine in, so it is the same on every rank.
         ReduceOp::Max => {

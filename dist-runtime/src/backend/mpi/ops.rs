@@ -112,6 +112,9 @@ pub(super) fn op(d: DType, op: ReduceOp) -> Result<ffi::MPI_Op> {
             ReduceOp::Sum => ffi::RSMPI_SUM,
             ReduceOp::Prod => ffi::RSMPI_PROD,
             ReduceOp::Max => ffi::RSMPI_MAX,
+            ReduceOp::BAnd => ffi::RSMPI_BAND,
+            ReduceOp::BOr => ffi::RSMPI_BOR,
+            ReduceOp::BXor => ffi::RSMPI_BXOR,
             _ => ffi::RSMPI_MIN,
         }
     })

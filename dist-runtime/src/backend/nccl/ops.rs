@@ -108,7 +108,7 @@ fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
         ReduceOp::Max => sys::ncclRedOp_t::ncclMax,
         ReduceOp::Min => sys::ncclRedOp_t::ncclMin,
         ReduceOp::Avg => sys::ncclRedOp_t::ncclAvg,
-        ReduceOp::PreMulSum(_) => return None,
+        ReduceOp::PreMulSum(_) | ReduceOp::BAnd | ReduceOp::BOr | ReduceOp::BXor => return None,
     })
 }
 
@@ -118,7 +118,15 @@ impl NcclComm {
         if let Some(o) = red_op(op) {
             return f(o);
         }
-        let ReduceOp::PreMulSum(s) = op else { unreachable!("only PreMulSum has no direct op") };
+        let ReduceOp::PreMulSum(s) = op else {
+            return Err(Error::backend(
+                "nccl",
+                format!(
+                    "NCCL has no bitwise reduction (ReduceOp::{op:?}); reduce these values on host buffers (shm, MPI) \
+                     or express them as Max/Min on 0/1 values"
+                ),
+            ));
+        };
         // The scalar in the element type, passed by host pointer (ncclScalarHostImmediate);
         // `validate` has refused non-float types.
         let mut bytes = [0u8; 8];
