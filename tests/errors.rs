@@ -246,3 +246,15 @@ fn a_mismatch_after_a_loop_names_the_current_lines(world: Comm<World>) {
     let other = if world.rank() == 0 { mine + 2 } else { mine - 2 };
     assert!(msg.contains(&format!("errors.rs:{mine}")) && msg.contains(&format!("errors.rs:{other}")), "{msg}");
 }
+
+/// torch's `is_initialized` and `is_*_available`: inside a rank the world is alive; shm
+/// is always available, and an unavailable backend says why.
+#[dist_runtime::test(ranks = [2])]
+fn setup_queries_answer_inside_a_rank(world: Comm<World>) {
+    assert!(dist_runtime::is_initialized());
+    assert!(dist_runtime::is_available(dist_runtime::BackendChoice::Shm));
+    if let Err(e) = dist_runtime::backend_available(dist_runtime::BackendChoice::Nccl) {
+        assert!(e.to_string().contains("nccl"), "{e}");
+    }
+    world.barrier().unwrap();
+}

@@ -74,8 +74,71 @@ pub fn init_with(env: Env) -> Result<Comm<World>> {
     Ok(world)
 }
 
+/// The world this process joined last (a world of one included), while it lives.
+static LAST_WORLD: std::sync::Mutex<Option<std::sync::Weak<crate::comm::Inner>>> = std::sync::Mutex::new(None);
+
+/// Whether this process has a world communicator alive: inside an `#[spmd]` entry, or
+/// after [`init`] while its world (or a clone) is kept (torch's `dist.is_initialized()`).
+///
+/// ```
+/// assert!(!dist_runtime::is_initialized());
+/// let world = dist_runtime::init()?;
+/// assert!(dist_runtime::is_initialized());
+/// drop(world);
+/// assert!(!dist_runtime::is_initialized());
+/// # Ok::<(), dist_runtime::Error>(())
+/// ```
+pub fn is_initialized() -> bool {
+    LAST_WORLD.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|w| w.strong_count() > 0)
+}
+
+/// Whether `backend` can run in this build on this machine, and if not, why (torch's
+/// `is_nccl_available`/`is_mpi_available`, with the reason): `shm` always can; `mpi` when
+/// built with the `mpi` feature; `nccl` when built with the `nccl` feature and the CUDA
+/// driver, NCCL 2.18+ and a GPU are found (probed without starting anything); `auto`
+/// always can (it falls back to shm).
+///
+/// ```
+/// use dist_runtime::{backend_available, BackendChoice};
+/// assert!(backend_available(BackendChoice::Shm).is_ok());
+/// if let Err(why) = backend_available(BackendChoice::Nccl) {
+///     println!("no NCCL here: {why}");
+/// }
+/// ```
+pub fn backend_available(backend: BackendChoice) -> Result<()> {
+    match backend {
+        BackendChoice::Shm | BackendChoice::Auto => Ok(()),
+        #[cfg(feature = "mpi")]
+        BackendChoice::Mpi => Ok(()),
+        #[cfg(not(feature = "mpi"))]
+        BackendChoice::Mpi => Err(Error::backend(
+            "mpi",
+            "this build of dist-runtime has no `mpi` feature: build with `--features dist-runtime/mpi` (needs an \
+             MPI library and libclang)",
+        )),
+        #[cfg(feature = "nccl")]
+        BackendChoice::Nccl => crate::backend::nccl::probe().map(|_| ()),
+        #[cfg(not(feature = "nccl"))]
+        BackendChoice::Nccl => Err(Error::backend(
+            "nccl",
+            "this build of dist-runtime has no `nccl` feature: build with `--features dist-runtime/nccl`",
+        )),
+    }
+}
+
+/// `backend_available(backend).is_ok()`.
+pub fn is_available(backend: BackendChoice) -> bool {
+    backend_available(backend).is_ok()
+}
+
 /// Joins for real: store, backends, world.
 fn join(env: Env) -> Result<Comm<World>> {
+    let world = join_any(env)?;
+    *LAST_WORLD.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::sync::Arc::downgrade(&world.inner));
+    Ok(world)
+}
+
+fn join_any(env: Env) -> Result<Comm<World>> {
     // Which device side: decided before the rendezvous, so a missing driver or library
     // is an error at once, naming what is missing (probing never panics).
     let device: Option<usize> = match env.backend {

@@ -82,7 +82,7 @@ pub use entry::{entries, ENTRIES_MARKER};
 pub use env::{Agreement, BackendChoice, DebugLevel, Env, Tuning, MAX_WORLD};
 pub use error::{Error, Result, Site};
 pub use group::{Group, World};
-pub use init::{init, init_with};
+pub use init::{backend_available, init, init_with, is_available, is_initialized};
 pub use launch::{launch, launch_by_name, Launch, Nodes, Report};
 pub use reduce_op::ReduceOp;
 pub use tag::Tag;
