@@ -317,3 +317,50 @@ fn a_receive_posted_before_a_collective_releases_a_blocking_send(world: Comm<Wor
         world.barrier().unwrap();
     }
 }
+
+/// `Request::test` polls without blocking (torch's `is_completed`, MPI's `MPI_Test`):
+/// sends, receives and non-blocking collectives end in `true` with the right data; a
+/// receive whose message does not fit fails in `test` and again in `wait`.
+#[dist_runtime::test(ranks = [2, 3, 4])]
+fn requests_can_be_tested_without_blocking(world: Comm<World>) {
+    const Q: Tag<u64> = Tag::new(42);
+    let (r, n) = (world.rank(), world.size());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let mine = data::<u64>(r, 1000, 4);
+    let mut got = vec![0u64; 1000];
+    let mut recv = world.irecv(prev, Q, &mut got).unwrap();
+    let mut send = world.isend(next, Q, &mine).unwrap();
+    let start = std::time::Instant::now();
+    let (mut s_done, mut r_done) = (false, false);
+    while !(s_done && r_done) {
+        s_done = s_done || send.test().unwrap();
+        r_done = r_done || recv.test().unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "never completed");
+        std::thread::yield_now();
+    }
+    assert!(send.is_completed() && recv.is_completed());
+    send.wait().unwrap();
+    recv.wait().unwrap();
+    assert_same("tested receive", &got, &data::<u64>(prev, 1000, 4));
+    // A non-blocking collective, tested to its end.
+    let mut x = [r as u64 + 1];
+    let mut req = world.all_reduce_async(&mut x, ReduceOp::Sum).unwrap();
+    while !req.test().unwrap() {
+        std::thread::yield_now();
+    }
+    req.wait().unwrap();
+    assert_eq!(x[0], (n * (n + 1) / 2) as u64);
+    // A message that does not fit: the error comes from test, and from wait again.
+    world.isend(next, Q, &[1u64, 2, 3]).unwrap().wait().unwrap();
+    let mut small = [0u64; 2];
+    let mut bad = world.irecv(prev, Q, &mut small).unwrap();
+    let e = loop {
+        match bad.test() {
+            Ok(true) => panic!("a 3-element message fit a 2-element receive"),
+            Ok(false) => std::thread::yield_now(),
+            Err(e) => break e,
+        }
+    };
+    assert!(e.to_string().contains("receive buffer must match"), "{e}");
+    assert!(bad.wait().is_err());
+}

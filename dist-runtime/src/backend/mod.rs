@@ -170,6 +170,12 @@ pub(crate) trait Backend: Send + Sync {
     fn post_recv(&self, site: Site, src: usize, tag: u32) -> Result<ReqId>;
     fn wait_send(&self, site: Site, id: ReqId) -> Result<()>;
     fn wait_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()>;
+    /// Whether a posted send has completed, without blocking (then it is gone, as after
+    /// `wait_send`); moves what can be moved meanwhile.
+    fn test_send(&self, site: Site, id: ReqId) -> Result<bool>;
+    /// Whether a posted receive's message is here in full; if so it is copied into `buf`
+    /// and the receive is gone, as after `wait_recv`. Never blocks.
+    fn test_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool>;
 
     /// Collective over this communicator: builds a child communicator of the ranks
     /// `members` (in this communicator's numbering, in child-rank order) if this rank is

@@ -157,6 +157,12 @@ impl Backend for Traced {
         let args = format!(r#""bytes":{}"#, buf.len());
         self.timed("wait(irecv)", args, || self.inner.wait_recv(site, id, dtype, buf))
     }
+    fn test_send(&self, site: Site, id: ReqId) -> Result<bool> {
+        self.inner.test_send(site, id)
+    }
+    fn test_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool> {
+        self.inner.test_recv(site, id, dtype, buf)
+    }
     fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         let child = self.timed(cx.name, format!(r#""members":{}"#, members.len()), || {
             self.inner.create_child(cx, key, name, members)

@@ -74,6 +74,20 @@ impl DeviceWork {
         }
     }
 
+    /// Whether the op has completed on the device, without blocking (an error aborts the
+    /// device side, as in `wait`). The deadline is `wait`'s: a request only tested is
+    /// never timed out.
+    pub(crate) fn test(&mut self) -> Result<bool> {
+        match self.done.done() {
+            Ok(true) => self.done.finish().map(|()| true),
+            Ok(false) => Ok(false),
+            Err(e) => {
+                self.dev.abort();
+                Err(e)
+            }
+        }
+    }
+
     /// Makes `stream` wait (on the GPU) for the op, without blocking the host.
     #[cfg(feature = "nccl")]
     pub(crate) fn stream_wait(self, stream: &cudarc::driver::CudaStream) -> Result<()> {

@@ -156,6 +156,8 @@ pub(crate) enum ReqState<'a> {
     },
     /// An op on device buffers: completes on the device (a CUDA event with NCCL).
     Device(DeviceWork),
+    /// Ended with this error when tested; `wait` returns it.
+    Failed(Error),
     Done,
 }
 
@@ -182,8 +184,71 @@ impl Request<'_> {
         self.complete()
     }
 
+    /// Whether the op has completed, without blocking (torch's `Work.is_completed()`,
+    /// MPI's `MPI_Test`). Once it says `true` the op is over — a receive's buffer holds
+    /// the message — and [`wait`](Self::wait) returns at once. An error (a peer that
+    /// failed, a message that does not fit) is returned here, and by `wait` again.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u32> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let mut got = [0u32];
+    /// let mut recv = world.irecv((r + n - 1) % n, T, &mut got)?;
+    /// world.send((r + 1) % n, T, &[r as u32])?;
+    /// let mut polls = 0;
+    /// while !recv.test()? {
+    ///     polls += 1; // … other work while the message comes …
+    ///     std::thread::yield_now();
+    /// }
+    /// recv.wait()?;
+    /// assert_eq!(got, [((r + n - 1) % n) as u32]);
+    /// # let _ = polls;
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    pub fn test(&mut self) -> Result<bool> {
+        let r = match &mut self.state {
+            ReqState::Send { inner, id } => inner.backend.test_send(self.site, *id),
+            ReqState::Recv { inner, id, dtype, buf } => inner.backend.test_recv(self.site, *id, *dtype, buf),
+            ReqState::Coll { rx, out } => match rx.try_recv() {
+                Ok(Ok(data)) => {
+                    let n = out.len();
+                    out.copy_from_slice(&bytemuck::cast_slice::<u128, u8>(&data)[..n]);
+                    Ok(true)
+                }
+                Ok(Err(e)) => Err(e),
+                Err(mpsc::TryRecvError::Empty) => Ok(false),
+                Err(mpsc::TryRecvError::Disconnected) => Err(Error::backend("comm", "the async worker stopped")),
+            },
+            ReqState::Device(w) => w.test(),
+            ReqState::Failed(e) => return Err(clone_err(e)),
+            ReqState::Done => return Ok(true),
+        };
+        match r {
+            Ok(true) => {
+                self.state = ReqState::Done;
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => {
+                self.state = ReqState::Failed(clone_err(&e));
+                Err(e)
+            }
+        }
+    }
+
+    /// [`test`](Self::test) as a yes or no: true once the op is over, successfully or
+    /// not (`wait` then returns its result at once).
+    pub fn is_completed(&mut self) -> bool {
+        self.test().unwrap_or(true)
+    }
+
     pub(crate) fn complete(&mut self) -> Result<()> {
         match std::mem::replace(&mut self.state, ReqState::Done) {
+            ReqState::Failed(e) => Err(e),
             ReqState::Send { inner, id } => inner.backend.wait_send(self.site, id),
             ReqState::Recv { inner, id, dtype, buf } => inner.backend.wait_recv(self.site, id, dtype, buf),
             ReqState::Coll { rx, out } => {
@@ -216,6 +281,30 @@ impl Request<'_> {
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         let _ = self.complete();
+    }
+}
+
+/// A copy of an error for a request that keeps it for `wait` (the source chain of a
+/// backend error is kept as text).
+fn clone_err(e: &Error) -> Error {
+    match e {
+        Error::InvalidArgument { op, msg, site } => Error::InvalidArgument { op, msg: msg.clone(), site: *site },
+        Error::Mismatch { comm, msg } => Error::Mismatch { comm: comm.clone(), msg: msg.clone() },
+        Error::Timeout { op, comm, waiting_for, secs, site } => {
+            Error::Timeout { op, comm: comm.clone(), waiting_for: waiting_for.clone(), secs: *secs, site: *site }
+        }
+        Error::PeerFailed { rank, comm, reason } => {
+            Error::PeerFailed { rank: *rank, comm: comm.clone(), reason: reason.clone() }
+        }
+        Error::Deadlock { op, comm, site, story, culprit, victim } => Error::Deadlock {
+            op,
+            comm: comm.clone(),
+            site: *site,
+            story: story.clone(),
+            culprit: *culprit,
+            victim: *victim,
+        },
+        other => Error::backend("comm", other.to_string()),
     }
 }
 

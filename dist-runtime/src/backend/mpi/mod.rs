@@ -451,6 +451,12 @@ impl Backend for MpiComm {
     fn wait_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
         p2p::wait_recv(self, site, id, dtype, buf)
     }
+    fn test_send(&self, site: Site, id: ReqId) -> Result<bool> {
+        p2p::test_send(self, site, id)
+    }
+    fn test_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool> {
+        p2p::test_recv(self, site, id, dtype, buf)
+    }
 
     fn create_child(&self, cx: &Op, _key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         self.usable("communicator creation")?;

@@ -230,6 +230,49 @@ pub(super) fn wait_send(c: &MpiComm, site: Site, id: ReqId) -> Result<()> {
     wait_all(c, site, send.dst, send.tag, &mut send.reqs)
 }
 
+/// `wait_send` without the wait: `MPI_Test` on its requests (taking what this rank's
+/// own receives are due meanwhile, as `wait_send` does).
+pub(super) fn test_send(c: &MpiComm, site: Site, id: ReqId) -> Result<bool> {
+    let done = {
+        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        let send = s.sends.get_mut(&id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?;
+        let mut all = true;
+        for r in send.reqs.iter_mut() {
+            let mut flag: c_int = 0;
+            // SAFETY: a live request of this process (a completed one is MPI_REQUEST_NULL).
+            call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+            all &= flag != 0;
+        }
+        if all {
+            s.sends.remove(&id);
+        }
+        all
+    };
+    if !done {
+        service(c, site)?;
+    }
+    Ok(done)
+}
+
+/// `wait_recv` without the wait: takes what is here for the receives at the front of
+/// their queues, then this receive's message if it is among them.
+pub(super) fn test_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool> {
+    service(c, site)?;
+    let (src, tag, early) = {
+        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        let r = s.recvs.get_mut(&id).ok_or_else(|| Error::backend("mpi", format!("no posted receive {id}")))?;
+        let (src, tag, early) = (r.src, r.tag, r.early.take());
+        if early.is_some() {
+            s.recvs.remove(&id);
+        }
+        (src, tag, early)
+    };
+    let Some((h, v)) = early else { return Ok(false) };
+    fits(c, site, src, tag, &h[..HEADER.min(h.len())], dtype, buf.len())?;
+    buf.copy_from_slice(&v);
+    Ok(true)
+}
+
 pub(super) fn post_recv(c: &MpiComm, _site: Site, src: usize, tag: u32) -> Result<ReqId> {
     tag_of(tag)?;
     let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());

@@ -231,6 +231,14 @@ impl Backend for ShmComm {
         board::enter();
         p2p::wait_recv(self, site, id, dtype, buf)
     }
+    fn test_send(&self, _site: Site, id: ReqId) -> Result<bool> {
+        board::enter();
+        p2p::test_send(self, id)
+    }
+    fn test_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool> {
+        board::enter();
+        p2p::test_recv(self, site, id, dtype, buf)
+    }
 
     fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         // Everyone agrees on the call first (fingerprint carries the member hash).

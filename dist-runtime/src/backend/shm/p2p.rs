@@ -611,6 +611,35 @@ pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &
     })
 }
 
+/// `wait_send` without the wait: moves what it can, then says whether the send is done.
+pub(super) fn test_send(c: &ShmComm, id: ReqId) -> Result<bool> {
+    let mut p = lock(c);
+    if !p.send_dst.contains_key(&id) {
+        return Err(Error::invalid("test", "unknown send request"));
+    }
+    p.progress(c, None);
+    if p.done_sends.remove(&id) {
+        p.send_dst.remove(&id);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// `wait_recv` without the wait: moves what it can (into the stash), then takes the
+/// message if it is here in full.
+pub(super) fn test_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool> {
+    let mut p = lock(c);
+    let key = *p.recvs.get(&id).ok_or_else(|| Error::invalid("test", "unknown receive request"))?;
+    p.progress(c, None);
+    let mut t = Target { key, dtype, buf, done: false, err: None, site };
+    let taken = p.take_stashed(c, &mut t);
+    if !matches!(taken, Ok(false)) {
+        // Taken, or taken and refused (a message that does not fit): the receive is over.
+        p.recvs.remove(&id);
+    }
+    taken
+}
+
 /// Pushes out every buffered send (at communicator teardown), best effort.
 /// The messages that reached this rank (in the stash, or streaming into it) and that no
 /// posted receive claims, by sender, tag and call site: what will never be received once
