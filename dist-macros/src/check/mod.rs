@@ -344,4 +344,98 @@ mod tests {
         t.set_span(Span::call_site());
         t
     }
+
+    /// Errors found at one world size, with the file's consts as `same_file_items` gives them.
+    fn problems(src: &str, consts: &str, n: usize) -> Vec<String> {
+        let f: syn::ItemFn = syn::parse_str(src).unwrap();
+        let consts: Vec<syn::ItemConst> = syn::parse_str::<syn::File>(consts)
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|i| if let syn::Item::Const(c) = i { Some(c) } else { None })
+            .collect();
+        let macros = super::parse_macros(&f);
+        let file = std::collections::HashMap::new();
+        let no_splits = super::Splits::new();
+        let consts = super::interp::eval_consts(&consts, &no_splits, &macros, &file);
+        match super::check_size(&f, n, &macros, &file, &consts) {
+            super::SizeResult::Problems(e) => e.iter().map(|e| e.to_string()).collect(),
+            super::SizeResult::Clean => vec![],
+            super::SizeResult::Fails => vec!["fails".into()],
+            super::SizeResult::Undecidable(_, what) => vec![format!("undecidable: {what}")],
+        }
+    }
+
+    /// What a receive writes is data: an `assert_eq!` on it must not read the buffer's
+    /// initial value, decide that the rank panics, and so take the size for one the
+    /// program does not support (which hid the unmatched self-messages below).
+    #[test]
+    fn received_data_is_not_the_initial_value() {
+        let src = r#"fn probe(world: Comm<World>) -> dist_runtime::Result<()> {
+            if world.size() < 2 { return Ok(()); }
+            let r = world.rank();
+            let mut got = [0i64];
+            if let Some(p) = world.subgroup::<Half>(&[1, 0])? {
+                if r == 1 { p.send(1, T, &[10])?; } else { p.recv(0, T, &mut got)?; assert_eq!(got[0], 10); }
+            }
+            if let Some(p) = world.subgroup_ordered::<Tp>(&[1, 0])? {
+                if r == 1 { p.send(1, T, &[11])?; } else { p.recv(0, T, &mut got)?; assert_eq!(got[0], 11); }
+            }
+            Ok(())
+        }"#;
+        let consts = "const T: Tag<i64> = Tag::new(1);";
+        for n in 2..=4 {
+            let e = problems(src, consts, n);
+            assert_eq!(e.len(), 2, "{e:?}");
+            assert!(
+                e[0].starts_with(&format!(
+                    "this `recv` on rank 0 from rank 0 (tag `T` on `Half`) has no matching `send` at world size {n}"
+                )),
+                "{e:?}"
+            );
+            assert!(
+                e[1].starts_with("this `send` from rank 1 to rank 1 (tag `T` on `Half`) has no matching `recv`"),
+                "{e:?}"
+            );
+        }
+        // The right numbering is accepted.
+        let fixed = src.replacen("if r == 1", "if r == 0", 1);
+        assert_ne!(fixed, src);
+        for n in 1..=4 {
+            assert_eq!(problems(&fixed, consts, n), Vec::<String>::new());
+        }
+    }
+
+    /// Every way a buffer is written leaves its elements unknown and its length known;
+    /// a helper's writes through `&mut` come back; a known element store is exact.
+    #[test]
+    fn writes_through_mut_are_followed() {
+        let src = r#"fn w(world: Comm<World>) -> dist_runtime::Result<()> {
+            let mut a = [0i64; 2];
+            let mut b = vec![0i64; 3];
+            let mut c = [0i64];
+            let mut k = 0usize;
+            world.all_reduce(&mut a, ReduceOp::Sum)?;
+            world.broadcast(b.as_mut_slice(), 0)?;
+            bump(&mut k);
+            c[0] = 7;
+            if a.len() == 2 && b.len() == 3 && k == 1 && c[0] == 7 {
+                world.barrier()?;
+            }
+            assert_eq!(a[0], 5);
+            assert_eq!(b[1], 5);
+            Ok(())
+        }"#;
+        let f: syn::ItemFn = syn::parse_str(src).unwrap();
+        let helper: syn::ItemFn = syn::parse_str("fn bump(k: &mut usize) { *k += 1; }").unwrap();
+        let file = std::collections::HashMap::from([("bump".to_string(), helper)]);
+        let macros = super::parse_macros(&f);
+        let no_splits = super::Splits::new();
+        for n in 1..=3 {
+            let mut it = super::Interp::new(0, n, &no_splits, &macros, &file, Default::default());
+            assert!(matches!(it.run(&f), super::Outcome::Done), "at size {n}");
+            let kinds: Vec<&str> = it.events.iter().map(|e| e.call()).collect();
+            assert_eq!(kinds.iter().filter(|k| **k == "barrier").count(), 2, "{kinds:?}");
+        }
+    }
 }

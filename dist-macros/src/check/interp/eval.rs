@@ -415,7 +415,10 @@ impl<'a> Interp<'a> {
                 || s.ends_with("ReduceOp::Prod")
                 || s.ends_with("ReduceOp::Max")
                 || s.ends_with("ReduceOp::Min")
-                || s.ends_with("ReduceOp::Avg") =>
+                || s.ends_with("ReduceOp::Avg")
+                || s.ends_with("ReduceOp::BAnd")
+                || s.ends_with("ReduceOp::BOr")
+                || s.ends_with("ReduceOp::BXor") =>
             {
                 V::Name(last_seg(p))
             }
@@ -437,8 +440,53 @@ impl<'a> Interp<'a> {
                 if v.has_comm() {
                     return Err(undecidable(other, "a communicator stored in a field or element"));
                 }
+                // `a[i] = v` with `i` a literal or a variable: the element changes, the rest stays.
+                if let Expr::Index(ix) = other {
+                    if let (Expr::Path(p), Expr::Lit(_) | Expr::Path(_)) = (&*ix.expr, &*ix.index) {
+                        let i = self.expr(&ix.index)?;
+                        if let (Some(name), V::Int(i)) = (p.path.get_ident().map(|x| x.to_string()), i) {
+                            if let Some(V::List(mut items)) = self.lookup(&name).cloned() {
+                                if let Some(slot) = usize::try_from(i).ok().and_then(|i| items.get_mut(i)) {
+                                    *slot = v;
+                                    self.assign(&name, V::List(items));
+                                    return Ok(());
+                                }
+                            }
+                        }
+                    }
+                }
+                // Otherwise what the variable held is no longer known (its shape is).
+                if let Some(name) = place_root(other) {
+                    self.clobber(&name, true);
+                }
                 Ok(())
             }
+        }
+    }
+
+    /// Forgets what the variable `name` holds, after something wrote into it through a
+    /// `&mut` (a receive buffer, a helper the check cannot see). With `keep_shape`, a
+    /// list or tuple keeps its length and only its elements become unknown (a receive
+    /// fills a buffer, it does not resize it).
+    pub(super) fn clobber(&mut self, name: &str, keep_shape: bool) {
+        if let Some(v) = self.lookup(name).cloned() {
+            self.assign(name, forget(v, keep_shape));
+        }
+    }
+
+    /// Forgets the variables that the arguments `args` lend mutably (`&mut x`,
+    /// `Some(&mut x)`, `x.as_mut_slice()`): the callee may have written into them.
+    pub(super) fn clobber_loans(
+        &mut self,
+        args: &'a syn::punctuated::Punctuated<Expr, syn::Token![,]>,
+        keep_shape: bool,
+    ) {
+        let mut names = Vec::new();
+        for a in args {
+            mut_loans(a, &mut names);
+        }
+        for n in names {
+            self.clobber(&n, keep_shape);
         }
     }
 
@@ -672,7 +720,9 @@ impl<'a> Interp<'a> {
         })
     }
 
-    pub(super) fn apply_fn(&mut self, f: &'a ItemFn, args: Vec<V<'a>>) -> R<'a> {
+    /// Calls a nested fn or a file helper: `call` is the call expression, whose `&mut x`
+    /// arguments get back the value the helper left in the matching parameter.
+    pub(super) fn apply_fn(&mut self, f: &'a ItemFn, call: &'a syn::ExprCall, args: Vec<V<'a>>) -> R<'a> {
         // A nested fn sees only its parameters (and other items), not the caller's locals.
         let saved = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
         for (a, v) in f.sig.inputs.iter().zip(args) {
@@ -681,43 +731,74 @@ impl<'a> Interp<'a> {
             }
         }
         let r = self.block(&f.block);
+        // What the parameters hold at the end (the body's own `let`s are in inner scopes).
+        let outs: Vec<Option<V<'a>>> = f
+            .sig
+            .inputs
+            .iter()
+            .map(|a| match a {
+                FnArg::Typed(pt) => pat_ident(&pt.pat).and_then(|n| self.scopes[0].get(&n).cloned()),
+                FnArg::Receiver(_) => None,
+            })
+            .collect();
         self.scopes = saved;
-        match r {
+        let r = match r {
             Err(Flow::Return(v)) => Ok(v),
             r => r,
+        }?;
+        // Writes through `&mut` parameters reach the caller's variables.
+        for (i, a) in call.args.iter().enumerate() {
+            let Expr::Reference(rf) = a else { continue };
+            if rf.mutability.is_none() {
+                continue;
+            }
+            let Some(name) = place_root(&rf.expr) else { continue };
+            match (&*rf.expr, outs.get(i).cloned().flatten()) {
+                (Expr::Path(_), Some(v)) => self.assign(&name, v),
+                _ => self.clobber(&name, false),
+            }
         }
+        Ok(r)
     }
 
     pub(super) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
         let args = self.args(&c.args)?;
-        let Expr::Path(p) = &*c.func else {
-            let f = self.expr(&c.func)?;
-            if let V::Closure(cl) = f {
-                return self.apply_closure(cl, args);
-            }
-            return self.opaque_call(e, "a computed function", &args);
-        };
-        let name = path_str(&p.path);
-        let last = last_seg(&p.path);
-        if p.path.segments.len() == 1 {
-            match self.lookup(&name).cloned() {
-                Some(V::Closure(cl)) => return self.apply_closure(cl, args),
-                Some(_) => return self.opaque_call(e, &name, &args),
-                None => {}
-            }
-            if let Some(f) = self.fns.get(&name).copied() {
-                return self.apply_fn(f, args);
-            }
-            if let Some(f) = self.file_fns.get(&name) {
-                if self.via.len() > 16 {
-                    return Err(undecidable(e, format!("calls into `{name}` nested more than 16 deep")));
+        let r = match &*c.func {
+            Expr::Path(p) if p.path.segments.len() == 1 && self.lookup(&path_str(&p.path)).is_none() => {
+                let name = path_str(&p.path);
+                if let Some(f) = self.fns.get(&name).copied() {
+                    // Helpers the check runs hand back what they wrote through `&mut`.
+                    return self.apply_fn(f, c, args);
                 }
-                self.via.push((e, &f.sig.ident));
-                let r = self.apply_fn(f, args);
-                self.via.pop();
-                return r;
+                if let Some(f) = self.file_fns.get(&name) {
+                    if self.via.len() > 16 {
+                        return Err(undecidable(e, format!("calls into `{name}` nested more than 16 deep")));
+                    }
+                    self.via.push((e, &f.sig.ident));
+                    let r = self.apply_fn(f, c, args);
+                    self.via.pop();
+                    return r;
+                }
+                self.known_call(e, &p.path, args)?
             }
-        }
+            Expr::Path(p) if p.path.segments.len() == 1 => match self.lookup(&path_str(&p.path)).cloned() {
+                Some(V::Closure(cl)) => self.apply_closure(cl, args)?,
+                _ => self.opaque_call(e, &path_str(&p.path), &args)?,
+            },
+            Expr::Path(p) => self.known_call(e, &p.path, args)?,
+            func => match self.expr(func)? {
+                V::Closure(cl) => self.apply_closure(cl, args)?,
+                _ => self.opaque_call(e, "a computed function", &args)?,
+            },
+        };
+        // Anything else may have written into what it borrowed mutably.
+        self.clobber_loans(&c.args, false);
+        Ok(r)
+    }
+
+    /// Calls to paths the check knows (`Some`, `Tag::new`, `drop`), else opaque.
+    fn known_call(&mut self, e: &'a Expr, path: &syn::Path, args: Vec<V<'a>>) -> R<'a> {
+        let (name, last) = (path_str(path), last_seg(path));
         match (last.as_str(), args.as_slice()) {
             ("Some", [x]) => Ok(V::Opt(Some(Box::new(x.clone())))),
             ("Ok", [x]) => Ok(x.clone()),
@@ -751,5 +832,66 @@ impl<'a> Interp<'a> {
             ));
         }
         Ok(V::opaque())
+    }
+}
+
+/// The name a parameter pattern binds (`x`, `mut x`, `x: &mut T`), if it is one name.
+fn pat_ident(p: &Pat) -> Option<String> {
+    match p {
+        Pat::Ident(i) if i.subpat.is_none() => Some(i.ident.to_string()),
+        Pat::Type(t) => pat_ident(&t.pat),
+        _ => None,
+    }
+}
+
+/// Methods that hand out a mutable view of their receiver (`x.as_mut_slice()`).
+fn lends_mut(method: &syn::Ident) -> bool {
+    let m = method.to_string();
+    m.starts_with("as_mut") || m.ends_with("_mut") || m == "borrow_mut" || m == "deref_mut"
+}
+
+/// The local variable a place expression writes into: `x` for `x`, `x[i]`, `x.f`,
+/// `*x`, `x[1..]`, `x.as_mut_slice()`.
+pub(super) fn place_root(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        Expr::Reference(r) => place_root(&r.expr),
+        Expr::Paren(p) => place_root(&p.expr),
+        Expr::Group(g) => place_root(&g.expr),
+        Expr::Index(i) => place_root(&i.expr),
+        Expr::Field(f) => place_root(&f.base),
+        Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => place_root(&u.expr),
+        Expr::MethodCall(m) if lends_mut(&m.method) => place_root(&m.receiver),
+        _ => None,
+    }
+}
+
+/// The variables an argument lends mutably: `&mut x`, `&mut x[1..]`, `Some(&mut x)`,
+/// `x.as_mut_slice()`, `(r == 0).then_some(&mut x)`. Closures are left alone (what
+/// they do is evaluated where they are called).
+pub(super) fn mut_loans(e: &Expr, out: &mut Vec<String>) {
+    match e {
+        Expr::Reference(r) if r.mutability.is_some() => out.extend(place_root(&r.expr)),
+        Expr::Reference(r) => mut_loans(&r.expr, out),
+        Expr::Paren(p) => mut_loans(&p.expr, out),
+        Expr::Group(g) => mut_loans(&g.expr, out),
+        Expr::Call(c) => c.args.iter().for_each(|a| mut_loans(a, out)),
+        Expr::Tuple(t) => t.elems.iter().for_each(|a| mut_loans(a, out)),
+        Expr::Array(a) => a.elems.iter().for_each(|a| mut_loans(a, out)),
+        Expr::MethodCall(m) if lends_mut(&m.method) => out.extend(place_root(&m.receiver)),
+        Expr::MethodCall(m) => m.args.iter().for_each(|a| mut_loans(a, out)),
+        _ => {}
+    }
+}
+
+/// A value after something unknown was written into it: communicators, requests, tags
+/// and closures stay (a buffer write does not change them); with `keep_shape`, lists
+/// and tuples keep their length; everything else becomes opaque.
+pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
+    match v {
+        V::List(items) if keep_shape => V::List(items.into_iter().map(|x| forget(x, true)).collect()),
+        V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget(x, true)).collect()),
+        v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
+        v => V::Opaque { comm: v.has_comm() },
     }
 }

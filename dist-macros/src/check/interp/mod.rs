@@ -17,6 +17,7 @@ mod model;
 mod std_methods;
 mod value;
 
+use eval::{mut_loans, place_root};
 use model::{call_name, mentions_comm};
 pub use model::{CommInst, SplitSeen, Splits};
 use value::*;

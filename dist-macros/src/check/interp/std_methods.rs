@@ -10,10 +10,15 @@ impl<'a> Interp<'a> {
         let recv = self.expr(&mc.receiver)?;
         let m = mc.method.to_string();
         match recv {
-            V::Comm(c) => return self.comm_method(e, mc, c, &m),
+            V::Comm(c) => {
+                let r = self.comm_method(e, mc, c, &m)?;
+                self.written_by_comm(mc, &m);
+                return Ok(r);
+            }
             V::Batch(c) if m == "send" || m == "recv" => {
                 let args = self.args(&mc.args)?;
                 self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(&m))?;
+                self.written_by_comm(mc, &m);
                 return Ok(V::Unit);
             }
             V::Batch(c) if m == "size" => {
@@ -25,6 +30,45 @@ impl<'a> Interp<'a> {
             }
             _ => {}
         }
+        let r = self.std_method(e, mc, recv, &m)?;
+        // What the method may have written: what it borrowed mutably, and its receiver.
+        self.clobber_loans(&mc.args, false);
+        if let Some(keep_shape) = mutates_receiver(&mc.method) {
+            if let Some(name) = place_root(&mc.receiver) {
+                self.clobber(&name, keep_shape);
+            }
+        }
+        Ok(r)
+    }
+
+    /// After a communication call: its receive buffers hold what arrived, which the
+    /// check does not know (a send's buffer and the role arguments stay as they were).
+    fn written_by_comm(&mut self, mc: &'a ExprMethodCall, m: &str) {
+        let Some(spec) = dist_ops::find(m) else { return };
+        if matches!(m, "send" | "isend") || spec.class == dist_ops::Class::Group {
+            return;
+        }
+        for (i, a) in mc.args.iter().enumerate() {
+            let role = spec.peers.contains(&i) || spec.tag == Some(i) || spec.root == Some(i) || spec.reduce == Some(i);
+            if role || (m == "sendrecv" && i != 4) {
+                continue;
+            }
+            let mut names = Vec::new();
+            mut_loans(a, &mut names);
+            // A variable that already is a `&mut` buffer, passed as it is.
+            if let (true, Some(n)) = (names.is_empty() && matches!(a, Expr::Path(_)), place_root(a)) {
+                if matches!(self.lookup(&n), Some(V::List(_) | V::Tuple(_))) {
+                    names.push(n);
+                }
+            }
+            for n in names {
+                self.clobber(&n, true);
+            }
+        }
+    }
+
+    fn std_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, recv: V<'a>, m: &str) -> R<'a> {
+        let m = m.to_string();
         let args = self.args(&mc.args)?;
         // Closures applied by iterator adapters.
         let apply = |me: &mut Self, f: &V<'a>, x: V<'a>| -> R<'a> {
@@ -172,5 +216,35 @@ impl<'a> Interp<'a> {
             return Err(undecidable(e, format!("`.{m}(..)` called with a communicator argument")));
         }
         Ok(V::taint(&all))
+    }
+}
+
+/// Whether a method changes its receiver in place: `Some(true)` when it keeps the
+/// length (`fill`, `sort`), `Some(false)` when it may change it (`clear`, `extend`).
+/// `push` onto a list the check knows is followed exactly, so it is not here.
+fn mutates_receiver(method: &syn::Ident) -> Option<bool> {
+    let m = method.to_string();
+    match m.as_str() {
+        "fill"
+        | "fill_with"
+        | "copy_from_slice"
+        | "clone_from_slice"
+        | "copy_within"
+        | "swap"
+        | "reverse"
+        | "rotate_left"
+        | "rotate_right"
+        | "sort"
+        | "sort_unstable"
+        | "sort_by"
+        | "sort_by_key"
+        | "sort_unstable_by"
+        | "sort_unstable_by_key" => Some(true),
+        "clear" | "extend" | "extend_from_slice" | "insert" | "remove" | "swap_remove" | "pop" | "truncate"
+        | "retain" | "retain_mut" | "drain" | "append" | "resize" | "resize_with" | "dedup" | "split_off" => {
+            Some(false)
+        }
+        _ if m.starts_with("as_mut") || m.ends_with("_mut") => Some(true),
+        _ => None,
     }
 }
