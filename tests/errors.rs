@@ -32,6 +32,7 @@ fn local_argument_checks(world: Comm<World>) {
     invalid(world.all_reduce(&mut v, ReduceOp::PreMulSum(2.0)), &["PreMulSum", "i32"]);
     invalid(world.all_reduce(&mut [1.0f32], ReduceOp::PreMulSum(f64::NAN)), &["finite"]);
     invalid(world.all_reduce(&mut [1.0f32], ReduceOp::BXor), &["BXor", "integer types only", "f32"]);
+    invalid(world.set_timeout(std::time::Duration::ZERO), &["set_timeout", "more than zero"]);
     invalid(world.reduce_scatter(&[1.0f64; 8], &mut [0.0f64; 0], ReduceOp::BAnd), &["BAnd", "integer"]);
     let mut out = vec![0i32; n * 4 + 1];
     invalid(world.all_gather(&v, &mut out), &["recv has", "size() × send.len()"]);

@@ -609,6 +609,34 @@ fn unexpected_messages_are_bounded_then_senders_wait() {
     assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
 }
 
+// Rank 2 computes for 3 s before the barrier; the others give it 1 s.
+#[spmd(unchecked)]
+fn late_to_a_monitored_barrier(world: Comm<World>) -> dist_runtime::Result<()> {
+    if world.rank() == 2 {
+        std::thread::sleep(Duration::from_secs(3));
+        return world.barrier();
+    }
+    world.monitored_barrier(Duration::from_secs(1))
+}
+
+/// torch's `monitored_barrier`: a barrier with its own deadline that names the ranks that
+/// did not arrive, long before `DIST_TIMEOUT`; the communicator's deadline is restored.
+#[test]
+fn a_monitored_barrier_names_the_ranks_that_did_not_arrive() {
+    if shm_only("a_monitored_barrier_names_the_ranks_that_did_not_arrive") {
+        return;
+    }
+    let r = run_env("late_to_a_monitored_barrier", 3, 60.0, &[("DIST_TIMEOUT", "300")]);
+    let zero = &r.ranks[0].output;
+    assert!(zero.contains("monitored_barrier at tests/harness.rs:"), "{}", r.summary());
+    assert!(
+        zero.contains("timed out after 1.0s") && zero.contains("for rank(s) 2 to reach the same call"),
+        "{}",
+        r.summary()
+    );
+    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
+}
+
 // Wrong on purpose: rank 1 leaves at once; rank 0 sends to it after it has gone.
 #[spmd(unchecked)]
 fn send_to_a_rank_that_left(world: Comm<World>) -> dist_runtime::Result<()> {

@@ -69,6 +69,7 @@ const fn group(name: &'static str) -> OpSpec {
 /// Every communicating method of `Comm<G>`.
 pub const OPS: &[OpSpec] = &[
     coll("barrier", "barrier", None, None),
+    coll("monitored_barrier", "barrier", None, None),
     coll("broadcast", "broadcast", Some(1), None),
     coll("reduce", "reduce", Some(2), Some(1)),
     coll("all_reduce", "all_reduce", None, Some(1)),

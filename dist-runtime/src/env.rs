@@ -129,7 +129,7 @@ pub struct Env {
 }
 
 /// The longest `DIST_TIMEOUT` (deadlines are instants this far ahead, which must exist).
-const MAX_TIMEOUT_SECS: f64 = 1e7;
+pub(crate) const MAX_TIMEOUT_SECS: f64 = 1e7;
 
 /// Every field but the token, which is a secret: only whether one is set.
 impl std::fmt::Debug for Env {

@@ -185,6 +185,10 @@ pub(crate) trait Backend: Send + Sync {
 
     /// Marks this rank as finished in this communicator (peers still waiting on it get an error).
     fn finish(&self);
+    /// Sets the deadline of this communicator's waits (`Comm::set_timeout`).
+    fn set_timeout(&self, t: std::time::Duration);
+    /// The deadline of this communicator's waits.
+    fn timeout(&self) -> std::time::Duration;
 
     /// Messages sent to this rank that arrived and that no receive claims, one line per
     /// sender call site (asked as the rank leaves: they will never be received).

@@ -157,6 +157,12 @@ impl Backend for Traced {
         let args = format!(r#""bytes":{}"#, buf.len());
         self.timed("wait(irecv)", args, || self.inner.wait_recv(site, id, dtype, buf))
     }
+    fn set_timeout(&self, t: std::time::Duration) {
+        self.inner.set_timeout(t)
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.inner.timeout()
+    }
     fn test_send(&self, site: Site, id: ReqId) -> Result<bool> {
         self.inner.test_send(site, id)
     }

@@ -40,6 +40,67 @@ impl<G: Group> Comm<G> {
         self.run(&self.cx("barrier", Op::new(OpKind::Barrier)), Bufs::None)
     }
 
+    /// A barrier with its own deadline (torch's `monitored_barrier`): past `timeout` it is
+    /// `Error::Timeout`, naming the ranks that did not arrive where the backend can see
+    /// them (shm: "rank 0 waits in barrier for rank(s) 1, 3 to reach the same call"). It
+    /// agrees with a plain `barrier` on the other ranks. A rank blocked elsewhere instead
+    /// is named sooner, by the deadlock detector.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// world.monitored_barrier(std::time::Duration::from_secs(30))?;
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn monitored_barrier(&self, timeout: std::time::Duration) -> Result<()> {
+        let cx = self.cx("monitored_barrier", Op::new(OpKind::Barrier));
+        // The non-blocking collectives queued before it keep the communicator's deadline.
+        self.inner.drain();
+        let before = self.timeout();
+        self.set_timeout(timeout)?;
+        let r = self.run(&cx, Bufs::None);
+        self.inner.backend.set_timeout(before);
+        r
+    }
+
+    /// How long one wait on this communicator may last (`DIST_TIMEOUT` unless
+    /// [`set_timeout`](Self::set_timeout) changed it).
+    pub fn timeout(&self) -> std::time::Duration {
+        self.inner.backend.timeout()
+    }
+
+    /// Sets how long one wait on this communicator may last before it is
+    /// `Error::Timeout` (torch's `timeout=` of `new_group`), for every handle of it on
+    /// this rank; `DIST_TIMEOUT` stays the default of the others. Device ops keep
+    /// `DIST_TIMEOUT`.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// world.set_timeout(std::time::Duration::from_secs(600))?; // a long checkpoint ahead
+    /// assert_eq!(world.timeout().as_secs(), 600);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(2, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn set_timeout(&self, timeout: std::time::Duration) -> Result<()> {
+        if timeout.is_zero() || timeout.as_secs_f64() > crate::env::MAX_TIMEOUT_SECS {
+            return Err(Error::invalid(
+                "set_timeout",
+                format!(
+                    "{timeout:?} is not a deadline: give more than zero and at most {:.0} s",
+                    crate::env::MAX_TIMEOUT_SECS
+                ),
+            ));
+        }
+        self.inner.backend.set_timeout(timeout);
+        Ok(())
+    }
+
     /// Copies `buf` of rank `root` into `buf` of every rank. Every rank passes a buffer of
     /// the same length.
     ///

@@ -169,7 +169,8 @@ pub(crate) struct MpiComm {
     rank: usize,
     size: usize,
     name: String,
-    timeout: Duration,
+    /// The deadline of a wait, in microseconds (`DIST_TIMEOUT`, or `Comm::set_timeout`).
+    timeout_us: std::sync::atomic::AtomicU64,
     /// Whether a waiter may spin (ranks on this host ≤ its cores), else it yields.
     spin: bool,
     in_place: Option<*mut c_void>,
@@ -327,7 +328,7 @@ impl MpiComm {
             rank: 0,
             size: 0,
             name,
-            timeout,
+            timeout_us: std::sync::atomic::AtomicU64::new(timeout.as_micros().min(u64::MAX as u128) as u64),
             // The host's cores, not this process's affinity: mpirun binds each rank to a
             // core of its own, where spinning is right.
             // SAFETY: sysconf has no preconditions.
@@ -381,13 +382,13 @@ impl MpiComm {
                 return Ok(());
             }
             let t = start.elapsed();
-            if t >= self.timeout {
+            if t >= self.timeout() {
                 self.broken.store(true, Ordering::SeqCst);
                 return Err(Error::Timeout {
                     op: name,
                     comm: self.name.clone(),
                     waiting_for: waiting_for(),
-                    secs: self.timeout.as_secs_f64(),
+                    secs: self.timeout().as_secs_f64(),
                     site,
                 });
             }
@@ -472,7 +473,7 @@ impl Backend for MpiComm {
         let k = pos.unwrap_or(0) as c_int;
         let parent = Handle(self.comm);
         // SAFETY: collective over a valid communicator; `new` is written by MPI.
-        let new = call_bounded("MPI_Comm_split", self.timeout, move || unsafe {
+        let new = call_bounded("MPI_Comm_split", self.timeout(), move || unsafe {
             let parent = parent;
             let mut new: ffi::MPI_Comm = ffi::RSMPI_COMM_NULL;
             (ffi::MPI_Comm_split(parent.0, color, k, &mut new), Handle(new))
@@ -486,7 +487,7 @@ impl Backend for MpiComm {
                     "the other members of {} to create the communicator with it (MPI_Comm_split)",
                     self.name
                 ),
-                secs: self.timeout.as_secs_f64(),
+                secs: self.timeout().as_secs_f64(),
                 site: cx.site,
             })
         })?
@@ -495,8 +496,15 @@ impl Backend for MpiComm {
             return Ok(None);
         }
         let local = if self.spin { 1 } else { usize::MAX };
-        Ok(Some(Box::new(MpiComm::wrap(new, name.to_string(), self.timeout, local)?)))
+        Ok(Some(Box::new(MpiComm::wrap(new, name.to_string(), self.timeout(), local)?)))
     }
 
     fn finish(&self) {}
+
+    fn set_timeout(&self, t: Duration) {
+        self.timeout_us.store(t.as_micros().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+    fn timeout(&self) -> Duration {
+        Duration::from_micros(self.timeout_us.load(Ordering::Relaxed))
+    }
 }

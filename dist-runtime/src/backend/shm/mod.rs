@@ -45,6 +45,9 @@ pub(crate) struct ShmComm {
     /// Counts ring reads and writes of this rank's point-to-point engine: progress made
     /// inside a wait, for the deadlock detector.
     moved: std::sync::atomic::AtomicU32,
+    /// This communicator's deadline for a wait, in microseconds (`DIST_TIMEOUT`, or
+    /// `Comm::set_timeout`).
+    timeout_us: AtomicU64,
     cfg: Arc<Config>,
     store: Option<Arc<Store>>,
     /// Collective state: the last epoch this rank arrived at.
@@ -123,6 +126,7 @@ impl ShmComm {
             id: id.to_string(),
             world,
             moved: std::sync::atomic::AtomicU32::new(0),
+            timeout_us: AtomicU64::new(cfg.timeout.as_micros().min(u64::MAX as u128) as u64),
             cfg,
             store,
             coll: Mutex::new(0),
@@ -267,6 +271,13 @@ impl Backend for ShmComm {
 
     fn unreceived(&self) -> Vec<String> {
         p2p::unreceived(self)
+    }
+
+    fn set_timeout(&self, t: std::time::Duration) {
+        self.timeout_us.store(t.as_micros().min(u64::MAX as u128) as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.timeout_us.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn finish(&self) {

@@ -5,6 +5,7 @@
 //! them. See README.md beside this file.
 
 use super::{board, segment, sync, ShmComm};
+use crate::backend::Backend;
 use crate::error::{Error, Result, Site};
 use crate::op::{Op, KEY_LEN, RECORD_LEN};
 use crate::verify::deadlock::{Detector, Waiter};
@@ -123,9 +124,7 @@ impl ShmComm {
         }
         self.watch(&on, op, site, ws)?;
         let waited = started.elapsed();
-        if self.cfg.detail
-            && !ws.warned.get()
-            && waited >= (self.cfg.timeout / 2).min(std::time::Duration::from_secs(10))
+        if self.cfg.detail && !ws.warned.get() && waited >= (self.timeout() / 2).min(std::time::Duration::from_secs(10))
         {
             ws.warned.set(true);
             eprintln!(
@@ -136,12 +135,12 @@ impl ShmComm {
                 self.wait_graph()
             );
         }
-        if waited >= self.cfg.timeout {
+        if waited >= self.timeout() {
             return Err(Error::Timeout {
                 op,
                 comm: self.name.clone(),
                 waiting_for: format!("{}; {}", waiting(), self.wait_graph()),
-                secs: self.cfg.timeout.as_secs_f64(),
+                secs: self.timeout().as_secs_f64(),
                 site,
             });
         }
