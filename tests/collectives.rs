@@ -243,6 +243,54 @@ fn async_collectives_keep_order_with_blocking_ones(world: Comm<World>) {
     assert_eq!(c, vec![9; 5]);
 }
 
+/// The non-blocking all_gather and reduce_scatter against the serial reference, every
+/// dtype and op, lengths from 0: several in flight at once (all queued before any is
+/// waited on, a blocking collective in between), each with its send buffer changed right
+/// after the call (it is copied then), results checked after the waits.
+fn async_pair_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in lengths::<T>(r, 1).into_iter().enumerate() {
+        let block = len / n.max(1) + (k % 3);
+        let ops = ops::<T>();
+        let salt = k as u64 * 13 + 5;
+        let shards: Vec<Vec<T>> = (0..n).map(|q| data(q, block, salt)).collect();
+        let mut mine = shards[me].clone();
+        let mut gathered = vec![T::gen(99, 0, 0); n * block];
+        let inputs: Vec<Vec<Vec<T>>> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, _)| (0..n).map(|q| data(q, n * block, salt + 1 + i as u64)).collect())
+            .collect();
+        let mut outs: Vec<Vec<T>> = ops.iter().map(|_| vec![T::gen(98, 0, 0); block]).collect();
+        {
+            let g = world.all_gather_async(&mine, &mut gathered).unwrap();
+            mine.iter_mut().for_each(|x| *x = T::gen(97, 0, 0)); // copied at the call
+            let mut reqs = Vec::new();
+            for ((op, inp), out) in ops.iter().zip(&inputs).zip(outs.iter_mut()) {
+                reqs.push(world.reduce_scatter_async(&inp[me], out, *op).unwrap());
+            }
+            let mut b = [me as u64];
+            world.all_reduce(&mut b, ReduceOp::Sum).unwrap();
+            assert_eq!(b[0] as usize, n * (n - 1) / 2);
+            g.wait().unwrap();
+            dist_runtime::wait_all(reqs).unwrap();
+        }
+        let want: Vec<T> = shards.concat();
+        assert_same(&format!("all_gather_async {} block {block}", T::DTYPE), &gathered, &want);
+        for ((op, inp), out) in ops.iter().zip(&inputs).zip(&outs) {
+            let full = reduce_ref(inp, *op);
+            let what = format!("reduce_scatter_async {op:?} {} block {block}", T::DTYPE);
+            assert_reduced(&what, out, &full[me * block..(me + 1) * block], *op, n);
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn async_all_gather_and_reduce_scatter_against_the_reference(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(async_pair_case(&world, &mut r));
+}
+
 /// Empty and odd-length buffers through the async worker (whose copy must be aligned
 /// for the element type; an empty f32 all_reduce_async used to panic the worker and hang
 /// the next collective), every dtype width, with a blocking collective after each.

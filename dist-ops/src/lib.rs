@@ -86,6 +86,8 @@ pub const OPS: &[OpSpec] = &[
     coll("gather_object", "gather", Some(1), None),
     nonblocking(coll("all_reduce_async", "all_reduce", None, Some(1))),
     nonblocking(coll("broadcast_async", "broadcast", Some(1), None)),
+    nonblocking(coll("all_gather_async", "all_gather", None, None)),
+    nonblocking(coll("reduce_scatter_async", "reduce_scatter", None, Some(2))),
     p2p("send", &[0], Some(1), true),
     p2p("recv", &[0], Some(1), true),
     p2p("sendrecv", &[0, 3], Some(1), true),

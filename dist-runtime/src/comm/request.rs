@@ -1,9 +1,9 @@
 //! Non-blocking collectives, the `Request` every non-blocking op returns, and `wait_all`.
 
 use crate::backend::{Bufs, DevBufs, ReqId};
-use crate::buffer::{BufMut, ViewMut};
+use crate::buffer::{Buf, BufMut, View, ViewMut};
 use crate::comm::device::DeviceWork;
-use crate::comm::{agree_on, bytes_mut, Comm, Inner};
+use crate::comm::{agree_on, bytes, bytes_mut, Comm, Inner};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
 use crate::group::Group;
@@ -74,6 +74,139 @@ impl<G: Group> Comm<G> {
         self.in_place_async(self.cx("broadcast_async", fp), buf.view_mut())
     }
 
+    /// Starts an all-gather (see [`all_gather`](Self::all_gather)) and returns at once:
+    /// `recv` holds every rank's `send` once the request is waited on (FSDP's parameter
+    /// prefetch overlaps it with compute). Runs in call order with the other
+    /// non-blocking collectives of this communicator.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let shard = [world.rank() as f32; 2];
+    /// let mut full = vec![0.0f32; 2 * world.size()];
+    /// let req = world.all_gather_async(&shard, &mut full)?;
+    /// // … compute with the previous layer meanwhile …
+    /// req.wait()?;
+    /// assert_eq!(full[2 * (world.size() - 1)], (world.size() - 1) as f32);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn all_gather_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: &S,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>> {
+        let k = send.elems();
+        self.check_len("all_gather_async", "recv", recv.elems(), k * self.size(), "size() × send.len()")?;
+        let cx = self.cx("all_gather_async", Op::new(OpKind::AllGather).dtype(T::DTYPE).count(k));
+        match (send.view(), recv.view_mut()) {
+            (View::Host(s), ViewMut::Host(r)) => self.spawn_pair(cx, bytes(s), bytes_mut(r), Pair::Gather),
+            (View::Device(s), ViewMut::Device(r)) => {
+                let counts = vec![k * T::DTYPE.size(); self.size()];
+                let w = self.device_call(
+                    &cx,
+                    T::DTYPE,
+                    vec![Some(s), Some(r)],
+                    |p| DevBufs::Gather { send: p[0].expect("given"), recv: p[1], counts },
+                    true,
+                )?;
+                Ok(Request { state: ReqState::Device(w), site: cx.site, _buf: PhantomData })
+            }
+            _ => Err(crate::buffer::mixed(cx.name)),
+        }
+    }
+
+    /// Starts a reduce-scatter (see [`reduce_scatter`](Self::reduce_scatter)) and
+    /// returns at once: `recv` holds this rank's reduced block once the request is waited
+    /// on (bucketed gradient reduction overlapping the backward pass, as ZeRO does).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let grads = vec![1.0f32; 4 * world.size()];
+    /// let mut mine = [0.0f32; 4];
+    /// let req = world.reduce_scatter_async(&grads, &mut mine, ReduceOp::Sum)?;
+    /// // … compute the next bucket's gradients meanwhile …
+    /// req.wait()?;
+    /// assert_eq!(mine, [world.size() as f32; 4]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn reduce_scatter_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: &S,
+        recv: &'a mut R,
+        op: ReduceOp,
+    ) -> Result<Request<'a>> {
+        op.validate(T::DTYPE, "reduce_scatter_async")?;
+        let k = recv.elems();
+        self.check_len("reduce_scatter_async", "send", send.elems(), k * self.size(), "size() × recv.len()")?;
+        let cx = self.cx("reduce_scatter_async", Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(k).reduce(op));
+        match (send.view(), recv.view_mut()) {
+            (View::Host(s), ViewMut::Host(r)) => self.spawn_pair(cx, bytes(s), bytes_mut(r), Pair::ReduceScatter),
+            (View::Device(s), ViewMut::Device(r)) => {
+                let w = self.device_call(
+                    &cx,
+                    T::DTYPE,
+                    vec![Some(s), Some(r)],
+                    |p| DevBufs::ReduceScatter { send: p[0].expect("given"), recv: p[1].expect("given") },
+                    true,
+                )?;
+                Ok(Request { state: ReqState::Device(w), site: cx.site, _buf: PhantomData })
+            }
+            _ => Err(crate::buffer::mixed(cx.name)),
+        }
+    }
+
+    /// Runs the collective `cx` from `send` into `recv` on the worker thread, on aligned
+    /// copies of both (the send is copied now, so the caller may change it at once; the
+    /// result lands in `recv` at `wait`).
+    #[track_caller]
+    fn spawn_pair<'a>(&'a self, cx: Op, send: &[u8], recv: &'a mut [u8], pair: Pair) -> Result<Request<'a>> {
+        let site = Site::caller();
+        let (tx, rx) = mpsc::channel();
+        let (slen, rlen) = (send.len(), recv.len());
+        let mut sw = vec![0u128; slen.div_ceil(16)];
+        bytemuck::cast_slice_mut::<u128, u8>(&mut sw)[..slen].copy_from_slice(send);
+        let mut rw = vec![0u128; rlen.div_ceil(16)];
+        let (backend, check, name) = (self.inner.backend.clone(), self.inner.check, self.inner.name.clone());
+        let n = self.size();
+        let inflight = self.inner.inflight.clone();
+        self.inner.enqueue(Box::new(move || {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let s = &bytemuck::cast_slice::<u128, u8>(&sw)[..slen];
+                let r = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut rw)[..rlen];
+                let counts = vec![slen; n];
+                let bufs = match pair {
+                    Pair::Gather => Bufs::Gather { send: s, recv: Some(r), counts: &counts },
+                    Pair::ReduceScatter => Bufs::ReduceScatter { send: s, recv: r },
+                };
+                agree_on(&*backend, check, &name, &cx).and_then(|()| backend.run(&cx, bufs))
+            }));
+            let r = match run {
+                Ok(r) => r.map(|()| rw),
+                Err(_) => Err(Error::backend(
+                    "comm",
+                    format!(
+                        "{} at {} panicked on the async worker: {}",
+                        cx.name,
+                        cx.site,
+                        crate::verify::failure::last_panic()
+                    ),
+                )),
+            };
+            let _ = tx.send(r);
+            let (m, cv) = &*inflight;
+            *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+            cv.notify_all();
+        }))?;
+        Ok(Request { state: ReqState::Coll { rx, out: recv }, site, _buf: PhantomData })
+    }
+
     /// A non-blocking in-place collective: on the worker thread for host buffers, on the
     /// device's stream for device buffers.
     #[track_caller]
@@ -124,6 +257,13 @@ impl<G: Group> Comm<G> {
         }))?;
         Ok(Request { state: ReqState::Coll { rx, out: buf }, site, _buf: PhantomData })
     }
+}
+
+/// The two-buffer collectives `spawn_pair` runs.
+#[derive(Clone, Copy)]
+enum Pair {
+    Gather,
+    ReduceScatter,
 }
 
 // ---------------------------------------------------------------- requests
