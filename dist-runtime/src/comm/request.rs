@@ -95,7 +95,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn all_gather_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
         &'a self,
-        send: &S,
+        send: &'a S,
         recv: &'a mut R,
     ) -> Result<Request<'a>> {
         let k = send.elems();
@@ -138,7 +138,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn reduce_scatter_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
         &'a self,
-        send: &S,
+        send: &'a S,
         recv: &'a mut R,
         op: ReduceOp,
     ) -> Result<Request<'a>> {
@@ -163,8 +163,8 @@ impl<G: Group> Comm<G> {
     }
 
     /// Runs the collective `cx` from `send` into `recv` on the worker thread, on aligned
-    /// copies of both (the send is copied now, so the caller may change it at once; the
-    /// result lands in `recv` at `wait`).
+    /// copies of both (the result lands in `recv` at `wait`). Both stay borrowed by the
+    /// request, as a device op's must.
     #[track_caller]
     fn spawn_pair<'a>(&'a self, cx: Op, send: &[u8], recv: &'a mut [u8], pair: Pair) -> Result<Request<'a>> {
         let site = Site::caller();
