@@ -168,42 +168,21 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     fn spawn_pair<'a>(&'a self, cx: Op, send: &[u8], recv: &'a mut [u8], pair: Pair) -> Result<Request<'a>> {
         let site = Site::caller();
-        let (tx, rx) = mpsc::channel();
         let (slen, rlen) = (send.len(), recv.len());
         let mut sw = vec![0u128; slen.div_ceil(16)];
         bytemuck::cast_slice_mut::<u128, u8>(&mut sw)[..slen].copy_from_slice(send);
         let mut rw = vec![0u128; rlen.div_ceil(16)];
-        let (backend, check, name) = (self.inner.backend.clone(), self.inner.check, self.inner.name.clone());
         let n = self.size();
-        let inflight = self.inner.inflight.clone();
-        self.inner.enqueue(Box::new(move || {
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let s = &bytemuck::cast_slice::<u128, u8>(&sw)[..slen];
-                let r = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut rw)[..rlen];
-                let counts = vec![slen; n];
-                let bufs = match pair {
-                    Pair::Gather => Bufs::Gather { send: s, recv: Some(r), counts: &counts },
-                    Pair::ReduceScatter => Bufs::ReduceScatter { send: s, recv: r },
-                };
-                agree_on(&*backend, check, &name, &cx).and_then(|()| backend.run(&cx, bufs))
-            }));
-            let r = match run {
-                Ok(r) => r.map(|()| rw),
-                Err(_) => Err(Error::backend(
-                    "comm",
-                    format!(
-                        "{} at {} panicked on the async worker: {}",
-                        cx.name,
-                        cx.site,
-                        crate::verify::failure::last_panic()
-                    ),
-                )),
-            };
-            let _ = tx.send(r);
-            let (m, cv) = &*inflight;
-            *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-            cv.notify_all();
-        }))?;
+        let rx = self.on_worker(cx, move |run| {
+            let s = &bytemuck::cast_slice::<u128, u8>(&sw)[..slen];
+            let r = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut rw)[..rlen];
+            let counts = vec![slen; n];
+            run(match pair {
+                Pair::Gather => Bufs::Gather { send: s, recv: Some(r), counts: &counts },
+                Pair::ReduceScatter => Bufs::ReduceScatter { send: s, recv: r },
+            })?;
+            Ok(rw)
+        })?;
         Ok(Request { state: ReqState::Coll { rx, out: recv }, site, _buf: PhantomData })
     }
 
@@ -227,20 +206,34 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub(crate) fn spawn<'a>(&'a self, cx: Op, buf: &'a mut [u8]) -> Result<Request<'a>> {
         let site = Site::caller();
-        let (tx, rx) = mpsc::channel();
         let len = buf.len();
         let mut words = vec![0u128; len.div_ceil(16)];
         bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len].copy_from_slice(buf);
+        let rx = self.on_worker(cx, move |run| {
+            run(Bufs::InPlace(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len]))?;
+            Ok(words)
+        })?;
+        Ok(Request { state: ReqState::Coll { rx, out: buf }, site, _buf: PhantomData })
+    }
+
+    /// Queues `job` on the worker: it gets a `run` that agrees on `cx` across ranks and runs
+    /// it on the given buffers, and returns the words the request copies out at `wait`. A
+    /// panic in it is caught and returned by `wait`, so the worker and the op order
+    /// survive it.
+    fn on_worker(
+        &self,
+        cx: Op,
+        job: impl FnOnce(&mut dyn FnMut(Bufs<'_>) -> Result<()>) -> Result<Vec<u128>> + Send + 'static,
+    ) -> Result<mpsc::Receiver<Result<Vec<u128>>>> {
+        let (tx, rx) = mpsc::channel();
         let (backend, check, name) = (self.inner.backend.clone(), self.inner.check, self.inner.name.clone());
         let inflight = self.inner.inflight.clone();
         self.inner.enqueue(Box::new(move || {
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let data = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len];
-                agree_on(&*backend, check, &name, &cx).and_then(|()| backend.run(&cx, Bufs::InPlace(data)))
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                job(&mut |bufs| agree_on(&*backend, check, &name, &cx).and_then(|()| backend.run(&cx, bufs)))
             }));
-            let r = match run {
-                Ok(r) => r.map(|()| words),
-                Err(_) => Err(Error::backend(
+            let r = outcome.unwrap_or_else(|_| {
+                Err(Error::backend(
                     "comm",
                     format!(
                         "{} at {} panicked on the async worker: {}",
@@ -248,14 +241,14 @@ impl<G: Group> Comm<G> {
                         cx.site,
                         crate::verify::failure::last_panic()
                     ),
-                )),
-            };
+                ))
+            });
             let _ = tx.send(r);
             let (m, cv) = &*inflight;
             *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
             cv.notify_all();
         }))?;
-        Ok(Request { state: ReqState::Coll { rx, out: buf }, site, _buf: PhantomData })
+        Ok(rx)
     }
 }
 

@@ -442,26 +442,21 @@ impl<'a> Ring<'a> {
         self.c.moved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.c.bell(self.dst).ring();
     }
-    /// Copies the next `dst.len()` bytes without consuming them.
-    fn peek(&self, dst: &mut [u8]) {
+    /// Copies the next `dst.len()` bytes without consuming them; returns the tail.
+    fn peek(&self, dst: &mut [u8]) -> u64 {
         let t = self.tail.load(Acquire);
         let at = (t % self.cap as u64) as usize;
         let first = dst.len().min(self.cap - at);
-        // SAFETY: as in read; nothing is released.
+        // SAFETY: bytes [tail, tail+len) were published by the writer (Acquire on head),
+        // and stay ours until released.
         unsafe {
             super::copy::copy(dst.as_mut_ptr(), self.data.add(at), first);
             super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
         }
+        t
     }
     fn read(&self, dst: &mut [u8]) {
-        let t = self.tail.load(Acquire);
-        let at = (t % self.cap as u64) as usize;
-        let first = dst.len().min(self.cap - at);
-        // SAFETY: bytes [tail, tail+len) were published by the writer (Acquire on head).
-        unsafe {
-            super::copy::copy(dst.as_mut_ptr(), self.data.add(at), first);
-            super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
-        }
+        let t = self.peek(dst);
         self.release(t, dst.len());
     }
     fn skip(&self, k: usize) {
