@@ -261,8 +261,18 @@ mod tests {
     #[test]
     fn the_op_table_is_the_comm_api() {
         // Methods that ask about the communicator and move nothing.
-        const QUERIES: &[&str] =
-            &["rank", "size", "members", "world_rank", "world_rank_of", "group_rank_of", "name", "backend"];
+        const QUERIES: &[&str] = &[
+            "rank",
+            "size",
+            "members",
+            "world_rank",
+            "world_rank_of",
+            "group_rank_of",
+            "name",
+            "backend",
+            "timeout",
+            "set_timeout",
+        ];
         let src = [
             include_str!("comm/mod.rs"),
             include_str!("comm/collective.rs"),
