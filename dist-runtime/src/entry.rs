@@ -204,14 +204,12 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             }
         }
     }
-    // The cause may be a peer that returned from its entry while this rank waited on it:
-    // it exits 0, so the launcher learns of it from here (when it hosts the store).
+    // The cause may be a peer that returned from its entry while this rank waited on it
+    // (it exits 0), or one a deadlock detector named (it may be stopped, or have stopped
+    // as a victim itself): the launcher learns of it from here (when it hosts the store).
     if code == 3 && std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") {
-        if let Some((w, text)) = crate::verify::failure::take_left() {
-            let _ = to_launcher(&format!("left/{w}"), text.as_bytes());
-        }
-        if let Some((w, text)) = crate::verify::failure::take_cause() {
-            let _ = to_launcher(&format!("cause/{w}"), text.as_bytes());
+        if let Some((key, w, text)) = crate::verify::failure::take_named() {
+            let _ = to_launcher(&format!("{key}/{w}"), text.as_bytes());
         }
     }
     if std::env::var_os("DIST_EXIT_REPORT").is_some() {

@@ -494,25 +494,28 @@ impl Launch {
         let failing: Vec<usize> = order.iter().copied().filter(|&i| !ranks[i].success() && !killed[i]).collect();
         let mut first_failure =
             failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
-        // Only victims failed: a rank that returned early while they waited on it is the
-        // cause (a victim told the store which).
+        // Only victims failed: a peer may have told the store which rank caused it — one
+        // that returned early while they waited on it (`left/`, it exited 0), or one a
+        // deadlock detector named (`cause/`: a culprit that heard of a victim first, a
+        // stopped process the launcher killed).
+        let named_by_peers = |key: &str, ranks: &[RankExit], exited_ok: bool| {
+            (0..self.n).filter(|&i| !exited_ok || ranks[i].success()).find_map(|i| {
+                let what = stored(&server, &link, &format!("{key}/{}", base + i))?;
+                Some((i, String::from_utf8_lossy(&what).into_owned()))
+            })
+        };
+        let only_victims = |f: Option<usize>| f.is_some_and(|i| ranks[i].code == Some(3));
         let mut left_early = None;
-        if first_failure.is_some_and(|i| ranks[i].code == Some(3)) {
-            let said = (0..self.n)
-                .filter(|&i| ranks[i].success())
-                .find_map(|i| Some((i, stored(&server, &link, &format!("left/{}", base + i))?)));
-            if let Some((i, what)) = said {
-                left_early = Some(String::from_utf8_lossy(&what).into_owned());
+        if only_victims(first_failure) {
+            if let Some((i, what)) = named_by_peers("left", &ranks, true) {
+                left_early = Some(what);
                 first_failure = Some(i);
             }
         }
-        // Only victims failed, and a detector named the rank that caused it (a deadlock
-        // whose culprit heard of a victim first, a stopped process the launcher killed).
         let mut cause = None;
-        if first_failure.is_some_and(|i| ranks[i].code == Some(3)) {
-            let said = (0..self.n).find_map(|i| Some((i, stored(&server, &link, &format!("cause/{}", base + i))?)));
-            if let Some((i, what)) = said {
-                cause = Some(String::from_utf8_lossy(&what).into_owned());
+        if only_victims(first_failure) {
+            if let Some((i, what)) = named_by_peers("cause", &ranks, false) {
+                cause = Some(what);
                 first_failure = Some(i);
             }
         }

@@ -69,16 +69,21 @@ pub(crate) fn take_unreceived() -> Vec<String> {
     std::mem::take(&mut *UNRECEIVED.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
-/// The peer that left its entry while this rank waited on it (its world rank, and the
-/// words), for the launcher: that rank exited 0, yet it is the cause.
-static LEFT: Mutex<Option<(usize, String)>> = Mutex::new(None);
+/// The rank this rank's failure is due to, as the launcher's store key prefix (`left`: it
+/// returned from its entry while this rank waited on it, and exited 0; `cause`: a
+/// deadlock detector named it), its world rank, and the words. The first one counts.
+static NAMED: Mutex<Option<(&'static str, usize, String)>> = Mutex::new(None);
+
+fn name_cause(key: &'static str, world_rank: usize, text: String) {
+    NAMED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert((key, world_rank, text));
+}
 
 /// The error for a peer that returned from its entry while this rank waits on it.
 pub(crate) fn peer_left(rank: usize, comm: String, reason: String) -> crate::error::Error {
     let e = peer_failed(rank, comm, reason);
     if let crate::error::Error::PeerFailed { rank, comm, .. } = &e {
         if let Some(w) = crate::error::world_rank_in(comm, *rank) {
-            LEFT.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert((w, e.to_string()));
+            name_cause("left", w, e.to_string());
         }
     }
     e
@@ -90,19 +95,13 @@ pub(crate) fn peer_left(rank: usize, comm: String, reason: String) -> crate::err
 /// have heard of this rank's exit before its own detector spoke).
 pub(crate) fn deadlock_victim(culprit: usize, story: &str) {
     SAW_PEER_FAILURE.store(true, std::sync::atomic::Ordering::SeqCst);
-    CAUSE.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert((culprit, story.to_string()));
+    name_cause("cause", culprit, story.to_string());
 }
 
-static CAUSE: Mutex<Option<(usize, String)>> = Mutex::new(None);
-
-/// Takes what `deadlock_victim` recorded.
-pub(crate) fn take_cause() -> Option<(usize, String)> {
-    CAUSE.lock().unwrap_or_else(|p| p.into_inner()).take()
-}
-
-/// Takes what `peer_left` recorded.
-pub(crate) fn take_left() -> Option<(usize, String)> {
-    LEFT.lock().unwrap_or_else(|p| p.into_inner()).take()
+/// Takes what `peer_left` or `deadlock_victim` recorded: (store key prefix, world rank,
+/// words).
+pub(crate) fn take_named() -> Option<(&'static str, usize, String)> {
+    NAMED.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// Whether this rank has seen a peer's failure.
