@@ -158,3 +158,128 @@ fn clones_and_init_share_the_communicator(world: Comm<World>) {
     let e = dist_runtime::init_with(env).unwrap_err().to_string();
     assert!(e.contains("already joined its job as rank"), "{e}");
 }
+
+dist_runtime::group!(Pp);
+dist_runtime::group!(Cp);
+dist_runtime::group!(Ep);
+dist_runtime::group!(DpCp);
+
+/// Every factorisation of n into 1..=5 dimensions (each ≥ 1), as the shapes to try.
+fn shapes(n: usize) -> Vec<Vec<usize>> {
+    let divs: Vec<usize> = (1..=n).filter(|d| n % d == 0).collect();
+    let mut out: Vec<Vec<usize>> = vec![vec![n]];
+    for &a in &divs {
+        out.push(vec![a, n / a]);
+        for &b in divs.iter().filter(|&&b| (n / a) % b == 0) {
+            out.push(vec![a, b, n / a / b]);
+        }
+    }
+    out.push(vec![1, n, 1, 1]);
+    out.push(vec![n, 1, 1, 1, 1]);
+    if n == 8 {
+        out.push(vec![2, 2, 1, 2]);
+        out.push(vec![2, 1, 2, 1, 2]);
+    }
+    out
+}
+
+/// The serial reference of a mesh group: the ranks whose coordinates (computed here by
+/// nested loops in row-major order) agree with `me`'s outside `along`.
+fn reference_group(dims: &[usize], along: &[usize], me: usize) -> Vec<usize> {
+    let mut coords: Vec<Vec<usize>> = vec![vec![]];
+    for &d in dims {
+        coords = coords.into_iter().flat_map(|c| (0..d).map(move |x| [c.clone(), vec![x]].concat())).collect();
+    }
+    (0..coords.len())
+        .filter(|&r| (0..dims.len()).all(|d| along.contains(&d) || coords[r][d] == coords[me][d]))
+        .collect()
+}
+
+/// Checks a mesh communicator against the reference: members, rank, and a sum and a
+/// gather through it.
+fn check_group<G: Group>(c: &Comm<G>, dims: &[usize], along: &[usize], me: usize) {
+    let want = reference_group(dims, along, me);
+    assert_eq!(c.members(), &want[..], "dims {dims:?} along {along:?}");
+    assert_eq!(want[c.rank()], me);
+    let mut s = [me as u64 + 1];
+    c.all_reduce(&mut s, ReduceOp::Sum).unwrap();
+    assert_eq!(s[0], want.iter().map(|&r| r as u64 + 1).sum::<u64>());
+    let mut all = vec![0u32; c.size()];
+    c.all_gather(&[me as u32], &mut all).unwrap();
+    assert_eq!(all, want.iter().map(|&r| r as u32).collect::<Vec<_>>());
+}
+
+/// `mesh` at 1 to 5 dimensions over every shape of each world size: each dimension's
+/// communicator, the coordinate, sub-meshes and flattened groups, against a serial
+/// reference of torch's row-major `DeviceMesh` layout.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn n_d_meshes_match_the_row_major_reference(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    for dims in shapes(n) {
+        let coord = world.mesh_coordinate(&dims).unwrap();
+        let mut r = 0;
+        for (d, c) in dims.iter().zip(&coord) {
+            r = r * d + c;
+        }
+        assert_eq!(r, me, "coordinate {coord:?} of rank {me} in {dims:?}");
+        match dims.len() {
+            1 => {
+                let (a,) = world.mesh::<(Dp,)>([dims[0]]).unwrap();
+                check_group(&a, &dims, &[0], me);
+            }
+            2 => {
+                let (a, b) = world.mesh::<(Dp, Tp)>([dims[0], dims[1]]).unwrap();
+                check_group(&a, &dims, &[0], me);
+                check_group(&b, &dims, &[1], me);
+            }
+            3 => {
+                let (p, d, t) = world.mesh::<(Pp, Dp, Tp)>([dims[0], dims[1], dims[2]]).unwrap();
+                check_group(&p, &dims, &[0], me);
+                check_group(&d, &dims, &[1], me);
+                check_group(&t, &dims, &[2], me);
+                let (d2, t2) = world.submesh::<(Dp, Tp)>(&dims, [1, 2]).unwrap();
+                check_group(&d2, &dims, &[1], me);
+                check_group(&t2, &dims, &[2], me);
+                let pt = world.mesh_group::<DpCp>(&dims, &[0, 2]).unwrap();
+                check_group(&pt, &dims, &[0, 2], me);
+            }
+            4 => {
+                let (p, d, c, t) = world.mesh::<(Pp, Dp, Cp, Tp)>([dims[0], dims[1], dims[2], dims[3]]).unwrap();
+                for (i, g) in [p.members(), d.members(), c.members(), t.members()].into_iter().enumerate() {
+                    assert_eq!(g, &reference_group(&dims, &[i], me)[..]);
+                }
+                check_group(&c, &dims, &[2], me);
+                let dpcp = world.mesh_group::<DpCp>(&dims, &[1, 2]).unwrap();
+                check_group(&dpcp, &dims, &[1, 2], me);
+            }
+            _ => {
+                let (p, d, c, e, t) =
+                    world.mesh::<(Pp, Dp, Cp, Ep, Tp)>([dims[0], dims[1], dims[2], dims[3], dims[4]]).unwrap();
+                check_group(&p, &dims, &[0], me);
+                check_group(&t, &dims, &[4], me);
+                for (i, g) in [d.members(), c.members(), e.members()].into_iter().enumerate() {
+                    assert_eq!(g, &reference_group(&dims, &[i + 1], me)[..]);
+                }
+            }
+        }
+    }
+}
+
+/// Shapes that do not describe the communicator are errors on every rank, before any
+/// communication, naming the shape.
+#[dist_runtime::test(ranks = [2, 3])]
+fn a_mesh_of_the_wrong_shape_is_an_error(world: Comm<World>) {
+    let n = world.size();
+    let e = world.mesh::<(Dp, Tp)>([n, 2]).err().expect("too many ranks").to_string();
+    assert!(e.contains(&format!("needs {} ranks", 2 * n)) && e.contains(&format!("has {n}")), "{e}");
+    let e = world.mesh::<(Dp, Tp)>([0, n]).err().expect("zero").to_string();
+    assert!(e.contains("needs 0 ranks"), "{e}");
+    let e = world.mesh_group::<DpCp>(&[1, n], &[1, 0]).err().expect("not increasing").to_string();
+    assert!(e.contains("not increasing"), "{e}");
+    let e = world.submesh::<(Dp,)>(&[1, n], [2]).err().expect("no such dimension").to_string();
+    assert!(e.contains("dimension 2"), "{e}");
+    assert!(world.mesh_coordinate(&[n, 2]).is_err());
+    // The communicator still works.
+    let (d, t) = world.mesh::<(Dp, Tp)>([1, n]).unwrap();
+    assert_eq!((d.size(), t.size()), (1, n));
+}

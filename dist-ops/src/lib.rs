@@ -13,7 +13,8 @@ pub enum Class {
     Collective,
     /// One rank to another, matched by (peer, tag) in posting order.
     PointToPoint,
-    /// Collective creation of child communicators (`subgroup`, `subgroup_ordered`, `split`, `mesh2`).
+    /// Collective creation of child communicators (`subgroup`, `subgroup_ordered`, `split`, `mesh2`, `mesh`,
+    /// `submesh`, `mesh_group`).
     Group,
 }
 
@@ -98,7 +99,60 @@ pub const OPS: &[OpSpec] = &[
     group("subgroup_ordered"),
     group("split"),
     group("mesh2"),
+    group("mesh"),
+    group("submesh"),
+    group("mesh_group"),
 ];
+
+/// A rank's coordinate in a row-major mesh of shape `dims` (torch's `DeviceMesh`
+/// layout: the last dimension varies fastest, `rank = Σ coord[d] · Π dims[d+1..]`).
+pub fn mesh_coordinate(dims: &[usize], rank: usize) -> Vec<usize> {
+    let mut coord = vec![0; dims.len()];
+    let mut r = rank;
+    for d in (0..dims.len()).rev() {
+        coord[d] = r % dims[d].max(1);
+        r /= dims[d].max(1);
+    }
+    coord
+}
+
+/// The group of a row-major mesh of shape `dims` along the dimensions `along`
+/// (increasing indices) that holds `rank`: every rank sharing its coordinates on the
+/// other dimensions, in rank order (which is row-major order over `along`: torch's
+/// `mesh[names]._flatten()`). Also returns the group's color: its index among the
+/// groups of that layout, the same on every member.
+pub fn mesh_group(dims: &[usize], along: &[usize], rank: usize) -> (Vec<usize>, usize) {
+    let n: usize = dims.iter().product();
+    let me = mesh_coordinate(dims, rank);
+    let members = (0..n)
+        .filter(|&r| {
+            let c = mesh_coordinate(dims, r);
+            (0..dims.len()).all(|d| along.contains(&d) || c[d] == me[d])
+        })
+        .collect();
+    let color = (0..dims.len()).filter(|d| !along.contains(d)).fold(0, |acc, d| acc * dims[d] + me[d]);
+    (members, color)
+}
+
+/// Why `dims`/`along` do not describe a mesh of `n` ranks, if they do not.
+pub fn mesh_problem(dims: &[usize], along: &[usize], n: usize) -> Option<String> {
+    if dims.is_empty() || dims.len() > 5 {
+        return Some(format!("a mesh has 1 to 5 dimensions, not {}", dims.len()));
+    }
+    let total: usize = dims.iter().product();
+    if dims.contains(&0) || total != n {
+        let shape: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+        return Some(format!("a mesh of {} needs {total} ranks, but the communicator has {n}", shape.join(" × ")));
+    }
+    if along.is_empty() || along.windows(2).any(|w| w[0] >= w[1]) || along.iter().any(|&d| d >= dims.len()) {
+        return Some(format!(
+            "the dimensions {along:?} are not increasing indices of a {}-D mesh (0..{})",
+            dims.len(),
+            dims.len()
+        ));
+    }
+    None
+}
 
 /// The operation named `name`, if `Comm` has it.
 pub fn find(name: &str) -> Option<&'static OpSpec> {
@@ -114,6 +168,24 @@ pub fn async_form(name: &str) -> Option<&'static OpSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mesh_layout_is_row_major() {
+        // (pp, dp, tp) = (2, 2, 2): rank = 4·pp + 2·dp + tp.
+        let dims = [2, 2, 2];
+        assert_eq!(mesh_coordinate(&dims, 6), vec![1, 1, 0]);
+        assert_eq!(mesh_group(&dims, &[2], 6), (vec![6, 7], 3));
+        assert_eq!(mesh_group(&dims, &[1], 6), (vec![4, 6], 2));
+        assert_eq!(mesh_group(&dims, &[0], 6), (vec![2, 6], 2));
+        assert_eq!(mesh_group(&dims, &[1, 2], 6), (vec![4, 5, 6, 7], 1));
+        assert_eq!(mesh_group(&dims, &[0, 2], 5), (vec![0, 1, 4, 5], 0));
+        assert_eq!(mesh_group(&[3], &[0], 2), (vec![0, 1, 2], 0));
+        assert!(mesh_problem(&[2, 3], &[0, 1], 6).is_none());
+        assert!(mesh_problem(&[2, 3], &[0, 1], 8).is_some());
+        assert!(mesh_problem(&[2, 3], &[1, 0], 6).is_some());
+        assert!(mesh_problem(&[2, 0], &[0], 0).is_some());
+        assert!(mesh_problem(&[1; 6], &[0], 1).is_some());
+    }
 
     #[test]
     fn names_are_unique_and_roles_are_consistent() {

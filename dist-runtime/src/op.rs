@@ -272,6 +272,7 @@ mod tests {
             "backend",
             "timeout",
             "set_timeout",
+            "mesh_coordinate",
         ];
         let src = [
             include_str!("comm/mod.rs"),

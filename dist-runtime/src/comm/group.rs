@@ -7,7 +7,7 @@ use crate::backend::Backend;
 use crate::comm::device::DeviceSide;
 use crate::comm::{hash_usizes, Comm};
 use crate::error::{Error, Result};
-use crate::group::Group;
+use crate::group::{Group, World};
 use crate::op::{Op, OpKind};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -220,5 +220,191 @@ impl<G: Group> Comm<G> {
         let col_dev = self.split_device(Some(j as u32), i)?;
         let row_dev = self.split_device(Some(i as u32), j)?;
         Ok((a_comm.with_device(col_dev), b_comm.with_device(row_dev)))
+    }
+}
+
+/// The group markers of an n-D mesh, as a tuple `(A,)` to `(A, B, C, D, E)`:
+/// [`Comm::mesh`] and [`Comm::submesh`] return one communicator per marker, in order.
+pub trait MeshGroups {
+    /// `(Comm<A>, Comm<B>, …)`.
+    type Comms;
+    /// `[usize; N]`: one number per marker (sizes for `mesh`, dimension indices for
+    /// `submesh`).
+    type Dims: AsRef<[usize]>;
+    #[doc(hidden)]
+    fn names() -> Vec<&'static str>;
+    #[doc(hidden)]
+    fn assemble(parts: Vec<MeshPart>) -> Self::Comms;
+}
+
+/// One communicator of a mesh before it is typed (an implementation detail of
+/// [`MeshGroups`]).
+#[doc(hidden)]
+pub struct MeshPart(Arc<crate::comm::Inner>);
+
+macro_rules! mesh_groups {
+    ($n:literal: $($g:ident),+) => {
+        impl<$($g: Group),+> MeshGroups for ($($g,)+) {
+            type Comms = ($(Comm<$g>,)+);
+            type Dims = [usize; $n];
+            fn names() -> Vec<&'static str> {
+                vec![$($g::NAME),+]
+            }
+            fn assemble(parts: Vec<MeshPart>) -> Self::Comms {
+                let mut it = parts.into_iter();
+                ($(Comm::<$g> { inner: it.next().expect("one part per group").0, _g: std::marker::PhantomData },)+)
+            }
+        }
+    };
+}
+mesh_groups!(1: A);
+mesh_groups!(2: A, B);
+mesh_groups!(3: A, B, C);
+mesh_groups!(4: A, B, C, D);
+mesh_groups!(5: A, B, C, D, E);
+
+impl<G: Group> Comm<G> {
+    /// Arranges this communicator's ranks as an n-D mesh of shape `dims` (1 to 5
+    /// dimensions, product = `size()`) and returns this rank's communicator along each
+    /// dimension, typed by the markers in order. The layout is torch's `DeviceMesh`:
+    /// row-major, the last dimension varies fastest (`rank = Σ coord[d]·Π dims[d+1..]`),
+    /// so the last dimension's groups are contiguous ranks (put tensor parallel there,
+    /// where the bandwidth is). Along dimension d, a communicator holds the ranks that
+    /// share this rank's coordinates on every other dimension, ordered by their
+    /// coordinate on d. Collective over this communicator.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Pp);
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // 8 ranks as 2 pipeline stages × 2 data-parallel replicas × 2 tensor shards:
+    /// // rank = 4·pp + 2·dp + tp.
+    /// let (pp, dp, tp) = world.mesh::<(Pp, Dp, Tp)>([2, 2, 2])?;
+    /// let r = world.rank();
+    /// assert_eq!(world.mesh_coordinate(&[2, 2, 2])?, [r / 4, r / 2 % 2, r % 2]);
+    /// assert_eq!((pp.rank(), dp.rank(), tp.rank()), (r / 4, r / 2 % 2, r % 2));
+    /// assert_eq!(tp.members(), [r / 2 * 2, r / 2 * 2 + 1]);
+    /// assert_eq!(pp.members(), [r % 4, r % 4 + 4]);
+    /// let mut x = [r as u32];
+    /// tp.all_reduce(&mut x, ReduceOp::Sum)?; // the two shards of this stage and replica
+    /// assert_eq!(x, [(r / 2 * 4 + 1) as u32]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(8, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn mesh<M: MeshGroups>(&self, dims: M::Dims) -> Result<M::Comms> {
+        let dims = dims.as_ref().to_vec();
+        let along: Vec<Vec<usize>> = (0..dims.len()).map(|d| vec![d]).collect();
+        self.mesh_groups::<M>("mesh", &dims, &along)
+    }
+
+    /// The communicators of a sub-mesh of the mesh `dims`: one per dimension index in
+    /// `along` (increasing), each the same group [`mesh`](Self::mesh) returns for that
+    /// dimension (torch's `mesh["dp", "tp"]`). Collective over this communicator.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(Dp);
+    /// # dist_runtime::group!(Tp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Of a 2 × 2 × 2 (pp, dp, tp) mesh, only the dp and tp communicators.
+    /// let (dp, tp) = world.submesh::<(Dp, Tp)>(&[2, 2, 2], [1, 2])?;
+    /// assert_eq!((dp.size(), tp.size()), (2, 2));
+    /// assert_eq!(dp.members(), [world.rank() / 4 * 4 + world.rank() % 2, world.rank() / 4 * 4 + world.rank() % 2 + 2]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(8, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn submesh<M: MeshGroups>(&self, dims: &[usize], along: M::Dims) -> Result<M::Comms> {
+        let along: Vec<Vec<usize>> = along.as_ref().iter().map(|&d| vec![d]).collect();
+        if let Some(d) = along.iter().flatten().find(|&&d| d >= dims.len()) {
+            return Err(Error::invalid(
+                "submesh",
+                format!("dimension {d} is not one of the mesh's {} (0..{})", dims.len(), dims.len()),
+            ));
+        }
+        self.mesh_groups::<M>("submesh", dims, &along)
+    }
+
+    /// One communicator over several dimensions of the mesh `dims`, flattened (torch's
+    /// `mesh["dp", "cp"]._flatten()`): the ranks that share this rank's coordinates on
+    /// every dimension not in `along` (increasing indices), in row-major order over
+    /// `along`. The data-parallel × context-parallel group of a (pp, dp, cp, tp) mesh
+    /// is `mesh_group::<DpCp>(&dims, &[1, 2])`. Collective over this communicator.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # dist_runtime::group!(DpCp);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // (pp, dp, cp, tp) = (2, 2, 1, 2): the dp × cp ranks of this stage and shard.
+    /// let dims = [2, 2, 1, 2];
+    /// let dpcp = world.mesh_group::<DpCp>(&dims, &[1, 2])?;
+    /// let r = world.rank();
+    /// assert_eq!(dpcp.members(), [r / 4 * 4 + r % 2, r / 4 * 4 + r % 2 + 2]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(8, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn mesh_group<H: Group>(&self, dims: &[usize], along: &[usize]) -> Result<Comm<H>> {
+        let (c,) = self.mesh_groups::<(H,)>("mesh_group", dims, &[along.to_vec()])?;
+        Ok(c)
+    }
+
+    /// This rank's coordinate in the row-major mesh `dims` (torch's
+    /// `DeviceMesh.get_coordinate()`); local, nothing is sent.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let c = world.mesh_coordinate(&[world.size(), 1])?;
+    /// assert_eq!(c, [world.rank(), 0]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn mesh_coordinate(&self, dims: &[usize]) -> Result<Vec<usize>> {
+        let all: Vec<usize> = (0..dims.len()).collect();
+        if let Some(p) = dist_ops::mesh_problem(dims, &all, self.size()) {
+            return Err(Error::invalid("mesh_coordinate", format!("{p} ({})", self.inner.name)));
+        }
+        Ok(dist_ops::mesh_coordinate(dims, self.rank()))
+    }
+
+    /// Creates one communicator per entry of `along` (each a set of dimensions of the
+    /// mesh `dims`), typed by `M`'s markers.
+    #[track_caller]
+    fn mesh_groups<M: MeshGroups>(&self, name: &'static str, dims: &[usize], along: &[Vec<usize>]) -> Result<M::Comms> {
+        for a in along {
+            if let Some(p) = dist_ops::mesh_problem(dims, a, self.size()) {
+                return Err(Error::invalid(name, format!("{p} ({})", self.inner.name)));
+            }
+        }
+        let names = M::names();
+        let k = self.inner.children.fetch_add(1, Ordering::Relaxed);
+        let mut shape: Vec<usize> = dims.to_vec();
+        for a in along {
+            shape.push(usize::MAX);
+            shape.extend(a);
+        }
+        let fp = Op::new(OpKind::CommCreate).count(dims.len()).extra(hash_usizes(&shape));
+        let cx = self.cx(name, fp);
+        let mut parts = Vec::with_capacity(along.len());
+        for (i, a) in along.iter().enumerate() {
+            let (members, color) = dist_ops::mesh_group(dims, a, self.rank());
+            let dim: Vec<String> = a.iter().map(|d| d.to_string()).collect();
+            let key = format!("{}#{k}m{}c{color}", names[i], dim.join("."));
+            let child = self.create_child(&cx, &key, &members)?.expect("a member of its own group");
+            let c = self.child::<World>(child, names[i], &members);
+            let pos = members.iter().position(|&m| m == self.rank()).expect("a member");
+            let c = c.with_device(self.split_device(Some(color as u32), pos)?);
+            parts.push(MeshPart(c.inner));
+        }
+        Ok(M::assemble(parts))
     }
 }

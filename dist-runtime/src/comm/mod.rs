@@ -11,6 +11,7 @@ mod object;
 mod p2p;
 mod request;
 
+pub use group::{MeshGroups, MeshPart};
 pub use p2p::Batch;
 pub use request::{wait_all, Request};
 

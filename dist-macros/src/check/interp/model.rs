@@ -80,6 +80,20 @@ impl<'a> Interp<'a> {
             // Rank translation: this rank's world rank, and the world rank of a member or
             // the member of a world rank (a `Result` at run time; `?` passes the value).
             "world_rank" => return Ok(V::Int(self.rank as i128)),
+            "mesh_coordinate" => {
+                let args = self.args(&mc.args)?;
+                let (Some(dims), Some(members)) = (args.first().and_then(int_list), &self.comms[c].members) else {
+                    return Ok(V::opaque());
+                };
+                let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+                let all: Vec<usize> = (0..dims.len()).collect();
+                if dist_ops::mesh_problem(&dims, &all, members.len()).is_some() {
+                    return Ok(V::opaque()); // an error at run time
+                }
+                let me = members.iter().position(|&w| w == self.rank).expect("a member");
+                let coord = dist_ops::mesh_coordinate(&dims, me);
+                return Ok(V::List(coord.into_iter().map(|x| V::Int(x as i128)).collect()));
+            }
             "world_rank_of" | "group_rank_of" => {
                 let args = self.args(&mc.args)?;
                 let (Some(V::Int(x)), Some(members)) = (args.first(), &self.comms[c].members) else {
@@ -137,7 +151,9 @@ impl<'a> Interp<'a> {
                 self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv" });
                 return Ok(V::Unit);
             }
-            "subgroup" | "subgroup_ordered" | "split" | "mesh2" => return self.create(e, mc, c, m, &args),
+            "subgroup" | "subgroup_ordered" | "split" | "mesh2" | "mesh" | "submesh" | "mesh_group" => {
+                return self.create(e, mc, c, m, &args)
+            }
             _ => {}
         }
         // Roles of the arguments come from the op table the runtime is tested against.
@@ -266,10 +282,21 @@ impl<'a> Interp<'a> {
 
     /// `subgroup`, `split`, `mesh2`: a collective on the parent plus the new communicators.
     pub(super) fn create(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, c: usize, m: &str, args: &[V<'a>]) -> R<'a> {
+        // The markers: `mesh2::<Dp, Tp>`, or a tuple `mesh::<(Pp, Dp, Tp)>`.
         let groups: Vec<String> = mc
             .turbofish
             .as_ref()
-            .map(|t| t.args.iter().map(|a| a.to_token_stream().to_string()).collect())
+            .map(|t| {
+                t.args
+                    .iter()
+                    .flat_map(|a| match a {
+                        syn::GenericArgument::Type(syn::Type::Tuple(tt)) => {
+                            tt.elems.iter().map(|x| x.to_token_stream().to_string()).collect::<Vec<_>>()
+                        }
+                        a => vec![a.to_token_stream().to_string()],
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         let group = |i: usize| groups.get(i).cloned().unwrap_or_else(|| "?".into());
         let k = self.comms[c].children;
@@ -342,6 +369,36 @@ impl<'a> Interp<'a> {
                     self.needs_another_pass = true;
                 }
                 Ok(new(self, format!("{parent}/{k}:c{color}"), group(0), members))
+            }
+            "mesh" | "submesh" | "mesh_group" => {
+                let dims = args.first().and_then(int_list);
+                let along: Option<Vec<Vec<i128>>> = match m {
+                    "mesh" => dims.as_ref().map(|d| (0..d.len() as i128).map(|i| vec![i]).collect()),
+                    "submesh" => args.get(1).and_then(int_list).map(|a| a.into_iter().map(|i| vec![i]).collect()),
+                    _ => args.get(1).and_then(int_list).map(|a| vec![a]),
+                };
+                let (Some(dims), Some(along)) = (dims, along) else {
+                    return Err(undecidable(e, "mesh dimensions that depend on data"));
+                };
+                let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+                let mut out = Vec::new();
+                for (i, a) in along.iter().enumerate() {
+                    let a: Vec<usize> = a.iter().map(|&d| d.max(0) as usize).collect();
+                    if let Some(p) = dist_ops::mesh_problem(&dims, &a, pmembers.len()) {
+                        return Err(Flow::Stop(Stop::Invalid {
+                            site: self.site(e),
+                            msg: format!(
+                                "{p} at world size {}; derive the dimensions from `size()` or pin the size \
+                                 with #[spmd(sizes = A..=B)]",
+                                self.size
+                            ),
+                        }));
+                    }
+                    let (local, color) = dist_ops::mesh_group(&dims, &a, my_local);
+                    let members: Vec<usize> = local.iter().map(|&r| pmembers[r]).collect();
+                    out.push(new(self, format!("{parent}/{k}:m{a:?}c{color}"), group(i), Some(members)));
+                }
+                Ok(if m == "mesh_group" { out.pop().expect("one group") } else { V::Tuple(out) })
             }
             _ => {
                 let (Some(V::Int(a)), Some(V::Int(b))) = (args.first(), args.get(1)) else {
