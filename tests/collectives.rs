@@ -462,3 +462,78 @@ fn nan_wins_max_and_min_on_every_rank(world: Comm<World>) {
         }
     }
 }
+
+/// Every other non-blocking collective (reduce, all_gather_v, gather, gather_v, scatter,
+/// all_to_all, all_to_all_v, barrier) against the serial reference, every dtype, lengths
+/// from 0: all posted before any is waited on (several in flight on one communicator,
+/// completing in call order) with a blocking collective in between.
+fn async_rest_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in lengths::<T>(r, 1).into_iter().enumerate() {
+        let salt = k as u64 * 17 + 3;
+        let op = ops::<T>()[k % ops::<T>().len()];
+        let root = draw(r, 0..n);
+        let red_in: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
+        let mut red = red_in[me].clone();
+        let counts: Vec<usize> = (0..n).map(|q| if q % 3 == 1 { 0 } else { (len + q * 7) % 513 }).collect();
+        let vin: Vec<Vec<T>> = (0..n).map(|q| data(q, counts[q], salt + 1)).collect();
+        let wantv: Vec<T> = vin.concat();
+        let mut agv = vec![T::gen(99, 0, 0); wantv.len()];
+        let mut gv = vec![T::gen(99, 0, 0); wantv.len()];
+        let shards: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt + 2)).collect();
+        let mut g = vec![T::gen(99, 0, 0); n * len];
+        let whole: Vec<T> = shards.concat();
+        let mut sc = vec![T::gen(99, 0, 0); len];
+        let block = len / n;
+        let a2a_in = data::<T>(me, n * block, salt + 3);
+        let mut a2a = vec![T::gen(99, 0, 0); n * block];
+        let c = |q: usize, j: usize| (len / 5 + q * 3 + j) % (len / 2 + 2);
+        let scounts: Vec<usize> = (0..n).map(|j| c(me, j)).collect();
+        let rcounts: Vec<usize> = (0..n).map(|q| c(q, me)).collect();
+        let a2av_in = data::<T>(me, scounts.iter().sum(), salt + 4);
+        let mut a2av = vec![T::gen(99, 0, 0); rcounts.iter().sum()];
+        {
+            let mut reqs = vec![world.reduce_async(&mut red, op, root).unwrap()];
+            reqs.push(world.all_gather_v_async(&vin[me], &mut agv, &counts).unwrap());
+            reqs.push(world.barrier_async().unwrap());
+            let gr = if me == root { Some(&mut g[..]) } else { None };
+            reqs.push(world.gather_async(&shards[me], gr, root).unwrap());
+            let gvr = if me == root { Some(&mut gv[..]) } else { None };
+            reqs.push(world.gather_v_async(&vin[me], gvr, &counts, root).unwrap());
+            let ss = if me == root { Some(&whole[..]) } else { None };
+            reqs.push(world.scatter_async(ss, &mut sc, root).unwrap());
+            let mut b = [1u32];
+            world.all_reduce(&mut b, ReduceOp::Sum).unwrap();
+            assert_eq!(b[0] as usize, n);
+            reqs.push(world.all_to_all_async(&a2a_in, &mut a2a).unwrap());
+            reqs.push(world.all_to_all_v_async(&a2av_in, &scounts, &mut a2av, &rcounts).unwrap());
+            dist_runtime::wait_all(reqs).unwrap();
+        }
+        let what = |op: &str| format!("{op} {} len {len} n {n} root {root}", T::DTYPE);
+        if me == root {
+            assert_reduced(&what(&format!("reduce_async {op:?}")), &red, &reduce_ref(&red_in, op), op, n);
+            assert_same(&what("gather_async"), &g, &whole);
+            assert_same(&what("gather_v_async"), &gv, &wantv);
+        } else {
+            assert_same(&what("reduce_async (not the root: unchanged)"), &red, &red_in[me]);
+        }
+        assert_same(&what("all_gather_v_async"), &agv, &wantv);
+        assert_same(&what("scatter_async"), &sc, &shards[me]);
+        let want: Vec<T> =
+            (0..n).flat_map(|q| data::<T>(q, n * block, salt + 3)[me * block..(me + 1) * block].to_vec()).collect();
+        assert_same(&what("all_to_all_async"), &a2a, &want);
+        let mut want = Vec::new();
+        for q in 0..n {
+            let theirs = data::<T>(q, (0..n).map(|j| c(q, j)).sum(), salt + 4);
+            let off: usize = (0..me).map(|j| c(q, j)).sum();
+            want.extend_from_slice(&theirs[off..off + c(q, me)]);
+        }
+        assert_same(&what("all_to_all_v_async"), &a2av, &want);
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn every_other_async_collective_against_the_reference(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(async_rest_case(&world, &mut r));
+}

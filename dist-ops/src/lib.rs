@@ -89,6 +89,14 @@ pub const OPS: &[OpSpec] = &[
     nonblocking(coll("broadcast_async", "broadcast", Some(1), None)),
     nonblocking(coll("all_gather_async", "all_gather", None, None)),
     nonblocking(coll("reduce_scatter_async", "reduce_scatter", None, Some(2))),
+    nonblocking(coll("barrier_async", "barrier", None, None)),
+    nonblocking(coll("reduce_async", "reduce", Some(2), Some(1))),
+    nonblocking(coll("all_gather_v_async", "all_gather", None, None)),
+    nonblocking(coll("gather_async", "gather", Some(2), None)),
+    nonblocking(coll("gather_v_async", "gather", Some(3), None)),
+    nonblocking(coll("scatter_async", "scatter", Some(2), None)),
+    nonblocking(coll("all_to_all_async", "all_to_all", None, None)),
+    nonblocking(coll("all_to_all_v_async", "all_to_all", None, None)),
     p2p("send", &[0], Some(1), true),
     p2p("recv", &[0], Some(1), true),
     p2p("sendrecv", &[0, 3], Some(1), true),
@@ -162,7 +170,8 @@ pub fn find(name: &str) -> Option<&'static OpSpec> {
 /// The non-blocking form of `name` (`all_reduce` → `all_reduce_async`), if there is one.
 pub fn async_form(name: &str) -> Option<&'static OpSpec> {
     let spec = find(name)?;
-    OPS.iter().find(|o| !o.blocking && o.class == spec.class && o.kind == spec.kind && o.name.starts_with(name))
+    let want = format!("{name}_async");
+    OPS.iter().find(|o| !o.blocking && o.class == spec.class && o.kind == spec.kind && o.name == want)
 }
 
 #[cfg(test)]
@@ -200,7 +209,8 @@ mod tests {
         }
         assert_eq!(async_form("all_reduce").map(|o| o.name), Some("all_reduce_async"));
         assert_eq!(async_form("broadcast").map(|o| o.name), Some("broadcast_async"));
-        assert!(async_form("gather").is_none());
+        assert_eq!(async_form("all_gather_v").map(|o| o.name), Some("all_gather_v_async"));
+        assert!(async_form("monitored_barrier").is_none());
         assert_eq!(find("reduce").and_then(|o| o.root), Some(2));
     }
 }

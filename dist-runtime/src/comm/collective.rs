@@ -4,6 +4,7 @@
 
 use crate::backend::{Bufs, DevBufs};
 use crate::buffer::{mixed, Buf, BufMut, View, ViewMut};
+use crate::comm::request::{Request, Shape};
 use crate::comm::{bytes, bytes_mut, hash_usizes, Comm};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -173,12 +174,39 @@ impl<G: Group> Comm<G> {
 
     /// An in-place collective (`op` says which) on `buf`, wherever it lives.
     fn in_place<T: Element>(&self, op: &Op, buf: ViewMut<'_, T>) -> Result<()> {
+        self.in_place_on(op, buf, false)?.wait()
+    }
+
+    /// An in-place collective on `buf`, run now or (`later`) on the worker thread for
+    /// host buffers; on the device's stream for device buffers.
+    #[track_caller]
+    pub(crate) fn in_place_on<'v, T: Element>(&self, op: &Op, buf: ViewMut<'v, T>, later: bool) -> Result<Request<'v>> {
         match buf {
-            ViewMut::Host(b) => self.run_host(op, Bufs::InPlace(bytes_mut(b))),
-            ViewMut::Device(d) => {
-                self.device_call(op, T::DTYPE, vec![Some(d)], |p| DevBufs::InPlace(p[0].expect("given")), true)?.wait()
-            }
+            ViewMut::Host(b) => self.host(op, later, None, Some(bytes_mut(b)), Shape::InPlace),
+            ViewMut::Device(d) => Ok(Request::device(
+                self.device_call(op, T::DTYPE, vec![Some(d)], |p| DevBufs::InPlace(p[0].expect("given")), true)?,
+                op.site,
+            )),
         }
+    }
+
+    /// Runs a host collective of `shape` now, or (`later`) queues it on the worker with
+    /// copies of its buffers (the result lands in `recv` at `wait`).
+    #[track_caller]
+    pub(crate) fn host<'v>(
+        &self,
+        op: &Op,
+        later: bool,
+        send: Option<&[u8]>,
+        recv: Option<&'v mut [u8]>,
+        shape: Shape,
+    ) -> Result<Request<'v>> {
+        if later {
+            return self.spawn_shaped(*op, send, recv, shape);
+        }
+        let mut recv = recv;
+        self.run_host(op, shape.bufs(send, recv.as_deref_mut()))?;
+        Ok(Request::done(op.site))
     }
 
     /// Concatenates every rank's `send` (all of the same length) into `recv`, in rank
@@ -207,40 +235,39 @@ impl<G: Group> Comm<G> {
         self.check_len("all_gather", "recv", recv.elems(), k * self.size(), "size() × send.len()")?;
         let counts = vec![k * T::DTYPE.size(); self.size()];
         let fp = self.cx("all_gather", Op::new(OpKind::AllGather).dtype(T::DTYPE).count(k));
-        self.gather_on(&fp, send.view(), Some(recv.view_mut()), counts)
+        self.gather_on(&fp, send.view(), Some(recv.view_mut()), counts, false)?.wait()
     }
 
     /// A gather or all-gather of `counts` bytes per rank, wherever the buffers live.
-    fn gather_on<'v, T: Element>(
+    #[track_caller]
+    pub(crate) fn gather_on<'v, T: Element>(
         &self,
         op: &Op,
         send: View<'v, T>,
         recv: Option<ViewMut<'v, T>>,
         counts: Vec<usize>,
-    ) -> Result<()> {
+        later: bool,
+    ) -> Result<Request<'v>> {
+        let dev = |w| Ok(Request::device(w, op.site));
         match (send, recv) {
-            (View::Host(s), None) => self.run_host(op, Bufs::Gather { send: bytes(s), recv: None, counts: &counts }),
+            (View::Host(s), None) => self.host(op, later, Some(bytes(s)), None, Shape::Gather(counts)),
             (View::Host(s), Some(ViewMut::Host(r))) => {
-                self.run_host(op, Bufs::Gather { send: bytes(s), recv: Some(bytes_mut(r)), counts: &counts })
+                self.host(op, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::Gather(counts))
             }
-            (View::Device(s), None) => self
-                .device_call(
-                    op,
-                    T::DTYPE,
-                    vec![Some(s)],
-                    |p| DevBufs::Gather { send: p[0].expect("given"), recv: None, counts },
-                    true,
-                )?
-                .wait(),
-            (View::Device(s), Some(ViewMut::Device(r))) => self
-                .device_call(
-                    op,
-                    T::DTYPE,
-                    vec![Some(s), Some(r)],
-                    |p| DevBufs::Gather { send: p[0].expect("given"), recv: p[1], counts },
-                    true,
-                )?
-                .wait(),
+            (View::Device(s), None) => dev(self.device_call(
+                op,
+                T::DTYPE,
+                vec![Some(s)],
+                |p| DevBufs::Gather { send: p[0].expect("given"), recv: None, counts },
+                true,
+            )?),
+            (View::Device(s), Some(ViewMut::Device(r))) => dev(self.device_call(
+                op,
+                T::DTYPE,
+                vec![Some(s), Some(r)],
+                |p| DevBufs::Gather { send: p[0].expect("given"), recv: p[1], counts },
+                true,
+            )?),
             _ => Err(mixed(op.name)),
         }
     }
@@ -271,12 +298,24 @@ impl<G: Group> Comm<G> {
         recv: &mut R,
         counts: &[usize],
     ) -> Result<()> {
-        self.check_counts("all_gather_v", counts)?;
-        self.check_len("all_gather_v", "send", send.elems(), counts[self.rank()], "counts[rank]")?;
-        self.check_len("all_gather_v", "recv", recv.elems(), counts.iter().sum(), "the sum of counts")?;
+        self.all_gather_v_on("all_gather_v", send, recv, counts, false)?.wait()
+    }
+
+    #[track_caller]
+    pub(crate) fn all_gather_v_on<'v, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        name: &'static str,
+        send: &'v S,
+        recv: &'v mut R,
+        counts: &[usize],
+        later: bool,
+    ) -> Result<Request<'v>> {
+        self.check_counts(name, counts)?;
+        self.check_len(name, "send", send.elems(), counts[self.rank()], "counts[rank]")?;
+        self.check_len(name, "recv", recv.elems(), counts.iter().sum(), "the sum of counts")?;
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
-        self.gather_on(&self.cx("all_gather_v", fp), send.view(), Some(recv.view_mut()), bc)
+        self.gather_on(&self.cx(name, fp), send.view(), Some(recv.view_mut()), bc, later)
     }
 
     /// Gathers every rank's `send` (all of the same length) into `recv` on `root`, in rank
@@ -307,7 +346,7 @@ impl<G: Group> Comm<G> {
         root: usize,
     ) -> Result<()> {
         let counts = vec![send.elems(); self.size()];
-        self.gather_impl("gather", send, recv, &counts, root, false)
+        self.gather_impl("gather", send, recv, &counts, root, false, false)?.wait()
     }
 
     /// As [`gather`](Self::gather) with per-rank counts (the same `counts` on every rank).
@@ -340,19 +379,21 @@ impl<G: Group> Comm<G> {
         root: usize,
     ) -> Result<()> {
         self.check_counts("gather_v", counts)?;
-        self.gather_impl("gather_v", send, recv, counts, root, true)
+        self.gather_impl("gather_v", send, recv, counts, root, true, false)?.wait()
     }
 
+    #[allow(clippy::too_many_arguments)]
     #[track_caller]
-    fn gather_impl<T: Element, S: Buf<T> + ?Sized>(
+    pub(crate) fn gather_impl<'v, T: Element, S: Buf<T> + ?Sized>(
         &self,
         op: &'static str,
-        send: &S,
-        recv: Option<&mut S::Like>,
+        send: &'v S,
+        recv: Option<&'v mut S::Like>,
         counts: &[usize],
         root: usize,
         v: bool,
-    ) -> Result<()> {
+        later: bool,
+    ) -> Result<Request<'v>> {
         self.check_rank(op, "root", root)?;
         self.check_len(
             op,
@@ -386,7 +427,7 @@ impl<G: Group> Comm<G> {
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let mut fp = Op::new(OpKind::Gather).dtype(T::DTYPE).root(root);
         fp = if v { fp.count(counts.iter().sum()).extra(hash_usizes(counts)) } else { fp.count(send.elems()) };
-        self.gather_on(&self.cx(op, fp), send.view(), recv.map(|r| r.view_mut()), bc)
+        self.gather_on(&self.cx(op, fp), send.view(), recv.map(|r| r.view_mut()), bc, later)
     }
 
     /// Splits `root`'s `send` (`size() * recv.len()` elements) into `size()` blocks and
@@ -413,48 +454,57 @@ impl<G: Group> Comm<G> {
         recv: &mut R,
         root: usize,
     ) -> Result<()> {
+        self.scatter_on("scatter", send, recv, root, false)?.wait()
+    }
+
+    #[track_caller]
+    pub(crate) fn scatter_on<'v, T: Element, R: BufMut<T> + ?Sized>(
+        &self,
+        name: &'static str,
+        send: Option<&'v R::Like>,
+        recv: &'v mut R,
+        root: usize,
+        later: bool,
+    ) -> Result<Request<'v>> {
         let k = recv.elems();
-        self.check_rank("scatter", "root", root)?;
+        self.check_rank(name, "root", root)?;
         match (&send, self.rank() == root) {
             (None, true) => {
                 return Err(Error::invalid(
-                    "scatter",
+                    name,
                     format!("root {root} must pass Some(send) with {} elements", k * self.size()),
                 ))
             }
             (Some(_), false) => {
                 return Err(Error::invalid(
-                    "scatter",
+                    name,
                     format!("rank {} is not the root ({root}) and must pass None for send", self.rank()),
                 ))
             }
-            (Some(s), true) => self.check_len("scatter", "send", s.elems(), k * self.size(), "size() × recv.len()")?,
+            (Some(s), true) => self.check_len(name, "send", s.elems(), k * self.size(), "size() × recv.len()")?,
             (None, false) => {}
         }
-        let fp = self.cx("scatter", Op::new(OpKind::Scatter).dtype(T::DTYPE).count(k).root(root));
+        let fp = self.cx(name, Op::new(OpKind::Scatter).dtype(T::DTYPE).count(k).root(root));
+        let dev = |w| Ok(Request::device(w, fp.site));
         match (send.map(|s| s.view()), recv.view_mut()) {
-            (None, ViewMut::Host(r)) => self.run_host(&fp, Bufs::Scatter { send: None, recv: bytes_mut(r) }),
+            (None, ViewMut::Host(r)) => self.host(&fp, later, None, Some(bytes_mut(r)), Shape::Scatter),
             (Some(View::Host(s)), ViewMut::Host(r)) => {
-                self.run_host(&fp, Bufs::Scatter { send: Some(bytes(s)), recv: bytes_mut(r) })
+                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::Scatter)
             }
-            (None, ViewMut::Device(r)) => self
-                .device_call(
-                    &fp,
-                    T::DTYPE,
-                    vec![Some(r)],
-                    |p| DevBufs::Scatter { send: None, recv: p[0].expect("given") },
-                    true,
-                )?
-                .wait(),
-            (Some(View::Device(s)), ViewMut::Device(r)) => self
-                .device_call(
-                    &fp,
-                    T::DTYPE,
-                    vec![Some(s), Some(r)],
-                    |p| DevBufs::Scatter { send: p[0], recv: p[1].expect("given") },
-                    true,
-                )?
-                .wait(),
+            (None, ViewMut::Device(r)) => dev(self.device_call(
+                &fp,
+                T::DTYPE,
+                vec![Some(r)],
+                |p| DevBufs::Scatter { send: None, recv: p[0].expect("given") },
+                true,
+            )?),
+            (Some(View::Device(s)), ViewMut::Device(r)) => dev(self.device_call(
+                &fp,
+                T::DTYPE,
+                vec![Some(s), Some(r)],
+                |p| DevBufs::Scatter { send: p[0], recv: p[1].expect("given") },
+                true,
+            )?),
             _ => Err(mixed(fp.name)),
         }
     }
@@ -482,23 +532,36 @@ impl<G: Group> Comm<G> {
         recv: &mut R,
         op: ReduceOp,
     ) -> Result<()> {
-        op.validate(T::DTYPE, "reduce_scatter")?;
+        self.reduce_scatter_on("reduce_scatter", send, recv, op, false)?.wait()
+    }
+
+    #[track_caller]
+    pub(crate) fn reduce_scatter_on<'v, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        name: &'static str,
+        send: &'v S,
+        recv: &'v mut R,
+        op: ReduceOp,
+        later: bool,
+    ) -> Result<Request<'v>> {
+        op.validate(T::DTYPE, name)?;
         let k = recv.elems();
-        self.check_len("reduce_scatter", "send", send.elems(), k * self.size(), "size() × recv.len()")?;
-        let fp = self.cx("reduce_scatter", Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(k).reduce(op));
+        self.check_len(name, "send", send.elems(), k * self.size(), "size() × recv.len()")?;
+        let fp = self.cx(name, Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(k).reduce(op));
         match (send.view(), recv.view_mut()) {
             (View::Host(s), ViewMut::Host(r)) => {
-                self.run_host(&fp, Bufs::ReduceScatter { send: bytes(s), recv: bytes_mut(r) })
+                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::ReduceScatter)
             }
-            (View::Device(s), ViewMut::Device(r)) => self
-                .device_call(
+            (View::Device(s), ViewMut::Device(r)) => Ok(Request::device(
+                self.device_call(
                     &fp,
                     T::DTYPE,
                     vec![Some(s), Some(r)],
                     |p| DevBufs::ReduceScatter { send: p[0].expect("given"), recv: p[1].expect("given") },
                     true,
-                )?
-                .wait(),
+                )?,
+                fp.site,
+            )),
             _ => Err(mixed(fp.name)),
         }
     }
@@ -527,40 +590,47 @@ impl<G: Group> Comm<G> {
         send: &S,
         recv: &mut R,
     ) -> Result<()> {
+        self.all_to_all_eq("all_to_all", send, recv, false)?.wait()
+    }
+
+    #[track_caller]
+    pub(crate) fn all_to_all_eq<'v, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        name: &'static str,
+        send: &'v S,
+        recv: &'v mut R,
+        later: bool,
+    ) -> Result<Request<'v>> {
         let (n, len) = (self.size(), send.elems());
         if !len.is_multiple_of(n) {
             return Err(Error::invalid(
-                "all_to_all",
+                name,
                 format!("send has {len} elements, not a multiple of the communicator size {n}"),
             ));
         }
-        self.check_len("all_to_all", "recv", recv.elems(), len, "the same as send")?;
+        self.check_len(name, "recv", recv.elems(), len, "the same as send")?;
         let counts = vec![len / n * T::DTYPE.size(); n];
-        let fp = self.cx("all_to_all", Op::new(OpKind::AllToAll).dtype(T::DTYPE).count(len));
-        self.all_to_all_on(&fp, send.view(), recv.view_mut(), counts.clone(), counts)
+        let fp = self.cx(name, Op::new(OpKind::AllToAll).dtype(T::DTYPE).count(len));
+        self.all_to_all_on(&fp, send.view(), recv.view_mut(), counts.clone(), counts, later)
     }
 
     /// An all-to-all of per-peer byte counts, wherever the buffers live.
-    fn all_to_all_on<'v, T: Element>(
+    #[track_caller]
+    pub(crate) fn all_to_all_on<'v, T: Element>(
         &self,
         op: &Op,
         send: View<'v, T>,
         recv: ViewMut<'v, T>,
         send_counts: Vec<usize>,
         recv_counts: Vec<usize>,
-    ) -> Result<()> {
+        later: bool,
+    ) -> Result<Request<'v>> {
         match (send, recv) {
-            (View::Host(s), ViewMut::Host(r)) => self.run_host(
-                op,
-                Bufs::AllToAll {
-                    send: bytes(s),
-                    send_counts: &send_counts,
-                    recv: bytes_mut(r),
-                    recv_counts: &recv_counts,
-                },
-            ),
-            (View::Device(s), ViewMut::Device(r)) => self
-                .device_call(
+            (View::Host(s), ViewMut::Host(r)) => {
+                self.host(op, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::AllToAll(send_counts, recv_counts))
+            }
+            (View::Device(s), ViewMut::Device(r)) => Ok(Request::device(
+                self.device_call(
                     op,
                     T::DTYPE,
                     vec![Some(s), Some(r)],
@@ -571,8 +641,9 @@ impl<G: Group> Comm<G> {
                         recv_counts,
                     },
                     true,
-                )?
-                .wait(),
+                )?,
+                op.site,
+            )),
             _ => Err(mixed(op.name)),
         }
     }
@@ -605,14 +676,27 @@ impl<G: Group> Comm<G> {
         recv: &mut R,
         recv_counts: &[usize],
     ) -> Result<()> {
-        self.check_counts("all_to_all_v", send_counts)?;
-        self.check_counts("all_to_all_v", recv_counts)?;
-        self.check_len("all_to_all_v", "send", send.elems(), send_counts.iter().sum(), "the sum of send_counts")?;
-        self.check_len("all_to_all_v", "recv", recv.elems(), recv_counts.iter().sum(), "the sum of recv_counts")?;
+        self.all_to_all_v_on("all_to_all_v", send, send_counts, recv, recv_counts, false)?.wait()
+    }
+
+    #[track_caller]
+    pub(crate) fn all_to_all_v_on<'v, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        name: &'static str,
+        send: &'v S,
+        send_counts: &[usize],
+        recv: &'v mut R,
+        recv_counts: &[usize],
+        later: bool,
+    ) -> Result<Request<'v>> {
+        self.check_counts(name, send_counts)?;
+        self.check_counts(name, recv_counts)?;
+        self.check_len(name, "send", send.elems(), send_counts.iter().sum(), "the sum of send_counts")?;
+        self.check_len(name, "recv", recv.elems(), recv_counts.iter().sum(), "the sum of recv_counts")?;
         let es = T::DTYPE.size();
         let sc: Vec<usize> = send_counts.iter().map(|c| c * es).collect();
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();
-        let fp = self.cx("all_to_all_v", Op::new(OpKind::AllToAll).dtype(T::DTYPE).varying());
-        self.all_to_all_on(&fp, send.view(), recv.view_mut(), sc, rc)
+        let fp = self.cx(name, Op::new(OpKind::AllToAll).dtype(T::DTYPE).varying());
+        self.all_to_all_on(&fp, send.view(), recv.view_mut(), sc, rc, later)
     }
 }

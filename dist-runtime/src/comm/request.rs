@@ -1,9 +1,9 @@
 //! Non-blocking collectives, the `Request` every non-blocking op returns, and `wait_all`.
 
-use crate::backend::{Bufs, DevBufs, ReqId};
-use crate::buffer::{Buf, BufMut, View, ViewMut};
+use crate::backend::{Bufs, ReqId};
+use crate::buffer::{Buf, BufMut, ViewMut};
 use crate::comm::device::DeviceWork;
-use crate::comm::{agree_on, bytes, bytes_mut, Comm, Inner};
+use crate::comm::{agree_on, Comm, Inner};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
 use crate::group::Group;
@@ -100,22 +100,9 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'a>> {
         let k = send.elems();
         self.check_len("all_gather_async", "recv", recv.elems(), k * self.size(), "size() × send.len()")?;
+        let counts = vec![k * T::DTYPE.size(); self.size()];
         let cx = self.cx("all_gather_async", Op::new(OpKind::AllGather).dtype(T::DTYPE).count(k));
-        match (send.view(), recv.view_mut()) {
-            (View::Host(s), ViewMut::Host(r)) => self.spawn_pair(cx, bytes(s), bytes_mut(r), Pair::Gather),
-            (View::Device(s), ViewMut::Device(r)) => {
-                let counts = vec![k * T::DTYPE.size(); self.size()];
-                let w = self.device_call(
-                    &cx,
-                    T::DTYPE,
-                    vec![Some(s), Some(r)],
-                    |p| DevBufs::Gather { send: p[0].expect("given"), recv: p[1], counts },
-                    true,
-                )?;
-                Ok(Request { state: ReqState::Device(w), site: cx.site, _buf: PhantomData })
-            }
-            _ => Err(crate::buffer::mixed(cx.name)),
-        }
+        self.gather_on(&cx, send.view(), Some(recv.view_mut()), counts, true)
     }
 
     /// Starts a reduce-scatter (see [`reduce_scatter`](Self::reduce_scatter)) and
@@ -142,78 +129,258 @@ impl<G: Group> Comm<G> {
         recv: &'a mut R,
         op: ReduceOp,
     ) -> Result<Request<'a>> {
-        op.validate(T::DTYPE, "reduce_scatter_async")?;
-        let k = recv.elems();
-        self.check_len("reduce_scatter_async", "send", send.elems(), k * self.size(), "size() × recv.len()")?;
-        let cx = self.cx("reduce_scatter_async", Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(k).reduce(op));
-        match (send.view(), recv.view_mut()) {
-            (View::Host(s), ViewMut::Host(r)) => self.spawn_pair(cx, bytes(s), bytes_mut(r), Pair::ReduceScatter),
-            (View::Device(s), ViewMut::Device(r)) => {
-                let w = self.device_call(
-                    &cx,
-                    T::DTYPE,
-                    vec![Some(s), Some(r)],
-                    |p| DevBufs::ReduceScatter { send: p[0].expect("given"), recv: p[1].expect("given") },
-                    true,
-                )?;
-                Ok(Request { state: ReqState::Device(w), site: cx.site, _buf: PhantomData })
-            }
-            _ => Err(crate::buffer::mixed(cx.name)),
-        }
+        self.reduce_scatter_on("reduce_scatter_async", send, recv, op, true)
     }
 
-    /// Runs the collective `cx` from `send` into `recv` on the worker thread, on aligned
-    /// copies of both (the result lands in `recv` at `wait`). Both stay borrowed by the
-    /// request, as a device op's must.
+    /// Starts a barrier and returns at once: the request completes once every rank has
+    /// called `barrier_async` (or `barrier`) here (torch's `barrier(async_op=True)`, MPI's
+    /// `MPI_Ibarrier`).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let req = world.barrier_async()?;
+    /// // … work that need not wait for the others …
+    /// req.wait()?; // every rank has reached the barrier
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
     #[track_caller]
-    fn spawn_pair<'a>(&'a self, cx: Op, send: &[u8], recv: &'a mut [u8], pair: Pair) -> Result<Request<'a>> {
-        let site = Site::caller();
-        let (slen, rlen) = (send.len(), recv.len());
-        let mut sw = vec![0u128; slen.div_ceil(16)];
-        bytemuck::cast_slice_mut::<u128, u8>(&mut sw)[..slen].copy_from_slice(send);
-        let mut rw = vec![0u128; rlen.div_ceil(16)];
-        let n = self.size();
-        let rx = self.on_worker(cx, move |run| {
-            let s = &bytemuck::cast_slice::<u128, u8>(&sw)[..slen];
-            let r = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut rw)[..rlen];
-            let counts = vec![slen; n];
-            run(match pair {
-                Pair::Gather => Bufs::Gather { send: s, recv: Some(r), counts: &counts },
-                Pair::ReduceScatter => Bufs::ReduceScatter { send: s, recv: r },
-            })?;
-            Ok(rw)
-        })?;
-        Ok(Request { state: ReqState::Coll { rx, out: recv }, site, _buf: PhantomData })
+    pub fn barrier_async(&self) -> Result<Request<'_>> {
+        let cx = self.cx("barrier_async", Op::new(OpKind::Barrier));
+        self.host(&cx, true, None, None, Shape::None)
+    }
+
+    /// Starts a reduce to `root` (see [`reduce`](Self::reduce)); `buf` of the root
+    /// holds the result once the request is waited on.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let mut x = [world.rank() as u64 + 1];
+    /// let req = world.reduce_async(&mut x, ReduceOp::Sum, 0)?;
+    /// req.wait()?;
+    /// let n = world.size() as u64;
+    /// if world.rank() == 0 {
+    ///     assert_eq!(x, [n * (n + 1) / 2]);
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn reduce_async<'a, T: Element, B: BufMut<T> + ?Sized>(
+        &'a self,
+        buf: &'a mut B,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<Request<'a>> {
+        self.check_rank("reduce_async", "root", root)?;
+        op.validate(T::DTYPE, "reduce_async")?;
+        let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.elems()).root(root).reduce(op);
+        self.in_place_on(&self.cx("reduce_async", fp), buf.view_mut(), true)
+    }
+
+    /// Starts an all-gather with per-rank counts (see
+    /// [`all_gather_v`](Self::all_gather_v)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let counts: Vec<usize> = (0..world.size()).map(|j| j % 2).collect();
+    /// let mine = vec![world.rank() as i32; world.rank() % 2];
+    /// let mut all = vec![0i32; counts.iter().sum()];
+    /// let req = world.all_gather_v_async(&mine, &mut all, &counts)?;
+    /// req.wait()?;
+    /// assert!(all.iter().all(|x| x % 2 == 1)); // only the odd ranks gave anything
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn all_gather_v_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: &'a S,
+        recv: &'a mut R,
+        counts: &[usize],
+    ) -> Result<Request<'a>> {
+        self.all_gather_v_on("all_gather_v_async", send, recv, counts, true)
+    }
+
+    /// Starts a gather to `root` (see [`gather`](Self::gather)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let mine = [world.rank() as u32];
+    /// let mut all = vec![0u32; world.size()];
+    /// let recv = if world.rank() == 0 { Some(&mut all[..]) } else { None };
+    /// world.gather_async(&mine, recv, 0)?.wait()?;
+    /// if world.rank() == 0 {
+    ///     assert_eq!(all, (0..world.size() as u32).collect::<Vec<_>>());
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn gather_async<'a, T: Element, S: Buf<T> + ?Sized>(
+        &'a self,
+        send: &'a S,
+        recv: Option<&'a mut S::Like>,
+        root: usize,
+    ) -> Result<Request<'a>> {
+        let counts = vec![send.elems(); self.size()];
+        self.gather_impl("gather_async", send, recv, &counts, root, false, true)
+    }
+
+    /// Starts a gather with per-rank counts (see [`gather_v`](Self::gather_v)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let counts: Vec<usize> = (1..=world.size()).collect();
+    /// let mine = vec![world.rank() as u8; world.rank() + 1];
+    /// let mut all = vec![0u8; counts.iter().sum()];
+    /// let recv = if world.rank() == 0 { Some(&mut all[..]) } else { None };
+    /// world.gather_v_async(&mine, recv, &counts, 0)?.wait()?;
+    /// if world.rank() == 0 {
+    ///     assert_eq!(all, [0, 1, 1, 2, 2, 2]);
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn gather_v_async<'a, T: Element, S: Buf<T> + ?Sized>(
+        &'a self,
+        send: &'a S,
+        recv: Option<&'a mut S::Like>,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<Request<'a>> {
+        self.check_counts("gather_v_async", counts)?;
+        self.gather_impl("gather_v_async", send, recv, counts, root, true, true)
+    }
+
+    /// Starts a scatter from `root` (see [`scatter`](Self::scatter)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let data: Vec<u16> = (0..world.size() as u16).collect();
+    /// let send = if world.rank() == 0 { Some(&data[..]) } else { None };
+    /// let mut mine = [0u16];
+    /// world.scatter_async(send, &mut mine, 0)?.wait()?;
+    /// assert_eq!(mine, [world.rank() as u16]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn scatter_async<'a, T: Element, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: Option<&'a R::Like>,
+        recv: &'a mut R,
+        root: usize,
+    ) -> Result<Request<'a>> {
+        self.scatter_on("scatter_async", send, recv, root, true)
+    }
+
+    /// Starts an all-to-all (see [`all_to_all`](Self::all_to_all)): the expert-parallel
+    /// token exchange overlapped with compute.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank() as u32, world.size() as u32);
+    /// let send: Vec<u32> = (0..n).map(|j| 10 * r + j).collect();
+    /// let mut recv = vec![0u32; n as usize];
+    /// world.all_to_all_async(&send, &mut recv)?.wait()?;
+    /// assert_eq!(recv, (0..n).map(|i| 10 * i + r).collect::<Vec<_>>());
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn all_to_all_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: &'a S,
+        recv: &'a mut R,
+    ) -> Result<Request<'a>> {
+        self.all_to_all_eq("all_to_all_async", send, recv, true)
+    }
+
+    /// Starts an all-to-all with per-pair counts (see
+    /// [`all_to_all_v`](Self::all_to_all_v)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let send_counts: Vec<usize> = (0..n).map(|j| r + j).collect();
+    /// let recv_counts: Vec<usize> = (0..n).map(|i| i + r).collect();
+    /// let send: Vec<u32> = (0..n).flat_map(|j| vec![(100 * r + j) as u32; r + j]).collect();
+    /// let mut recv = vec![0u32; recv_counts.iter().sum()];
+    /// world.all_to_all_v_async(&send, &send_counts, &mut recv, &recv_counts)?.wait()?;
+    /// let want: Vec<u32> = (0..n).flat_map(|i| vec![(100 * i + r) as u32; i + r]).collect();
+    /// assert_eq!(recv, want);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn all_to_all_v_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: &'a S,
+        send_counts: &[usize],
+        recv: &'a mut R,
+        recv_counts: &[usize],
+    ) -> Result<Request<'a>> {
+        self.all_to_all_v_on("all_to_all_v_async", send, send_counts, recv, recv_counts, true)
     }
 
     /// A non-blocking in-place collective: on the worker thread for host buffers, on the
     /// device's stream for device buffers.
     #[track_caller]
     fn in_place_async<'a, T: Element>(&'a self, cx: Op, buf: ViewMut<'a, T>) -> Result<Request<'a>> {
-        match buf {
-            ViewMut::Host(b) => self.spawn(cx, bytes_mut(b)),
-            ViewMut::Device(d) => {
-                let w =
-                    self.device_call(&cx, T::DTYPE, vec![Some(d)], |p| DevBufs::InPlace(p[0].expect("given")), true)?;
-                Ok(Request { state: ReqState::Device(w), site: cx.site, _buf: PhantomData })
-            }
-        }
+        self.in_place_on(&cx, buf, true)
     }
 
-    /// Runs the in-place collective `cx` on a copy of `buf` on the worker thread. The copy
-    /// is 16-byte aligned (the reduction kernels view it as elements), and a panic in the
-    /// op is caught and returned by `wait`, so the worker and the op order survive it.
+    /// Runs the collective `cx` of `shape` on the worker thread, on 16-byte aligned
+    /// copies of `send` and `recv` (the reduction kernels view them as elements); the
+    /// result lands in `recv` at `wait`. Both stay borrowed by the request, as a device
+    /// op's must. A panic in the op is caught and returned by `wait`, so the worker and
+    /// the op order survive it.
     #[track_caller]
-    pub(crate) fn spawn<'a>(&'a self, cx: Op, buf: &'a mut [u8]) -> Result<Request<'a>> {
+    pub(crate) fn spawn_shaped<'a>(
+        &self,
+        cx: Op,
+        send: Option<&[u8]>,
+        recv: Option<&'a mut [u8]>,
+        shape: Shape,
+    ) -> Result<Request<'a>> {
         let site = Site::caller();
-        let len = buf.len();
-        let mut words = vec![0u128; len.div_ceil(16)];
-        bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len].copy_from_slice(buf);
+        let aligned = |b: &[u8]| {
+            let mut w = vec![0u128; b.len().div_ceil(16)];
+            bytemuck::cast_slice_mut::<u128, u8>(&mut w)[..b.len()].copy_from_slice(b);
+            (w, b.len())
+        };
+        let sw = send.map(aligned);
+        // In place: the worker's copy starts as the buffer; otherwise it only receives.
+        let mut rw = match (&recv, &shape) {
+            (Some(r), Shape::InPlace) => Some(aligned(r)),
+            (Some(r), _) => Some((vec![0u128; r.len().div_ceil(16)], r.len())),
+            (None, _) => None,
+        };
         let rx = self.on_worker(cx, move |run| {
-            run(Bufs::InPlace(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len]))?;
-            Ok(words)
+            let s = sw.as_ref().map(|(w, l)| &bytemuck::cast_slice::<u128, u8>(w)[..*l]);
+            let r = rw.as_mut().map(|(w, l)| &mut bytemuck::cast_slice_mut::<u128, u8>(w)[..*l]);
+            run(shape.bufs(s, r))?;
+            Ok(rw.map(|(w, _)| w).unwrap_or_default())
         })?;
-        Ok(Request { state: ReqState::Coll { rx, out: buf }, site, _buf: PhantomData })
+        Ok(Request { state: ReqState::Coll { rx, out: recv.unwrap_or_default() }, site, _buf: PhantomData })
     }
 
     /// Queues `job` on the worker: it gets a `run` that agrees on `cx` across ranks and runs
@@ -252,11 +419,38 @@ impl<G: Group> Comm<G> {
     }
 }
 
-/// The two-buffer collectives `spawn_pair` runs.
-#[derive(Clone, Copy)]
-enum Pair {
-    Gather,
+/// The buffers of a host collective by shape, owning what [`Bufs`] borrows (the counts),
+/// so it can travel to the worker thread.
+pub(crate) enum Shape {
+    None,
+    InPlace,
+    /// Byte counts per rank; `recv` on the root only for a gather.
+    Gather(Vec<usize>),
+    /// `send` on the root only.
+    Scatter,
     ReduceScatter,
+    /// Byte counts sent to and received from each rank.
+    AllToAll(Vec<usize>, Vec<usize>),
+}
+
+impl Shape {
+    /// The backend's view of the buffers. The typed layer passes what the shape takes.
+    pub(crate) fn bufs<'b>(&'b self, send: Option<&'b [u8]>, recv: Option<&'b mut [u8]>) -> Bufs<'b> {
+        let none: &'b [u8] = &[];
+        match self {
+            Shape::None => Bufs::None,
+            Shape::InPlace => Bufs::InPlace(recv.unwrap_or_default()),
+            Shape::Gather(counts) => Bufs::Gather { send: send.unwrap_or(none), recv, counts },
+            Shape::Scatter => Bufs::Scatter { send, recv: recv.unwrap_or_default() },
+            Shape::ReduceScatter => Bufs::ReduceScatter { send: send.unwrap_or(none), recv: recv.unwrap_or_default() },
+            Shape::AllToAll(sc, rc) => Bufs::AllToAll {
+                send: send.unwrap_or(none),
+                send_counts: sc,
+                recv: recv.unwrap_or_default(),
+                recv_counts: rc,
+            },
+        }
+    }
 }
 
 // ---------------------------------------------------------------- requests
@@ -295,6 +489,17 @@ pub(crate) enum ReqState<'a> {
 }
 
 impl Request<'_> {
+    /// A request for an op that already completed (a blocking op run through the same
+    /// path as its non-blocking form).
+    pub(crate) fn done(site: Site) -> Self {
+        Request { state: ReqState::Done, site, _buf: PhantomData }
+    }
+
+    /// A request for an op on the device's stream.
+    pub(crate) fn device(w: DeviceWork, site: Site) -> Self {
+        Request { state: ReqState::Device(w), site, _buf: PhantomData }
+    }
+
     /// Blocks until the op completes.
     ///
     /// ```
