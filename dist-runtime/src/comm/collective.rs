@@ -204,8 +204,7 @@ impl<G: Group> Comm<G> {
         if later {
             return self.spawn_shaped(*op, send, recv, shape);
         }
-        let mut recv = recv;
-        self.run_host(op, shape.bufs(send, recv.as_deref_mut()))?;
+        self.run_host(op, shape.bufs(send, recv))?;
         Ok(Request::done(op.site))
     }
 
