@@ -114,9 +114,8 @@ fn main(world: Comm<World>) -> Result<(), String> {
         let targets: Vec<usize> = tokens.iter().map(|&tok| (tok * 7 + 3) % V).collect();
         let logits = matmul(&y, &columns(&out, D, V, v0, v1), ROWS, D, v1 - v0);
         let w = v1 - v0;
-        let mut m: Vec<f64> = (0..ROWS)
-            .map(|i| logits[i * w..(i + 1) * w].iter().cloned().fold(f64::NEG_INFINITY, f64::max))
-            .collect();
+        let mut m: Vec<f64> =
+            (0..ROWS).map(|i| logits[i * w..(i + 1) * w].iter().cloned().fold(f64::NEG_INFINITY, f64::max)).collect();
         tp.all_reduce(&mut m, ReduceOp::Max).map_err(err)?;
         let mut s: Vec<f64> =
             (0..ROWS).map(|i| logits[i * w..(i + 1) * w].iter().map(|l| (l - m[i]).exp()).sum()).collect();

@@ -537,3 +537,73 @@ fn every_other_async_collective_against_the_reference(world: Comm<World>) {
     let mut r = runner();
     for_all_dtypes!(async_rest_case(&world, &mut r));
 }
+
+/// scatter_v and reduce_scatter_v (blocking and non-blocking) against the serial
+/// reference, every dtype and op, with zero counts and counts that divide nothing.
+fn v_variants_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in lengths::<T>(r, 1).into_iter().enumerate() {
+        let salt = k as u64 * 19 + 7;
+        // Rank j's share: uneven, some ranks get nothing.
+        let counts: Vec<usize> = (0..n).map(|j| if j % 3 == 2 { 0 } else { (len * (j + 1) / n) % (len + 1) }).collect();
+        let total: usize = counts.iter().sum();
+        let first: usize = counts[..me].iter().sum();
+        let root = draw(r, 0..n);
+        let table = data::<T>(root, total, salt);
+        let send = (me == root).then_some(&table[..]);
+        let mut mine = vec![T::gen(99, 0, 0); counts[me]];
+        world.scatter_v(send, &mut mine, &counts, root).unwrap();
+        assert_same(&format!("scatter_v {} counts {counts:?}", T::DTYPE), &mine, &table[first..first + counts[me]]);
+        let mut mine2 = vec![T::gen(98, 0, 0); counts[me]];
+        world.scatter_v_async(send, &mut mine2, &counts, root).unwrap().wait().unwrap();
+        assert_same(&format!("scatter_v_async {}", T::DTYPE), &mine2, &mine);
+        for op in ops::<T>() {
+            let salt = salt + op.name().len() as u64;
+            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, total, salt)).collect();
+            let full = reduce_ref(&inputs, op);
+            let mut out = vec![T::gen(97, 0, 0); counts[me]];
+            world.reduce_scatter_v(&inputs[me], &mut out, &counts, op).unwrap();
+            let what = format!("reduce_scatter_v {op:?} {} counts {counts:?}", T::DTYPE);
+            assert_reduced(&what, &out, &full[first..first + counts[me]], op, n);
+            let mut out2 = vec![T::gen(96, 0, 0); counts[me]];
+            world.reduce_scatter_v_async(&inputs[me], &mut out2, &counts, op).unwrap().wait().unwrap();
+            assert_same(&format!("reduce_scatter_v_async {op:?} {}", T::DTYPE), &out2, &out);
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn scatter_v_and_reduce_scatter_v_against_the_reference(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(v_variants_case(&world, &mut r));
+}
+
+/// scan and exscan: rank r's result is the rank-order reduction of ranks 0..=r (0..r),
+/// rank 0's exclusive result the op's identity; every dtype and op.
+fn scan_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in lengths::<T>(r, 1).into_iter().enumerate() {
+        for op in ops::<T>() {
+            let salt = k as u64 * 23 + op.name().len() as u64;
+            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
+            let mut inc = inputs[me].clone();
+            world.scan(&mut inc, op).unwrap();
+            let what = format!("scan {op:?} {} len {len} rank {me}", T::DTYPE);
+            assert_reduced(&what, &inc, &reduce_ref(&inputs[..=me], op), op, me + 1);
+            let mut exc = inputs[me].clone();
+            world.exscan(&mut exc, op).unwrap();
+            let what = format!("exscan {op:?} {} len {len} rank {me}", T::DTYPE);
+            if me == 0 {
+                assert_same(&what, &exc, &vec![T::identity(op); len]);
+            } else {
+                assert_reduced(&what, &exc, &reduce_ref(&inputs[..me], op), op, me);
+            }
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn scan_and_exscan_against_the_reference(world: Comm<World>) {
+    let mut r = runner();
+    for_all_dtypes!(scan_case(&world, &mut r));
+}

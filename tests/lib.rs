@@ -24,6 +24,8 @@ pub trait Num: Element + Copy {
     fn premul(self, s: f64) -> Self;
     /// Bitwise and, or, xor; integers only.
     fn bits(self, o: Self, op: ReduceOp) -> Self;
+    /// The reduction of no values: what an exclusive scan gives rank 0.
+    fn identity(op: ReduceOp) -> Self;
     const FLOAT: bool;
     /// Unit roundoff of the type (0 for integers), for reductions in another order.
     const EPS: f64 = 0.0;
@@ -53,6 +55,15 @@ macro_rules! int_num {
             fn bits(self, o: Self, op: ReduceOp) -> Self {
                 match op { ReduceOp::BAnd => self & o, ReduceOp::BOr => self | o, _ => self ^ o }
             }
+            fn identity(op: ReduceOp) -> Self {
+                match op {
+                    ReduceOp::Prod => 1,
+                    ReduceOp::Max => <$t>::MIN,
+                    ReduceOp::Min => <$t>::MAX,
+                    ReduceOp::BAnd => <$t>::MAX | <$t>::MIN,
+                    _ => 0,
+                }
+            }
             const FLOAT: bool = false;
         }
     )*};
@@ -71,6 +82,9 @@ macro_rules! float_num {
             fn premul(self, s: f64) -> Self { self * (s as $t) }
             fn bits(self, _: Self, _: ReduceOp) -> Self { unreachable!() }
             fn to_f64(self) -> f64 { self as f64 }
+            fn identity(op: ReduceOp) -> Self {
+                match op { ReduceOp::Prod => 1.0, ReduceOp::Max => <$t>::NEG_INFINITY, ReduceOp::Min => <$t>::INFINITY, _ => 0.0 }
+            }
             const FLOAT: bool = true;
             const EPS: f64 = <$t>::EPSILON as f64;
         }
@@ -90,6 +104,9 @@ macro_rules! half_num {
             fn premul(self, s: f64) -> Self { self * <$t>::from_f64(s) }
             fn bits(self, _: Self, _: ReduceOp) -> Self { unreachable!() }
             fn to_f64(self) -> f64 { <$t>::to_f64(self) }
+            fn identity(op: ReduceOp) -> Self {
+                <$t>::from_f64(match op { ReduceOp::Prod => 1.0, ReduceOp::Max => f64::NEG_INFINITY, ReduceOp::Min => f64::INFINITY, _ => 0.0 })
+            }
             const FLOAT: bool = true;
             const EPS: f64 = <$t>::EPSILON.to_f64_const();
         }

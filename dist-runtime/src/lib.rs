@@ -74,9 +74,9 @@ pub mod testing;
 mod verify;
 
 pub use buffer::{Buf, BufMut};
-pub use comm::{wait_all, Batch, Comm, MeshGroups, Request};
 #[doc(hidden)]
 pub use comm::MeshPart;
+pub use comm::{wait_all, Batch, Comm, MeshGroups, Request};
 pub use dist_macros::{spmd, test};
 pub use dtype::{DType, Element};
 pub use entry::EntryReturn;

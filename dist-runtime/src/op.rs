@@ -25,6 +25,10 @@ pub(crate) enum OpKind {
     CommCreate,
     /// Sends and receives on device buffers (one group; never compared across ranks).
     P2p,
+    /// Inclusive prefix reduction (in place): rank r gets the reduction over ranks 0..=r.
+    Scan,
+    /// Exclusive prefix reduction (in place): rank r gets the reduction over ranks 0..r.
+    Exscan,
 }
 
 impl OpKind {
@@ -41,14 +45,30 @@ impl OpKind {
             OpKind::AllToAll => "all_to_all",
             OpKind::CommCreate => "communicator creation",
             OpKind::P2p => "point-to-point",
+            OpKind::Scan => "scan",
+            OpKind::Exscan => "exscan",
         }
     }
 
     pub(crate) fn from_u8(v: u8) -> Option<OpKind> {
         use OpKind::*;
-        [Barrier, Broadcast, Reduce, AllReduce, AllGather, Gather, Scatter, ReduceScatter, AllToAll, CommCreate, P2p]
-            .into_iter()
-            .find(|k| *k as u8 == v)
+        [
+            Barrier,
+            Broadcast,
+            Reduce,
+            AllReduce,
+            AllGather,
+            Gather,
+            Scatter,
+            ReduceScatter,
+            AllToAll,
+            CommCreate,
+            P2p,
+            Scan,
+            Exscan,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == v)
     }
 }
 
@@ -304,7 +324,7 @@ mod tests {
         for spec in dist_ops::OPS {
             assert!(methods.iter().any(|m| m == spec.name), "dist-ops lists `{}`, which Comm does not have", spec.name);
             if spec.class == dist_ops::Class::Collective {
-                let kinds = (1..=10).filter_map(OpKind::from_u8).map(OpKind::name).collect::<Vec<_>>();
+                let kinds = (1..=u8::MAX).filter_map(OpKind::from_u8).map(OpKind::name).collect::<Vec<_>>();
                 assert!(kinds.contains(&spec.kind), "{}: kind {} is no OpKind", spec.name, spec.kind);
             }
         }

@@ -28,11 +28,12 @@ pub(crate) enum Bufs<'a> {
     /// `gather(_v)` (`recv` on the root only) and `all_gather(_v)` (`recv` everywhere):
     /// `counts[j]` bytes from rank j land at offset `Σ_{i<j} counts[i]` of `recv`.
     Gather { send: &'a [u8], recv: Option<&'a mut [u8]>, counts: &'a [usize] },
-    /// `scatter`: the root's `send` holds `size` blocks of `recv.len()` bytes.
-    Scatter { send: Option<&'a [u8]>, recv: &'a mut [u8] },
-    /// `reduce_scatter`: `send` holds `size` blocks of `recv.len()` bytes; rank j gets
-    /// the reduction of block j.
-    ReduceScatter { send: &'a [u8], recv: &'a mut [u8] },
+    /// `scatter(_v)`: the root's `send` holds `size` blocks, block j of `counts[j]`
+    /// bytes at offset `Σ_{i<j} counts[i]`, for rank j (`recv.len() == counts[rank]`).
+    Scatter { send: Option<&'a [u8]>, recv: &'a mut [u8], counts: &'a [usize] },
+    /// `reduce_scatter(_v)`: `send` holds `size` blocks laid out as `Scatter`'s; rank j
+    /// gets the reduction of block j (`recv.len() == counts[rank]`).
+    ReduceScatter { send: &'a [u8], recv: &'a mut [u8], counts: &'a [usize] },
     /// `all_to_all(_v)`: block j of `send` (`send_counts[j]` bytes) goes to rank j; block
     /// i of `recv` (`recv_counts[i]` bytes) comes from rank i.
     AllToAll { send: &'a [u8], send_counts: &'a [usize], recv: &'a mut [u8], recv_counts: &'a [usize] },
@@ -63,10 +64,12 @@ pub(crate) enum DevBufs {
     Scatter {
         send: Option<DevPtr>,
         recv: DevPtr,
+        counts: Vec<usize>,
     },
     ReduceScatter {
         send: DevPtr,
         recv: DevPtr,
+        counts: Vec<usize>,
     },
     AllToAll {
         send: DevPtr,

@@ -143,6 +143,56 @@ macro_rules! dispatch {
     };
 }
 
+/// The identity of `op` for `Self` (what an exclusive scan leaves on rank 0).
+trait Identity: Sized {
+    fn identity(op: ReduceOp) -> Self;
+}
+
+macro_rules! identity_int {
+    ($($t:ty),*) => {$(
+        impl Identity for $t {
+            fn identity(op: ReduceOp) -> Self {
+                match op {
+                    ReduceOp::Prod => 1,
+                    ReduceOp::Max => <$t>::MIN,
+                    ReduceOp::Min => <$t>::MAX,
+                    ReduceOp::BAnd => !0,
+                    _ => 0,
+                }
+            }
+        }
+    )*};
+}
+identity_int!(u8, i8, i32, u32, i64, u64);
+
+macro_rules! identity_float {
+    ($($t:ty: $one:expr, $zero:expr),*) => {$(
+        impl Identity for $t {
+            fn identity(op: ReduceOp) -> Self {
+                match op {
+                    ReduceOp::Prod => $one,
+                    ReduceOp::Max => <$t>::NEG_INFINITY,
+                    ReduceOp::Min => <$t>::INFINITY,
+                    _ => $zero,
+                }
+            }
+        }
+    )*};
+}
+identity_float!(f32: 1.0, 0.0, f64: 1.0, 0.0, f16: f16::ONE, f16::ZERO, bf16: bf16::ONE, bf16::ZERO);
+
+fn identity_typed<T: Identity + bytemuck::Pod>(op: ReduceOp, buf: &mut [u8]) {
+    let v = T::identity(op);
+    bytemuck::cast_slice_mut::<u8, T>(buf).iter_mut().for_each(|x| *x = v);
+}
+
+/// Fills `buf` with the identity of `op` (0 for sums, 1 for products, the lowest value
+/// for Max, the highest for Min, all ones for BAnd): the result of a reduction over no
+/// rank, which an exclusive scan gives rank 0.
+pub(crate) fn identity(dtype: DType, op: ReduceOp, buf: &mut [u8]) {
+    dispatch!(dtype, identity_typed, op, buf)
+}
+
 /// `acc[i] = acc[i] ⊕ src[i]` over elements of `dtype`. Both slices hold whole elements
 /// and are aligned for `dtype` (the backends guarantee it).
 pub(crate) fn reduce_into(dtype: DType, op: ReduceOp, acc: &mut [u8], src: &[u8]) {

@@ -155,16 +155,16 @@ fn run(host: &dyn Backend, op: &Op, shape: &Shape, c: &mut [Copy]) -> Result<()>
             let recv = if *root_recv { Some(r[0].bytes()) } else { None };
             host.run(op, Bufs::Gather { send: s[0].bytes(), recv, counts })
         }
-        Shape::Scatter { root_send } => {
+        Shape::Scatter { root_send, counts } => {
             let (a, b) = c.split_at_mut(1);
             match root_send {
-                true => host.run(op, Bufs::Scatter { send: Some(a[0].bytes()), recv: b[0].bytes() }),
-                false => host.run(op, Bufs::Scatter { send: None, recv: a[0].bytes() }),
+                true => host.run(op, Bufs::Scatter { send: Some(a[0].bytes()), recv: b[0].bytes(), counts }),
+                false => host.run(op, Bufs::Scatter { send: None, recv: a[0].bytes(), counts }),
             }
         }
-        Shape::ReduceScatter => {
+        Shape::ReduceScatter { counts } => {
             let (s, r) = c.split_at_mut(1);
-            host.run(op, Bufs::ReduceScatter { send: s[0].bytes(), recv: r[0].bytes() })
+            host.run(op, Bufs::ReduceScatter { send: s[0].bytes(), recv: r[0].bytes(), counts })
         }
         Shape::AllToAll { send_counts, recv_counts } => {
             let (s, r) = c.split_at_mut(1);
@@ -177,8 +177,8 @@ fn run(host: &dyn Backend, op: &Op, shape: &Shape, c: &mut [Copy]) -> Result<()>
 enum Shape {
     InPlace,
     Gather { counts: Vec<usize>, root_recv: bool },
-    Scatter { root_send: bool },
-    ReduceScatter,
+    Scatter { root_send: bool, counts: Vec<usize> },
+    ReduceScatter { counts: Vec<usize> },
     AllToAll { send_counts: Vec<usize>, recv_counts: Vec<usize> },
     P2p(Vec<(bool, usize, DType)>),
 }
@@ -191,13 +191,13 @@ fn copies(bufs: DevBufs) -> (Shape, Vec<Copy>) {
             c.extend(recv.map(|r| Copy::of(r, true)));
             (Shape::Gather { counts, root_recv: recv.is_some() }, c)
         }
-        DevBufs::Scatter { send, recv } => {
+        DevBufs::Scatter { send, recv, counts } => {
             let mut c: Vec<Copy> = send.map(|s| Copy::of(s, false)).into_iter().collect();
             c.push(Copy::of(recv, true));
-            (Shape::Scatter { root_send: send.is_some() }, c)
+            (Shape::Scatter { root_send: send.is_some(), counts }, c)
         }
-        DevBufs::ReduceScatter { send, recv } => {
-            (Shape::ReduceScatter, vec![Copy::of(send, false), Copy::of(recv, true)])
+        DevBufs::ReduceScatter { send, recv, counts } => {
+            (Shape::ReduceScatter { counts }, vec![Copy::of(send, false), Copy::of(recv, true)])
         }
         DevBufs::AllToAll { send, send_counts, recv, recv_counts } => {
             (Shape::AllToAll { send_counts, recv_counts }, vec![Copy::of(send, false), Copy::of(recv, true)])

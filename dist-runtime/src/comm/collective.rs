@@ -172,6 +172,70 @@ impl<G: Group> Comm<G> {
         self.in_place(&self.cx("all_reduce", fp), buf.view_mut())
     }
 
+    /// Inclusive prefix reduction (MPI's `Scan`): rank r's `buf` becomes the reduction
+    /// of every rank 0..=r's `buf`, combined in rank order (`Avg` divides by r + 1).
+    /// Every rank passes a buffer of the same length. Host buffers only (NCCL has no
+    /// scan).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Each rank holds 2 items per rank number; where do its items end?
+    /// let r = world.rank() as u64;
+    /// let mut end = [2 * r];
+    /// world.scan(&mut end, ReduceOp::Sum)?;
+    /// assert_eq!(end, [r * (r + 1)]); // 2·(0 + 1 + … + r)
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn scan<T: Element, B: BufMut<T> + ?Sized>(&self, buf: &mut B, op: ReduceOp) -> Result<()> {
+        self.scan_impl("scan", OpKind::Scan, buf, op)
+    }
+
+    /// Exclusive prefix reduction (MPI's `Exscan`): rank r's `buf` becomes the
+    /// reduction of ranks 0..r's `buf`, in rank order; rank 0 gets the identity of `op`
+    /// (0 for sums, 1 for products, the lowest value for Max, the highest for Min, all
+    /// ones for BAnd), where MPI leaves it undefined. `Avg` divides by r. Host buffers
+    /// only.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Each rank writes r + 1 records to a shared file: where does it start?
+    /// let r = world.rank() as u64;
+    /// let mut offset = [r + 1];
+    /// world.exscan(&mut offset, ReduceOp::Sum)?;
+    /// assert_eq!(offset, [r * (r + 1) / 2]); // 1 + 2 + … + r, and 0 on rank 0
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn exscan<T: Element, B: BufMut<T> + ?Sized>(&self, buf: &mut B, op: ReduceOp) -> Result<()> {
+        self.scan_impl("exscan", OpKind::Exscan, buf, op)
+    }
+
+    #[track_caller]
+    fn scan_impl<T: Element, B: BufMut<T> + ?Sized>(
+        &self,
+        name: &'static str,
+        kind: OpKind,
+        buf: &mut B,
+        op: ReduceOp,
+    ) -> Result<()> {
+        op.validate(T::DTYPE, name)?;
+        let fp = self.cx(name, Op::new(kind).dtype(T::DTYPE).count(buf.elems()).reduce(op));
+        match buf.view_mut() {
+            ViewMut::Host(b) => self.run_host(&fp, Bufs::InPlace(bytes_mut(b))),
+            ViewMut::Device(_) => Err(Error::invalid(
+                name,
+                "NCCL has no prefix reduction: scan a host copy of the buffer (or all_gather and reduce on the device)",
+            )),
+        }
+    }
+
     /// An in-place collective (`op` says which) on `buf`, wherever it lives.
     fn in_place<T: Element>(&self, op: &Op, buf: ViewMut<'_, T>) -> Result<()> {
         self.in_place_on(op, buf, false)?.wait()
@@ -453,26 +517,70 @@ impl<G: Group> Comm<G> {
         recv: &mut R,
         root: usize,
     ) -> Result<()> {
-        self.scatter_on("scatter", send, recv, root, false)?.wait()
+        self.scatter_on("scatter", send, recv, None, root, false)?.wait()
     }
 
+    /// As [`scatter`](Self::scatter) with per-rank counts: block j of the root's `send`
+    /// has `counts[j]` elements (after those of ranks `0..j`) and goes to rank j, whose
+    /// `recv` holds `counts[j]` elements. Every rank passes the same `counts` (MPI's
+    /// `Scatterv`; torch's `scatter` with uneven tensors).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // Rank j gets j + 1 rows of the root's table.
+    /// let counts: Vec<usize> = (1..=world.size()).collect();
+    /// let table: Vec<u32> = (0..counts.iter().sum::<usize>() as u32).collect();
+    /// let send = if world.rank() == 0 { Some(&table[..]) } else { None };
+    /// let mut mine = vec![0u32; world.rank() + 1];
+    /// world.scatter_v(send, &mut mine, &counts, 0)?;
+    /// let first = (world.rank() * (world.rank() + 1) / 2) as u32; // 1 + 2 + … + rank
+    /// assert_eq!(mine, (first..first + world.rank() as u32 + 1).collect::<Vec<_>>());
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn scatter_v<T: Element, R: BufMut<T> + ?Sized>(
+        &self,
+        send: Option<&R::Like>,
+        recv: &mut R,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<()> {
+        self.scatter_on("scatter_v", send, recv, Some(counts), root, false)?.wait()
+    }
+
+    /// Scatter (`counts` None: equal blocks of `recv.len()`) or scatter_v.
     #[track_caller]
     pub(crate) fn scatter_on<'v, T: Element, R: BufMut<T> + ?Sized>(
         &self,
         name: &'static str,
         send: Option<&'v R::Like>,
         recv: &'v mut R,
+        counts: Option<&[usize]>,
         root: usize,
         later: bool,
     ) -> Result<Request<'v>> {
         let k = recv.elems();
         self.check_rank(name, "root", root)?;
+        let (counts, total, fp) = match counts {
+            None => {
+                let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(k).root(root);
+                (vec![k; self.size()], k * self.size(), fp)
+            }
+            Some(c) => {
+                self.check_counts(name, c)?;
+                self.check_len(name, "recv", k, c[self.rank()], "counts[rank]")?;
+                let total = c.iter().sum();
+                let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(total).root(root).extra(hash_usizes(c));
+                (c.to_vec(), total, fp)
+            }
+        };
+        let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         match (&send, self.rank() == root) {
             (None, true) => {
-                return Err(Error::invalid(
-                    name,
-                    format!("root {root} must pass Some(send) with {} elements", k * self.size()),
-                ))
+                return Err(Error::invalid(name, format!("root {root} must pass Some(send) with {total} elements")))
             }
             (Some(_), false) => {
                 return Err(Error::invalid(
@@ -480,28 +588,38 @@ impl<G: Group> Comm<G> {
                     format!("rank {} is not the root ({root}) and must pass None for send", self.rank()),
                 ))
             }
-            (Some(s), true) => self.check_len(name, "send", s.elems(), k * self.size(), "size() × recv.len()")?,
+            (Some(s), true) => self.check_len(
+                name,
+                "send",
+                s.elems(),
+                total,
+                if bc.len() == self.size() && counts.iter().all(|&c| c == k) {
+                    "size() × recv.len()"
+                } else {
+                    "the sum of counts"
+                },
+            )?,
             (None, false) => {}
         }
-        let fp = self.cx(name, Op::new(OpKind::Scatter).dtype(T::DTYPE).count(k).root(root));
+        let fp = self.cx(name, fp);
         let dev = |w| Ok(Request::device(w, fp.site));
         match (send.map(|s| s.view()), recv.view_mut()) {
-            (None, ViewMut::Host(r)) => self.host(&fp, later, None, Some(bytes_mut(r)), Shape::Scatter),
+            (None, ViewMut::Host(r)) => self.host(&fp, later, None, Some(bytes_mut(r)), Shape::Scatter(bc)),
             (Some(View::Host(s)), ViewMut::Host(r)) => {
-                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::Scatter)
+                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::Scatter(bc))
             }
             (None, ViewMut::Device(r)) => dev(self.device_call(
                 &fp,
                 T::DTYPE,
                 vec![Some(r)],
-                |p| DevBufs::Scatter { send: None, recv: p[0].expect("given") },
+                |p| DevBufs::Scatter { send: None, recv: p[0].expect("given"), counts: bc },
                 true,
             )?),
             (Some(View::Device(s)), ViewMut::Device(r)) => dev(self.device_call(
                 &fp,
                 T::DTYPE,
                 vec![Some(s), Some(r)],
-                |p| DevBufs::Scatter { send: p[0], recv: p[1].expect("given") },
+                |p| DevBufs::Scatter { send: p[0], recv: p[1].expect("given"), counts: bc },
                 true,
             )?),
             _ => Err(mixed(fp.name)),
@@ -531,32 +649,80 @@ impl<G: Group> Comm<G> {
         recv: &mut R,
         op: ReduceOp,
     ) -> Result<()> {
-        self.reduce_scatter_on("reduce_scatter", send, recv, op, false)?.wait()
+        self.reduce_scatter_on("reduce_scatter", send, recv, None, op, false)?.wait()
     }
 
+    /// As [`reduce_scatter`](Self::reduce_scatter) with per-rank counts: `send` holds
+    /// `size()` blocks, block j of `counts[j]` elements (after those of ranks `0..j`),
+    /// and rank j gets the reduction of block j in its `recv` of `counts[j]` elements.
+    /// Every rank passes the same `counts` (MPI's `Reduce_scatter`; FSDP's uneven
+    /// shards).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let n = world.size();
+    /// // 10 gradients sharded unevenly: rank j owns counts[j] of them.
+    /// let counts: Vec<usize> = (0..n).map(|j| 10 * (j + 1) / n - 10 * j / n).collect();
+    /// let grads: Vec<f64> = (0..10).map(|i| i as f64).collect(); // the same on every rank
+    /// let mut mine = vec![0.0; counts[world.rank()]];
+    /// world.reduce_scatter_v(&grads, &mut mine, &counts, ReduceOp::Sum)?;
+    /// let first: usize = counts[..world.rank()].iter().sum();
+    /// let want: Vec<f64> = (first..first + mine.len()).map(|i| (i * n) as f64).collect();
+    /// assert_eq!(mine, want);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn reduce_scatter_v<T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        op: ReduceOp,
+    ) -> Result<()> {
+        self.reduce_scatter_on("reduce_scatter_v", send, recv, Some(counts), op, false)?.wait()
+    }
+
+    /// Reduce-scatter (`counts` None: equal blocks of `recv.len()`) or reduce_scatter_v.
     #[track_caller]
     pub(crate) fn reduce_scatter_on<'v, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
         &self,
         name: &'static str,
         send: &'v S,
         recv: &'v mut R,
+        counts: Option<&[usize]>,
         op: ReduceOp,
         later: bool,
     ) -> Result<Request<'v>> {
         op.validate(T::DTYPE, name)?;
         let k = recv.elems();
-        self.check_len(name, "send", send.elems(), k * self.size(), "size() × recv.len()")?;
-        let fp = self.cx(name, Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).count(k).reduce(op));
+        let fp = Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).reduce(op);
+        let (counts, fp) = match counts {
+            None => {
+                self.check_len(name, "send", send.elems(), k * self.size(), "size() × recv.len()")?;
+                (vec![k; self.size()], fp.count(k))
+            }
+            Some(c) => {
+                self.check_counts(name, c)?;
+                self.check_len(name, "recv", k, c[self.rank()], "counts[rank]")?;
+                self.check_len(name, "send", send.elems(), c.iter().sum(), "the sum of counts")?;
+                (c.to_vec(), fp.count(c.iter().sum()).extra(hash_usizes(c)))
+            }
+        };
+        let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
+        let fp = self.cx(name, fp);
         match (send.view(), recv.view_mut()) {
             (View::Host(s), ViewMut::Host(r)) => {
-                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::ReduceScatter)
+                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::ReduceScatter(bc))
             }
             (View::Device(s), ViewMut::Device(r)) => Ok(Request::device(
                 self.device_call(
                     &fp,
                     T::DTYPE,
                     vec![Some(s), Some(r)],
-                    |p| DevBufs::ReduceScatter { send: p[0].expect("given"), recv: p[1].expect("given") },
+                    |p| DevBufs::ReduceScatter { send: p[0].expect("given"), recv: p[1].expect("given"), counts: bc },
                     true,
                 )?,
                 fp.site,

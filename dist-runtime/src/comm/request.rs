@@ -129,7 +129,7 @@ impl<G: Group> Comm<G> {
         recv: &'a mut R,
         op: ReduceOp,
     ) -> Result<Request<'a>> {
-        self.reduce_scatter_on("reduce_scatter_async", send, recv, op, true)
+        self.reduce_scatter_on("reduce_scatter_async", send, recv, None, op, true)
     }
 
     /// Starts a barrier and returns at once: the request completes once every rank has
@@ -285,7 +285,59 @@ impl<G: Group> Comm<G> {
         recv: &'a mut R,
         root: usize,
     ) -> Result<Request<'a>> {
-        self.scatter_on("scatter_async", send, recv, root, true)
+        self.scatter_on("scatter_async", send, recv, None, root, true)
+    }
+
+    /// Starts a scatter with per-rank counts (see [`scatter_v`](Self::scatter_v)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let counts: Vec<usize> = (0..world.size()).map(|j| j % 2).collect();
+    /// let odd: Vec<u64> = (0..world.size() as u64).filter(|j| j % 2 == 1).collect();
+    /// let send = if world.rank() == 0 { Some(&odd[..]) } else { None };
+    /// let mut mine = vec![0u64; world.rank() % 2];
+    /// world.scatter_v_async(send, &mut mine, &counts, 0)?.wait()?;
+    /// assert!(mine.iter().all(|&x| x == world.rank() as u64));
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn scatter_v_async<'a, T: Element, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: Option<&'a R::Like>,
+        recv: &'a mut R,
+        counts: &[usize],
+        root: usize,
+    ) -> Result<Request<'a>> {
+        self.scatter_on("scatter_v_async", send, recv, Some(counts), root, true)
+    }
+
+    /// Starts a reduce-scatter with per-rank counts (see
+    /// [`reduce_scatter_v`](Self::reduce_scatter_v)).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let counts: Vec<usize> = (0..world.size()).map(|j| j + 1).collect();
+    /// let ones = vec![1i32; counts.iter().sum()];
+    /// let mut mine = vec![0i32; world.rank() + 1];
+    /// world.reduce_scatter_v_async(&ones, &mut mine, &counts, ReduceOp::Sum)?.wait()?;
+    /// assert!(mine.iter().all(|&x| x == world.size() as i32));
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn reduce_scatter_v_async<'a, T: Element, S: Buf<T> + ?Sized, R: BufMut<T> + ?Sized>(
+        &'a self,
+        send: &'a S,
+        recv: &'a mut R,
+        counts: &[usize],
+        op: ReduceOp,
+    ) -> Result<Request<'a>> {
+        self.reduce_scatter_on("reduce_scatter_v_async", send, recv, Some(counts), op, true)
     }
 
     /// Starts an all-to-all (see [`all_to_all`](Self::all_to_all)): the expert-parallel
@@ -426,9 +478,10 @@ pub(crate) enum Shape {
     InPlace,
     /// Byte counts per rank; `recv` on the root only for a gather.
     Gather(Vec<usize>),
-    /// `send` on the root only.
-    Scatter,
-    ReduceScatter,
+    /// Byte counts per rank; `send` on the root only.
+    Scatter(Vec<usize>),
+    /// Byte counts per rank.
+    ReduceScatter(Vec<usize>),
     /// Byte counts sent to and received from each rank.
     AllToAll(Vec<usize>, Vec<usize>),
 }
@@ -441,8 +494,10 @@ impl Shape {
             Shape::None => Bufs::None,
             Shape::InPlace => Bufs::InPlace(recv.unwrap_or_default()),
             Shape::Gather(counts) => Bufs::Gather { send: send.unwrap_or(none), recv, counts },
-            Shape::Scatter => Bufs::Scatter { send, recv: recv.unwrap_or_default() },
-            Shape::ReduceScatter => Bufs::ReduceScatter { send: send.unwrap_or(none), recv: recv.unwrap_or_default() },
+            Shape::Scatter(counts) => Bufs::Scatter { send, recv: recv.unwrap_or_default(), counts },
+            Shape::ReduceScatter(counts) => {
+                Bufs::ReduceScatter { send: send.unwrap_or(none), recv: recv.unwrap_or_default(), counts }
+            }
             Shape::AllToAll(sc, rc) => Bufs::AllToAll {
                 send: send.unwrap_or(none),
                 send_counts: sc,

@@ -81,15 +81,51 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 post = Some((buf, d, r));
             }
         }
-        (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv }) => {
+        (OpKind::Scan | OpKind::Exscan, Bufs::InPlace(buf)) => {
+            let (d, r) = (dt()?, rop()?);
+            let n = count(buf.len() / d.size(), op.name)?;
+            let (mop, t) = (ops::op(d, r)?, datatype(d));
+            // MPI's scans are not in place here: send from a copy.
+            _scratch = buf.to_vec();
+            let (sp, rp) = (ptr(&_scratch), ptr(buf));
+            let exclusive = op.kind == OpKind::Exscan;
+            // SAFETY: both buffers hold `n` elements and outlive the wait.
+            if exclusive {
+                call("MPI_Iexscan", || unsafe { ffi::MPI_Iexscan(sp, rp, n, t, mop, comm, &mut req) })?;
+            } else {
+                call("MPI_Iscan", || unsafe { ffi::MPI_Iscan(sp, rp, n, t, mop, comm, &mut req) })?;
+            }
+            c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+            let upto = if exclusive { c.rank } else { c.rank + 1 };
+            if upto == 0 {
+                // MPI leaves rank 0's exclusive result undefined; ours is the identity.
+                crate::backend::reduce::identity(d, r, buf);
+            } else {
+                ops::finish(d, r, upto, buf);
+            }
+            return Ok(());
+        }
+        (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv, counts }) => {
             let (d, r) = (dt()?, rop()?);
             let n = count(recv.len() / d.size(), op.name)?;
             let (mop, t) = (ops::op(d, r)?, datatype(d));
             let rp = ptr(recv);
-            // SAFETY: `send` holds size × n elements, `recv` n; both outlive the wait.
-            call("MPI_Ireduce_scatter_block", || unsafe {
-                ffi::MPI_Ireduce_scatter_block(ptr(send), rp, n, t, mop, comm, &mut req)
-            })?;
+            if counts.iter().all(|&x| x == recv.len()) {
+                // SAFETY: `send` holds size × n elements, `recv` n; both outlive the wait.
+                call("MPI_Ireduce_scatter_block", || unsafe {
+                    ffi::MPI_Ireduce_scatter_block(ptr(send), rp, n, t, mop, comm, &mut req)
+                })?;
+            } else {
+                let es = d.size();
+                let elems: Vec<c_int> = counts.iter().map(|&x| count(x / es, op.name)).collect::<Result<_>>()?;
+                // SAFETY: `send` holds Σ counts bytes, `recv` counts[rank]; both outlive the wait.
+                call("MPI_Ireduce_scatter", || unsafe {
+                    ffi::MPI_Ireduce_scatter(ptr(send), rp, elems.as_ptr(), t, mop, comm, &mut req)
+                })?;
+                c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+                ops::finish(d, r, c.size, recv);
+                return Ok(());
+            }
             post = Some((recv, d, r));
         }
         (OpKind::AllGather | OpKind::Gather, Bufs::Gather { send, recv, counts }) => {
@@ -119,14 +155,23 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             }
             return c.wait(&mut req, op.name, op.site, &|| waiting(c, op));
         }
-        (OpKind::Scatter, Bufs::Scatter { send, recv }) => {
+        (OpKind::Scatter, Bufs::Scatter { send, recv, counts }) => {
             let k = count(recv.len(), op.name)?;
             let sp = send.map_or(std::ptr::null_mut(), ptr);
             let rp = ptr(recv);
-            // SAFETY: `send` (root) holds size × k bytes.
-            call("MPI_Iscatter", || unsafe {
-                ffi::MPI_Iscatter(sp, k, bytes(), rp, k, bytes(), root, comm, &mut req)
-            })?;
+            if counts.iter().all(|&x| x == recv.len()) {
+                // SAFETY: `send` (root) holds size × k bytes.
+                call("MPI_Iscatter", || unsafe {
+                    ffi::MPI_Iscatter(sp, k, bytes(), rp, k, bytes(), root, comm, &mut req)
+                })?;
+            } else {
+                let (cs, ds) = counts_displs(counts, op.name)?;
+                // SAFETY: `send` (root) holds Σ counts bytes; the arrays outlive the wait.
+                call("MPI_Iscatterv", || unsafe {
+                    ffi::MPI_Iscatterv(sp, cs.as_ptr(), ds.as_ptr(), bytes(), rp, k, bytes(), root, comm, &mut req)
+                })?;
+                return c.wait(&mut req, op.name, op.site, &|| waiting(c, op));
+            }
         }
         (OpKind::AllToAll, Bufs::AllToAll { send, send_counts, recv, recv_counts }) => {
             if op.varying {

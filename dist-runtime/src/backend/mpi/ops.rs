@@ -52,6 +52,9 @@ macro_rules! user_ops {
                 // SAFETY: MPI passes two buffers of `*len` elements of the type.
                 unsafe {
                     let n = *len as usize * DType::$dt.size();
+                    if n == 0 || inv.is_null() || inout.is_null() {
+                        return; // Open MPI calls with no elements (and null buffers) in scans
+                    }
                     let src = std::slice::from_raw_parts(inv as *const u8, n);
                     let acc = std::slice::from_raw_parts_mut(inout as *mut u8, n);
                     reduce::reduce_into(DType::$dt, ReduceOp::$op, acc, src);

@@ -15,6 +15,8 @@ pub(crate) struct NcclComm {
     pub(crate) comm: sys::ncclComm_t,
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) size: usize,
+    /// This rank in the communicator.
+    pub(crate) rank: usize,
     /// NCCL requires one caller at a time per communicator.
     pub(crate) lock: Mutex<()>,
     /// Set when a wait on one of its ops timed out: the communicator holds a kernel that
@@ -110,7 +112,7 @@ impl NcclComm {
                 .map_err(|e| fail("ncclCommInitRank", e))?;
             comm.assume_init()
         };
-        Ok(NcclComm { comm, stream, size, lock: Mutex::new(()), broken: Default::default() })
+        Ok(NcclComm { comm, stream, size, rank, lock: Mutex::new(()), broken: Default::default() })
     }
 
     /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
@@ -130,7 +132,9 @@ impl NcclComm {
         }
         // SAFETY: `new` is a valid communicator just created.
         let size = unsafe { result::comm_count(new).map_err(|e| fail("ncclCommCount", e))? as usize };
+        // SAFETY: as above.
+        let rank = unsafe { result::comm_user_rank(new).map_err(|e| fail("ncclCommUserRank", e))? as usize };
         let stream = self.stream.context().new_stream().map_err(|e| fail("creating a stream", e))?;
-        Ok(Some(NcclComm { comm: new, stream, size, lock: Mutex::new(()), broken: Default::default() }))
+        Ok(Some(NcclComm { comm: new, stream, size, rank, lock: Mutex::new(()), broken: Default::default() }))
     }
 }

@@ -257,14 +257,46 @@ impl NcclComm {
                 }
                 self.grouped(&p2p)
             }
-            (OpKind::Scatter, DevBufs::Scatter { send, recv }) => {
+            (OpKind::Scatter, DevBufs::Scatter { send, recv, counts }) => {
                 let mut p2p = vec![DevP2p { send: false, peer: root as usize, dtype: dt, buf: recv }];
                 if let Some(s) = send {
-                    p2p.extend(Self::blocks(true, dt, s, &vec![recv.bytes; self.size]));
+                    p2p.extend(Self::blocks(true, dt, s, &counts));
                 }
                 self.grouped(&p2p)
             }
-            (OpKind::ReduceScatter, DevBufs::ReduceScatter { send, recv }) => self.with_op(dt, reduce, |o| {
+            (OpKind::ReduceScatter, DevBufs::ReduceScatter { send, recv, counts })
+                if counts.iter().any(|&c| c != recv.bytes) =>
+            {
+                // Uneven blocks: one ncclReduce per block to its owner, in one group.
+                self.with_op(dt, reduce, |o| {
+                    NcclComm::group(|| {
+                        let mut off = 0u64;
+                        for (j, &c) in counts.iter().enumerate() {
+                            let src = send.addr + off;
+                            let dst = if j == self.rank { recv.addr } else { src };
+                            off += c as u64;
+                            // SAFETY: block j lies inside `send`; `recv` holds counts[rank] bytes.
+                            ok(
+                                unsafe {
+                                    result::reduce(
+                                        src as *const c_void,
+                                        dst as *mut c_void,
+                                        c / es,
+                                        t,
+                                        o,
+                                        j as i32,
+                                        comm,
+                                        cu,
+                                    )
+                                },
+                                "ncclReduce",
+                            )?;
+                        }
+                        Ok(())
+                    })
+                })
+            }
+            (OpKind::ReduceScatter, DevBufs::ReduceScatter { send, recv, .. }) => self.with_op(dt, reduce, |o| {
                 ok(
                     // SAFETY: the typed layer checked send holds size × recv bytes.
                     unsafe {

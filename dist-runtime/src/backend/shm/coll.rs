@@ -71,12 +71,35 @@ fn region(c: &ShmComm) -> usize {
     (c.seg.layout.slot / c.n / 64) * 64
 }
 
-/// Writes chunk `[s, e)` of block j of `send` (blocks of `m` bytes) into region j of
-/// this rank's slot of parity `w`, for every j in `to`.
-fn write_blocks(c: &ShmComm, w: u32, send: &[u8], m: usize, (s, e): (usize, usize), to: impl Iterator<Item = usize>) {
+/// Offsets of blocks of `counts` bytes laid end to end.
+fn displs(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |a, &x| {
+            let d = *a;
+            *a += x;
+            Some(d)
+        })
+        .collect()
+}
+
+/// Writes chunk t (bytes `[t·reg, (t+1)·reg)`, cut at the block's end) of block j of
+/// `send` (blocks of `counts` bytes at `displs`) into region j of this rank's slot of
+/// parity `w`, for every j in `to`.
+fn write_blocks(
+    c: &ShmComm,
+    w: u32,
+    send: &[u8],
+    (counts, displs): (&[usize], &[usize]),
+    t: usize,
+    to: impl Iterator<Item = usize>,
+) {
     let reg = region(c);
     for j in to {
-        to_shm(c.slot(c.rank, w).wrapping_add(j * reg), &send[j * m + s..j * m + e]);
+        let (s, e) = (t * reg, counts[j].min((t + 1) * reg));
+        if s < e {
+            to_shm(c.slot(c.rank, w).wrapping_add(j * reg), &send[displs[j] + s..displs[j] + e]);
+        }
     }
 }
 
@@ -283,6 +306,38 @@ fn all_reduce_ring(
     Ok(())
 }
 
+/// Inclusive (rank r gets ranks 0..=r reduced) or exclusive (0..r; rank 0 the identity)
+/// prefix reduction in place: every rank publishes each chunk in its slot, then folds the
+/// slots of the ranks before it, in rank order.
+pub(super) fn scan(c: &ShmComm, cx: &Op, buf: &mut [u8], dtype: DType, op: ReduceOp, exclusive: bool) -> Result<()> {
+    let (n, me, b) = (c.n, c.rank, buf.len());
+    let upto = if exclusive { me } else { me + 1 };
+    let fold = |out: &mut [u8], r: u32| {
+        if upto == 0 {
+            reduce::identity(dtype, op, out);
+            return;
+        }
+        if me != 0 {
+            from_shm(out, c.slot(0, r));
+        }
+        for i in 1..upto {
+            reduce::reduce_into(dtype, op, out, shm(c.slot(i, r), out.len()));
+        }
+        reduce::finish(dtype, op, upto, out);
+    };
+    if n == 1 {
+        fold(buf, 0);
+        return Ok(());
+    }
+    let mut epoch = lock(c);
+    let epoch = &mut *epoch;
+    let cap = c.seg.layout.slot;
+    pipeline(c, epoch, cx, true, b.div_ceil(cap), |step| match step {
+        Step::Write { t, w } => to_shm(c.slot(me, w), &buf[t * cap..b.min((t + 1) * cap)]),
+        Step::Read { t, r } => fold(&mut buf[t * cap..b.min((t + 1) * cap)], r),
+    })
+}
+
 pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
     if c.n == 1 {
         return Ok(());
@@ -309,14 +364,7 @@ pub(super) fn gather_v(
     root: Option<usize>,
 ) -> Result<()> {
     let (n, me) = (c.n, c.rank);
-    let displs: Vec<usize> = counts
-        .iter()
-        .scan(0, |a, &x| {
-            let d = *a;
-            *a += x;
-            Some(d)
-        })
-        .collect();
+    let displs = displs(counts);
     if let Some(recv) = recv.as_deref_mut() {
         super::copy::copy_slice(&mut recv[displs[me]..displs[me] + counts[me]], send);
     }
@@ -351,10 +399,19 @@ pub(super) fn gather_v(
     })
 }
 
-pub(super) fn scatter(c: &ShmComm, cx: &Op, send: Option<&[u8]>, recv: &mut [u8], root: usize) -> Result<()> {
+/// Scatter from `root` of blocks of `counts[j]` bytes (the same `counts` on every rank).
+pub(super) fn scatter(
+    c: &ShmComm,
+    cx: &Op,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    counts: &[usize],
+    root: usize,
+) -> Result<()> {
     let (n, me, m) = (c.n, c.rank, recv.len());
+    let displs = displs(counts);
     if let Some(send) = send {
-        super::copy::copy_slice(recv, &send[me * m..(me + 1) * m]);
+        super::copy::copy_slice(recv, &send[displs[me]..displs[me] + m]);
     }
     if n == 1 {
         return Ok(());
@@ -362,28 +419,33 @@ pub(super) fn scatter(c: &ShmComm, cx: &Op, send: Option<&[u8]>, recv: &mut [u8]
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
     let reg = region(c);
-    pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
+    let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
+    pipeline(c, epoch, cx, true, k, |step| {
         let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
         match step {
             Step::Write { t, w } => {
                 if let Some(send) = send {
-                    write_blocks(c, w, send, m, chunk(t), (0..n).filter(|&j| j != me));
+                    write_blocks(c, w, send, (counts, &displs), t, (0..n).filter(|&j| j != me));
                 }
             }
             Step::Read { t, r } if me != root => {
                 let (s, e) = chunk(t);
-                from_shm(&mut recv[s..e], c.slot(root, r).wrapping_add(me * reg));
+                if s < e {
+                    from_shm(&mut recv[s..e], c.slot(root, r).wrapping_add(me * reg));
+                }
             }
             Step::Read { .. } => {}
         }
     })
 }
 
+/// Reduce-scatter of blocks of `counts[j]` bytes (the same `counts` on every rank).
 pub(super) fn reduce_scatter(
     c: &ShmComm,
     cx: &Op,
     send: &[u8],
     recv: &mut [u8],
+    counts: &[usize],
     dtype: DType,
     op: ReduceOp,
 ) -> Result<()> {
@@ -393,15 +455,20 @@ pub(super) fn reduce_scatter(
         reduce::finish(dtype, op, 1, recv);
         return Ok(());
     }
+    let displs = displs(counts);
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
     let reg = region(c);
-    pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
+    let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
+    pipeline(c, epoch, cx, true, k, |step| {
         let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
         match step {
-            Step::Write { t, w } => write_blocks(c, w, send, m, chunk(t), 0..n),
+            Step::Write { t, w } => write_blocks(c, w, send, (counts, &displs), t, 0..n),
             Step::Read { t, r } => {
                 let (s, e) = chunk(t);
+                if s >= e {
+                    return;
+                }
                 let out = &mut recv[s..e];
                 from_shm(out, c.slot(0, r).wrapping_add(me * reg));
                 for i in 1..n {
@@ -422,22 +489,7 @@ pub(super) fn all_to_all_v(
     rcounts: &[usize],
 ) -> Result<()> {
     let (n, me) = (c.n, c.rank);
-    let sd: Vec<usize> = scounts
-        .iter()
-        .scan(0, |a, &x| {
-            let d = *a;
-            *a += x;
-            Some(d)
-        })
-        .collect();
-    let rd: Vec<usize> = rcounts
-        .iter()
-        .scan(0, |a, &x| {
-            let d = *a;
-            *a += x;
-            Some(d)
-        })
-        .collect();
+    let (sd, rd) = (displs(scounts), displs(rcounts));
     if n == 1 {
         super::copy::copy_slice(&mut recv[..rcounts[0]], &send[..scounts[0]]);
         return Ok(());
@@ -455,7 +507,7 @@ pub(super) fn all_to_all_v(
         return pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
             let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
             match step {
-                Step::Write { t, w } => write_blocks(c, w, send, m, chunk(t), 0..n),
+                Step::Write { t, w } => write_blocks(c, w, send, (scounts, &sd), t, 0..n),
                 Step::Read { t, r } => {
                     let (s, e) = chunk(t);
                     for j in 0..n {

@@ -194,14 +194,17 @@ impl Backend for ShmComm {
             }
             (OpKind::Reduce, Bufs::InPlace(buf)) => coll::reduce(self, cx, buf, dtype()?, reduce_op()?, cx.root_rank()),
             (OpKind::AllReduce, Bufs::InPlace(buf)) => coll::reduce(self, cx, buf, dtype()?, reduce_op()?, None),
+            (OpKind::Scan | OpKind::Exscan, Bufs::InPlace(buf)) => {
+                coll::scan(self, cx, buf, dtype()?, reduce_op()?, cx.kind == OpKind::Exscan)
+            }
             (OpKind::Gather | OpKind::AllGather, Bufs::Gather { send, recv, counts }) => {
                 coll::gather_v(self, cx, send, recv, counts, cx.root_rank())
             }
-            (OpKind::Scatter, Bufs::Scatter { send, recv }) => {
-                coll::scatter(self, cx, send, recv, cx.root_rank().ok_or_else(|| wrong_shape("shm", cx))?)
+            (OpKind::Scatter, Bufs::Scatter { send, recv, counts }) => {
+                coll::scatter(self, cx, send, recv, counts, cx.root_rank().ok_or_else(|| wrong_shape("shm", cx))?)
             }
-            (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv }) => {
-                coll::reduce_scatter(self, cx, send, recv, dtype()?, reduce_op()?)
+            (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv, counts }) => {
+                coll::reduce_scatter(self, cx, send, recv, counts, dtype()?, reduce_op()?)
             }
             (OpKind::AllToAll, Bufs::AllToAll { send, send_counts, recv, recv_counts }) => {
                 coll::all_to_all_v(self, cx, send, send_counts, recv, recv_counts)
