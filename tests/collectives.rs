@@ -607,3 +607,142 @@ fn scan_and_exscan_against_the_reference(world: Comm<World>) {
     let mut r = runner();
     for_all_dtypes!(scan_case(&world, &mut r));
 }
+
+/// scatter_object and object p2p: values of several shapes (empty, nested, long), sent
+/// around a ring and scattered from every root, against what each rank can recompute.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn object_scatter_and_point_to_point(world: Comm<World>) {
+    const ITEM: Tag<(usize, Vec<String>)> = Tag::new(11);
+    const NUMS: Tag<Vec<u64>> = Tag::new(11);
+    let (n, me) = (world.size(), world.rank());
+    let value = |j: usize| (j, (0..j % 4).map(|k| "ab".repeat(k * 300 + j)).collect::<Vec<String>>());
+    for root in 0..n {
+        let all: Vec<_> = (0..n).map(value).collect();
+        let got = world.scatter_object((me == root).then_some(&all[..]), root).unwrap();
+        assert_eq!(got, value(me), "scatter_object from root {root}");
+    }
+    // Ring: send to the right, receive from the left; two values of different types on
+    // one tag number, in order.
+    let (next, prev) = ((me + 1) % n, (me + n - 1) % n);
+    if n > 1 {
+        let big: Vec<u64> = (0..100_000 + me as u64).collect();
+        if me % 2 == 0 {
+            world.send_object(next, ITEM, &value(me)).unwrap();
+            world.send_object(next, NUMS, &big).unwrap();
+            assert_eq!(world.recv_object(prev, ITEM).unwrap(), value(prev));
+            assert_eq!(world.recv_object(prev, NUMS).unwrap(), (0..100_000 + prev as u64).collect::<Vec<_>>());
+        } else {
+            assert_eq!(world.recv_object(prev, ITEM).unwrap(), value(prev));
+            assert_eq!(world.recv_object(prev, NUMS).unwrap(), (0..100_000 + prev as u64).collect::<Vec<_>>());
+            world.send_object(next, ITEM, &value(me)).unwrap();
+            world.send_object(next, NUMS, &big).unwrap();
+        }
+    }
+    // The root passes one value per rank, and only the root passes values.
+    let one = [value(0)];
+    if n > 1 {
+        let e = world.scatter_object((me == 0).then_some(&one[..]), 0).map(|_| ()).unwrap_err().to_string();
+        if me == 0 {
+            assert!(e.contains("passed 1 values; give one per rank"), "{e}");
+        }
+    }
+}
+
+/// Affine maps x ↦ a·x + b (wrapping u64) as flat pairs, composed left to right:
+/// associative, not commutative, so only the rank order gives the reference.
+fn compose(acc: &mut [u64], x: &[u64]) {
+    for (p, q) in acc.chunks_exact_mut(2).zip(x.chunks_exact(2)) {
+        let (a1, b1, a2, b2) = (p[0], p[1], q[0], q[1]);
+        p[0] = a2.wrapping_mul(a1);
+        p[1] = a2.wrapping_mul(b1).wrapping_add(b2);
+    }
+}
+
+/// The element of larger magnitude; ties keep the earlier rank's (its sign shows which).
+fn abs_max(acc: &mut [f32], x: &[f32]) {
+    for (a, b) in acc.iter_mut().zip(x) {
+        if b.abs() > a.abs() {
+            *a = *b;
+        }
+    }
+}
+
+fn fold<T: Copy>(inputs: &[Vec<T>], f: fn(&mut [T], &[T])) -> Vec<T> {
+    let mut acc = inputs[0].clone();
+    for x in &inputs[1..] {
+        f(&mut acc, x);
+    }
+    acc
+}
+
+fn user_case<T: Num>(world: &Comm<World>, f: fn(&mut [T], &[T]), name: &'static str, width: usize) {
+    let (n, me) = (world.size(), world.rank());
+    let op = ReduceOp::user_items(name, width, f);
+    // Lengths in whole items of `width` elements: empty, one, odd, and past the slot.
+    for (k, items) in [0usize, 1, 7, 1001, (300 << 10) / (width * std::mem::size_of::<T>()) + 3].into_iter().enumerate()
+    {
+        let len = items * width;
+        let salt = 40 + k as u64;
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
+        let what = |o: &str| format!("{o} with {name} len {len} n {n} rank {me}");
+        let mut buf = inputs[me].clone();
+        world.all_reduce(&mut buf, op).unwrap();
+        assert_same(&what("all_reduce"), &buf, &fold(&inputs, f));
+        let mut buf = inputs[me].clone();
+        world.all_reduce_async(&mut buf, op).unwrap().wait().unwrap();
+        assert_same(&what("all_reduce_async"), &buf, &fold(&inputs, f));
+        let root = (k * 5 + 1) % n;
+        let mut buf = inputs[me].clone();
+        world.reduce(&mut buf, op, root).unwrap();
+        let want = if me == root { fold(&inputs, f) } else { inputs[me].clone() };
+        assert_same(&what("reduce"), &buf, &want);
+        let mut buf = inputs[me].clone();
+        world.reduce_async(&mut buf, op, root).unwrap().wait().unwrap();
+        assert_same(&what("reduce_async"), &buf, &want);
+        let mut buf = inputs[me].clone();
+        world.scan(&mut buf, op).unwrap();
+        assert_same(&what("scan"), &buf, &fold(&inputs[..=me], f));
+        let mut buf = inputs[me].clone();
+        world.exscan(&mut buf, op).unwrap();
+        let want = if me == 0 { inputs[0].clone() } else { fold(&inputs[..me], f) };
+        assert_same(&what("exscan (rank 0 keeps its buffer)"), &buf, &want);
+        // reduce_scatter over blocks of whole items, even and uneven.
+        let block = items / n * width;
+        let rs_in: Vec<Vec<T>> = (0..n).map(|q| data(q, n * block, salt + 9)).collect();
+        let full = fold(&rs_in, f);
+        let mut out = vec![T::gen(99, 0, 0); block];
+        world.reduce_scatter(&rs_in[me], &mut out, op).unwrap();
+        assert_same(&what("reduce_scatter"), &out, &full[me * block..(me + 1) * block]);
+        let mut out2 = vec![T::gen(98, 0, 0); block];
+        world.reduce_scatter_async(&rs_in[me], &mut out2, op).unwrap().wait().unwrap();
+        assert_same(&what("reduce_scatter_async"), &out2, &out);
+        let counts: Vec<usize> = (0..n).map(|j| (items * (j + 1) / n - items * j / n) * width).collect();
+        let first: usize = counts[..me].iter().sum();
+        let mut out = vec![T::gen(97, 0, 0); counts[me]];
+        world.reduce_scatter_v(&inputs[me], &mut out, &counts, op).unwrap();
+        assert_same(&what("reduce_scatter_v"), &out, &fold(&inputs, f)[first..first + counts[me]]);
+    }
+}
+
+/// User-defined reductions in every reducing op, against a serial fold in rank order:
+/// a non-commutative one (affine maps) and one whose ties show the order (abs max).
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8], timeout = 120)]
+fn user_reductions_fold_in_rank_order(world: Comm<World>) {
+    user_case::<u64>(&world, compose, "compose", 2);
+    user_case::<f32>(&world, abs_max, "abs_max", 1);
+    // Buffers of part items are refused before anything moves.
+    let mut odd = [1u64, 2, 3];
+    let e = world.all_reduce(&mut odd, ReduceOp::user_items("compose", 2, compose)).unwrap_err().to_string();
+    assert!(e.contains("not a whole number of items of 2"), "{e}");
+    // A user reduction for another type is refused before anything moves.
+    let mut ints = [1i32, 2];
+    let e = world.all_reduce(&mut ints, ReduceOp::user("abs_max", abs_max)).unwrap_err().to_string();
+    assert!(e.contains("combines f32 values, but the buffer holds i32"), "{e}");
+    // Two ranks naming different reductions are told so (DIST_DEBUG=check is on by default).
+    if world.size() > 1 {
+        let mut x = [0.5f32];
+        let name = if world.rank() == 0 { "abs_max" } else { "other" };
+        let e = world.all_reduce(&mut x, ReduceOp::user(name, abs_max)).unwrap_err().to_string();
+        assert!(e.contains("mismatched collective") && e.contains("user reduction"), "{e}");
+    }
+}

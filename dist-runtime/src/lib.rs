@@ -86,7 +86,7 @@ pub use error::{Error, Result, Site};
 pub use group::{Group, World};
 pub use init::{backend_available, init, init_with, is_available, is_initialized};
 pub use launch::{launch, launch_by_name, Launch, Nodes, Report};
-pub use reduce_op::ReduceOp;
+pub use reduce_op::{ReduceOp, UserReduce};
 pub use tag::Tag;
 
 /// Re-exported so users name `f16`/`bf16` without a direct dependency on `half`.

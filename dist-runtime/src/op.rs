@@ -172,7 +172,16 @@ impl Op {
             args.push(format!("root={}", self.root));
         }
         if self.reduce != 0 {
-            args.push(format!("op={}", ReduceOp::name_of_code(self.reduce)));
+            args.push(match self.reduce_op {
+                // This rank's own op: its name; a peer's record only carries the code.
+                Some(ReduceOp::User(u)) => {
+                    format!("op=user reduction {:?} #{:x}", u.name(), self.reduce >> 8 & 0xffff)
+                }
+                _ => match ReduceOp::name_of_code(self.reduce) {
+                    "a user reduction" => format!("op=a user reduction #{:x}", self.reduce >> 8 & 0xffff),
+                    name => format!("op={name}"),
+                },
+            });
         }
         if self.extra != 0 {
             args.push(format!("counts#{:x}", self.extra & 0xffff));

@@ -79,6 +79,7 @@ fn combine<T: Arith>(op: ReduceOp, a: T, b: T) -> T {
         ReduceOp::BAnd => a.band(b),
         ReduceOp::BOr => a.bor(b),
         ReduceOp::BXor => a.bxor(b),
+        ReduceOp::User(_) => unreachable!("user reductions run their own function (reduce_into)"),
         // A NaN wins (as torch.maximum/minimum): the result is NaN wherever any rank has
         // one, whatever the order ranks combine in, so it is the same on every rank.
         ReduceOp::Max => {
@@ -188,14 +189,21 @@ fn identity_typed<T: Identity + bytemuck::Pod>(op: ReduceOp, buf: &mut [u8]) {
 
 /// Fills `buf` with the identity of `op` (0 for sums, 1 for products, the lowest value
 /// for Max, the highest for Min, all ones for BAnd): the result of a reduction over no
-/// rank, which an exclusive scan gives rank 0.
+/// rank, which an exclusive scan gives rank 0. A user reduction has no known identity:
+/// `buf` is left as it is.
 pub(crate) fn identity(dtype: DType, op: ReduceOp, buf: &mut [u8]) {
+    if let ReduceOp::User(_) = op {
+        return;
+    }
     dispatch!(dtype, identity_typed, op, buf)
 }
 
 /// `acc[i] = acc[i] ⊕ src[i]` over elements of `dtype`. Both slices hold whole elements
 /// and are aligned for `dtype` (the backends guarantee it).
 pub(crate) fn reduce_into(dtype: DType, op: ReduceOp, acc: &mut [u8], src: &[u8]) {
+    if let ReduceOp::User(u) = op {
+        return u.apply(acc, src);
+    }
     dispatch!(dtype, reduce_typed, op, acc, src)
 }
 

@@ -146,6 +146,7 @@ impl<G: Group> Comm<G> {
     pub fn reduce<T: Element, B: BufMut<T> + ?Sized>(&self, buf: &mut B, op: ReduceOp, root: usize) -> Result<()> {
         self.check_rank("reduce", "root", root)?;
         op.validate(T::DTYPE, "reduce")?;
+        op.check_items("reduce", "buf", buf.elems())?;
         let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.elems()).root(root).reduce(op);
         self.in_place(&self.cx("reduce", fp), buf.view_mut())
     }
@@ -168,6 +169,7 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn all_reduce<T: Element, B: BufMut<T> + ?Sized>(&self, buf: &mut B, op: ReduceOp) -> Result<()> {
         op.validate(T::DTYPE, "all_reduce")?;
+        op.check_items("all_reduce", "buf", buf.elems())?;
         let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.elems()).reduce(op);
         self.in_place(&self.cx("all_reduce", fp), buf.view_mut())
     }
@@ -226,6 +228,7 @@ impl<G: Group> Comm<G> {
         op: ReduceOp,
     ) -> Result<()> {
         op.validate(T::DTYPE, name)?;
+        op.check_items(name, "buf", buf.elems())?;
         let fp = self.cx(name, Op::new(kind).dtype(T::DTYPE).count(buf.elems()).reduce(op));
         match buf.view_mut() {
             ViewMut::Host(b) => self.run_host(&fp, Bufs::InPlace(bytes_mut(b))),
@@ -698,6 +701,12 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'v>> {
         op.validate(T::DTYPE, name)?;
         let k = recv.elems();
+        op.check_items(name, "recv", k)?;
+        if let Some(c) = counts {
+            for (j, &x) in c.iter().enumerate() {
+                op.check_items(name, &format!("block {j} (counts[{j}])"), x)?;
+            }
+        }
         let fp = Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).reduce(op);
         let (counts, fp) = match counts {
             None => {

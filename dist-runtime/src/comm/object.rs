@@ -3,6 +3,7 @@
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::group::Group;
+use crate::tag::Tag;
 
 impl<G: Group> Comm<G> {
     // ---------------------------------------------------------------- objects
@@ -112,6 +113,120 @@ impl<G: Group> Comm<G> {
             self.gather_v(&mine, None, &counts, root)?;
             Ok(None)
         }
+    }
+
+    /// Gives block j of `root`'s values to rank j (torch's `scatter_object_list`):
+    /// `root` passes `Some` of exactly `size()` values, the others `None`; every rank
+    /// gets its own value back.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// // The root hands each rank its shard of the work: a list of file names.
+    /// let plan: Vec<Vec<String>> =
+    ///     (0..world.size()).map(|j| (0..j).map(|k| format!("part-{j}-{k}")).collect()).collect();
+    /// let mine: Vec<String> = world.scatter_object((world.rank() == 0).then_some(&plan[..]), 0)?;
+    /// assert_eq!(mine.len(), world.rank());
+    /// assert!(mine.iter().all(|f| f.starts_with(&format!("part-{}-", world.rank()))));
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn scatter_object<V: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        values: Option<&[V]>,
+        root: usize,
+    ) -> Result<V> {
+        const OP: &str = "scatter_object";
+        self.check_rank(OP, "root", root)?;
+        let n = self.size();
+        let (data, lens) = match (values, self.rank() == root) {
+            (Some(vs), true) if vs.len() == n => {
+                let parts = vs.iter().map(|v| encode(OP, v)).collect::<Result<Vec<_>>>()?;
+                let lens: Vec<u64> = parts.iter().map(|p| p.len() as u64).collect();
+                (parts.concat(), lens)
+            }
+            (Some(vs), true) => {
+                return Err(Error::invalid(
+                    OP,
+                    format!("root {root} passed {} values; give one per rank ({n})", vs.len()),
+                ))
+            }
+            (None, true) => return Err(Error::invalid(OP, format!("root {root} must pass Some(values)"))),
+            (Some(_), false) => {
+                return Err(Error::invalid(
+                    OP,
+                    format!("rank {} is not the root ({root}) and must pass None", self.rank()),
+                ))
+            }
+            (None, false) => (Vec::new(), vec![0; n]),
+        };
+        let mut lens_all = lens;
+        self.broadcast(&mut lens_all, root)?;
+        let counts: Vec<usize> = lens_all.iter().map(|&l| l as usize).collect();
+        let mut mine = vec![0u8; counts[self.rank()]];
+        let send = (self.rank() == root).then_some(&data[..]);
+        self.scatter_v(send, &mut mine, &counts, root)?;
+        decode(OP, &mine)
+    }
+
+    // ---------------------------------------------------------------- object p2p
+
+    /// Sends a serialisable value to rank `dst` (torch's `send_object_list`); the tag
+    /// names the value's type, so only a [`recv_object`](Self::recv_object) of the same
+    /// type matches it. Blocking as [`send`](Self::send): returns once the value may
+    /// be reused.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    /// struct Batch {
+    ///     step: u64,
+    ///     tokens: Vec<u32>,
+    /// }
+    /// const BATCH: Tag<Batch> = Tag::new(7);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// if r == 0 {
+    ///     for dst in 1..n {
+    ///         world.send_object(dst, BATCH, &Batch { step: 3, tokens: vec![dst as u32; dst] })?;
+    ///     }
+    /// } else {
+    ///     let b: Batch = world.recv_object(0, BATCH)?;
+    ///     assert_eq!(b, Batch { step: 3, tokens: vec![r as u32; r] });
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn send_object<V: serde::Serialize>(&self, dst: usize, tag: Tag<V>, value: &V) -> Result<()> {
+        self.check_rank("send_object", "destination", dst)?;
+        let data = encode("send_object", value)?;
+        let site = crate::error::Site::caller();
+        self.recorded("send_object", site, || {
+            let b = &self.inner.backend;
+            b.send(site, dst, tag.id(), crate::dtype::DType::U64, &(data.len() as u64).to_ne_bytes())?;
+            b.send(site, dst, tag.id(), crate::dtype::DType::U8, &data)
+        })
+    }
+
+    /// Receives a value [`send_object`](Self::send_object) sent from rank `src` with
+    /// `tag` (see there for an example).
+    #[track_caller]
+    pub fn recv_object<V: serde::de::DeserializeOwned>(&self, src: usize, tag: Tag<V>) -> Result<V> {
+        self.check_rank("recv_object", "source", src)?;
+        let site = crate::error::Site::caller();
+        let data = self.recorded("recv_object", site, || {
+            let b = &self.inner.backend;
+            let mut len = [0u8; 8];
+            b.recv(site, src, tag.id(), crate::dtype::DType::U64, &mut len)?;
+            let mut data = vec![0u8; u64::from_ne_bytes(len) as usize];
+            b.recv(site, src, tag.id(), crate::dtype::DType::U8, &mut data)?;
+            Ok(data)
+        })?;
+        decode("recv_object", &data)
     }
 }
 

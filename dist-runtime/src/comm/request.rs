@@ -41,6 +41,7 @@ impl<G: Group> Comm<G> {
         op: ReduceOp,
     ) -> Result<Request<'a>> {
         op.validate(T::DTYPE, "all_reduce_async")?;
+        op.check_items("all_reduce_async", "buf", buf.elems())?;
         let fp = Op::new(OpKind::AllReduce).dtype(T::DTYPE).count(buf.elems()).reduce(op);
         self.in_place_async(self.cx("all_reduce_async", fp), buf.view_mut())
     }
@@ -178,6 +179,7 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'a>> {
         self.check_rank("reduce_async", "root", root)?;
         op.validate(T::DTYPE, "reduce_async")?;
+        op.check_items("reduce_async", "buf", buf.elems())?;
         let fp = Op::new(OpKind::Reduce).dtype(T::DTYPE).count(buf.elems()).root(root).reduce(op);
         self.in_place_on(&self.cx("reduce_async", fp), buf.view_mut(), true)
     }

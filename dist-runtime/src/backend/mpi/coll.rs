@@ -3,7 +3,7 @@
 
 use super::ops::{self, bytes, datatype};
 use super::{call, count, MpiComm};
-use crate::backend::{wrong_shape, Bufs};
+use crate::backend::{reduce, wrong_shape, Bufs};
 use crate::error::{Error, Result};
 use crate::op::{Op, OpKind};
 use crate::reduce_op::ReduceOp;
@@ -44,6 +44,9 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     let mut _scratch: Vec<u8> = Vec::new();
     // What to finish after the wait: (buffer, dtype, op) of a reduction's result.
     let mut post: Option<(&mut [u8], crate::dtype::DType, ReduceOp)> = None;
+    if let Some(u @ ReduceOp::User(_)) = op.reduce_op {
+        return user(c, op, u, bufs);
+    }
     match (op.kind, bufs) {
         (OpKind::Barrier, Bufs::None) => {
             // SAFETY: a valid communicator; `req` written by MPI.
@@ -204,6 +207,76 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         ops::finish(d, r, c.size, buf);
     }
     Ok(())
+}
+
+/// A user reduction on MPI: every contribution is moved (all-gather, or all-to-all for
+/// a reduce-scatter) and folded here in rank order with the user's function, since MPI
+/// cannot call it on its own buffers. Costs `size` times a built-in op's traffic.
+fn user(c: &MpiComm, op: &Op, u: ReduceOp, bufs: Bufs<'_>) -> Result<()> {
+    let (n, me, comm) = (c.size, c.rank, c.comm);
+    let d = op.dtype.ok_or_else(|| wrong_shape("mpi", op))?;
+    // SAFETY: placeholder, written by the posting call.
+    let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // Aligned for every element type (the user's function sees typed slices).
+    let aligned = |len: usize| vec![0u128; len.div_ceil(16)];
+    match (op.kind, bufs) {
+        (OpKind::AllReduce | OpKind::Reduce | OpKind::Scan | OpKind::Exscan, Bufs::InPlace(buf)) => {
+            let len = buf.len();
+            let mut words = aligned(n * len);
+            let all = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..n * len];
+            let k = count(len, op.name)?;
+            let rp = ptr(all);
+            // SAFETY: `buf` holds `len` bytes, `all` n × len; both outlive the wait.
+            call("MPI_Iallgather", || unsafe {
+                ffi::MPI_Iallgather(ptr(buf), k, bytes(), rp, k, bytes(), comm, &mut req)
+            })?;
+            c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+            let upto = match op.kind {
+                OpKind::Reduce if me != op.root as usize => return Ok(()),
+                OpKind::Scan => me + 1,
+                OpKind::Exscan => me,
+                _ => n,
+            };
+            if upto == 0 {
+                return Ok(()); // exscan's rank 0 keeps its buffer: no identity is known
+            }
+            buf.copy_from_slice(&all[..len]);
+            for i in 1..upto {
+                reduce::reduce_into(d, u, buf, &all[i * len..(i + 1) * len]);
+            }
+            Ok(())
+        }
+        (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv, counts }) => {
+            let m = recv.len();
+            let mut words = aligned(n * m);
+            let all = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..n * m];
+            let (sc, sd) = counts_displs(counts, op.name)?;
+            let (rc, rd) = counts_displs(&vec![m; n], op.name)?;
+            let rp = ptr(all);
+            // SAFETY: `send` holds Σ counts bytes, `all` n × counts[rank]; both outlive the wait.
+            call("MPI_Ialltoallv", || unsafe {
+                ffi::MPI_Ialltoallv(
+                    ptr(send),
+                    sc.as_ptr(),
+                    sd.as_ptr(),
+                    bytes(),
+                    rp,
+                    rc.as_ptr(),
+                    rd.as_ptr(),
+                    bytes(),
+                    comm,
+                    &mut req,
+                )
+            })?;
+            c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+            recv.copy_from_slice(&all[..m]);
+            for i in 1..n {
+                reduce::reduce_into(d, u, recv, &all[i * m..(i + 1) * m]);
+            }
+            Ok(())
+        }
+        _ => Err(wrong_shape("mpi", op)),
+    }
 }
 
 fn waiting(c: &MpiComm, op: &Op) -> String {

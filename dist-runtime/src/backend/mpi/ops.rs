@@ -118,6 +118,12 @@ pub(super) fn op(d: DType, op: ReduceOp) -> Result<ffi::MPI_Op> {
             ReduceOp::BAnd => ffi::RSMPI_BAND,
             ReduceOp::BOr => ffi::RSMPI_BOR,
             ReduceOp::BXor => ffi::RSMPI_BXOR,
+            ReduceOp::User(u) => {
+                return Err(crate::error::Error::backend(
+                    "mpi",
+                    format!("internal error: the user reduction {:?} reached MPI's op table", u.name()),
+                ))
+            }
             _ => ffi::RSMPI_MIN,
         }
     })

@@ -108,7 +108,7 @@ fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
         ReduceOp::Max => sys::ncclRedOp_t::ncclMax,
         ReduceOp::Min => sys::ncclRedOp_t::ncclMin,
         ReduceOp::Avg => sys::ncclRedOp_t::ncclAvg,
-        ReduceOp::PreMulSum(_) | ReduceOp::BAnd | ReduceOp::BOr | ReduceOp::BXor => return None,
+        ReduceOp::PreMulSum(_) | ReduceOp::BAnd | ReduceOp::BOr | ReduceOp::BXor | ReduceOp::User(_) => return None,
     })
 }
 
@@ -117,6 +117,16 @@ impl NcclComm {
     fn with_op(&self, dt: DType, op: ReduceOp, f: impl FnOnce(sys::ncclRedOp_t) -> Result<()>) -> Result<()> {
         if let Some(o) = red_op(op) {
             return f(o);
+        }
+        if let ReduceOp::User(u) = op {
+            return Err(Error::backend(
+                "nccl",
+                format!(
+                    "the user reduction {:?} runs on the host: NCCL reduces device buffers with its own ops only; \
+                     reduce a host copy (shm, MPI) or use Sum/Prod/Max/Min/Avg",
+                    u.name()
+                ),
+            ));
         }
         let ReduceOp::PreMulSum(s) = op else {
             return Err(Error::backend(

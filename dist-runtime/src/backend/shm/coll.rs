@@ -68,7 +68,27 @@ fn part(len: usize, es: usize, n: usize, j: usize) -> (usize, usize) {
 
 /// Region of a slot given to each of n destinations (64-byte aligned).
 fn region(c: &ShmComm) -> usize {
-    (c.seg.layout.slot / c.n / 64) * 64
+    region_of(c, 1)
+}
+
+/// `x` rounded down to a whole number of 64-byte lines that is also a whole number of
+/// `unit`-byte items (a user reduction's items must never be cut by a chunk).
+fn whole(x: usize, unit: usize) -> usize {
+    let mut step: usize = 64;
+    while !step.is_multiple_of(unit) {
+        step += 64;
+    }
+    x / step * step
+}
+
+/// [`region`] for items of `unit` bytes.
+fn region_of(c: &ShmComm, unit: usize) -> usize {
+    whole(c.seg.layout.slot / c.n, unit)
+}
+
+/// Bytes of the smallest piece a reduction with `op` may be cut into.
+fn unit(dtype: DType, op: ReduceOp) -> usize {
+    dtype.size() * op.width()
 }
 
 /// Offsets of blocks of `counts` bytes laid end to end.
@@ -90,11 +110,10 @@ fn write_blocks(
     c: &ShmComm,
     w: u32,
     send: &[u8],
-    (counts, displs): (&[usize], &[usize]),
+    (counts, displs, reg): (&[usize], &[usize], usize),
     t: usize,
     to: impl Iterator<Item = usize>,
 ) {
-    let reg = region(c);
     for j in to {
         let (s, e) = (t * reg, counts[j].min((t + 1) * reg));
         if s < e {
@@ -160,8 +179,9 @@ fn reduce_locked(
     op: ReduceOp,
     root: Option<usize>,
 ) -> Result<()> {
-    let (n, me, es, b) = (c.n, c.rank, dtype.size(), buf.len());
-    if root.is_none() && c.cfg.algo.ring {
+    let (n, me, b) = (c.n, c.rank, buf.len());
+    // The ring combines in ring order; a user reduction is promised rank order.
+    if root.is_none() && c.cfg.algo.ring && !matches!(op, ReduceOp::User(_)) {
         return all_reduce_ring(c, epoch, cx, fp, buf, dtype, op);
     }
     let gets_result = |r: usize| root.is_none_or(|x| x == r);
@@ -210,7 +230,9 @@ fn reduce_locked(
         return Ok(());
     }
     // Reduce-scatter + all-gather through the slots, pipelined over chunks.
-    let cin = (c.seg.layout.slot * n / (n + 1)) / 64 * 64;
+    // Chunks and parts in whole items (one element, or a user reduction's item).
+    let es = unit(dtype, op);
+    let cin = whole(c.seg.layout.slot * n / (n + 1), es);
     let k = b.div_ceil(cin);
     let chunk = |t: usize| (t * cin, b.min((t + 1) * cin));
     for t in 0..=k + 1 {
@@ -331,7 +353,7 @@ pub(super) fn scan(c: &ShmComm, cx: &Op, buf: &mut [u8], dtype: DType, op: Reduc
     }
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
-    let cap = c.seg.layout.slot;
+    let cap = whole(c.seg.layout.slot, unit(dtype, op));
     pipeline(c, epoch, cx, true, b.div_ceil(cap), |step| match step {
         Step::Write { t, w } => to_shm(c.slot(me, w), &buf[t * cap..b.min((t + 1) * cap)]),
         Step::Read { t, r } => fold(&mut buf[t * cap..b.min((t + 1) * cap)], r),
@@ -425,7 +447,7 @@ pub(super) fn scatter(
         match step {
             Step::Write { t, w } => {
                 if let Some(send) = send {
-                    write_blocks(c, w, send, (counts, &displs), t, (0..n).filter(|&j| j != me));
+                    write_blocks(c, w, send, (counts, &displs, reg), t, (0..n).filter(|&j| j != me));
                 }
             }
             Step::Read { t, r } if me != root => {
@@ -458,12 +480,12 @@ pub(super) fn reduce_scatter(
     let displs = displs(counts);
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
-    let reg = region(c);
+    let reg = region_of(c, unit(dtype, op));
     let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
     pipeline(c, epoch, cx, true, k, |step| {
         let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
         match step {
-            Step::Write { t, w } => write_blocks(c, w, send, (counts, &displs), t, 0..n),
+            Step::Write { t, w } => write_blocks(c, w, send, (counts, &displs, reg), t, 0..n),
             Step::Read { t, r } => {
                 let (s, e) = chunk(t);
                 if s >= e {
@@ -507,7 +529,7 @@ pub(super) fn all_to_all_v(
         return pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
             let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
             match step {
-                Step::Write { t, w } => write_blocks(c, w, send, (scounts, &sd), t, 0..n),
+                Step::Write { t, w } => write_blocks(c, w, send, (scounts, &sd, reg), t, 0..n),
                 Step::Read { t, r } => {
                     let (s, e) = chunk(t);
                     for j in 0..n {
