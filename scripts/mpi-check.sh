@@ -37,7 +37,7 @@ grep -q 'sum of ranks = 6 (expected 6)' <<<"$out" && grep -q 'mpi backend' <<<"$
 
 echo "-- every example at 4 ranks: cargo xtask run --backend mpi"
 for ex in hello all_reduce p2p_chain p2p_async groups collectives numerics memory_balance data_parallel \
-          tensor_parallel pipeline sequence_parallel; do
+          tensor_parallel fsdp pipeline sequence_parallel; do
   cargo xtask run --backend mpi -n 4 --example "$ex" >/dev/null || { echo "example $ex failed on mpi"; exit 1; }
 done
 

@@ -19,6 +19,22 @@ use crate::dtype::DType;
 use crate::error::{Result, Site};
 use crate::op::Op;
 
+thread_local! {
+    static BACKGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as a background one (a communicator's non-blocking worker): its
+/// waits never spin, because the thread it serves is computing, on the core a spin
+/// would take.
+pub(crate) fn set_background() {
+    BACKGROUND.with(|b| b.set(true));
+}
+
+/// Whether this thread is a background one (see [`set_background`]).
+pub(crate) fn background() -> bool {
+    BACKGROUND.with(|b| b.get())
+}
+
 /// The buffers of one collective, by shape. Lengths are in bytes, already validated.
 pub(crate) enum Bufs<'a> {
     /// `barrier`.

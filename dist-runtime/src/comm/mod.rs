@@ -87,6 +87,7 @@ impl Inner {
             std::thread::Builder::new()
                 .name(format!("dist-{}-async", self.name))
                 .spawn(move || {
+                    crate::backend::set_background();
                     for job in rx {
                         job();
                     }

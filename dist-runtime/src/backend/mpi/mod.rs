@@ -392,7 +392,7 @@ impl MpiComm {
                     site,
                 });
             }
-            if t < Duration::from_micros(50) && self.spin {
+            if t < Duration::from_micros(50) && self.spin && !crate::backend::background() {
                 std::hint::spin_loop();
             } else if t < Duration::from_millis(2) {
                 std::thread::yield_now();

@@ -149,7 +149,8 @@ impl ShmComm {
 
     /// How this communicator's waiters wait before they sleep.
     pub(crate) fn pace(&self) -> sync::Pace {
-        sync::Pace { spins: self.cfg.spins, yield_budget: self.cfg.yield_budget }
+        let spins = if crate::backend::background() { 0 } else { self.cfg.spins };
+        sync::Pace { spins, yield_budget: self.cfg.yield_budget }
     }
     /// Pointer to rank r's staging slot of `parity`.
     fn slot(&self, r: usize, parity: u32) -> *mut u8 {
