@@ -7,6 +7,8 @@ use dist_runtime::prelude::*;
 dist_runtime::group!(Dp);
 dist_runtime::group!(Tp);
 dist_runtime::group!(Half);
+dist_runtime::group!(Pp);
+dist_runtime::group!(DpTp);
 
 const T: Tag<i64> = Tag::new(1);
 const ACT: Tag<f32> = Tag::new(2);
@@ -268,6 +270,59 @@ fn subgroup_numbering(world: Comm<World>) -> dist_runtime::Result<()> {
     Ok(())
 }
 
+const NOTE: Tag<String> = Tag::new(4);
+
+/// The vocabulary of issue 18 under the check: a 3-D mesh and a flattened group,
+/// scan/exscan, scatter_v/reduce_scatter_v, non-blocking collectives waited together,
+/// object p2p between pipeline stages and scatter_object.
+#[spmd(strict)]
+fn vocabulary(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (n, r) = (world.size(), world.rank());
+    let tp = if n % 2 == 0 { 2 } else { 1 };
+    let pp = if n % 4 == 0 { 2 } else { 1 };
+    let dims = [pp, n / (pp * tp), tp];
+    let (p, d, t) = world.mesh::<(Pp, Dp, Tp)>(dims)?;
+    let dt = world.mesh_group::<DpTp>(&dims, &[1, 2])?;
+    let mut x = [r as i64];
+    t.all_reduce(&mut x, ReduceOp::Sum)?;
+    let mut s = [1i64];
+    dt.scan(&mut s, ReduceOp::Sum)?;
+    assert_eq!(s[0], dt.rank() as i64 + 1);
+    let mut e = [2i64];
+    world.exscan(&mut e, ReduceOp::Sum)?;
+    assert_eq!(e[0], 2 * r as i64);
+    let counts: Vec<usize> = (0..n).map(|j| j % 3).collect();
+    let all: Vec<i64> = (0..counts.iter().sum::<usize>() as i64).collect();
+    let mut mine = vec![0i64; r % 3];
+    world.scatter_v(if r == 0 { Some(&all[..]) } else { None }, &mut mine, &counts, 0)?;
+    let mut red = vec![0i64; r % 3];
+    world.reduce_scatter_v(&all, &mut red, &counts, ReduceOp::Sum)?;
+    let shard = [r as i64; 2];
+    let mut gathered = vec![0i64; 2 * d.size()];
+    let mut bucket = vec![1i64; 2 * t.size()];
+    let mut reduced = [0i64; 2];
+    let reqs = vec![
+        world.barrier_async()?,
+        d.all_gather_async(&shard, &mut gathered)?,
+        t.reduce_scatter_async(&bucket, &mut reduced, ReduceOp::Sum)?,
+    ];
+    dist_runtime::wait_all(reqs)?;
+    assert_eq!(reduced, [t.size() as i64; 2]);
+    bucket[0] = 0;
+    if pp == 2 {
+        if p.rank() == 0 {
+            p.send_object(1, NOTE, &format!("from {r}"))?;
+        } else {
+            let note: String = p.recv_object(0, NOTE)?;
+            assert!(note.starts_with("from "));
+        }
+    }
+    let plan: Vec<u64> = (0..n as u64).map(|j| 10 * j).collect();
+    let got: u64 = world.scatter_object(if r == n - 1 { Some(&plan[..]) } else { None }, n - 1)?;
+    assert_eq!(got, 10 * r as u64);
+    Ok(())
+}
+
 fn each_size(f: fn(Comm<World>) -> dist_runtime::Result<()>) {
     for n in 1..=8 {
         dist_runtime::launch(n, f).unwrap_or_else(|e| panic!("at {n} ranks: {e}"));
@@ -327,4 +382,9 @@ fn broadcast_by_world_rank_runs() {
 #[test]
 fn subgroup_numbering_runs() {
     each_size(subgroup_numbering);
+}
+
+#[test]
+fn vocabulary_runs() {
+    each_size(vocabulary);
 }
