@@ -156,6 +156,60 @@ pub fn device_ops<M: Mem>(world: &Comm<World>, m: &M) -> Result<(), String> {
     let want: Vec<f32> = (0..n).flat_map(|i| vec![(10 * i + r) as f32; i + r]).collect();
     same("all_to_all_v", &m.down(&recv)?, &want)?;
 
+    // scatter_v and reduce_scatter_v with uneven counts (j + 1 for rank j).
+    let table: Vec<f32> = (0..total).map(|i| (i % 83) as f32).collect();
+    let first: usize = counts[..r].iter().sum();
+    let mut part = m.zeros(r + 1)?;
+    if r == 0 {
+        let src = m.up(&table)?;
+        world.scatter_v(Some(&src), &mut part, &counts, 0).map_err(e)?;
+    } else {
+        world.scatter_v(None, &mut part, &counts, 0).map_err(e)?;
+    }
+    same("scatter_v", &m.down(&part)?, &table[first..first + r + 1])?;
+    let grads = |q: usize| -> Vec<f32> { (0..total).map(|i| ((q * 5 + i) % 41) as f32).collect() };
+    let send = m.up(&grads(r))?;
+    let mut part = m.zeros(r + 1)?;
+    world.reduce_scatter_v(&send, &mut part, &counts, ReduceOp::Sum).map_err(e)?;
+    let want: Vec<f32> = (first..first + r + 1).map(|i| (0..n).map(|q| grads(q)[i]).sum()).collect();
+    same("reduce_scatter_v", &m.down(&part)?, &want)?;
+    // Prefix reductions have no device form: a clear error, before anything moves.
+    let mut d = m.up(&mine(r, 4))?;
+    let msg = world.scan(&mut d, ReduceOp::Sum).map(|_| ()).unwrap_err().to_string();
+    if !msg.contains("no prefix reduction") {
+        return Err(format!("scan on a device buffer: {msg}"));
+    }
+
+    // Non-blocking forms of the other collectives, all in flight before the waits.
+    {
+        let mut red = m.up(&mine(r, 6))?;
+        let gsend = m.up(&mine(r, 2))?;
+        let mut gall = m.zeros(2 * n)?;
+        let a2a_in = m.up(&(0..n).map(|j| (10 * r + j) as f32).collect::<Vec<_>>())?;
+        let mut a2a = m.zeros(n)?;
+        let mut sv = m.zeros(r + 1)?;
+        let svsrc = m.up(&table)?;
+        let mut rsv = m.zeros(r + 1)?;
+        let root = n - 1;
+        let reqs = vec![
+            world.reduce_async(&mut red, ReduceOp::Max, root).map_err(e)?,
+            world.gather_async(&gsend, if r == root { Some(&mut gall) } else { None }, root).map_err(e)?,
+            world.all_to_all_async(&a2a_in, &mut a2a).map_err(e)?,
+            world.scatter_v_async(if r == 0 { Some(&svsrc) } else { None }, &mut sv, &counts, 0).map_err(e)?,
+            world.reduce_scatter_v_async(&send, &mut rsv, &counts, ReduceOp::Sum).map_err(e)?,
+            world.barrier_async().map_err(e)?,
+        ];
+        dist_runtime::wait_all(reqs).map_err(e)?;
+        if r == root {
+            let want: Vec<f32> = (0..6).map(|i| (0..n).map(|q| mine(q, 6)[i]).fold(f32::MIN, f32::max)).collect();
+            same("reduce_async", &m.down(&red)?, &want)?;
+            same("gather_async", &m.down(&gall)?, &(0..n).flat_map(|q| mine(q, 2)).collect::<Vec<_>>())?;
+        }
+        same("all_to_all_async", &m.down(&a2a)?, &(0..n).map(|i| (10 * i + r) as f32).collect::<Vec<_>>())?;
+        same("scatter_v_async", &m.down(&sv)?, &table[first..first + r + 1])?;
+        same("reduce_scatter_v_async", &m.down(&rsv)?, &want)?;
+    }
+
     // Non-blocking forms, completed by wait.
     let mut a = m.up(&mine(r, 5))?;
     let mut b = m.up(&mine(r, 3))?;
