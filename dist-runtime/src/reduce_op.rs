@@ -112,7 +112,7 @@ impl ReduceOp {
     ///         }
     ///     }
     /// }
-    /// # #[spmd]
+    /// # #[spmd(ranks = 4)]
     /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// // Ranks 0..4 hold 1, -2, 2, -1: -2 (rank 1) and 2 (rank 2) tie, rank 1 wins.
     /// let mut x = [[1.0f32, -2.0, 2.0, -1.0][world.rank()]];
@@ -140,7 +140,7 @@ impl ReduceOp {
     ///         }
     ///     }
     /// }
-    /// # #[spmd]
+    /// # #[spmd(ranks = 4)]
     /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// let r = world.rank() as f64;
     /// let mut top = [(r - 1.0).abs(), r]; // ranks 0 and 2 tie at 1.0

@@ -278,7 +278,7 @@ impl<G: Group> Comm<G> {
     /// # dist_runtime::group!(Pp);
     /// # dist_runtime::group!(Dp);
     /// # dist_runtime::group!(Tp);
-    /// # #[spmd]
+    /// # #[spmd(ranks = 8)]
     /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// // 8 ranks as 2 pipeline stages × 2 data-parallel replicas × 2 tensor shards:
     /// // rank = 4·pp + 2·dp + tp.
@@ -309,7 +309,7 @@ impl<G: Group> Comm<G> {
     /// # use dist_runtime::prelude::*;
     /// # dist_runtime::group!(Dp);
     /// # dist_runtime::group!(Tp);
-    /// # #[spmd]
+    /// # #[spmd(ranks = 8)]
     /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// // Of a 2 × 2 × 2 (pp, dp, tp) mesh, only the dp and tp communicators.
     /// let (dp, tp) = world.submesh::<(Dp, Tp)>(&[2, 2, 2], [1, 2])?;
@@ -339,7 +339,7 @@ impl<G: Group> Comm<G> {
     /// ```
     /// # use dist_runtime::prelude::*;
     /// # dist_runtime::group!(DpCp);
-    /// # #[spmd]
+    /// # #[spmd(ranks = 8)]
     /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
     /// // (pp, dp, cp, tp) = (2, 2, 1, 2): the dp × cp ranks of this stage and shard.
     /// let dims = [2, 2, 1, 2];

@@ -272,11 +272,11 @@ impl<G: Group> Comm<G> {
     /// # use dist_runtime::prelude::*;
     /// # #[spmd]
     /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
-    /// let data: Vec<u16> = (0..world.size() as u16).collect();
+    /// let data: Vec<u32> = (0..world.size() as u32).collect();
     /// let send = if world.rank() == 0 { Some(&data[..]) } else { None };
-    /// let mut mine = [0u16];
+    /// let mut mine = [0u32];
     /// world.scatter_async(send, &mut mine, 0)?.wait()?;
-    /// assert_eq!(mine, [world.rank() as u16]);
+    /// assert_eq!(mine, [world.rank() as u32]);
     /// # Ok(()) }
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
