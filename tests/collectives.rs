@@ -638,13 +638,12 @@ fn object_scatter_and_point_to_point(world: Comm<World>) {
             world.send_object(next, NUMS, &big).unwrap();
         }
     }
-    // The root passes one value per rank, and only the root passes values.
-    let one = [value(0)];
-    if n > 1 {
-        let e = world.scatter_object((me == 0).then_some(&one[..]), 0).map(|_| ()).unwrap_err().to_string();
-        if me == 0 {
-            assert!(e.contains("passed 1 values; give one per rank"), "{e}");
-        }
+    // The root passes one value per rank (checked before anything moves; with one rank
+    // no peer is left waiting for the root that refused).
+    if n == 1 {
+        let two = [value(0), value(1)];
+        let e = world.scatter_object(Some(&two[..]), 0).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("passed 2 values; give one per rank (1)"), "{e}");
     }
 }
 

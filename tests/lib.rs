@@ -49,7 +49,7 @@ macro_rules! int_num {
             fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
             fn max(self, o: Self) -> Self { if o > self { o } else { self } }
             fn min(self, o: Self) -> Self { if o < self { o } else { self } }
-            fn avg(self, _: usize) -> Self { unreachable!() }
+            fn avg(self, n: usize) -> Self { ((self as i128) / (n as i128)) as $t }
             fn to_f64(self) -> f64 { self as f64 }
             fn premul(self, _: f64) -> Self { unreachable!() }
             fn bits(self, o: Self, op: ReduceOp) -> Self {
@@ -150,7 +150,7 @@ pub fn ops<T: Num>() -> Vec<ReduceOp> {
         v.push(ReduceOp::Avg);
         v.push(ReduceOp::PreMulSum(0.5));
     } else {
-        v.extend([ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor]);
+        v.extend([ReduceOp::Avg, ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor]);
     }
     v
 }
@@ -200,14 +200,24 @@ pub fn draw<S: Strategy>(r: &mut TestRunner, s: S) -> S::Value {
 
 /// Lengths to try: always 0, 1 and a non-multiple of typical sizes, then random ones,
 /// then one that crosses the shm slot (pipelined path).
+/// With `DIST_TEST_SHORT` set (the two-host run over TCP, where every byte is slow),
+/// only the fixed short lengths; the full set runs on one host, on every backend.
 pub fn lengths<T: Num>(r: &mut TestRunner, random: usize) -> Vec<usize> {
     let mut v = vec![0, 1, 7, 1001];
+    if short() {
+        return v;
+    }
     for _ in 0..random {
         v.push(draw(r, 0usize..5000));
     }
     // > 256 KiB in bytes: more than one chunk of the slot.
     v.push((300 << 10) / std::mem::size_of::<T>() + 3);
     v
+}
+
+/// Whether `DIST_TEST_SHORT` asks for the short lengths only (see [`lengths`]).
+pub fn short() -> bool {
+    std::env::var_os("DIST_TEST_SHORT").is_some()
 }
 
 /// Calls `$f::<T>()` for every dtype.
