@@ -28,7 +28,12 @@ fn local_argument_checks(world: Comm<World>) {
     let mut v = vec![1i32; 4];
     invalid(world.broadcast(&mut v, n), &["root", "out of range"]);
     invalid(world.reduce(&mut v, ReduceOp::Sum, n + 5), &["root", "out of range"]);
-    invalid(world.all_reduce(&mut v, ReduceOp::Avg), &["Avg", "floating-point", "i32"]);
+    // Avg on integers is NCCL's: the sum divided by n, truncated.
+    let mut a = [me as i32 * 3 + 1, -(me as i32) - 1];
+    world.all_reduce(&mut a, ReduceOp::Avg).unwrap();
+    let s: i32 = (0..n as i32).map(|q| q * 3 + 1).sum();
+    let t: i32 = (0..n as i32).map(|q| -q - 1).sum();
+    assert_eq!(a, [s / n as i32, t / n as i32]);
     invalid(world.all_reduce(&mut v, ReduceOp::PreMulSum(2.0)), &["PreMulSum", "i32"]);
     invalid(world.all_reduce(&mut [1.0f32], ReduceOp::PreMulSum(f64::NAN)), &["finite"]);
     invalid(world.all_reduce(&mut [1.0f32], ReduceOp::BXor), &["BXor", "integer types only", "f32"]);

@@ -290,3 +290,30 @@ fn a_mesh_of_the_wrong_shape_is_an_error(world: Comm<World>) {
     let (d, t) = world.mesh::<(Dp, Tp)>([1, n]).unwrap();
     assert_eq!((d.size(), t.size()), (1, n));
 }
+
+/// The job's store, as a program uses it: every rank sees the same keys; one leader
+/// wins a compare_set race; counters add up; the rendezvous's own keys stay out of view.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn the_job_store_is_shared_by_its_ranks(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let store = dist_runtime::store::job_store().unwrap();
+    let won = store.compare_set("leader", b"", me.to_string().as_bytes()).unwrap();
+    let leader: usize = String::from_utf8(won).unwrap().parse().unwrap();
+    assert!(leader < n);
+    assert!(store.add("count", 1 + me as i64).unwrap() >= 1);
+    world.barrier().unwrap();
+    assert_eq!(store.add("count", 0).unwrap(), (n * (n + 1) / 2) as i64);
+    // Every rank agrees on the leader.
+    let mut all = vec![0u64; n];
+    world.all_gather(&[leader as u64], &mut all).unwrap();
+    assert!(all.iter().all(|&l| l == leader as u64), "{all:?}");
+    // Only this program's keys are in view.
+    assert_eq!(store.num_keys().unwrap(), 2);
+    assert!(store.check(&["leader", "count"]).unwrap());
+    world.barrier().unwrap();
+    if me == leader {
+        assert!(store.delete("leader").unwrap());
+    }
+    world.barrier().unwrap();
+    assert!(!store.check(&["leader"]).unwrap());
+}

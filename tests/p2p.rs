@@ -364,3 +364,124 @@ fn requests_can_be_tested_without_blocking(world: Comm<World>) {
     assert!(e.to_string().contains("receive buffer must match"), "{e}");
     assert!(bad.wait().is_err());
 }
+
+const ANY: Tag<u32> = Tag::new(41);
+const GO: Tag<u8> = Tag::new(42);
+
+/// wait_any, wait_some and wait_timeout: results as a serial reference predicts,
+/// whatever the completion order; spent requests are skipped; an empty or spent set
+/// returns at once; a set that cannot complete is a timeout naming its requests.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn wait_any_some_and_timeout(world: Comm<World>) {
+    let (r, n) = (world.rank(), world.size());
+    let mut none: Vec<Request<'_>> = Vec::new();
+    assert_eq!(dist_runtime::wait_any(&mut none).unwrap(), None);
+    assert!(dist_runtime::wait_some(&mut none).unwrap().is_empty());
+    // Rank 0 collects one message from every other rank, in any order; the senders
+    // stagger their sends so the order differs from the posting order.
+    if r == 0 {
+        let mut got = vec![[0u32; 3]; n];
+        {
+            let mut reqs: Vec<_> =
+                got.iter_mut().enumerate().skip(1).map(|(q, g)| world.irecv(q, ANY, g).unwrap()).collect();
+            let mut seen = Vec::new();
+            while let Some(i) = dist_runtime::wait_any(&mut reqs).unwrap() {
+                assert!(!seen.contains(&i), "request {i} reported twice");
+                seen.push(i);
+            }
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n - 1).collect::<Vec<_>>());
+            // Spent: nothing left to report.
+            assert_eq!(dist_runtime::wait_any(&mut reqs).unwrap(), None);
+        }
+        for (q, g) in got.iter().enumerate().skip(1) {
+            assert_eq!(*g, [q as u32, 2 * q as u32, 3 * q as u32]);
+        }
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(((n - r) * 3) as u64));
+        world.send(0, ANY, &[r as u32, 2 * r as u32, 3 * r as u32]).unwrap();
+    }
+    // wait_some over non-blocking collectives: every one reported once.
+    let mut xs: Vec<[u64; 2]> = (0..4).map(|k| [r as u64 + k, 1]).collect();
+    {
+        let mut reqs: Vec<_> = xs.iter_mut().map(|x| world.all_reduce_async(x, ReduceOp::Sum).unwrap()).collect();
+        let mut seen = Vec::new();
+        while seen.len() < 4 {
+            let some = dist_runtime::wait_some(&mut reqs).unwrap();
+            assert!(!some.is_empty());
+            seen.extend(some);
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, vec![0, 1, 2, 3]);
+    }
+    for (k, x) in xs.iter().enumerate() {
+        assert_eq!(*x, [(n * (n - 1) / 2 + n * k) as u64, n as u64]);
+    }
+    if n < 2 {
+        return;
+    }
+    // wait_timeout: false while the peer holds back, true once it sends. Then a set that
+    // cannot complete within this rank's deadline is a timeout naming the request.
+    if r == 0 {
+        let mut one = [0u32];
+        {
+            let mut req = world.irecv(1, ANY, &mut one).unwrap();
+            assert!(!req.wait_timeout(std::time::Duration::from_millis(20)).unwrap());
+            world.send(1, GO, &[1]).unwrap();
+            assert!(req.wait_timeout(std::time::Duration::from_secs(60)).unwrap());
+            req.wait().unwrap();
+        }
+        assert_eq!(one, [99]);
+        world.set_timeout(std::time::Duration::from_millis(300)).unwrap();
+        let mut late = [0u32];
+        {
+            let mut reqs = vec![world.irecv(1, ANY, &mut late).unwrap()];
+            let e = dist_runtime::wait_any(&mut reqs).unwrap_err().to_string();
+            assert!(e.contains("wait_any") && e.contains("tests/p2p.rs"), "{e}");
+            world.set_timeout(std::time::Duration::from_secs(300)).unwrap();
+            world.send(1, GO, &[2]).unwrap();
+        }
+        assert_eq!(late, [100]);
+    } else if r == 1 {
+        let mut go = [0u8];
+        world.recv(0, GO, &mut go).unwrap();
+        world.send(0, ANY, &[99]).unwrap();
+        world.recv(0, GO, &mut go).unwrap();
+        world.send(0, ANY, &[100]).unwrap();
+    }
+}
+
+const LEFT: Tag<i64> = Tag::new(43);
+const RIGHT: Tag<i64> = Tag::new(44);
+
+/// batch_async: a halo exchange posted as one request, completed by test polling or by
+/// wait, at every size, against what each neighbour sent.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn batch_async_halo_exchange(world: Comm<World>) {
+    let (r, n) = (world.rank(), world.size());
+    let (prev, next) = ((r + n - 1) % n, (r + 1) % n);
+    for (k, len) in [0usize, 1, 1000, 70_000].into_iter().enumerate() {
+        let edge = data::<i64>(r, len, k as u64);
+        let (mut from_prev, mut from_next) = (vec![0i64; len], vec![0i64; len]);
+        {
+            let mut req = world
+                .batch_async(|b| {
+                    b.recv(prev, RIGHT, &mut from_prev);
+                    b.recv(next, LEFT, &mut from_next);
+                    b.send(next, RIGHT, &edge);
+                    b.send(prev, LEFT, &edge);
+                })
+                .unwrap();
+            if k % 2 == 0 {
+                let start = std::time::Instant::now();
+                while !req.test().unwrap() {
+                    assert!(start.elapsed() < std::time::Duration::from_secs(60), "never completed");
+                    std::thread::yield_now();
+                }
+            }
+            req.wait().unwrap();
+        }
+        assert_same("from the previous rank", &from_prev, &data::<i64>(prev, len, k as u64));
+        assert_same("from the next rank", &from_next, &data::<i64>(next, len, k as u64));
+    }
+}

@@ -110,6 +110,7 @@ pub const OPS: &[OpSpec] = &[
     p2p("isend", &[0], Some(1), false),
     p2p("irecv", &[0], Some(1), false),
     p2p("batch", &[], None, true),
+    p2p("batch_async", &[], None, false),
     p2p("send_object", &[0], Some(1), true),
     p2p("recv_object", &[0], Some(1), true),
     group("subgroup"),
@@ -212,7 +213,7 @@ mod tests {
             if a.class != Class::Collective {
                 assert!(a.root.is_none() && a.reduce.is_none(), "{}", a.name);
             }
-            if a.class == Class::PointToPoint && a.name != "batch" {
+            if a.class == Class::PointToPoint && !a.name.starts_with("batch") {
                 assert!(a.tag.is_some() && !a.peers.is_empty(), "{}", a.name);
             }
         }

@@ -76,7 +76,7 @@ mod verify;
 pub use buffer::{Buf, BufMut};
 #[doc(hidden)]
 pub use comm::MeshPart;
-pub use comm::{wait_all, Batch, Comm, MeshGroups, Request};
+pub use comm::{wait_all, wait_any, wait_some, Batch, Comm, MeshGroups, Request};
 pub use dist_macros::{spmd, test};
 pub use dtype::{DType, Element};
 pub use entry::EntryReturn;
@@ -91,6 +91,11 @@ pub use tag::Tag;
 
 /// Re-exported so users name `f16`/`bf16` without a direct dependency on `half`.
 pub use half::{bf16, f16};
+
+/// The porting guide from torch.distributed (`docs/porting-from-torch.md`): every call
+/// and its dist call; its examples run as doctests.
+#[doc = include_str!("../../docs/porting-from-torch.md")]
+pub mod porting_from_torch {}
 
 /// The names most programs need: `use dist_runtime::prelude::*;`.
 pub mod prelude {

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 /// How a reduction combines the ranks' values, element by element.
 ///
 /// Integer reductions are exact (sums and products wrap modulo 2^bits, as in NCCL).
-/// `Avg` and `PreMulSum` are defined on floating-point types only.
+/// `PreMulSum` is defined on floating-point types only; `Avg` on integers truncates, as NCCL's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ReduceOp {
     /// Sum over ranks.
@@ -19,7 +19,9 @@ pub enum ReduceOp {
     Max,
     /// Minimum over ranks; a NaN wins, as for [`Max`](ReduceOp::Max).
     Min,
-    /// Sum divided by the number of ranks in the communicator (floats only).
+    /// Sum divided by the number of ranks in the communicator. On integers, as NCCL's
+    /// `ncclAvg`: the sum (wrapping, as `Sum`) divided by the count, truncated toward
+    /// zero.
     Avg,
     /// Sum multiplied by a scalar: `s * Σ x_r` (floats only; torch's `_make_nccl_premul_sum`).
     PreMulSum(f64),
@@ -209,7 +211,7 @@ impl ReduceOp {
     #[track_caller]
     pub(crate) fn validate(&self, dtype: DType, op_name: &'static str) -> Result<()> {
         match self {
-            ReduceOp::Avg | ReduceOp::PreMulSum(_) if !dtype.is_float() => Err(Error::invalid(
+            ReduceOp::PreMulSum(_) if !dtype.is_float() => Err(Error::invalid(
                 op_name,
                 format!(
                     "ReduceOp::{:?} is defined on floating-point types only, not {dtype}; \

@@ -16,6 +16,12 @@ const HELLO: &[u8; 8] = b"DISTSTR1";
 const OP_SET: u8 = 1;
 const OP_GET: u8 = 2;
 const OP_ADD: u8 = 3;
+const OP_CAS: u8 = 4;
+const OP_DELETE: u8 = 5;
+/// The number of keys starting with the request's key (a prefix; "" for all).
+const OP_COUNT: u8 = 6;
+/// Whether every key of a list is set (the request's key is unused).
+const OP_CHECK: u8 = 7;
 
 #[derive(Default)]
 struct State {
@@ -300,6 +306,48 @@ fn serve(conn: TcpStream, id: u64, state: &State, token: &[u8]) -> std::io::Resu
                 state.changed.notify_all();
                 w.write_all(&new.to_le_bytes())?;
             }
+            OP_CAS => {
+                let expected = read_bytes(&mut r, 64 << 20)?;
+                let desired = read_bytes(&mut r, 64 << 20)?;
+                let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
+                // torch's TCPStore.compare_set: set when the key holds `expected`, or is
+                // unset and `expected` is empty; answer the value the key holds now
+                // (`expected` itself for an unset key and a non-empty `expected`).
+                let now = match map.get(&key) {
+                    Some(cur) if *cur == expected => {
+                        map.insert(key, desired.clone());
+                        desired
+                    }
+                    Some(cur) => cur.clone(),
+                    None if expected.is_empty() => {
+                        map.insert(key, desired.clone());
+                        desired
+                    }
+                    None => expected,
+                };
+                drop(map);
+                state.changed.notify_all();
+                w.write_all(&(now.len() as u32).to_le_bytes())?;
+                w.write_all(&now)?;
+            }
+            OP_DELETE => {
+                let gone = state.map.lock().unwrap_or_else(|p| p.into_inner()).remove(&key).is_some();
+                w.write_all(&[gone as u8])?;
+            }
+            OP_COUNT => {
+                let n =
+                    state.map.lock().unwrap_or_else(|p| p.into_inner()).keys().filter(|k| k.starts_with(&key)).count();
+                w.write_all(&(n as u64).to_le_bytes())?;
+            }
+            OP_CHECK => {
+                let n = read_u32(&mut r)? as usize;
+                let mut keys = Vec::with_capacity(n.min(1 << 16));
+                for _ in 0..n {
+                    keys.push(String::from_utf8_lossy(&read_bytes(&mut r, 1 << 16)?).into_owned());
+                }
+                let map = state.map.lock().unwrap_or_else(|p| p.into_inner());
+                w.write_all(&[keys.iter().all(|k| map.contains_key(k)) as u8])?;
+            }
             _ => return Ok(()),
         }
         w.flush()?;
@@ -433,6 +481,68 @@ impl Store {
         Ok(i64::from_le_bytes(v.expect("add answers").try_into().expect("8 bytes")))
     }
 
+    /// Sets `key` to `desired` if it holds `expected` (or is unset and `expected` is
+    /// empty), atomically; returns the value it holds afterwards, as torch's
+    /// `Store.compare_set` (for an unset key and a non-empty `expected`, `expected`).
+    pub fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Result<Vec<u8>> {
+        let mut tail = (expected.len() as u32).to_le_bytes().to_vec();
+        tail.extend_from_slice(expected);
+        tail.extend_from_slice(&(desired.len() as u32).to_le_bytes());
+        tail.extend_from_slice(desired);
+        let v = self.request(OP_CAS, key, &tail, |r| Ok(Some(read_bytes(r, 64 << 20)?)))?;
+        Ok(v.expect("compare_set answers"))
+    }
+
+    /// Removes `key`; whether it was set.
+    pub fn delete(&self, key: &str) -> Result<bool> {
+        let v = self.request(OP_DELETE, key, &[], |r| {
+            let mut b = [0u8; 1];
+            r.read_exact(&mut b)?;
+            Ok(Some(b.to_vec()))
+        })?;
+        Ok(v.expect("delete answers")[0] == 1)
+    }
+
+    /// How many keys are set whose names start with `prefix` ("" for all, including the
+    /// job's own rendezvous keys when this is a job's store).
+    pub fn num_keys_with(&self, prefix: &str) -> Result<usize> {
+        let v = self.request(OP_COUNT, prefix, &[], |r| {
+            let mut b = [0u8; 8];
+            r.read_exact(&mut b)?;
+            Ok(Some(b.to_vec()))
+        })?;
+        Ok(u64::from_le_bytes(v.expect("count answers").try_into().expect("8 bytes")) as usize)
+    }
+
+    /// How many keys are set (torch's `num_keys`).
+    pub fn num_keys(&self) -> Result<usize> {
+        self.num_keys_with("")
+    }
+
+    /// Whether every key of `keys` is set, without waiting (torch's `check`).
+    pub fn check(&self, keys: &[&str]) -> Result<bool> {
+        let mut tail = (keys.len() as u32).to_le_bytes().to_vec();
+        for k in keys {
+            tail.extend_from_slice(&(k.len() as u32).to_le_bytes());
+            tail.extend_from_slice(k.as_bytes());
+        }
+        let v = self.request(OP_CHECK, "", &tail, |r| {
+            let mut b = [0u8; 1];
+            r.read_exact(&mut b)?;
+            Ok(Some(b.to_vec()))
+        })?;
+        Ok(v.expect("check answers")[0] == 1)
+    }
+
+    /// Waits up to `timeout` until every key of `keys` is set (torch's `wait`).
+    pub fn wait(&self, keys: &[&str], timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        for k in keys {
+            self.get(k, timeout.saturating_sub(start.elapsed()))?;
+        }
+        Ok(())
+    }
+
     /// Waits until the counter at `key` reaches at least `target`.
     pub fn wait_count(&self, key: &str, target: i64, timeout: Duration) -> Result<()> {
         let start = Instant::now();
@@ -449,6 +559,145 @@ impl Store {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+}
+
+/// A view of a [`Store`] under a key prefix (torch's `PrefixStore`): every key `k` is
+/// `"{prefix}/{k}"` in the underlying store, so separate users of one store (libraries,
+/// jobs, the rendezvous itself) cannot clobber each other's keys. Views nest.
+///
+/// ```
+/// use dist_runtime::store::{PrefixStore, Store, StoreServer};
+/// use std::{sync::Arc, time::Duration};
+/// let server = StoreServer::bind("127.0.0.1:0", "token")?;
+/// let store = Arc::new(Store::connect(&server.addr().to_string(), "token", Duration::from_secs(5))?);
+/// let a = PrefixStore::new("trainer", store.clone());
+/// let b = PrefixStore::new("eval", store.clone());
+/// a.set("step", b"10")?;
+/// b.set("step", b"3")?;
+/// assert_eq!(a.get("step", Duration::from_secs(1))?, b"10");
+/// assert_eq!(store.get("eval/step", Duration::from_secs(1))?, b"3");
+/// // Leader election: the first compare_set wins.
+/// assert_eq!(a.compare_set("leader", b"", b"rank 2")?, b"rank 2");
+/// assert_eq!(a.compare_set("leader", b"", b"rank 5")?, b"rank 2");
+/// assert_eq!((a.num_keys()?, store.num_keys()?), (2, 3));
+/// assert!(a.check(&["step", "leader"])? && !a.check(&["epoch"])?);
+/// assert!(a.delete("leader")? && !a.delete("leader")?);
+/// let nested = a.with_prefix("opt");
+/// assert_eq!(nested.add("lr_steps", 2)?, 2);
+/// assert_eq!(store.add("trainer/opt/lr_steps", 0)?, 2);
+/// # Ok::<(), dist_runtime::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct PrefixStore {
+    prefix: String,
+    store: Arc<Store>,
+}
+
+impl PrefixStore {
+    /// The keys of `store` under `prefix`.
+    pub fn new(prefix: &str, store: Arc<Store>) -> PrefixStore {
+        PrefixStore { prefix: prefix.trim_end_matches('/').to_string(), store }
+    }
+
+    /// A view under `prefix` inside this one.
+    pub fn with_prefix(&self, prefix: &str) -> PrefixStore {
+        PrefixStore::new(&self.key(prefix), self.store.clone())
+    }
+
+    /// The key `k` of this view in the underlying store.
+    pub fn key(&self, k: &str) -> String {
+        format!("{}/{k}", self.prefix)
+    }
+
+    /// The prefix, without its trailing `/`.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// As [`Store::set`].
+    pub fn set(&self, key: &str, val: &[u8]) -> Result<()> {
+        self.store.set(&self.key(key), val)
+    }
+    /// As [`Store::get`].
+    pub fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
+        self.store.get(&self.key(key), timeout)
+    }
+    /// As [`Store::add`].
+    pub fn add(&self, key: &str, delta: i64) -> Result<i64> {
+        self.store.add(&self.key(key), delta)
+    }
+    /// As [`Store::compare_set`].
+    pub fn compare_set(&self, key: &str, expected: &[u8], desired: &[u8]) -> Result<Vec<u8>> {
+        self.store.compare_set(&self.key(key), expected, desired)
+    }
+    /// As [`Store::delete`].
+    pub fn delete(&self, key: &str) -> Result<bool> {
+        self.store.delete(&self.key(key))
+    }
+    /// The keys set under this prefix (torch's `PrefixStore.num_keys` counts the whole
+    /// store; this counts the view).
+    pub fn num_keys(&self) -> Result<usize> {
+        self.store.num_keys_with(&self.key(""))
+    }
+    /// As [`Store::check`].
+    pub fn check(&self, keys: &[&str]) -> Result<bool> {
+        let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
+        self.store.check(&full.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+    /// As [`Store::wait`].
+    pub fn wait(&self, keys: &[&str], timeout: Duration) -> Result<()> {
+        let full: Vec<String> = keys.iter().map(|k| self.key(k)).collect();
+        self.store.wait(&full.iter().map(String::as_str).collect::<Vec<_>>(), timeout)
+    }
+}
+
+/// The job's own store, under the prefix `user` (the rendezvous keeps its keys
+/// elsewhere), for a program's own coordination: flags, counters, leader election,
+/// torch's `dist.distributed_c10d._get_default_store()` made public. Each call opens a
+/// connection (keep the result). A one-rank job has no rendezvous store: it gets one of
+/// its own in this process. A job `mpirun` started without `MASTER_ADDR`/`MASTER_PORT`
+/// has none: an error says so.
+///
+/// ```
+/// # use dist_runtime::prelude::*;
+/// # #[spmd]
+/// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+/// let store = dist_runtime::store::job_store()?;
+/// // Every rank counts itself in; the last one to arrive learns it is last.
+/// let arrived = store.add("arrived", 1)?;
+/// if arrived == world.size() as i64 {
+///     store.set("all here", b"yes")?;
+/// }
+/// store.wait(&["all here"], std::time::Duration::from_secs(60))?;
+/// # Ok(()) }
+/// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+/// ```
+pub fn job_store() -> Result<PrefixStore> {
+    let env = crate::env::Env::from_env()?;
+    let store = match env.master_port {
+        Some(port) if env.world_size > 1 => {
+            Store::connect(&format!("{}:{port}", env.master_addr), &env.token, env.timeout)?
+        }
+        None if env.world_size > 1 => {
+            return Err(Error::store(
+                "this job has no rendezvous store (started by mpirun or srun without MASTER_ADDR and \
+                 MASTER_PORT): set both to run one, or start a StoreServer yourself",
+                None,
+            ))
+        }
+        _ => {
+            static LOCAL: std::sync::OnceLock<StoreServer> = std::sync::OnceLock::new();
+            let srv = match LOCAL.get() {
+                Some(s) => s,
+                None => {
+                    let s = StoreServer::bind("127.0.0.1:0", &env.token)?;
+                    LOCAL.get_or_init(|| s)
+                }
+            };
+            Store::connect(&srv.addr().to_string(), &env.token, env.timeout)?
+        }
+    };
+    Ok(PrefixStore::new("user", Arc::new(store)))
 }
 
 #[cfg(test)]
@@ -469,6 +718,38 @@ mod tests {
         assert!(matches!(bad, Err(Error::Store { .. })), "stranger must be refused");
         // the job is undisturbed
         assert_eq!(a.get("k", Duration::from_secs(1)).unwrap(), b"v");
+    }
+
+    #[test]
+    fn compare_set_delete_count_check_as_torch() {
+        let srv = StoreServer::bind("127.0.0.1:0", "t").unwrap();
+        let a = Arc::new(Store::connect(&srv.addr().to_string(), "t", Duration::from_secs(5)).unwrap());
+        // An unset key: set only when `expected` is empty; else `expected` comes back.
+        assert_eq!(a.compare_set("k", b"x", b"y").unwrap(), b"x");
+        assert!(!a.check(&["k"]).unwrap());
+        assert_eq!(a.compare_set("k", b"", b"v1").unwrap(), b"v1");
+        assert_eq!(a.compare_set("k", b"nope", b"v2").unwrap(), b"v1");
+        assert_eq!(a.compare_set("k", b"v1", b"v2").unwrap(), b"v2");
+        a.set("p/one", b"1").unwrap();
+        a.set("p/two", b"2").unwrap();
+        assert_eq!(a.num_keys().unwrap(), 3);
+        assert_eq!(a.num_keys_with("p/").unwrap(), 2);
+        assert!(a.check(&["k", "p/one"]).unwrap());
+        assert!(a.check(&[]).unwrap());
+        assert!(a.delete("p/one").unwrap());
+        assert!(!a.delete("p/one").unwrap());
+        assert!(!a.check(&["k", "p/one"]).unwrap());
+        // A waiting get sees a key a compare_set made.
+        let b = Store::connect(&srv.addr().to_string(), "t", Duration::from_secs(5)).unwrap();
+        let w = std::thread::spawn(move || b.get("late", Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(20));
+        a.compare_set("late", b"", b"here").unwrap();
+        assert_eq!(w.join().unwrap().unwrap(), b"here");
+        let p = PrefixStore::new("p/", a.clone());
+        assert_eq!(p.prefix(), "p");
+        assert_eq!(p.num_keys().unwrap(), 1);
+        assert!(p.wait(&["two"], Duration::from_secs(1)).is_ok());
+        assert!(p.wait(&["three"], Duration::from_millis(30)).is_err());
     }
 
     /// The tests that count this process's fds and threads run one at a time.

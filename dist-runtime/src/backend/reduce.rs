@@ -29,7 +29,8 @@ macro_rules! arith_int {
             #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
             fn scale(self, _: f64) -> Self { unreachable!("validated: PreMulSum is float-only") }
-            fn div_n(self, _: usize) -> Self { unreachable!("validated: Avg is float-only") }
+            // NCCL's ncclAvg on integers: the (wrapping) sum divided by n, truncated.
+            fn div_n(self, n: usize) -> Self { ((self as i128) / (n as i128)) as $t }
             #[inline(always)] fn band(self, o: Self) -> Self { self & o }
             #[inline(always)] fn bor(self, o: Self) -> Self { self | o }
             #[inline(always)] fn bxor(self, o: Self) -> Self { self ^ o }

@@ -77,6 +77,11 @@ impl DeviceWork {
     /// Whether the op has completed on the device, without blocking (an error aborts the
     /// device side, as in `wait`). The deadline is `wait`'s: a request only tested is
     /// never timed out.
+    /// Its deadline (`DIST_TIMEOUT`, or the communicator's).
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     pub(crate) fn test(&mut self) -> Result<bool> {
         match self.done.done() {
             Ok(true) => self.done.finish().map(|()| true),

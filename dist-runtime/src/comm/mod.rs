@@ -13,7 +13,7 @@ mod request;
 
 pub use group::{MeshGroups, MeshPart};
 pub use p2p::Batch;
-pub use request::{wait_all, Request};
+pub use request::{wait_all, wait_any, wait_some, Request};
 
 use crate::backend::{Backend, Bufs};
 use crate::dtype::Element;

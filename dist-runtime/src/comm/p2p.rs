@@ -235,6 +235,66 @@ impl<G: Group> Comm<G> {
         self.recorded("batch", site, || self.host_batch(site, b))
     }
 
+    /// Starts the sends and receives `f` adds, as [`batch`](Self::batch) does, and
+    /// returns at once with one request for all of them (torch's `batch_isend_irecv`,
+    /// whose works complete together): the buffers stay borrowed until it is waited on.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// const HALO: Tag<i32> = Tag::new(7);
+    /// let (r, n) = (world.rank(), world.size());
+    /// let edge = [r as i32; 4];
+    /// let (mut from_left, mut from_right) = ([0; 4], [0; 4]);
+    /// let req = world.batch_async(|b| {
+    ///     b.send((r + 1) % n, HALO, &edge);
+    ///     b.send((r + n - 1) % n, HALO, &edge);
+    ///     b.recv((r + n - 1) % n, HALO, &mut from_left);
+    ///     b.recv((r + 1) % n, HALO, &mut from_right);
+    /// })?;
+    /// // … update the interior meanwhile …
+    /// req.wait()?;
+    /// assert_eq!((from_left[0], from_right[0]), (((r + n - 1) % n) as i32, ((r + 1) % n) as i32));
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn batch_async<'a>(&'a self, f: impl FnOnce(&mut Batch<'a>)) -> Result<Request<'a>> {
+        let site = Site::caller();
+        let mut b = Batch { ops: Vec::new(), dev: Vec::new(), n: self.size() };
+        f(&mut b);
+        for &peer in b.ops.iter().map(BatchOp::peer).chain(b.dev.iter().map(|d| &d.1)) {
+            self.check_rank("batch_async", "peer", peer)?;
+        }
+        if !b.dev.is_empty() {
+            if !b.ops.is_empty() {
+                return Err(mixed("batch_async"));
+            }
+            return Ok(Request::device(self.p2p_device("batch_async", b.dev)?, site));
+        }
+        let inner = &*self.inner;
+        let mut reqs = Vec::with_capacity(b.ops.len());
+        // Receives first (claims match posting order), then sends, as `batch`.
+        let mut sends = Vec::new();
+        for op in b.ops {
+            match op {
+                BatchOp::Recv { src, tag, dtype, buf } => {
+                    let id = inner.backend.post_recv(site, src, tag)?;
+                    reqs.push(Request { state: ReqState::Recv { inner, id, dtype, buf }, site, _buf: PhantomData });
+                }
+                send => sends.push(send),
+            }
+        }
+        for op in sends {
+            if let BatchOp::Send { dst, tag, dtype, data } = op {
+                let id = inner.backend.post_send(site, dst, tag, dtype, data)?;
+                reqs.push(Request { state: ReqState::Send { inner, id }, site, _buf: PhantomData });
+            }
+        }
+        Ok(Request { state: ReqState::Group(reqs), site, _buf: PhantomData })
+    }
+
     /// The host half of [`batch`](Self::batch).
     fn host_batch(&self, site: Site, mut b: Batch<'_>) -> Result<()> {
         let mut sends = Vec::new();

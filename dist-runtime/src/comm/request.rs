@@ -434,7 +434,8 @@ impl<G: Group> Comm<G> {
             run(shape.bufs(s, r))?;
             Ok(rw.map(|(w, _)| w).unwrap_or_default())
         })?;
-        Ok(Request { state: ReqState::Coll { rx, out: recv.unwrap_or_default() }, site, _buf: PhantomData })
+        let timeout = self.timeout();
+        Ok(Request { state: ReqState::Coll { rx, out: recv.unwrap_or_default(), timeout }, site, _buf: PhantomData })
     }
 
     /// Queues `job` on the worker: it gets a `run` that agrees on `cx` across ranks and runs
@@ -537,9 +538,13 @@ pub(crate) enum ReqState<'a> {
     Coll {
         rx: mpsc::Receiver<Result<Vec<u128>>>,
         out: &'a mut [u8],
+        /// The communicator's deadline (for waits on a set of requests).
+        timeout: std::time::Duration,
     },
     /// An op on device buffers: completes on the device (a CUDA event with NCCL).
     Device(DeviceWork),
+    /// Several ops completing together (`batch_async`).
+    Group(Vec<Request<'a>>),
     /// Ended with this error when tested; `wait` returns it.
     Failed(Error),
     Done,
@@ -608,7 +613,7 @@ impl Request<'_> {
         let r = match &mut self.state {
             ReqState::Send { inner, id } => inner.backend.test_send(self.site, *id),
             ReqState::Recv { inner, id, dtype, buf } => inner.backend.test_recv(self.site, *id, *dtype, buf),
-            ReqState::Coll { rx, out } => match rx.try_recv() {
+            ReqState::Coll { rx, out, .. } => match rx.try_recv() {
                 Ok(Ok(data)) => {
                     let n = out.len();
                     out.copy_from_slice(&bytemuck::cast_slice::<u128, u8>(&data)[..n]);
@@ -619,6 +624,13 @@ impl Request<'_> {
                 Err(mpsc::TryRecvError::Disconnected) => Err(Error::backend("comm", "the async worker stopped")),
             },
             ReqState::Device(w) => w.test(),
+            ReqState::Group(reqs) => {
+                let mut all = true;
+                for r in reqs.iter_mut() {
+                    all &= r.test()?;
+                }
+                Ok(all)
+            }
             ReqState::Failed(e) => return Err(clone_err(e)),
             ReqState::Done => return Ok(true),
         };
@@ -635,6 +647,62 @@ impl Request<'_> {
         }
     }
 
+    /// Waits at most `timeout` for the op: `Ok(true)` once it has completed (as
+    /// [`wait`](Self::wait), and the request is spent), `Ok(false)` if it is still
+    /// running then (the request stays valid: wait again, or drop it, which waits).
+    /// torch's `work.wait(timeout)`, without aborting the op.
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u8> = Tag::new(1);
+    /// # #[spmd(ranks = 2)]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// use std::time::Duration;
+    /// let mut got = [0u8];
+    /// if world.rank() == 0 {
+    ///     let mut req = world.irecv(1, T, &mut got)?;
+    ///     while !req.wait_timeout(Duration::from_millis(5))? {
+    ///         // … report progress, then keep waiting …
+    ///     }
+    ///     req.wait()?;
+    ///     assert_eq!(got, [7]);
+    /// } else {
+    ///     std::thread::sleep(Duration::from_millis(20));
+    ///     world.send(0, T, &[7])?;
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(2, demo).unwrap(); }
+    /// ```
+    pub fn wait_timeout(&mut self, timeout: std::time::Duration) -> Result<bool> {
+        let until = std::time::Instant::now() + timeout;
+        let mut pause = Pause::default();
+        loop {
+            if self.test()? {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= until {
+                return Ok(false);
+            }
+            pause.next(until);
+        }
+    }
+
+    /// Whether a request is still to be reported by [`wait_any`]/[`wait_some`].
+    fn active(&self) -> bool {
+        !matches!(self.state, ReqState::Done)
+    }
+
+    /// How long the op may take: its communicator's deadline.
+    fn limit(&self) -> std::time::Duration {
+        match &self.state {
+            ReqState::Send { inner, .. } | ReqState::Recv { inner, .. } => inner.backend.timeout(),
+            ReqState::Coll { timeout, .. } => *timeout,
+            ReqState::Device(w) => w.timeout(),
+            ReqState::Group(reqs) => reqs.iter().map(Request::limit).max().unwrap_or_default(),
+            ReqState::Failed(_) | ReqState::Done => std::time::Duration::ZERO,
+        }
+    }
+
     /// [`test`](Self::test) as a yes or no: true once the op is over, successfully or
     /// not (`wait` then returns its result at once).
     pub fn is_completed(&mut self) -> bool {
@@ -646,13 +714,14 @@ impl Request<'_> {
             ReqState::Failed(e) => Err(e),
             ReqState::Send { inner, id } => inner.backend.wait_send(self.site, id),
             ReqState::Recv { inner, id, dtype, buf } => inner.backend.wait_recv(self.site, id, dtype, buf),
-            ReqState::Coll { rx, out } => {
+            ReqState::Coll { rx, out, .. } => {
                 let data = rx.recv().map_err(|_| Error::backend("comm", "the async worker stopped"))??;
                 let n = out.len();
                 out.copy_from_slice(&bytemuck::cast_slice::<u128, u8>(&data)[..n]);
                 Ok(())
             }
             ReqState::Device(w) => w.wait(),
+            ReqState::Group(reqs) => wait_all(reqs),
             ReqState::Done => Ok(()),
         }
     }
@@ -701,6 +770,137 @@ fn clone_err(e: &Error) -> Error {
         },
         other => Error::backend("comm", other.to_string()),
     }
+}
+
+/// A poll loop's pause: spin, then yield, then short sleeps (never past `until`).
+#[derive(Default)]
+struct Pause(u32);
+
+impl Pause {
+    fn next(&mut self, until: std::time::Instant) {
+        self.0 = self.0.saturating_add(1);
+        match self.0 {
+            0..=64 => std::hint::spin_loop(),
+            65..=512 => std::thread::yield_now(),
+            _ => {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                std::thread::sleep(left.min(std::time::Duration::from_micros(200)));
+            }
+        }
+    }
+}
+
+/// Polls the active requests of `reqs` until at least one completes; returns the
+/// indices of those that did (at least one), each then spent as after `wait`. Errors
+/// after the longest deadline of the requests' communicators.
+#[track_caller]
+fn wait_until_some(reqs: &mut [Request<'_>], op: &'static str, all: bool) -> Result<Vec<usize>> {
+    let site = Site::caller();
+    let limit = reqs.iter().filter(|r| r.active()).map(Request::limit).max().unwrap_or_default();
+    let until = std::time::Instant::now() + limit;
+    let mut pause = Pause::default();
+    loop {
+        let mut done = Vec::new();
+        for (i, r) in reqs.iter_mut().enumerate().filter(|(_, r)| r.active()) {
+            match r.test() {
+                Ok(true) => {
+                    done.push(i);
+                    if !all {
+                        return Ok(done);
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    r.state = ReqState::Done; // reported: inactive from now on
+                    return Err(e);
+                }
+            }
+        }
+        if !done.is_empty() {
+            return Ok(done);
+        }
+        if std::time::Instant::now() >= until {
+            let pending: Vec<String> = reqs.iter().filter(|r| r.active()).map(|r| r.site.to_string()).collect();
+            return Err(Error::Timeout {
+                op,
+                comm: "their communicators".into(),
+                waiting_for: format!("any of the requests started at {}", pending.join(", ")),
+                secs: limit.as_secs_f64(),
+                site,
+            });
+        }
+        pause.next(until);
+    }
+}
+
+/// Waits until one of the active requests in `reqs` completes and returns its index
+/// (MPI's `Waitany`); that request is spent (a later `wait` returns at once) and later
+/// calls skip it. `Ok(None)` when no request is active. An op's error is returned, and
+/// its request is spent too. Past the longest deadline of the requests'
+/// communicators, `Error::Timeout` naming where the pending ones were started.
+///
+/// ```
+/// # use dist_runtime::prelude::*;
+/// # const T: Tag<u32> = Tag::new(1);
+/// # #[spmd]
+/// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+/// let (r, n) = (world.rank(), world.size());
+/// if r == 0 {
+///     // Take the workers' results in whatever order they come.
+///     let mut got = vec![[0u32]; n];
+///     let (_, others) = got.split_at_mut(1);
+///     let mut reqs: Vec<_> =
+///         others.iter_mut().enumerate().map(|(i, g)| world.irecv(i + 1, T, g)).collect::<Result<_, _>>()?;
+///     let mut seen = 0;
+///     while let Some(i) = dist_runtime::wait_any(&mut reqs)? {
+///         seen += 1; // request i (from rank i + 1) has its result here
+///         let _ = i;
+///     }
+///     assert_eq!(seen, n - 1);
+///     drop(reqs);
+///     assert!(got[1..].iter().enumerate().all(|(i, g)| g[0] == 10 * (i as u32 + 1)));
+/// } else {
+///     world.send(0, T, &[10 * r as u32])?;
+/// }
+/// # Ok(()) }
+/// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+/// ```
+#[track_caller]
+pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<usize>> {
+    if !reqs.iter().any(Request::active) {
+        return Ok(None);
+    }
+    Ok(wait_until_some(reqs, "wait_any", false)?.first().copied())
+}
+
+/// Waits until at least one of the active requests in `reqs` completes and returns the
+/// indices of all that have (MPI's `Waitsome`), each then spent; an empty list when no
+/// request is active. Errors as [`wait_any`].
+///
+/// ```
+/// # use dist_runtime::prelude::*;
+/// # #[spmd]
+/// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+/// let (mut a, mut b) = ([1u64], [2u64]);
+/// let mut reqs = vec![
+///     world.all_reduce_async(&mut a, ReduceOp::Sum)?,
+///     world.all_reduce_async(&mut b, ReduceOp::Sum)?,
+/// ];
+/// let mut finished = 0;
+/// while finished < 2 {
+///     finished += dist_runtime::wait_some(&mut reqs)?.len();
+/// }
+/// drop(reqs);
+/// assert_eq!((a[0], b[0]), (world.size() as u64, 2 * world.size() as u64));
+/// # Ok(()) }
+/// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+/// ```
+#[track_caller]
+pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<usize>> {
+    if !reqs.iter().any(Request::active) {
+        return Ok(Vec::new());
+    }
+    wait_until_some(reqs, "wait_some", true)
 }
 
 /// Wait for all requests, returning the first error.

@@ -812,6 +812,9 @@ impl<'a> Interp<'a> {
                 self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait_all" });
                 Ok(V::Unit)
             }
+            ("wait_any" | "wait_some", _) => {
+                Err(undecidable(e, format!("`{last}`, whose completion order depends on timing")))
+            }
             ("drop", [V::Req(ids)]) => {
                 self.events.push(Ev::Wait { ids: ids.clone(), site: self.site(e), call: "drop" });
                 Ok(V::Unit)

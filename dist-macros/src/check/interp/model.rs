@@ -114,9 +114,9 @@ impl<'a> Interp<'a> {
             self.events.push(Ev::Wait { ids: vec![], site: self.site(e), call: call_name(m) });
             return Ok(V::Unit);
         }
-        if m == "batch" {
+        if m == "batch" || m == "batch_async" {
             let Some(Expr::Closure(cl)) = mc.args.first() else {
-                return Err(undecidable(e, "`batch` with something other than a closure `|b| { .. }`"));
+                return Err(undecidable(e, format!("`{m}` with something other than a closure `|b| {{ .. }}`")));
             };
             let start = self.next_id;
             self.scoped(|me| -> Result<(), Flow<'a>> {
@@ -127,6 +127,9 @@ impl<'a> Interp<'a> {
                 Ok(())
             })?;
             let ids: Vec<usize> = (start..self.next_id).collect();
+            if m == "batch_async" {
+                return Ok(V::Req(ids));
+            }
             self.events.push(Ev::Wait { ids, site: self.site(e), call: "batch" });
             return Ok(V::Unit);
         }
