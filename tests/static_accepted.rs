@@ -317,6 +317,15 @@ fn vocabulary(world: Comm<World>) -> dist_runtime::Result<()> {
             assert!(note.starts_with("from "));
         }
     }
+    // A halo exchange as one non-blocking batch.
+    let edge = [r as i64; 2];
+    let mut halo = [0i64; 2];
+    let req = world.batch_async(|b| {
+        b.recv((r + n - 1) % n, T, &mut halo);
+        b.send((r + 1) % n, T, &edge);
+    })?;
+    req.wait()?;
+    assert_eq!(halo, [((r + n - 1) % n) as i64; 2]);
     let plan: Vec<u64> = (0..n as u64).map(|j| 10 * j).collect();
     let got: u64 = world.scatter_object(if r == n - 1 { Some(&plan[..]) } else { None }, n - 1)?;
     assert_eq!(got, 10 * r as u64);
