@@ -68,7 +68,7 @@ macro_rules! int_num {
         }
     )*};
 }
-int_num!(u8, i8, i32, u32, i64, u64);
+int_num!(u8, i8, i16, u16, i32, u32, i64, u64);
 
 macro_rules! float_num {
     ($($t:ty),*) => {$(
@@ -224,7 +224,8 @@ pub fn short() -> bool {
 #[macro_export]
 macro_rules! for_all_dtypes {
     ($f:ident ( $($a:expr),* )) => {{
-        $f::<u8>($($a),*); $f::<i8>($($a),*); $f::<i32>($($a),*); $f::<u32>($($a),*);
+        $f::<u8>($($a),*); $f::<i8>($($a),*); $f::<i16>($($a),*); $f::<u16>($($a),*);
+        $f::<i32>($($a),*); $f::<u32>($($a),*);
         $f::<i64>($($a),*); $f::<u64>($($a),*); $f::<dist_runtime::f16>($($a),*);
         $f::<dist_runtime::bf16>($($a),*); $f::<f32>($($a),*); $f::<f64>($($a),*);
     }};

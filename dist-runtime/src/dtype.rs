@@ -6,7 +6,8 @@
 
 use half::{bf16, f16};
 
-/// The element types NCCL knows, which every backend supports.
+/// The element types a communicator moves: NCCL's ten, which every backend supports,
+/// and `i16`/`u16` (torch's `int16`/`uint16`), which NCCL moves but cannot reduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum DType {
@@ -30,6 +31,10 @@ pub enum DType {
     F32 = 9,
     /// `f64`
     F64 = 10,
+    /// `i16`
+    I16 = 11,
+    /// `u16`
+    U16 = 12,
 }
 
 impl DType {
@@ -37,7 +42,7 @@ impl DType {
     pub const fn size(self) -> usize {
         match self {
             DType::U8 | DType::I8 => 1,
-            DType::F16 | DType::BF16 => 2,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
             DType::I64 | DType::U64 | DType::F64 => 8,
         }
@@ -61,6 +66,8 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::I16 => "i16",
+            DType::U16 => "u16",
         }
     }
 
@@ -76,6 +83,8 @@ impl DType {
             8 => DType::BF16,
             9 => DType::F32,
             10 => DType::F64,
+            11 => DType::I16,
+            12 => DType::U16,
             _ => return None,
         })
     }
@@ -93,7 +102,7 @@ mod sealed {
 
 /// A type that can travel through a communicator: plain bytes, no padding, a [`DType`] tag.
 ///
-/// Sealed: implemented for `u8, i8, i32, u32, i64, u64, f16, bf16, f32, f64`.
+/// Sealed: implemented for `u8, i8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64`.
 pub trait Element: bytemuck::Pod + PartialEq + std::fmt::Debug + Send + Sync + sealed::Sealed {
     /// The tag backends see.
     const DTYPE: DType;
@@ -106,4 +115,4 @@ macro_rules! element {
     )*};
 }
 element!(u8 => U8, i8 => I8, i32 => I32, u32 => U32, i64 => I64, u64 => U64,
-         f16 => F16, bf16 => BF16, f32 => F32, f64 => F64);
+         f16 => F16, bf16 => BF16, f32 => F32, f64 => F64, i16 => I16, u16 => U16);

@@ -37,7 +37,7 @@ macro_rules! arith_int {
         }
     )*};
 }
-arith_int!(u8, i8, i32, u32, i64, u64);
+arith_int!(u8, i8, i16, u16, i32, u32, i64, u64);
 
 macro_rules! arith_float {
     ($($t:ty),*) => {$(
@@ -137,6 +137,8 @@ macro_rules! dispatch {
             DType::U32 => $f::<u32>($($args),*),
             DType::I64 => $f::<i64>($($args),*),
             DType::U64 => $f::<u64>($($args),*),
+            DType::I16 => $f::<i16>($($args),*),
+            DType::U16 => $f::<u16>($($args),*),
             DType::F16 => $f::<f16>($($args),*),
             DType::BF16 => $f::<bf16>($($args),*),
             DType::F32 => $f::<f32>($($args),*),
@@ -165,7 +167,7 @@ macro_rules! identity_int {
         }
     )*};
 }
-identity_int!(u8, i8, i32, u32, i64, u64);
+identity_int!(u8, i8, i16, u16, i32, u32, i64, u64);
 
 macro_rules! identity_float {
     ($($t:ty: $one:expr, $zero:expr),*) => {$(

@@ -23,6 +23,8 @@ pub(super) fn datatype(d: DType) -> ffi::MPI_Datatype {
             DType::U32 => ffi::RSMPI_UINT32_T,
             DType::I64 => ffi::RSMPI_INT64_T,
             DType::U64 => ffi::RSMPI_UINT64_T,
+            DType::I16 => ffi::RSMPI_INT16_T,
+            DType::U16 => ffi::RSMPI_UINT16_T,
             DType::F16 | DType::BF16 => ffi::RSMPI_UINT16_T,
             DType::F32 => ffi::RSMPI_FLOAT,
             DType::F64 => ffi::RSMPI_DOUBLE,
@@ -66,14 +68,16 @@ macro_rules! user_ops {
         const USER_FNS: &[(DType, ReduceOp, UserFn)] = &[$((DType::$dt, ReduceOp::$op, $name)),*];
     };
 }
-// f16 and bf16, which MPI has no type for; 8-bit sums and products, which some builds
-// of Open MPI 4.1 (its AVX op component) saturate instead of wrapping as Rust and shm do;
+// f16 and bf16, which MPI has no type for; 8- and 16-bit sums and products, which some
+// builds of Open MPI 4.1 (its AVX op component) saturate instead of wrapping as Rust and
+// shm do (seen: an i16 sum of 2 ranks gave 32767);
 // float Max and Min, whose NaN handling MPI leaves to the order of the operands (ours:
 // a NaN wins, the same on every rank and backend).
 user_ops! {
     f16_sum: F16, Sum; f16_prod: F16, Prod; f16_max: F16, Max; f16_min: F16, Min;
     bf16_sum: BF16, Sum; bf16_prod: BF16, Prod; bf16_max: BF16, Max; bf16_min: BF16, Min;
     u8_sum: U8, Sum; u8_prod: U8, Prod; i8_sum: I8, Sum; i8_prod: I8, Prod;
+    i16_sum: I16, Sum; i16_prod: I16, Prod; u16_sum: U16, Sum; u16_prod: U16, Prod;
     f32_max: F32, Max; f32_min: F32, Min; f64_max: F64, Max; f64_min: F64, Min;
 }
 

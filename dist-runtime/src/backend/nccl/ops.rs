@@ -14,7 +14,9 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// NCCL's type of a dist element type (they are the same ten).
+/// NCCL's type of a dist element type (the same ten; `i16`/`u16`, which NCCL lacks,
+/// travel as 16-bit words of another type, which ops that only move data never read —
+/// [`launch`](NcclComm::launch) refuses to reduce them).
 pub(crate) fn nccl_type(d: DType) -> sys::ncclDataType_t {
     use sys::ncclDataType_t::*;
     match d {
@@ -28,6 +30,7 @@ pub(crate) fn nccl_type(d: DType) -> sys::ncclDataType_t {
         DType::BF16 => ncclBfloat16,
         DType::F32 => ncclFloat32,
         DType::F64 => ncclFloat64,
+        DType::I16 | DType::U16 => ncclFloat16,
     }
 }
 
@@ -200,6 +203,18 @@ impl NcclComm {
         let (comm, cu) = (self.comm, self.cu());
         let root = op.root as i32;
         let reduce = op.reduce_op.unwrap_or(ReduceOp::Sum);
+        if matches!(dt, DType::I16 | DType::U16)
+            && matches!(op.kind, OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter)
+        {
+            return Err(Error::backend(
+                "nccl",
+                format!(
+                    "{} of {dt} at {}: NCCL has no 16-bit integer type, so it moves {dt} but cannot reduce it; \
+                     widen to i32 on the device, or reduce on host buffers",
+                    op.name, op.site
+                ),
+            ));
+        }
         match (op.kind, bufs) {
             (OpKind::AllReduce, DevBufs::InPlace(b)) => self.with_op(dt, reduce, |o| {
                 // SAFETY: `b` is a device buffer of `b.bytes` bytes on this comm's device.
