@@ -37,6 +37,15 @@ fn local_argument_checks(world: Comm<World>) {
     invalid(world.all_reduce(&mut v, ReduceOp::PreMulSum(2.0)), &["PreMulSum", "i32"]);
     invalid(world.all_reduce(&mut [1.0f32], ReduceOp::PreMulSum(f64::NAN)), &["finite"]);
     invalid(world.all_reduce(&mut [1.0f32], ReduceOp::BXor), &["BXor", "integer types only", "f32"]);
+    let mut z = [dist_runtime::Complex::new(1.0f64, 2.0)];
+    invalid(world.all_reduce(&mut z, ReduceOp::Max), &["Max", "needs an order", "Complex<f64>"]);
+    invalid(world.all_reduce(&mut z, ReduceOp::BOr), &["BOr", "integer types only"]);
+    // Complex products multiply as complex numbers: i·i·… over the ranks.
+    let mut i = [dist_runtime::Complex::new(0.0f32, 1.0)];
+    world.all_reduce(&mut i, ReduceOp::Prod).unwrap();
+    let want = [dist_runtime::Complex::new(1.0f32, 0.0), dist_runtime::Complex::new(0.0, 1.0)];
+    let k = [want[0], want[1], -want[0], -want[1]][n % 4];
+    assert_eq!(i, [k]);
     invalid(world.set_timeout(std::time::Duration::ZERO), &["set_timeout", "more than zero"]);
     invalid(world.reduce_scatter(&[1.0f64; 8], &mut [0.0f64; 0], ReduceOp::BAnd), &["BAnd", "integer"]);
     let mut out = vec![0i32; n * 4 + 1];

@@ -3,7 +3,7 @@
 //! written independently of the runtime's kernels (but combining in rank order, the
 //! order dist promises, so results compare bitwise).
 
-use dist_runtime::{bf16, f16, Element, ReduceOp};
+use dist_runtime::{bf16, f16, Complex, Element, ReduceOp};
 
 #[path = "device_suite.rs"]
 pub mod device;
@@ -27,6 +27,12 @@ pub trait Num: Element + Copy {
     /// The reduction of no values: what an exclusive scan gives rank 0.
     fn identity(op: ReduceOp) -> Self;
     const FLOAT: bool;
+    /// A complex type (no order: Max and Min do not apply).
+    const COMPLEX: bool = false;
+    /// The imaginary part, as f64 (0 for real types).
+    fn im_f64(self) -> f64 {
+        0.0
+    }
     /// Unit roundoff of the type (0 for integers), for reductions in another order.
     const EPS: f64 = 0.0;
     fn to_f64(self) -> f64;
@@ -114,6 +120,30 @@ macro_rules! half_num {
 }
 half_num!(f16, bf16);
 
+macro_rules! complex_num {
+    ($($t:ty),*) => {$(
+        impl Num for Complex<$t> {
+            fn gen(rank: usize, i: usize, salt: u64) -> Self {
+                Complex::new(<$t as Num>::gen(rank, i, salt), <$t as Num>::gen(rank, i, salt ^ 0x5eed_cafe))
+            }
+            fn add(self, o: Self) -> Self { self + o }
+            fn mul(self, o: Self) -> Self { self * o }
+            fn max(self, _: Self) -> Self { unreachable!("complex numbers have no order") }
+            fn min(self, _: Self) -> Self { unreachable!("complex numbers have no order") }
+            fn avg(self, n: usize) -> Self { self / (n as $t) }
+            fn premul(self, s: f64) -> Self { self * (s as $t) }
+            fn bits(self, _: Self, _: ReduceOp) -> Self { unreachable!() }
+            fn to_f64(self) -> f64 { self.re as f64 }
+            fn im_f64(self) -> f64 { self.im as f64 }
+            fn identity(op: ReduceOp) -> Self { Complex::new(if op == ReduceOp::Prod { 1.0 } else { 0.0 }, 0.0) }
+            const FLOAT: bool = true;
+            const COMPLEX: bool = true;
+            const EPS: f64 = <$t>::EPSILON as f64;
+        }
+    )*};
+}
+complex_num!(f32, f64);
+
 /// Rank `rank`'s input of `len` elements for case `salt`.
 pub fn data<T: Num>(rank: usize, len: usize, salt: u64) -> Vec<T> {
     (0..len).map(|i| T::gen(rank, i, salt)).collect()
@@ -145,6 +175,9 @@ pub fn reduce_ref<T: Num>(inputs: &[Vec<T>], op: ReduceOp) -> Vec<T> {
 
 /// The ops that apply to `T`.
 pub fn ops<T: Num>() -> Vec<ReduceOp> {
+    if T::COMPLEX {
+        return vec![ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Avg, ReduceOp::PreMulSum(0.5)];
+    }
     let mut v = vec![ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min];
     if T::FLOAT {
         v.push(ReduceOp::Avg);
@@ -178,9 +211,11 @@ pub fn assert_reduced<T: Num>(what: &str, got: &[T], want: &[T], op: ReduceOp, n
     }
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let (g, w) = (g.to_f64(), w.to_f64());
-        let tol = 2.0 * n as f64 * T::EPS * w.abs().max(16.0);
-        assert!((g - w).abs() <= tol, "{what}: element {i} is {g}, expected {w} within {tol} (len {})", got.len());
+        for (g, w) in [(g.to_f64(), w.to_f64()), (g.im_f64(), w.im_f64())] {
+            // A complex product's parts round like sums of two products.
+            let tol = 2.0 * n as f64 * T::EPS * w.abs().max(16.0) * if T::COMPLEX { 4.0 } else { 1.0 };
+            assert!((g - w).abs() <= tol, "{what}: element {i} is {g}, expected {w} within {tol} (len {})", got.len());
+        }
     }
 }
 
@@ -228,5 +263,6 @@ macro_rules! for_all_dtypes {
         $f::<i32>($($a),*); $f::<u32>($($a),*);
         $f::<i64>($($a),*); $f::<u64>($($a),*); $f::<dist_runtime::f16>($($a),*);
         $f::<dist_runtime::bf16>($($a),*); $f::<f32>($($a),*); $f::<f64>($($a),*);
+        $f::<dist_runtime::Complex<f32>>($($a),*); $f::<dist_runtime::Complex<f64>>($($a),*);
     }};
 }

@@ -5,9 +5,11 @@
 //! the typed face (`Comm<G>`) can hand bytes down without ever guessing a layout.
 
 use half::{bf16, f16};
+use num_complex::Complex;
 
 /// The element types a communicator moves: NCCL's ten, which every backend supports,
-/// and `i16`/`u16` (torch's `int16`/`uint16`), which NCCL moves but cannot reduce.
+/// and `i16`/`u16` (torch's `int16`/`uint16`), which NCCL moves but cannot reduce, and
+/// the complex types (torch's `complex64`/`complex128`), which NCCL sums as pairs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum DType {
@@ -35,6 +37,10 @@ pub enum DType {
     I16 = 11,
     /// `u16`
     U16 = 12,
+    /// `Complex<f32>` (torch's `complex64`)
+    C64 = 13,
+    /// `Complex<f64>` (torch's `complex128`)
+    C128 = 14,
 }
 
 impl DType {
@@ -44,13 +50,20 @@ impl DType {
             DType::U8 | DType::I8 => 1,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
     /// Whether the type is a floating-point type (where `Avg` and `PreMulSum` apply).
     pub const fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// Whether the type is a complex type (`Sum`, `Prod`, `Avg`, `PreMulSum` apply;
+    /// complex numbers have no order).
+    pub const fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
     }
 
     /// The Rust name of the type, for messages.
@@ -68,6 +81,8 @@ impl DType {
             DType::F64 => "f64",
             DType::I16 => "i16",
             DType::U16 => "u16",
+            DType::C64 => "Complex<f32>",
+            DType::C128 => "Complex<f64>",
         }
     }
 
@@ -85,6 +100,8 @@ impl DType {
             10 => DType::F64,
             11 => DType::I16,
             12 => DType::U16,
+            13 => DType::C64,
+            14 => DType::C128,
             _ => return None,
         })
     }
@@ -102,7 +119,8 @@ mod sealed {
 
 /// A type that can travel through a communicator: plain bytes, no padding, a [`DType`] tag.
 ///
-/// Sealed: implemented for `u8, i8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64`.
+/// Sealed: implemented for `u8, i8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64`
+/// and `Complex<f32>`, `Complex<f64>` (re-exported as [`Complex`](crate::Complex)).
 pub trait Element: bytemuck::Pod + PartialEq + std::fmt::Debug + Send + Sync + sealed::Sealed {
     /// The tag backends see.
     const DTYPE: DType;
@@ -115,4 +133,5 @@ macro_rules! element {
     )*};
 }
 element!(u8 => U8, i8 => I8, i32 => I32, u32 => U32, i64 => I64, u64 => U64,
-         f16 => F16, bf16 => BF16, f32 => F32, f64 => F64, i16 => I16, u16 => U16);
+         f16 => F16, bf16 => BF16, f32 => F32, f64 => F64, i16 => I16, u16 => U16,
+         Complex<f32> => C64, Complex<f64> => C128);

@@ -91,6 +91,8 @@ pub use tag::Tag;
 
 /// Re-exported so users name `f16`/`bf16` without a direct dependency on `half`.
 pub use half::{bf16, f16};
+/// Re-exported so users name complex elements without a direct dependency on `num-complex`.
+pub use num_complex::Complex;
 
 /// The porting guide from torch.distributed (`docs/porting-from-torch.md`): every call
 /// and its dist call; its examples run as doctests.

@@ -211,7 +211,7 @@ impl ReduceOp {
     #[track_caller]
     pub(crate) fn validate(&self, dtype: DType, op_name: &'static str) -> Result<()> {
         match self {
-            ReduceOp::PreMulSum(_) if !dtype.is_float() => Err(Error::invalid(
+            ReduceOp::PreMulSum(_) if !dtype.is_float() && !dtype.is_complex() => Err(Error::invalid(
                 op_name,
                 format!(
                     "ReduceOp::{:?} is defined on floating-point types only, not {dtype}; \
@@ -219,7 +219,14 @@ impl ReduceOp {
                     self
                 ),
             )),
-            op if op.is_bitwise() && dtype.is_float() => Err(Error::invalid(
+            ReduceOp::Max | ReduceOp::Min if dtype.is_complex() => Err(Error::invalid(
+                op_name,
+                format!(
+                    "ReduceOp::{self:?} needs an order, and {dtype} has none; reduce the magnitudes (a float \
+                     buffer), or use a user reduction"
+                ),
+            )),
+            op if op.is_bitwise() && (dtype.is_float() || dtype.is_complex()) => Err(Error::invalid(
                 op_name,
                 format!(
                     "ReduceOp::{:?} is defined on integer types only, not {dtype}; reinterpret the bits as an \

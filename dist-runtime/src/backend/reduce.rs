@@ -5,9 +5,13 @@
 use crate::dtype::DType;
 use crate::reduce_op::ReduceOp;
 use half::{bf16, f16};
+use num_complex::Complex;
 
 /// Arithmetic used by the reduction kernels; integer ops wrap (exact modulo 2^bits, as NCCL).
-trait Arith: Copy + PartialOrd {
+trait Arith: Copy {
+    /// The order Max and Min use (never asked of complex numbers: validated).
+    fn greater(self, o: Self) -> bool;
+    fn less(self, o: Self) -> bool;
     fn add(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     /// Multiply by a host scalar (PreMulSum) and divide by a count (Avg); floats only.
@@ -26,6 +30,8 @@ trait Arith: Copy + PartialOrd {
 macro_rules! arith_int {
     ($($t:ty),*) => {$(
         impl Arith for $t {
+            #[inline(always)] fn greater(self, o: Self) -> bool { self > o }
+            #[inline(always)] fn less(self, o: Self) -> bool { self < o }
             #[inline(always)] fn add(self, o: Self) -> Self { self.wrapping_add(o) }
             #[inline(always)] fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
             fn scale(self, _: f64) -> Self { unreachable!("validated: PreMulSum is float-only") }
@@ -42,6 +48,8 @@ arith_int!(u8, i8, i16, u16, i32, u32, i64, u64);
 macro_rules! arith_float {
     ($($t:ty),*) => {$(
         impl Arith for $t {
+            #[inline(always)] fn greater(self, o: Self) -> bool { self > o }
+            #[inline(always)] fn less(self, o: Self) -> bool { self < o }
             #[inline(always)] fn add(self, o: Self) -> Self { self + o }
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
             #[inline(always)] fn scale(self, s: f64) -> Self { self * (s as $t) }
@@ -58,6 +66,8 @@ arith_float!(f32, f64);
 macro_rules! arith_half {
     ($($t:ty),*) => {$(
         impl Arith for $t {
+            #[inline(always)] fn greater(self, o: Self) -> bool { self > o }
+            #[inline(always)] fn less(self, o: Self) -> bool { self < o }
             #[inline(always)] fn add(self, o: Self) -> Self { self + o }
             #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
             #[inline(always)] fn scale(self, s: f64) -> Self { self * <$t>::from_f64(s) }
@@ -70,6 +80,29 @@ macro_rules! arith_half {
     )*};
 }
 arith_half!(f16, bf16);
+
+macro_rules! arith_complex {
+    ($($t:ty),*) => {$(
+        impl Arith for Complex<$t> {
+            fn greater(self, _: Self) -> bool { unreachable!("validated: complex numbers have no order") }
+            fn less(self, _: Self) -> bool { unreachable!("validated: complex numbers have no order") }
+            #[inline(always)] fn add(self, o: Self) -> Self { self + o }
+            #[inline(always)] fn mul(self, o: Self) -> Self { self * o }
+            #[inline(always)] fn scale(self, s: f64) -> Self { self * (s as $t) }
+            #[inline(always)] fn div_n(self, n: usize) -> Self { self / (n as $t) }
+            #[inline(always)] fn nan(self) -> bool { self.re.is_nan() || self.im.is_nan() }
+            fn band(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
+            fn bor(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
+            fn bxor(self, _: Self) -> Self { unreachable!("validated: bitwise ops are integer-only") }
+        }
+        impl Identity for Complex<$t> {
+            fn identity(op: ReduceOp) -> Self {
+                Complex::new(if op == ReduceOp::Prod { 1.0 } else { 0.0 }, 0.0)
+            }
+        }
+    )*};
+}
+arith_complex!(f32, f64);
 
 #[inline(always)]
 fn combine<T: Arith>(op: ReduceOp, a: T, b: T) -> T {
@@ -84,14 +117,14 @@ fn combine<T: Arith>(op: ReduceOp, a: T, b: T) -> T {
         // A NaN wins (as torch.maximum/minimum): the result is NaN wherever any rank has
         // one, whatever the order ranks combine in, so it is the same on every rank.
         ReduceOp::Max => {
-            if b > a || b.nan() {
+            if b.greater(a) || b.nan() {
                 b
             } else {
                 a
             }
         }
         ReduceOp::Min => {
-            if b < a || b.nan() {
+            if b.less(a) || b.nan() {
                 b
             } else {
                 a
@@ -139,6 +172,8 @@ macro_rules! dispatch {
             DType::U64 => $f::<u64>($($args),*),
             DType::I16 => $f::<i16>($($args),*),
             DType::U16 => $f::<u16>($($args),*),
+            DType::C64 => $f::<Complex<f32>>($($args),*),
+            DType::C128 => $f::<Complex<f64>>($($args),*),
             DType::F16 => $f::<f16>($($args),*),
             DType::BF16 => $f::<bf16>($($args),*),
             DType::F32 => $f::<f32>($($args),*),

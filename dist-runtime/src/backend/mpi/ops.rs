@@ -12,11 +12,14 @@ use mpi::ffi;
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
-/// MPI's datatype for `d` (f16 and bf16 travel as 16-bit words).
+/// MPI's datatype for `d` (f16 and bf16 travel as 16-bit words, `Complex<f32>` as a
+/// 64-bit word, `Complex<f64>` as a 16-byte contiguous type; all reduced by our kernels).
 pub(super) fn datatype(d: DType) -> ffi::MPI_Datatype {
     // SAFETY: reading rsmpi's exported constants.
     unsafe {
         match d {
+            DType::C64 => ffi::RSMPI_UINT64_T,
+            DType::C128 => sixteen_bytes(),
             DType::U8 => ffi::RSMPI_UINT8_T,
             DType::I8 => ffi::RSMPI_INT8_T,
             DType::I32 => ffi::RSMPI_INT32_T,
@@ -30,6 +33,29 @@ pub(super) fn datatype(d: DType) -> ffi::MPI_Datatype {
             DType::F64 => ffi::RSMPI_DOUBLE,
         }
     }
+}
+
+/// A committed contiguous type of 16 bytes (one `Complex<f64>`), made once.
+fn sixteen_bytes() -> ffi::MPI_Datatype {
+    struct Type(ffi::MPI_Datatype);
+    // SAFETY: a datatype handle is a plain value, used under the backend's lock.
+    unsafe impl Send for Type {}
+    // SAFETY: as above.
+    unsafe impl Sync for Type {}
+    static T: OnceLock<Type> = OnceLock::new();
+    T.get_or_init(|| {
+        // SAFETY: a placeholder, overwritten by MPI_Type_contiguous; MPI is initialized
+        // (an op is running).
+        let mut t: ffi::MPI_Datatype = unsafe { ffi::RSMPI_UINT8_T };
+        // SAFETY: valid arguments; the type is committed before use and lives until
+        // MPI_Finalize.
+        unsafe {
+            ffi::MPI_Type_contiguous(16, ffi::RSMPI_UINT8_T, &mut t);
+            ffi::MPI_Type_commit(&mut t);
+        }
+        Type(t)
+    })
+    .0
 }
 
 /// Bytes, for the ops that only move data.
@@ -78,6 +104,7 @@ user_ops! {
     bf16_sum: BF16, Sum; bf16_prod: BF16, Prod; bf16_max: BF16, Max; bf16_min: BF16, Min;
     u8_sum: U8, Sum; u8_prod: U8, Prod; i8_sum: I8, Sum; i8_prod: I8, Prod;
     i16_sum: I16, Sum; i16_prod: I16, Prod; u16_sum: U16, Sum; u16_prod: U16, Prod;
+    c64_sum: C64, Sum; c64_prod: C64, Prod; c128_sum: C128, Sum; c128_prod: C128, Prod;
     f32_max: F32, Max; f32_min: F32, Min; f64_max: F64, Max; f64_min: F64, Min;
 }
 

@@ -31,6 +31,19 @@ pub(crate) fn nccl_type(d: DType) -> sys::ncclDataType_t {
         DType::F32 => ncclFloat32,
         DType::F64 => ncclFloat64,
         DType::I16 | DType::U16 => ncclFloat16,
+        // A complex number is a pair of floats: sums, averages and scalings of pairs are
+        // those of the numbers; `launch` refuses the product.
+        DType::C64 => ncclFloat32,
+        DType::C128 => ncclFloat64,
+    }
+}
+
+/// Bytes of one element of [`nccl_type`]`(d)`: counts passed to NCCL are in these.
+pub(crate) fn nccl_size(d: DType) -> usize {
+    match d {
+        DType::C64 => 4,
+        DType::C128 => 8,
+        d => d.size(),
     }
 }
 
@@ -174,7 +187,7 @@ impl NcclComm {
     fn grouped(&self, p2p: &[DevP2p]) -> Result<()> {
         NcclComm::group(|| {
             for q in p2p {
-                let n = q.buf.bytes / q.dtype.size();
+                let n = q.buf.bytes / nccl_size(q.dtype);
                 // SAFETY: the typed layer resolved `buf` on this comm's device with its length.
                 unsafe {
                     if q.send {
@@ -199,13 +212,22 @@ impl NcclComm {
     }
 
     fn launch(&self, op: &Op, dt: DType, bufs: DevBufs) -> Result<()> {
-        let (t, es) = (nccl_type(dt), dt.size());
+        let (t, es) = (nccl_type(dt), nccl_size(dt));
         let (comm, cu) = (self.comm, self.cu());
         let root = op.root as i32;
         let reduce = op.reduce_op.unwrap_or(ReduceOp::Sum);
-        if matches!(dt, DType::I16 | DType::U16)
-            && matches!(op.kind, OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter)
-        {
+        let reduces = matches!(op.kind, OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter);
+        if dt.is_complex() && reduces && reduce == ReduceOp::Prod {
+            return Err(Error::backend(
+                "nccl",
+                format!(
+                    "{} of {dt} at {}: NCCL sums complex numbers as pairs of floats but has no complex product; \
+                     multiply on host buffers (shm, MPI)",
+                    op.name, op.site
+                ),
+            ));
+        }
+        if matches!(dt, DType::I16 | DType::U16) && reduces {
             return Err(Error::backend(
                 "nccl",
                 format!(
