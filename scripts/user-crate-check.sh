@@ -64,6 +64,7 @@ grep -q "\[rank 0\] trainer: sum of ranks 6 on 4 ranks" <<<"$out" || fail "node 
 echo "-- cargo test: distributed tests in the library, its modules, the binary and tests/"
 out=$(cargo test 2>&1) || { echo "$out"; fail "cargo test failed"; }
 for t in tests::lib_sums comms::tests::share_loss_reaches_every_stage comms::ring::tests::token_goes_around \
+         comms::tests::mesh_async_scan_and_user_reduction \
          tests::main_module_test gathers_in_rank_order halo::exchanges_with_neighbours halo::library_entry_runs_from_a_test; do
   grep -q "test $t ... ok" <<<"$out" || { echo "$out"; fail "test $t did not pass"; }
 done
