@@ -567,20 +567,21 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'v>> {
         let k = recv.elems();
         self.check_rank(name, "root", root)?;
-        let (counts, total, fp) = match counts {
+        // Byte counts per rank (one allocation, which the Scatter shape keeps).
+        let es = T::DTYPE.size();
+        let (bc, total, fp, even) = match counts {
             None => {
                 let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(k).root(root);
-                (vec![k; self.size()], k * self.size(), fp)
+                (vec![k * es; self.size()], k * self.size(), fp, true)
             }
             Some(c) => {
                 self.check_counts(name, c)?;
                 self.check_len(name, "recv", k, c[self.rank()], "counts[rank]")?;
                 let total = c.iter().sum();
                 let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(total).root(root).extra(hash_usizes(c));
-                (c.to_vec(), total, fp)
+                (c.iter().map(|x| x * es).collect(), total, fp, false)
             }
         };
-        let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         match (&send, self.rank() == root) {
             (None, true) => {
                 return Err(Error::invalid(name, format!("root {root} must pass Some(send) with {total} elements")))
@@ -596,11 +597,7 @@ impl<G: Group> Comm<G> {
                 "send",
                 s.elems(),
                 total,
-                if bc.len() == self.size() && counts.iter().all(|&c| c == k) {
-                    "size() × recv.len()"
-                } else {
-                    "the sum of counts"
-                },
+                if even { "size() × recv.len()" } else { "the sum of counts" },
             )?,
             (None, false) => {}
         }
@@ -708,19 +705,20 @@ impl<G: Group> Comm<G> {
             }
         }
         let fp = Op::new(OpKind::ReduceScatter).dtype(T::DTYPE).reduce(op);
-        let (counts, fp) = match counts {
+        // Byte counts per rank (one allocation, which the ReduceScatter shape keeps).
+        let es = T::DTYPE.size();
+        let (bc, fp) = match counts {
             None => {
                 self.check_len(name, "send", send.elems(), k * self.size(), "size() × recv.len()")?;
-                (vec![k; self.size()], fp.count(k))
+                (vec![k * es; self.size()], fp.count(k))
             }
             Some(c) => {
                 self.check_counts(name, c)?;
                 self.check_len(name, "recv", k, c[self.rank()], "counts[rank]")?;
                 self.check_len(name, "send", send.elems(), c.iter().sum(), "the sum of counts")?;
-                (c.to_vec(), fp.count(c.iter().sum()).extra(hash_usizes(c)))
+                (c.iter().map(|x| x * es).collect(), fp.count(c.iter().sum()).extra(hash_usizes(c)))
             }
         };
-        let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let fp = self.cx(name, fp);
         match (send.view(), recv.view_mut()) {
             (View::Host(s), ViewMut::Host(r)) => {

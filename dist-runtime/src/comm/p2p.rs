@@ -221,18 +221,25 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn batch<'b>(&self, f: impl FnOnce(&mut Batch<'b>)) -> Result<()> {
         let site = Site::caller();
-        let mut b = Batch { ops: Vec::new(), dev: Vec::new(), n: self.size() };
-        f(&mut b);
-        for &peer in b.ops.iter().map(BatchOp::peer).chain(b.dev.iter().map(|d| &d.1)) {
-            self.check_rank("batch", "peer", peer)?;
-        }
+        let b = self.collect_batch("batch", f)?;
         if !b.dev.is_empty() {
-            if !b.ops.is_empty() {
-                return Err(mixed("batch"));
-            }
             return self.p2p_device("batch", b.dev)?.wait();
         }
         self.recorded("batch", site, || self.host_batch(site, b))
+    }
+
+    /// The ops `f` adds, with their peers checked and host and device buffers unmixed.
+    #[track_caller]
+    fn collect_batch<'b>(&self, name: &'static str, f: impl FnOnce(&mut Batch<'b>)) -> Result<Batch<'b>> {
+        let mut b = Batch { ops: Vec::new(), dev: Vec::new(), n: self.size() };
+        f(&mut b);
+        for &peer in b.ops.iter().map(BatchOp::peer).chain(b.dev.iter().map(|d| &d.1)) {
+            self.check_rank(name, "peer", peer)?;
+        }
+        if !b.dev.is_empty() && !b.ops.is_empty() {
+            return Err(mixed(name));
+        }
+        Ok(b)
     }
 
     /// Starts the sends and receives `f` adds, as [`batch`](Self::batch) does, and
@@ -262,15 +269,8 @@ impl<G: Group> Comm<G> {
     #[track_caller]
     pub fn batch_async<'a>(&'a self, f: impl FnOnce(&mut Batch<'a>)) -> Result<Request<'a>> {
         let site = Site::caller();
-        let mut b = Batch { ops: Vec::new(), dev: Vec::new(), n: self.size() };
-        f(&mut b);
-        for &peer in b.ops.iter().map(BatchOp::peer).chain(b.dev.iter().map(|d| &d.1)) {
-            self.check_rank("batch_async", "peer", peer)?;
-        }
+        let b = self.collect_batch("batch_async", f)?;
         if !b.dev.is_empty() {
-            if !b.ops.is_empty() {
-                return Err(mixed("batch_async"));
-            }
             return Ok(Request::device(self.p2p_device("batch_async", b.dev)?, site));
         }
         let inner = &*self.inner;

@@ -180,25 +180,8 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             if op.varying {
                 agree_counts(c, op, send_counts, recv_counts)?;
             }
-            let (sc, sd) = counts_displs(send_counts, op.name)?;
-            let (rc, rd) = counts_displs(recv_counts, op.name)?;
-            let rp = ptr(recv);
-            // SAFETY: the typed layer checked the lengths against the counts.
-            call("MPI_Ialltoallv", || unsafe {
-                ffi::MPI_Ialltoallv(
-                    ptr(send),
-                    sc.as_ptr(),
-                    sd.as_ptr(),
-                    bytes(),
-                    rp,
-                    rc.as_ptr(),
-                    rd.as_ptr(),
-                    bytes(),
-                    comm,
-                    &mut req,
-                )
-            })?;
-            return c.wait(&mut req, op.name, op.site, &|| waiting(c, op));
+            // The typed layer checked the lengths against the counts.
+            return all_to_all_bytes(c, op, send, send_counts, recv, recv_counts);
         }
         _ => return Err(wrong_shape("mpi", op)),
     }
@@ -250,25 +233,8 @@ fn user(c: &MpiComm, op: &Op, u: ReduceOp, bufs: Bufs<'_>) -> Result<()> {
             let m = recv.len();
             let mut words = aligned(n * m);
             let all = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..n * m];
-            let (sc, sd) = counts_displs(counts, op.name)?;
-            let (rc, rd) = counts_displs(&vec![m; n], op.name)?;
-            let rp = ptr(all);
-            // SAFETY: `send` holds Σ counts bytes, `all` n × counts[rank]; both outlive the wait.
-            call("MPI_Ialltoallv", || unsafe {
-                ffi::MPI_Ialltoallv(
-                    ptr(send),
-                    sc.as_ptr(),
-                    sd.as_ptr(),
-                    bytes(),
-                    rp,
-                    rc.as_ptr(),
-                    rd.as_ptr(),
-                    bytes(),
-                    comm,
-                    &mut req,
-                )
-            })?;
-            c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+            // Block j of `send` to rank j; every rank's block for this one into `all`.
+            all_to_all_bytes(c, op, send, counts, all, &vec![m; n])?;
             recv.copy_from_slice(&all[..m]);
             for i in 1..n {
                 reduce::reduce_into(d, u, recv, &all[i * m..(i + 1) * m]);
@@ -277,6 +243,41 @@ fn user(c: &MpiComm, op: &Op, u: ReduceOp, bufs: Bufs<'_>) -> Result<()> {
         }
         _ => Err(wrong_shape("mpi", op)),
     }
+}
+
+/// `MPI_Ialltoallv` of bytes (block j of `send`, `send_counts[j]` bytes, to rank j;
+/// `recv_counts[i]` bytes from rank i), waited on against the deadline. The lengths are
+/// the callers' to check: `send` holds Σ send_counts bytes, `recv` Σ recv_counts.
+fn all_to_all_bytes(
+    c: &MpiComm,
+    op: &Op,
+    send: &[u8],
+    send_counts: &[usize],
+    recv: &mut [u8],
+    recv_counts: &[usize],
+) -> Result<()> {
+    debug_assert_eq!((send.len(), recv.len()), (send_counts.iter().sum(), recv_counts.iter().sum()));
+    // SAFETY: placeholder, written by the posting call.
+    let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    let (sc, sd) = counts_displs(send_counts, op.name)?;
+    let (rc, rd) = counts_displs(recv_counts, op.name)?;
+    let rp = ptr(recv);
+    // SAFETY: both buffers hold what their counts say and outlive the wait.
+    call("MPI_Ialltoallv", || unsafe {
+        ffi::MPI_Ialltoallv(
+            ptr(send),
+            sc.as_ptr(),
+            sd.as_ptr(),
+            bytes(),
+            rp,
+            rc.as_ptr(),
+            rd.as_ptr(),
+            bytes(),
+            c.comm,
+            &mut req,
+        )
+    })?;
+    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))
 }
 
 fn waiting(c: &MpiComm, op: &Op) -> String {
