@@ -67,6 +67,17 @@ impl Nodes {
     }
 }
 
+/// Node 0's store went away while this node waited on it.
+fn lost(addr: &str, e: Error) -> Error {
+    Error::invalid(
+        "launch",
+        format!(
+            "lost the job's store at {addr} (node 0's launcher) while joining: {e}; node 0 stopped, and its output \
+             says why"
+        ),
+    )
+}
+
 /// FNV-1a, seeded: a hash every node computes alike, whatever its Rust version.
 pub(crate) fn fnv(data: &[u8], seed: u64) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -121,30 +132,48 @@ impl NodeLink {
         let shape = format!("{} nodes x {nproc} ranks", nodes.nnodes);
         store.set(&format!("launch/shape/{}", nodes.node_rank), shape.as_bytes())?;
         store.add("launch/joined", 1)?;
-        store.wait_count("launch/joined", nodes.nnodes as i64, patience).map_err(|_| {
-            Error::invalid(
-                "launch",
-                format!(
-                    "not every node joined the job at {addr} within {:.0}s ({} of {} did): start a launcher on each \
-                     node with the same --master-addr/--master-port and its own --node-rank",
-                    patience.as_secs_f64(),
-                    store.add("launch/joined", 0).unwrap_or(0),
-                    nodes.nnodes
-                ),
-            )
-        })?;
-        for k in 0..nodes.nnodes {
-            let theirs = String::from_utf8_lossy(&store.get(&format!("launch/shape/{k}"), patience)?).into_owned();
-            if theirs != shape {
+        // Wait for every node, telling a node that never came from node 0's store going
+        // away (its launcher stopped: its own error says why).
+        let start = Instant::now();
+        loop {
+            let joined = store.add("launch/joined", 0).map_err(|e| lost(&addr, e))?;
+            if joined >= nodes.nnodes as i64 {
+                break;
+            }
+            if start.elapsed() >= patience {
                 return Err(Error::invalid(
                     "launch",
                     format!(
-                        "the nodes disagree on the job's shape: node {k} launches {theirs}, this node (node {}) {shape}; \
-                         give every node the same --nnodes and --nproc-per-node",
-                        nodes.node_rank
+                        "not every node joined the job at {addr} within {:.0}s ({joined} of {} did): start a launcher \
+                         on each node with the same --master-addr/--master-port and its own --node-rank",
+                        patience.as_secs_f64(),
+                        nodes.nnodes
                     ),
                 ));
             }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut mismatch = None;
+        for k in 0..nodes.nnodes {
+            let theirs = store.get(&format!("launch/shape/{k}"), patience).map_err(|e| lost(&addr, e))?;
+            let theirs = String::from_utf8_lossy(&theirs).into_owned();
+            if theirs != shape {
+                mismatch = Some(format!(
+                    "the nodes disagree on the job's shape: node {k} launches {theirs}, this node (node {}) {shape}; \
+                     give every node the same --nnodes and --nproc-per-node",
+                    nodes.node_rank
+                ));
+                break;
+            }
+        }
+        store.add("launch/checked", 1).map_err(|e| lost(&addr, e))?;
+        if let Some(m) = mismatch {
+            if server.is_some() {
+                // Node 0 hosts the store: keep it up (bounded) until every node has read
+                // the shapes, so each names the mismatch rather than a lost store.
+                let _ = store.wait_count("launch/checked", nodes.nnodes as i64, patience.min(Duration::from_secs(10)));
+            }
+            return Err(Error::invalid("launch", m));
         }
         Ok(NodeLink { nodes: nodes.clone(), _server: server, store, patience, last_poll: Instant::now() })
     }
