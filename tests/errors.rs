@@ -46,6 +46,15 @@ fn local_argument_checks(world: Comm<World>) {
     let want = [dist_runtime::Complex::new(1.0f32, 0.0), dist_runtime::Complex::new(0.0, 1.0)];
     let k = [want[0], want[1], -want[0], -want[1]][n % 4];
     assert_eq!(i, [k]);
+    // bool as torch: Sum/Max or, Prod/Min and; no Avg, no PreMulSum.
+    let mut b = [me == 0, true, me > 0];
+    world.all_reduce(&mut b, ReduceOp::Sum).unwrap();
+    assert_eq!(b, [true, true, n > 1]);
+    let mut b = [me == 0, true, me > 0];
+    world.all_reduce(&mut b, ReduceOp::Prod).unwrap();
+    assert_eq!(b, [n == 1, true, false]);
+    invalid(world.all_reduce(&mut b, ReduceOp::Avg), &["Avg", "not defined on bool"]);
+    invalid(world.all_reduce(&mut b, ReduceOp::PreMulSum(0.5)), &["PreMulSum", "bool"]);
     invalid(world.set_timeout(std::time::Duration::ZERO), &["set_timeout", "more than zero"]);
     invalid(world.reduce_scatter(&[1.0f64; 8], &mut [0.0f64; 0], ReduceOp::BAnd), &["BAnd", "integer"]);
     let mut out = vec![0i32; n * 4 + 1];

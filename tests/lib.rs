@@ -29,6 +29,8 @@ pub trait Num: Element + Copy {
     const FLOAT: bool;
     /// A complex type (no order: Max and Min do not apply).
     const COMPLEX: bool = false;
+    /// `bool` (no Avg).
+    const BOOL: bool = false;
     /// The imaginary part, as f64 (0 for real types).
     fn im_f64(self) -> f64 {
         0.0
@@ -144,6 +146,47 @@ macro_rules! complex_num {
 }
 complex_num!(f32, f64);
 
+/// `bool`, as torch reduces it: Sum and Max are a logical or, Prod and Min a logical and.
+impl Num for bool {
+    fn gen(rank: usize, i: usize, salt: u64) -> Self {
+        // Mostly true, so that ands are not all false at 8 ranks.
+        !mix(rank, i, salt).is_multiple_of(5)
+    }
+    fn add(self, o: Self) -> Self {
+        self | o
+    }
+    fn mul(self, o: Self) -> Self {
+        self & o
+    }
+    fn max(self, o: Self) -> Self {
+        self | o
+    }
+    fn min(self, o: Self) -> Self {
+        self & o
+    }
+    fn avg(self, _: usize) -> Self {
+        unreachable!("Avg is not defined on bool")
+    }
+    fn premul(self, _: f64) -> Self {
+        unreachable!("PreMulSum is not defined on bool")
+    }
+    fn bits(self, o: Self, op: ReduceOp) -> Self {
+        match op {
+            ReduceOp::BAnd => self & o,
+            ReduceOp::BOr => self | o,
+            _ => self ^ o,
+        }
+    }
+    fn identity(op: ReduceOp) -> Self {
+        matches!(op, ReduceOp::Prod | ReduceOp::Min | ReduceOp::BAnd)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+    const FLOAT: bool = false;
+    const BOOL: bool = true;
+}
+
 /// Rank `rank`'s input of `len` elements for case `salt`.
 pub fn data<T: Num>(rank: usize, len: usize, salt: u64) -> Vec<T> {
     (0..len).map(|i| T::gen(rank, i, salt)).collect()
@@ -182,6 +225,8 @@ pub fn ops<T: Num>() -> Vec<ReduceOp> {
     if T::FLOAT {
         v.push(ReduceOp::Avg);
         v.push(ReduceOp::PreMulSum(0.5));
+    } else if T::BOOL {
+        v.extend([ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor]);
     } else {
         v.extend([ReduceOp::Avg, ReduceOp::BAnd, ReduceOp::BOr, ReduceOp::BXor]);
     }
@@ -264,5 +309,6 @@ macro_rules! for_all_dtypes {
         $f::<i64>($($a),*); $f::<u64>($($a),*); $f::<dist_runtime::f16>($($a),*);
         $f::<dist_runtime::bf16>($($a),*); $f::<f32>($($a),*); $f::<f64>($($a),*);
         $f::<dist_runtime::Complex<f32>>($($a),*); $f::<dist_runtime::Complex<f64>>($($a),*);
+        $f::<bool>($($a),*);
     }};
 }

@@ -31,6 +31,11 @@ fn blocking_chain_every_dtype(world: Comm<World>) {
     chain_case::<dist_runtime::bf16>(&world, Tag::new(8));
     chain_case::<f32>(&world, Tag::new(9));
     chain_case::<f64>(&world, Tag::new(10));
+    chain_case::<i16>(&world, Tag::new(12));
+    chain_case::<u16>(&world, Tag::new(13));
+    chain_case::<dist_runtime::Complex<f32>>(&world, Tag::new(14));
+    chain_case::<dist_runtime::Complex<f64>>(&world, Tag::new(15));
+    chain_case::<bool>(&world, Tag::new(16));
 }
 
 const RING: Tag<f64> = Tag::new(11);
@@ -483,5 +488,113 @@ fn batch_async_halo_exchange(world: Comm<World>) {
         }
         assert_same("from the previous rank", &from_prev, &data::<i64>(prev, len, k as u64));
         assert_same("from the next rank", &from_next, &data::<i64>(next, len, k as u64));
+    }
+}
+
+const WORK: Tag<u32> = Tag::new(45);
+const WORK_F: Tag<f32> = Tag::new(45);
+const FIRST: Tag<u32> = Tag::new(46);
+
+/// recv_any: a manager takes every worker's messages exactly once, each source's in the
+/// order sent, with the status naming the sender and the length (0 included); a receive
+/// naming its source claims that source's next message first; several pending
+/// irecv_any are served in posting order; test/wait_timeout poll; a message longer than
+/// the buffer or of another type is a typed error naming recv_any.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn recv_any_matches_every_message_once(world: Comm<World>) {
+    let (r, n) = (world.rank(), world.size());
+    // Worker q sends q messages: message k holds (k + q) % 5 values 1000q + k.
+    let msg = |q: usize, k: usize| vec![(1000 * q + k) as u32; (k + q) % 5];
+    if r == 0 {
+        let total: usize = (1..n).sum();
+        // Rank 1's first message is claimed by a receive naming it, posted first.
+        let mut first = vec![0u32; msg(1, 0).len()];
+        let mut next = vec![0usize; n];
+        if n > 1 {
+            next[1] = 1;
+        }
+        {
+            let named = (n > 1).then(|| world.irecv(1, WORK, &mut first).unwrap());
+            for _ in 0..total.saturating_sub(1) {
+                let mut buf = [u32::MAX; 8];
+                let st = world.recv_any(WORK, &mut buf).unwrap();
+                let q = st.source;
+                assert!(q > 0 && q < n, "status names rank {q}");
+                let want = msg(q, next[q]);
+                assert_eq!((st.count, &buf[..st.count]), (want.len(), &want[..]), "from rank {q}");
+                assert!(buf[st.count..].iter().all(|&x| x == u32::MAX), "wrote past the message");
+                next[q] += 1;
+            }
+            if let Some(named) = named {
+                named.wait().unwrap();
+            }
+        }
+        if n > 1 {
+            assert_eq!(first, msg(1, 0));
+        }
+        assert_eq!(next, (0..n).collect::<Vec<_>>(), "every message once");
+    } else {
+        for k in 0..r {
+            world.send(0, WORK, &msg(r, k)).unwrap();
+        }
+    }
+    world.barrier().unwrap();
+    if n < 2 {
+        return;
+    }
+    // Several irecv_any pending: served in posting order, waited in reverse.
+    if r == 0 {
+        let (mut a, mut b, mut c) = ([0u32; 2], [0u32; 2], [0u32; 2]);
+        {
+            let ra = world.irecv_any(FIRST, &mut a).unwrap();
+            let mut rb = world.irecv_any(FIRST, &mut b).unwrap();
+            assert_eq!(rb.test().unwrap(), None);
+            world.send(1, GO, &[1]).unwrap();
+            let mut rc = world.irecv_any(FIRST, &mut c).unwrap();
+            let sc = rc.wait_timeout(std::time::Duration::from_secs(60)).unwrap().expect("came");
+            let sb = rb.wait_timeout(std::time::Duration::from_secs(60)).unwrap().expect("came");
+            let sa = ra.wait().unwrap();
+            assert_eq!([sa.source, sb.source, sc.source], [1, 1, 1]);
+            assert_eq!([sa.count, sb.count, sc.count], [2, 1, 0]);
+        }
+        assert_eq!((a, b[0]), ([10, 10], 11));
+        // Longer than the buffer, or another element type: typed errors.
+        let mut small = [0u32; 1];
+        let e = world.recv_any(WORK, &mut small).unwrap_err().to_string();
+        assert!(e.contains("recv_any") && e.contains("no longer than its buffer") && e.contains("p2p.rs"), "{e}");
+        let mut f = [0f32; 4];
+        let e = world.recv_any(WORK_F, &mut f).unwrap_err().to_string();
+        assert!(e.contains("recv_any") && e.contains("u32"), "{e}");
+    } else if r == 1 {
+        let mut go = [0u8];
+        world.recv(0, GO, &mut go).unwrap();
+        world.send(0, FIRST, &[10u32, 10]).unwrap();
+        world.send(0, FIRST, &[11u32]).unwrap();
+        world.send(0, FIRST, &[0u32; 0]).unwrap();
+        world.send(0, WORK, &[1u32, 2]).unwrap();
+        world.send(0, WORK, &[3u32]).unwrap();
+    }
+}
+
+dist_runtime::group!(Odd);
+
+/// On a subgroup, the status names the sender in the group's numbering.
+#[dist_runtime::test(ranks = [2, 4, 8])]
+fn recv_any_on_a_subgroup_names_group_ranks(world: Comm<World>) {
+    let n = world.size();
+    let odd: Vec<usize> = (1..n).step_by(2).collect();
+    let Some(g) = world.subgroup::<Odd>(&odd).unwrap() else { return };
+    let (r, m) = (g.rank(), g.size());
+    if r == 0 {
+        let mut seen = vec![0u32; m];
+        for _ in 1..m {
+            let mut v = [0u32];
+            let st = g.recv_any(WORK, &mut v).unwrap();
+            assert_eq!(v[0] as usize, g.world_rank_of(st.source).unwrap());
+            seen[st.source] += 1;
+        }
+        assert!(seen[1..].iter().all(|&k| k == 1), "{seen:?}");
+    } else {
+        g.send(0, WORK, &[world.rank() as u32]).unwrap();
     }
 }

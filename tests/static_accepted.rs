@@ -393,6 +393,41 @@ fn subgroup_numbering_runs() {
     each_size(subgroup_numbering);
 }
 
+const ASK: Tag<u32> = Tag::new(5);
+
+/// Receives from any source the check can follow: in each pair only the partner sends
+/// to the even rank, so its `recv_any` is a receive from that rank, and the reply to
+/// `status.source` is followed too (strict: nothing is left to run time).
+#[spmd(strict)]
+fn any_source_pairs(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (n, r) = (world.size(), world.rank());
+    if r % 2 == 0 && r + 1 < n {
+        let mut q = [0u32; 2];
+        let st = world.recv_any(ASK, &mut q)?;
+        assert_eq!((st.source, st.count, q[0]), (r + 1, 1, r as u32 + 1));
+        world.send(st.source, ASK, &[q[0] * 10])?;
+        let mut more = [0u32];
+        let req = world.irecv_any(ASK, &mut more)?;
+        let st = req.wait()?;
+        assert_eq!(st.source, r + 1);
+        world.send(st.source, ASK, &more)?;
+    } else if r % 2 == 1 {
+        world.send(r - 1, ASK, &[r as u32])?;
+        let mut a = [0u32];
+        world.recv(r - 1, ASK, &mut a)?;
+        assert_eq!(a[0], 10 * r as u32);
+        world.send(r - 1, ASK, &[7])?;
+        world.recv(r - 1, ASK, &mut a)?;
+        assert_eq!(a[0], 7);
+    }
+    Ok(())
+}
+
+#[test]
+fn any_source_pairs_runs() {
+    each_size(any_source_pairs);
+}
+
 #[test]
 fn vocabulary_runs() {
     each_size(vocabulary);

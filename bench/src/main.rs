@@ -198,8 +198,8 @@ trait DevElem {}
 #[cfg(not(feature = "nccl"))]
 impl<T> DevElem for T {}
 
-trait BenchElem: Element + FromSmall + AddSmall + Default + DevElem {}
-impl<T: Element + FromSmall + AddSmall + Default + DevElem> BenchElem for T {}
+trait BenchElem: Element + bytemuck::Pod + FromSmall + AddSmall + Default + DevElem {}
+impl<T: Element + bytemuck::Pod + FromSmall + AddSmall + Default + DevElem> BenchElem for T {}
 
 #[spmd]
 fn bench_rank(world: Comm<World>) -> dist_runtime::Result<()> {
@@ -549,6 +549,6 @@ impl<T: BenchElem> Case<T> {
     }
 }
 
-fn bytemuck_bytes<T: Element>(v: &mut [T]) -> &mut [u8] {
+fn bytemuck_bytes<T: Element + bytemuck::Pod>(v: &mut [T]) -> &mut [u8] {
     bytemuck::cast_slice_mut(v)
 }

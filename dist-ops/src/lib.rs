@@ -109,6 +109,8 @@ pub const OPS: &[OpSpec] = &[
     p2p("sendrecv", &[0, 3], Some(1), true),
     p2p("isend", &[0], Some(1), false),
     p2p("irecv", &[0], Some(1), false),
+    p2p("recv_any", &[], Some(0), true),
+    p2p("irecv_any", &[], Some(0), false),
     p2p("batch", &[], None, true),
     p2p("batch_async", &[], None, false),
     p2p("send_object", &[0], Some(1), true),
@@ -214,7 +216,8 @@ mod tests {
                 assert!(a.root.is_none() && a.reduce.is_none(), "{}", a.name);
             }
             if a.class == Class::PointToPoint && !a.name.starts_with("batch") {
-                assert!(a.tag.is_some() && !a.peers.is_empty(), "{}", a.name);
+                // A receive from any source has a tag and no peer.
+                assert!(a.tag.is_some() && (!a.peers.is_empty() || a.name.ends_with("recv_any")), "{}", a.name);
             }
         }
         assert_eq!(async_form("all_reduce").map(|o| o.name), Some("all_reduce_async"));

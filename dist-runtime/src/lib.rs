@@ -76,7 +76,7 @@ mod verify;
 pub use buffer::{Buf, BufMut};
 #[doc(hidden)]
 pub use comm::MeshPart;
-pub use comm::{wait_all, wait_any, wait_some, Batch, Comm, MeshGroups, Request};
+pub use comm::{wait_all, wait_any, wait_some, Batch, Comm, MeshGroups, RecvAny, Request, Status};
 pub use dist_macros::{spmd, test};
 pub use dtype::{DType, Element};
 pub use entry::EntryReturn;

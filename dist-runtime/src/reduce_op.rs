@@ -72,7 +72,7 @@ fn apply_typed<T: Element>(f: usize, acc: &mut [u8], src: &[u8]) {
     // SAFETY: `f` was made from a `fn(&mut [T], &[T])` by `ReduceOp::user::<T>`, the only
     // place that pairs it with this `apply_typed::<T>`.
     let f: fn(&mut [T], &[T]) = unsafe { std::mem::transmute::<usize, fn(&mut [T], &[T])>(f) };
-    f(bytemuck::cast_slice_mut(acc), bytemuck::cast_slice(src))
+    f(crate::dtype::from_bytes_mut(acc), crate::dtype::from_bytes(src))
 }
 
 impl PartialEq for UserReduce {
@@ -161,6 +161,17 @@ impl ReduceOp {
         })
     }
 
+    /// The bitwise op that `self` is on `bool` values (0 or 1), as torch defines them:
+    /// Sum and Max are a logical or, Prod and Min a logical and. Backends reduce `bool`
+    /// as bytes with it.
+    pub(crate) fn on_bool(self) -> ReduceOp {
+        match self {
+            ReduceOp::Sum | ReduceOp::Max => ReduceOp::BOr,
+            ReduceOp::Prod | ReduceOp::Min => ReduceOp::BAnd,
+            o => o,
+        }
+    }
+
     /// Elements per item: what a backend may never cut (1 but for user reductions).
     pub(crate) fn width(&self) -> usize {
         match self {
@@ -217,6 +228,13 @@ impl ReduceOp {
                     "ReduceOp::{:?} is defined on floating-point types only, not {dtype}; \
                      use ReduceOp::Sum and divide, or convert to f32",
                     self
+                ),
+            )),
+            ReduceOp::Avg | ReduceOp::PreMulSum(_) if dtype == DType::Bool => Err(Error::invalid(
+                op_name,
+                format!(
+                    "ReduceOp::{self:?} is not defined on bool (as torch); use Sum or Max for a logical or, Prod or \
+                     Min for a logical and, or count in an integer type"
                 ),
             )),
             ReduceOp::Max | ReduceOp::Min if dtype.is_complex() => Err(Error::invalid(

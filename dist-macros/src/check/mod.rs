@@ -73,6 +73,8 @@ fn check_size<'a>(
     consts: &HashMap<String, interp::V<'a>>,
 ) -> SizeResult {
     let mut splits = Splits::new();
+    // Senders of receives from any source, as the last pass resolved them.
+    let mut any_known: HashMap<(usize, usize), usize> = HashMap::new();
     for _ in 0..PASSES {
         let mut traces = Vec::with_capacity(n);
         let mut learned = Splits::new();
@@ -81,6 +83,7 @@ fn check_size<'a>(
         let mut undecidable = None;
         for r in 0..n {
             let mut it = Interp::new(r, n, &splits, macros, file, consts.clone());
+            it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
             match it.run(f) {
                 Outcome::Done => {}
                 Outcome::Fails => return SizeResult::Fails,
@@ -105,10 +108,22 @@ fn check_size<'a>(
         if let Some(e) = invalid {
             return SizeResult::Problems(vec![e]);
         }
+        let mut found = HashMap::new();
+        let resolved = if again { Ok(()) } else { sim::resolve_any(n, &mut traces, &mut found) };
+        if resolved.is_ok() && !found.is_empty() && found != any_known {
+            // A status names its sender now: run again so code that uses it is followed.
+            any_known = found;
+            continue;
+        }
         if let Some((at, what)) = undecidable {
             return SizeResult::Undecidable(at, what);
         }
         if !again {
+            match resolved {
+                Ok(()) => {}
+                Err(sim::AnySource::Race(at, what)) => return SizeResult::Undecidable(at, what),
+                Err(sim::AnySource::Unmatched(e)) => return SizeResult::Problems(vec![e]),
+            }
             let errs = sim::check(n, &traces);
             return if errs.is_empty() { SizeResult::Clean } else { SizeResult::Problems(errs) };
         }

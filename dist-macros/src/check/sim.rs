@@ -192,6 +192,87 @@ fn reached_by_some(ev: &Ev, desc: &str, with: &[usize], without: &[usize], n: us
     ))
 }
 
+// ---------------------------------------------------------------- receives from any source
+
+/// Why receives from any source could not be given a sender.
+pub enum AnySource {
+    /// Two ranks race for one: which it gets depends on timing (left to run time).
+    Race(proc_macro2::TokenStream, String),
+    /// No rank sends what it waits for.
+    Unmatched(syn::Error),
+}
+
+/// Gives each receive from any source (`recv_any`) its sender: on a communicator and
+/// tag, the one rank whose sends to the receiver outnumber the receives naming it. Two
+/// such ranks race for the message, which the check does not guess; none is an error.
+/// `found` gets each resolved receive's sender, by (rank, event id).
+pub fn resolve_any(
+    n: usize,
+    traces: &mut [Vec<Ev<'_>>],
+    found: &mut HashMap<(usize, usize), usize>,
+) -> Result<(), AnySource> {
+    use super::trace::ANY_SOURCE;
+    // (comm, receiver, tag) → positions of its wildcard receives.
+    let mut wild: BTreeMap<(String, usize, String), Vec<usize>> = BTreeMap::new();
+    for (r, t) in traces.iter().enumerate() {
+        for (i, ev) in t.iter().enumerate() {
+            if let Ev::P2p { send: false, comm, peer: ANY_SOURCE, tag, .. } = ev {
+                wild.entry((comm.clone(), r, tag_id(tag))).or_default().push(i);
+            }
+        }
+    }
+    for ((comm, dst, tag), at) in wild {
+        let mut surplus: BTreeMap<usize, i64> = BTreeMap::new();
+        for (r, t) in traces.iter().enumerate() {
+            for ev in t {
+                if let Ev::P2p { send, comm: c, peer, tag: t, .. } = ev {
+                    if *c != comm || tag_id(t) != tag {
+                        continue;
+                    }
+                    if *send && *peer == dst {
+                        *surplus.entry(r).or_default() += 1;
+                    } else if !*send && r == dst && *peer != ANY_SOURCE {
+                        *surplus.entry(*peer).or_default() -= 1;
+                    }
+                }
+            }
+        }
+        let senders: Vec<usize> = surplus.iter().filter(|(_, &k)| k > 0).map(|(&r, _)| r).collect();
+        let first = &traces[dst][at[0]];
+        let td = tag_desc(&ev_tag(first));
+        match senders.as_slice() {
+            [] => {
+                return Err(AnySource::Unmatched(first.site().error(format!(
+                    "this `{}` on rank {dst} ({td}) has no matching `send` at world size {n}: no rank sends rank \
+                     {dst} a message with {td} that a receive naming its source does not take; it would wait \
+                     forever",
+                    first.call()
+                ))))
+            }
+            [s] => {
+                for &i in &at {
+                    if let Ev::P2p { peer, id, .. } = &mut traces[dst][i] {
+                        *peer = *s;
+                        found.insert((dst, *id), *s);
+                    }
+                }
+            }
+            _ => {
+                return Err(AnySource::Race(
+                    first.tokens(),
+                    format!(
+                        "a receive from any source that {} race for (`{}` on rank {dst}, {td}): \
+                         which message it gets first depends on timing; name the source, or leave it to run time",
+                        ranks(&senders),
+                        first.call()
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------- unmatched p2p
 
 /// (communicator, source, destination, tag), in world ranks.

@@ -49,6 +49,10 @@ impl<'a> Site<'a> {
             None => at,
         }
     }
+    /// The call's tokens.
+    pub fn tokens(&self) -> proc_macro2::TokenStream {
+        self.node.to_token_stream()
+    }
     /// An error spanning the whole call.
     pub fn error(&self, msg: impl std::fmt::Display) -> syn::Error {
         syn::Error::new_spanned(self.node, msg)
@@ -60,6 +64,9 @@ impl std::fmt::Debug for Site<'_> {
         f.write_str(&self.loc())
     }
 }
+
+/// The peer of a receive from any source (`recv_any`) until the simulation resolves it.
+pub const ANY_SOURCE: usize = usize::MAX;
 
 /// One communication event of one rank. Ids are per rank.
 #[derive(Debug)]
@@ -98,6 +105,10 @@ impl<'a> Ev<'a> {
             Ev::P2p { call, .. } | Ev::Wait { call, .. } => call,
             Ev::Coll { kind, .. } => kind,
         }
+    }
+    /// The tokens of the call, for a diagnostic that is not an error.
+    pub fn tokens(&self) -> proc_macro2::TokenStream {
+        self.site().tokens()
     }
     pub fn site(&self) -> Site<'a> {
         match self {

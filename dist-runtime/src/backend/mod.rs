@@ -195,6 +195,16 @@ pub(crate) trait Backend: Send + Sync {
     /// Whether a posted receive's message is here in full; if so it is copied into `buf`
     /// and the receive is gone, as after `wait_recv`. Never blocks.
     fn test_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool>;
+    /// Posts a receive from any source with `tag` (MPI's `MPI_ANY_SOURCE`): it takes the
+    /// first message with `tag` that no receive posted for its source claims; one
+    /// source's messages are taken in the order they were sent.
+    fn post_recv_any(&self, site: Site, tag: u32) -> Result<ReqId>;
+    /// Waits for a receive from any source: its message (of `dtype`, up to `buf.len()`
+    /// bytes) lands in `buf`; returns (source, bytes).
+    fn wait_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<(usize, usize)>;
+    /// `wait_recv_any` without the wait: `Some((source, bytes))` once done (then the
+    /// receive is gone). Never blocks.
+    fn test_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<Option<(usize, usize)>>;
 
     /// Collective over this communicator: builds a child communicator of the ranks
     /// `members` (in this communicator's numbering, in child-rank order) if this rank is

@@ -178,6 +178,7 @@ macro_rules! dispatch {
             DType::BF16 => $f::<bf16>($($args),*),
             DType::F32 => $f::<f32>($($args),*),
             DType::F64 => $f::<f64>($($args),*),
+            DType::Bool => unreachable!("bool is reduced as u8 (ReduceOp::on_bool)"),
         }
     };
 }
@@ -233,6 +234,9 @@ pub(crate) fn identity(dtype: DType, op: ReduceOp, buf: &mut [u8]) {
     if let ReduceOp::User(_) = op {
         return;
     }
+    if dtype == DType::Bool {
+        return buf.fill(u8::from(op.on_bool() == ReduceOp::BAnd));
+    }
     dispatch!(dtype, identity_typed, op, buf)
 }
 
@@ -242,13 +246,17 @@ pub(crate) fn reduce_into(dtype: DType, op: ReduceOp, acc: &mut [u8], src: &[u8]
     if let ReduceOp::User(u) = op {
         return u.apply(acc, src);
     }
+    if dtype == DType::Bool {
+        // 0 or 1 in, 0 or 1 out: a bool buffer never holds another byte.
+        return reduce_typed::<u8>(op.on_bool(), acc, src);
+    }
     dispatch!(dtype, reduce_typed, op, acc, src)
 }
 
 /// Applies the post-step of `op` once all `n` contributions are combined
 /// (division for `Avg`, scaling for `PreMulSum`; nothing otherwise).
 pub(crate) fn finish(dtype: DType, op: ReduceOp, n: usize, acc: &mut [u8]) {
-    if matches!(op, ReduceOp::Avg | ReduceOp::PreMulSum(_)) {
+    if matches!(op, ReduceOp::Avg | ReduceOp::PreMulSum(_)) && dtype != DType::Bool {
         dispatch!(dtype, finish_typed, op, n, acc)
     }
 }

@@ -169,6 +169,16 @@ impl Backend for Traced {
     fn test_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool> {
         self.inner.test_recv(site, id, dtype, buf)
     }
+    fn post_recv_any(&self, site: Site, tag: u32) -> Result<ReqId> {
+        self.timed("irecv_any", format!(r#""tag":{tag}"#), || self.inner.post_recv_any(site, tag))
+    }
+    fn wait_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<(usize, usize)> {
+        let args = format!(r#""bytes":{}"#, buf.len());
+        self.timed("wait(irecv_any)", args, || self.inner.wait_recv_any(site, id, dtype, buf))
+    }
+    fn test_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<Option<(usize, usize)>> {
+        self.inner.test_recv_any(site, id, dtype, buf)
+    }
     fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         let child = self.timed(cx.name, format!(r#""members":{}"#, members.len()), || {
             self.inner.create_child(cx, key, name, members)

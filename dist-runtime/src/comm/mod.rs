@@ -12,7 +12,7 @@ mod p2p;
 mod request;
 
 pub use group::{MeshGroups, MeshPart};
-pub use p2p::Batch;
+pub use p2p::{Batch, RecvAny, Status};
 pub use request::{wait_all, wait_any, wait_some, Request};
 
 use crate::backend::{Backend, Bufs};
@@ -147,10 +147,10 @@ impl<G: Group> std::fmt::Debug for Comm<G> {
 }
 
 pub(crate) fn bytes<T: Element>(s: &[T]) -> &[u8] {
-    bytemuck::cast_slice(s)
+    crate::dtype::as_bytes(s)
 }
 pub(crate) fn bytes_mut<T: Element>(s: &mut [T]) -> &mut [u8] {
-    bytemuck::cast_slice_mut(s)
+    crate::dtype::as_bytes_mut(s)
 }
 
 pub(crate) fn hash_usizes(v: &[usize]) -> u64 {

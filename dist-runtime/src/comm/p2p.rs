@@ -1,5 +1,5 @@
-//! Point-to-point: send, recv, sendrecv, isend, irecv, and `batch` (batch_isend_irecv),
-//! on host or device buffers. On device buffers (NCCL) tags are not matched: messages
+//! Point-to-point: send, recv, sendrecv, isend, irecv, `recv_any`/`irecv_any` (from any
+//! source), and `batch` (batch_isend_irecv), on host or device buffers. On device buffers (NCCL) tags are not matched: messages
 //! between two ranks match in posting order, as in NCCL; the typed tag still ties the
 //! element type.
 
@@ -7,7 +7,7 @@ use crate::buffer::{mixed, Buf, BufMut, DevRef, View, ViewMut};
 use crate::comm::request::{ReqState, Request};
 use crate::comm::{bytes, bytes_mut, Comm};
 use crate::dtype::{DType, Element};
-use crate::error::{Result, Site};
+use crate::error::{Error, Result, Site};
 use crate::group::Group;
 use crate::tag::Tag;
 use std::marker::PhantomData;
@@ -82,6 +82,91 @@ impl<G: Group> Comm<G> {
             }
             ViewMut::Device(d) => self.p2p_device("recv", vec![(false, src, T::DTYPE, d)])?.wait(),
         }
+    }
+
+    /// Receives the first message with `tag` from any rank (torch's `recv(src=None)`,
+    /// MPI's `MPI_ANY_SOURCE`): up to `buf.len()` elements land at the front of `buf`;
+    /// the [`Status`] says which rank sent it and how many elements it held.
+    ///
+    /// Matching: a `recv`/`irecv` naming a source claims that source's next message with
+    /// its tag when it is posted; `recv_any` takes the earliest-arriving message with
+    /// `tag` that no such receive claims, whichever rank sent it. Messages from one rank
+    /// are taken in the order it sent them; several pending `irecv_any` on one tag are
+    /// served in posting order. Which of two racing senders comes first depends on
+    /// timing, so the compile-time check reports such a race instead of guessing. A
+    /// message of another element type, or longer than `buf`, is an error naming both
+    /// call sites. Host buffers only (NCCL has no receive from any source).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// const WORK: Tag<u32> = Tag::new(3);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// if r == 0 {
+    ///     // A manager takes results in whatever order the workers finish.
+    ///     let mut seen = vec![false; n];
+    ///     for _ in 1..n {
+    ///         let mut buf = [0u32; 4];
+    ///         let st = world.recv_any(WORK, &mut buf)?;
+    ///         assert_eq!(st.count, st.source); // worker k sends k values
+    ///         assert!(buf[..st.count].iter().all(|&x| x == 10 * st.source as u32));
+    ///         seen[st.source] = true;
+    ///     }
+    ///     assert!(seen[1..].iter().all(|&s| s));
+    /// } else {
+    ///     world.send(0, WORK, &vec![10 * r as u32; r])?;
+    /// }
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(4, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn recv_any<T: Element, B: BufMut<T> + ?Sized>(&self, tag: Tag<T>, buf: &mut B) -> Result<Status> {
+        self.irecv_any(tag, buf)?.wait()
+    }
+
+    /// Starts a receive from any source (see [`recv_any`](Self::recv_any)); `buf` is
+    /// borrowed until the returned [`RecvAny`] is waited on, which gives the [`Status`].
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// const PING: Tag<u8> = Tag::new(9);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// let mut got = [0u8; 1];
+    /// let mut req = world.irecv_any(PING, &mut got)?;
+    /// world.send((r + 1) % n, PING, &[r as u8])?;
+    /// let st = loop {
+    ///     if let Some(st) = req.test()? {
+    ///         break st;
+    ///     }
+    /// };
+    /// assert_eq!((st.source, st.count), ((r + n - 1) % n, 1));
+    /// drop(req);
+    /// assert_eq!(got, [((r + n - 1) % n) as u8]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn irecv_any<'a, T: Element, B: BufMut<T> + ?Sized>(
+        &'a self,
+        tag: Tag<T>,
+        buf: &'a mut B,
+    ) -> Result<RecvAny<'a>> {
+        let site = Site::caller();
+        let buf = match buf.view_mut() {
+            ViewMut::Host(b) => bytes_mut(b),
+            ViewMut::Device(_) => {
+                return Err(Error::invalid(
+                    "recv_any",
+                    "a receive from any source takes host buffers: NCCL matches device messages by source only; \
+                     receive from each possible source, or receive into a host buffer",
+                ))
+            }
+        };
+        let id = self.inner.backend.post_recv_any(site, tag.id())?;
+        Ok(RecvAny { inner: &self.inner, id: Some(id), dtype: T::DTYPE, buf, site })
     }
 
     /// Sends `send` to `dst` and receives `recv` from `src` at once, so a ring exchange
@@ -433,5 +518,74 @@ impl<'b> Batch<'b> {
     /// ```
     pub fn size(&self) -> usize {
         self.n
+    }
+}
+
+/// What a receive from any source got: the sender (a rank of the communicator) and how
+/// many elements its message held (MPI's `MPI_Status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Status {
+    /// The rank that sent the message, in the communicator's numbering.
+    pub source: usize,
+    /// Elements received (at most the buffer's length).
+    pub count: usize,
+}
+
+/// A receive from any source in flight ([`Comm::irecv_any`]): its buffer is borrowed
+/// until [`wait`](Self::wait) gives the [`Status`]. Dropping it waits (errors dropped).
+#[must_use = "a receive completes when it is waited on"]
+pub struct RecvAny<'a> {
+    inner: &'a crate::comm::Inner,
+    id: Option<crate::backend::ReqId>,
+    dtype: DType,
+    buf: &'a mut [u8],
+    site: Site,
+}
+
+impl RecvAny<'_> {
+    /// Waits for the message (bounded by the communicator's deadline).
+    pub fn wait(mut self) -> Result<Status> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<Status> {
+        let id = self.id.take().ok_or_else(|| Error::invalid("wait", "this receive was already waited on"))?;
+        let (source, bytes) = self.inner.backend.wait_recv_any(self.site, id, self.dtype, self.buf)?;
+        Ok(Status { source, count: bytes / self.dtype.size() })
+    }
+
+    /// Whether the message is here, without blocking: `Some(status)` once it is (then
+    /// the receive is over; a later `test` or `wait` is an error), else `None`.
+    pub fn test(&mut self) -> Result<Option<Status>> {
+        let id = self.id.ok_or_else(|| Error::invalid("test", "this receive was already completed"))?;
+        let got = self.inner.backend.test_recv_any(self.site, id, self.dtype, self.buf);
+        if !matches!(got, Ok(None)) {
+            self.id = None;
+        }
+        Ok(got?.map(|(source, bytes)| Status { source, count: bytes / self.dtype.size() }))
+    }
+
+    /// Waits at most `timeout`: `Some(status)` if the message came, `None` if not yet
+    /// (the receive stays posted).
+    pub fn wait_timeout(&mut self, timeout: std::time::Duration) -> Result<Option<Status>> {
+        let until = std::time::Instant::now() + timeout;
+        let mut pause = crate::comm::request::Pause::default();
+        loop {
+            if let Some(st) = self.test()? {
+                return Ok(Some(st));
+            }
+            if std::time::Instant::now() >= until {
+                return Ok(None);
+            }
+            pause.next(until);
+        }
+    }
+}
+
+impl Drop for RecvAny<'_> {
+    fn drop(&mut self) {
+        if self.id.is_some() {
+            let _ = self.finish();
+        }
     }
 }

@@ -774,10 +774,10 @@ fn clone_err(e: &Error) -> Error {
 
 /// A poll loop's pause: spin, then yield, then short sleeps (never past `until`).
 #[derive(Default)]
-struct Pause(u32);
+pub(crate) struct Pause(u32);
 
 impl Pause {
-    fn next(&mut self, until: std::time::Instant) {
+    pub(crate) fn next(&mut self, until: std::time::Instant) {
         self.0 = self.0.saturating_add(1);
         match self.0 {
             0..=64 => std::hint::spin_loop(),

@@ -305,6 +305,7 @@ impl<'a> Interp<'a> {
                     (syn::Member::Unnamed(i), V::Tuple(items)) => {
                         items.get(i.index as usize).cloned().unwrap_or(V::opaque())
                     }
+                    (syn::Member::Named(m), V::Status(Some(src))) if m == "source" => V::Int(src),
                     (_, b) => V::taint(&[&b]),
                 })
             }

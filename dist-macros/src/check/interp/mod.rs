@@ -60,6 +60,9 @@ pub struct Interp<'a> {
     steps: u64,
     /// While evaluating a branch whose condition is opaque: communication there is undecidable.
     speculative: u32,
+    /// The sender (world rank) of each receive from any source, by event id, as the
+    /// previous pass resolved it: its status then names that rank.
+    pub any_sources: HashMap<usize, usize>,
 }
 
 fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
@@ -112,6 +115,7 @@ impl<'a> Interp<'a> {
         Interp {
             rank,
             size,
+            any_sources: HashMap::new(),
             scopes: vec![HashMap::new()],
             comms: vec![CommInst {
                 key: "world".into(),

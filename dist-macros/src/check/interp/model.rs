@@ -146,6 +146,15 @@ impl<'a> Interp<'a> {
                 // A received value is data: unknown to the check.
                 return Ok(if m == "recv_object" { V::opaque() } else { V::Unit });
             }
+            "recv_any" | "irecv_any" => {
+                let Some(tag) = args.first() else { return Ok(V::Unit) };
+                let id = self.post_p2p_any(e, c, tag, m)?;
+                if m == "irecv_any" {
+                    return Ok(V::Req(vec![id]));
+                }
+                self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
+                return Ok(self.status_of(c, id));
+            }
             "sendrecv" => {
                 if args.len() < 4 {
                     return Ok(V::Unit);
@@ -256,6 +265,41 @@ impl<'a> Interp<'a> {
             call: call_name(call),
         });
         Ok(id)
+    }
+
+    /// A receive from any source: its peer is [`ANY_SOURCE`] until the simulation finds
+    /// the one rank that can send it (or reports the race).
+    pub(super) fn post_p2p_any(&mut self, e: &'a Expr, c: usize, tag: &V<'a>, call: &str) -> Result<usize, Flow<'a>> {
+        if self.comms[c].members.is_none() {
+            self.needs_another_pass = true;
+            return Ok(self.fresh_id());
+        }
+        let tag = match tag {
+            V::Tag(t) => t.clone(),
+            V::Name(n) => n.clone(),
+            _ => return Err(undecidable(e, format!("the tag of `{call}`, which is not a `Tag` constant"))),
+        };
+        let id = self.fresh_id();
+        self.events.push(Ev::P2p {
+            id,
+            send: false,
+            comm: self.comms[c].key.clone(),
+            group: self.comms[c].group.clone(),
+            peer: crate::check::trace::ANY_SOURCE,
+            tag,
+            site: self.site(e),
+            call: call_name(call),
+        });
+        Ok(id)
+    }
+
+    /// The status of the receive from any source `id` on communicator `c`: its sender
+    /// where a previous pass resolved it (the count is data).
+    pub(super) fn status_of(&self, c: usize, id: usize) -> V<'a> {
+        let src = self.any_sources.get(&id).and_then(|w| {
+            self.comms[c].members.as_ref().and_then(|m| m.iter().position(|x| x == w)).map(|g| g as i128)
+        });
+        V::Status(src)
     }
 
     pub(super) fn post_coll(

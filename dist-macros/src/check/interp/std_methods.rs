@@ -25,7 +25,18 @@ impl<'a> Interp<'a> {
                 return Ok(self.comm_size(c));
             }
             V::Req(ids) if m == "wait" => {
+                let any = self.events.iter().find_map(|ev| match ev {
+                    Ev::P2p { id, peer, comm, .. } if ids.contains(id) && *peer == crate::check::trace::ANY_SOURCE => {
+                        Some((*id, comm.clone()))
+                    }
+                    _ => None,
+                });
                 self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait" });
+                // A receive from any source gives its status.
+                if let Some((id, comm)) = any {
+                    let c = self.comms.iter().position(|k| k.key == comm).unwrap_or(0);
+                    return Ok(self.status_of(c, id));
+                }
                 return Ok(V::Unit);
             }
             _ => {}

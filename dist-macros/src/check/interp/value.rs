@@ -30,6 +30,9 @@ pub enum V<'a> {
     /// `Err(..)`: returning it ends the rank with an error.
     Err,
     Closure(Closure<'a>),
+    /// The `Status` of a receive from any source: its sender's communicator rank when
+    /// the check resolved it (its count is data).
+    Status(Option<i128>),
     /// Unknown data; `comm` when it may hold a communicator (a helper's return value).
     Opaque {
         comm: bool,

@@ -458,6 +458,16 @@ impl Backend for MpiComm {
     fn test_recv(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<bool> {
         p2p::test_recv(self, site, id, dtype, buf)
     }
+    fn post_recv_any(&self, _site: Site, tag: u32) -> Result<ReqId> {
+        self.usable("recv_any")?;
+        p2p::post_recv_any(self, tag)
+    }
+    fn wait_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<(usize, usize)> {
+        p2p::wait_recv_any(self, site, id, dtype, buf)
+    }
+    fn test_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<Option<(usize, usize)>> {
+        p2p::test_recv_any(self, site, id, dtype, buf)
+    }
 
     fn create_child(&self, cx: &Op, _key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         self.usable("communicator creation")?;

@@ -20,7 +20,7 @@ pub(super) fn datatype(d: DType) -> ffi::MPI_Datatype {
         match d {
             DType::C64 => ffi::RSMPI_UINT64_T,
             DType::C128 => sixteen_bytes(),
-            DType::U8 => ffi::RSMPI_UINT8_T,
+            DType::U8 | DType::Bool => ffi::RSMPI_UINT8_T,
             DType::I8 => ffi::RSMPI_INT8_T,
             DType::I32 => ffi::RSMPI_INT32_T,
             DType::U32 => ffi::RSMPI_UINT32_T,
@@ -135,7 +135,8 @@ fn user_ops() -> Result<&'static UserOps> {
 /// MPI's op combining elements of `d` for `op`: a user-defined one where MPI has none
 /// (or a wrong one), else MPI's own.
 pub(super) fn op(d: DType, op: ReduceOp) -> Result<ffi::MPI_Op> {
-    let c = combine(op);
+    // bool travels as bytes 0/1, combined bitwise (MPI_BOR/BAND/BXOR on MPI_UINT8_T).
+    let c = if d == DType::Bool { op.on_bool() } else { combine(op) };
     if USER_FNS.iter().any(|&(ud, ur, _)| ud == d && ur == c) {
         let ops = user_ops()?;
         return Ok(ops.0.iter().find(|(ud, ur, _)| *ud == d && *ur == c).expect("created").2);

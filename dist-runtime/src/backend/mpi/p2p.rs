@@ -61,9 +61,12 @@ fn read_header(h: &[u8]) -> (Option<DType>, usize, String) {
 /// A posted receive: where it comes from, and its message (header, payload) once
 /// taken early.
 struct Recv {
+    /// `usize::MAX`: any source (`recv_any`).
     src: usize,
     tag: u32,
     early: Option<(Vec<u8>, Vec<u8>)>,
+    /// The source of the message taken early (for a receive from any source).
+    from: usize,
 }
 
 #[derive(Default)]
@@ -73,6 +76,8 @@ pub(super) struct State {
     recvs: HashMap<ReqId, Recv>,
     /// Per (source, tag): receives posted and not yet matched, in posting order.
     queue: HashMap<(usize, u32), VecDeque<ReqId>>,
+    /// Per tag: receives from any source posted and not yet matched, in posting order.
+    any: HashMap<u32, VecDeque<ReqId>>,
 }
 
 // SAFETY: the request handles are plain values used under the backend's lock.
@@ -174,6 +179,13 @@ fn service(c: &MpiComm, site: Site) -> Result<()> {
         let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         s.queue.iter().filter_map(|(&(src, tag), q)| q.front().map(|&id| (id, src, tag))).collect()
     };
+    let tags: Vec<u32> = {
+        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.any.iter().filter(|(_, q)| !q.is_empty()).map(|(&t, _)| t).collect()
+    };
+    for tag in tags {
+        while take_any(c, site, tag)? {}
+    }
     for (id, src, tag) in fronts {
         let Some(header) = try_probe(c, src, tag)? else { continue };
         let (h, v) = take_message(c, site, src, tag, header)?;
@@ -186,6 +198,144 @@ fn service(c: &MpiComm, site: Site) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Takes one message with `tag` from any source, if one is here and a receive from any
+/// source waits for `tag`: it goes to the front receive posted for its source, which
+/// claimed it, else to the first receive from any source. Whether one was taken. The
+/// caller holds `recv_order`.
+fn take_any(c: &MpiComm, site: Site, tag: u32) -> Result<bool> {
+    let waiting = {
+        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.any.get(&tag).is_some_and(|q| !q.is_empty())
+    };
+    if !waiting {
+        return Ok(false);
+    }
+    // SAFETY: reading rsmpi's exported constant.
+    let Some((msg, len, src)) = try_probe_from(c, unsafe { ffi::RSMPI_ANY_SOURCE }, tag)? else { return Ok(false) };
+    let whole = take_message(c, site, src, tag, (msg, len))?;
+    let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+    let front = s.queue.get_mut(&(src, tag)).and_then(|q| q.pop_front());
+    let id = match front {
+        Some(id) => id,
+        None => s.any.get_mut(&tag).and_then(|q| q.pop_front()).expect("checked: one waits"),
+    };
+    if let Some(r) = s.recvs.get_mut(&id) {
+        r.early = Some(whole);
+        r.from = src;
+    }
+    Ok(true)
+}
+
+pub(super) fn post_recv_any(c: &MpiComm, tag: u32) -> Result<ReqId> {
+    tag_of(tag)?;
+    let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+    s.next += 1;
+    let id = s.next;
+    s.recvs.insert(id, Recv { src: usize::MAX, tag, early: None, from: usize::MAX });
+    s.any.entry(tag).or_default().push_back(id);
+    Ok(id)
+}
+
+/// A receive from any source's message, once taken: checked against its buffer (up to
+/// `buf.len()` bytes of `dtype`) and copied in; (source, bytes).
+fn land_any(
+    c: &MpiComm,
+    site: Site,
+    tag: u32,
+    (from, h, v): Taken,
+    dtype: DType,
+    buf: &mut [u8],
+) -> Result<(usize, usize)> {
+    if h.len() < HEADER {
+        return Err(Error::backend("mpi", format!("a message from rank {from} with tag {tag} has no dist header")));
+    }
+    let (sent, len, at) = read_header(&h[..HEADER]);
+    if sent != Some(dtype) || len > buf.len() || v.len() != len {
+        return Err(Error::InvalidArgument {
+            op: "recv_any",
+            msg: format!(
+                "rank {} receives up to {} × {dtype} with tag {tag} from any rank on {}, and got the message rank \
+                 {from} sent ({len} bytes of {}, {at}); a receive from any source takes a message of its element \
+                 type no longer than its buffer",
+                c.rank,
+                buf.len() / dtype.size(),
+                c.name,
+                sent.map_or("?", |d| d.name()),
+            ),
+            site,
+        });
+    }
+    buf[..len].copy_from_slice(&v);
+    Ok((from, len))
+}
+
+/// A message taken for a receive from any source: (source, header, payload).
+type Taken = (usize, Vec<u8>, Vec<u8>);
+
+/// Takes a receive from any source's message if it was taken early.
+fn early_any(c: &MpiComm, id: ReqId) -> Result<Option<Taken>> {
+    let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+    let r = s.recvs.get_mut(&id).ok_or_else(|| Error::backend("mpi", format!("no posted receive {id}")))?;
+    let Some((h, v)) = r.early.take() else { return Ok(None) };
+    let from = r.from;
+    s.recvs.remove(&id);
+    Ok(Some((from, h, v)))
+}
+
+pub(super) fn wait_recv_any(
+    c: &MpiComm,
+    site: Site,
+    id: ReqId,
+    dtype: DType,
+    buf: &mut [u8],
+) -> Result<(usize, usize)> {
+    let tag = {
+        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.recvs.get(&id).ok_or_else(|| Error::backend("mpi", format!("no posted receive {id}")))?.tag
+    };
+    let mut got = None;
+    let waiting_for = || format!("a message with tag {tag} from any rank (none came)");
+    let r = c.poll("recv_any", site, &waiting_for, || {
+        {
+            let _order = c.recv_order.lock().unwrap_or_else(|p| p.into_inner());
+            while got.is_none() && take_any(c, site, tag)? {
+                got = early_any(c, id)?;
+            }
+        }
+        if got.is_none() {
+            got = early_any(c, id)?;
+        }
+        Ok(got.is_some())
+    });
+    if let Err(e) = r {
+        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.recvs.remove(&id);
+        if let Some(q) = s.any.get_mut(&tag) {
+            q.retain(|&x| x != id);
+        }
+        return Err(e);
+    }
+    land_any(c, site, tag, got.expect("polled until taken"), dtype, buf)
+}
+
+pub(super) fn test_recv_any(
+    c: &MpiComm,
+    site: Site,
+    id: ReqId,
+    dtype: DType,
+    buf: &mut [u8],
+) -> Result<Option<(usize, usize)>> {
+    service(c, site)?;
+    let tag = {
+        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.recvs.get(&id).ok_or_else(|| Error::backend("mpi", format!("no posted receive {id}")))?.tag
+    };
+    match early_any(c, id)? {
+        Some(m) => land_any(c, site, tag, m, dtype, buf).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// Before a communicator goes: completes the sends still travelling (posted and never
@@ -278,7 +428,7 @@ pub(super) fn post_recv(c: &MpiComm, _site: Site, src: usize, tag: u32) -> Resul
     let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
     s.next += 1;
     let id = s.next;
-    s.recvs.insert(id, Recv { src, tag, early: None });
+    s.recvs.insert(id, Recv { src, tag, early: None, from: src });
     s.queue.entry((src, tag)).or_default().push_back(id);
     Ok(id)
 }
@@ -298,21 +448,24 @@ fn probe(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(ffi::MPI_Mess
 /// One nonblocking matched probe for the next message from `src` with `tag`: the
 /// message and its length in bytes, or `None` when none has arrived yet.
 fn try_probe(c: &MpiComm, src: usize, tag: u32) -> Result<Option<(ffi::MPI_Message, usize)>> {
+    Ok(try_probe_from(c, src as c_int, tag)?.map(|(m, n, _)| (m, n)))
+}
+
+/// [`try_probe`] from `src` (or `MPI_ANY_SOURCE`), also giving the message's source.
+fn try_probe_from(c: &MpiComm, src: c_int, tag: u32) -> Result<Option<(ffi::MPI_Message, usize, usize)>> {
     let mut flag: c_int = 0;
     // SAFETY: placeholders, written by MPI.
     let mut msg: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
     let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
     // SAFETY: a valid communicator; outputs written by MPI.
-    call("MPI_Improbe", || unsafe {
-        ffi::MPI_Improbe(src as c_int, tag as c_int, c.comm, &mut flag, &mut msg, &mut st)
-    })?;
+    call("MPI_Improbe", || unsafe { ffi::MPI_Improbe(src, tag as c_int, c.comm, &mut flag, &mut msg, &mut st) })?;
     if flag == 0 {
         return Ok(None);
     }
     let mut n: c_int = 0;
     // SAFETY: the status of the matched message.
     call("MPI_Get_count", || unsafe { ffi::MPI_Get_count(&st, bytes(), &mut n) })?;
-    Ok(Some((msg, n as usize)))
+    Ok(Some((msg, n as usize, st.MPI_SOURCE as usize)))
 }
 
 /// Posts a receive into `buf` of the next message from `src` with `tag` and waits for it

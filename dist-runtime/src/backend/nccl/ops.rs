@@ -21,7 +21,7 @@ pub(crate) fn nccl_type(d: DType) -> sys::ncclDataType_t {
     use sys::ncclDataType_t::*;
     match d {
         DType::I8 => ncclInt8,
-        DType::U8 => ncclUint8,
+        DType::U8 | DType::Bool => ncclUint8,
         DType::I32 => ncclInt32,
         DType::U32 => ncclUint32,
         DType::I64 => ncclInt64,
@@ -131,6 +131,13 @@ fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
 impl NcclComm {
     /// Runs `f` with `op` as NCCL's reduction (creating a PreMulSum op for the call).
     fn with_op(&self, dt: DType, op: ReduceOp, f: impl FnOnce(sys::ncclRedOp_t) -> Result<()>) -> Result<()> {
+        // bool as bytes 0/1: a logical or is their max, a logical and their min (as torch
+        // maps them for NCCL).
+        let op = match (dt, op.on_bool()) {
+            (DType::Bool, ReduceOp::BOr) => ReduceOp::Max,
+            (DType::Bool, ReduceOp::BAnd) => ReduceOp::Min,
+            _ => op,
+        };
         if let Some(o) = red_op(op) {
             return f(o);
         }

@@ -247,6 +247,18 @@ impl Backend for ShmComm {
         board::enter();
         p2p::test_recv(self, site, id, dtype, buf)
     }
+    fn post_recv_any(&self, _site: Site, tag: u32) -> Result<ReqId> {
+        board::enter();
+        Ok(p2p::post_recv_any(self, tag))
+    }
+    fn wait_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<(usize, usize)> {
+        board::enter();
+        p2p::wait_recv_any(self, site, id, dtype, buf)
+    }
+    fn test_recv_any(&self, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<Option<(usize, usize)>> {
+        board::enter();
+        p2p::test_recv_any(self, site, id, dtype, buf)
+    }
 
     fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         // Everyone agrees on the call first (fingerprint carries the member hash).

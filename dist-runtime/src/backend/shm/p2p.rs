@@ -132,6 +132,8 @@ struct Stashed {
     complete: bool,
     /// Whether it counts against the stash limit (no receive had claimed it).
     unexpected: bool,
+    /// Arrival order among every source's messages (what `recv_any` takes first).
+    seq: u64,
 }
 
 /// The receive a `wait` is driving, which may take its message straight from the ring.
@@ -139,6 +141,10 @@ struct Target<'a> {
     key: (usize, u32, u64),
     dtype: DType,
     buf: &'a mut [u8],
+    /// A receive from any source takes a message of up to `buf.len()` bytes (else: exactly).
+    up_to: bool,
+    /// Bytes the message had, once done.
+    got: usize,
     done: bool,
     err: Option<Error>,
     /// The receive's call site (the user's line), for its errors.
@@ -164,6 +170,10 @@ pub(super) struct P2p {
     /// `Config::stash_limit`: past it, unexpected messages stay in their rings and their
     /// senders wait, instead of this rank's memory growing without end).
     unexpected: u64,
+    /// Receives from any source not yet bound to a message, in posting order, by tag.
+    any: VecDeque<(ReqId, u32)>,
+    /// Messages stashed so far (their arrival order).
+    seq: u64,
 }
 
 impl P2p {
@@ -181,6 +191,41 @@ impl P2p {
             sync_ids: vec![0; n],
             sent: HashMap::new(),
             unexpected: 0,
+            any: VecDeque::new(),
+            seq: 0,
+        }
+    }
+
+    /// Posts a receive from any source with `tag`: it takes the earliest-arrived message
+    /// with that tag that no receive claims (now, from the stash, or as one arrives).
+    pub(super) fn post_recv_any(&mut self, c: &ShmComm, tag: u32) -> ReqId {
+        let id = self.next_id;
+        self.next_id += 1;
+        let claimed: HashSet<(usize, u32, u64)> = self.recvs.values().copied().collect();
+        let first = self
+            .stash
+            .iter()
+            .filter(|(k, _)| k.1 == tag && !claimed.contains(k))
+            .min_by_key(|(_, s)| s.seq)
+            .map(|(k, _)| *k);
+        match first {
+            Some(key) => self.bind(c, id, key),
+            None => self.any.push_back((id, tag)),
+        }
+        id
+    }
+
+    /// Gives the message `key` to the receive `id` (from any source), as a receive posted
+    /// for its source now would get it.
+    fn bind(&mut self, c: &ShmComm, id: ReqId, key: (usize, u32, u64)) {
+        let (src, tag, ord) = key;
+        let next = self.posted.entry((src, tag)).or_insert(0);
+        debug_assert_eq!(*next, ord, "a source's messages are taken in the order they were sent");
+        *next = ord + 1;
+        self.recvs.insert(id, key);
+        Ring::new(c, src, c.rank).publish_posted(tag, ord + 1);
+        if let Some(s) = self.stash.get(&key) {
+            ack(c, src, s.hdr.sync);
         }
     }
 
@@ -245,8 +290,16 @@ impl P2p {
                     let hdr = Header::decode(&h);
                     let ord = self.arrived.get(&(src, hdr.tag)).copied().unwrap_or(0);
                     let key = (src, hdr.tag, ord);
-                    let claimed =
+                    let mut claimed =
                         target.as_deref().is_some_and(|t| t.key == key) || self.recvs.values().any(|k| *k == key);
+                    if !claimed {
+                        // The first receive from any source waiting for this tag takes it.
+                        if let Some(i) = self.any.iter().position(|&(_, t)| t == hdr.tag) {
+                            let (id, _) = self.any.remove(i).expect("found");
+                            self.bind(c, id, key);
+                            claimed = true;
+                        }
+                    }
                     if !claimed && self.unexpected >= c.cfg.stash_limit {
                         // Back-pressure: leave it (and what follows it) in the ring.
                         break;
@@ -275,8 +328,10 @@ impl P2p {
                                     hdr: Header { file: hdr.file.clone(), ..hdr },
                                     complete: false,
                                     unexpected: !claimed,
+                                    seq: self.seq,
                                 },
                             );
+                            self.seq += 1;
                             Sink::Stash
                         }
                     };
@@ -316,7 +371,11 @@ impl P2p {
                 }
                 let inc = self.cur[src].take().expect("set above");
                 match inc.sink {
-                    Sink::Target(_) => target.as_deref_mut().expect("checked above").done = true,
+                    Sink::Target(_) => {
+                        let t = target.as_deref_mut().expect("checked above");
+                        t.done = true;
+                        t.got = len;
+                    }
                     Sink::Stash => self.stash.get_mut(&inc.key).expect("stash entry").complete = true,
                     Sink::Discard => {}
                 }
@@ -333,7 +392,8 @@ impl P2p {
                     self.unexpected -= s.hdr.len;
                 }
                 check_fit(c, t, &s.hdr)?;
-                super::copy::copy_slice(t.buf, &s.data);
+                super::copy::copy_slice(&mut t.buf[..s.data.len()], &s.data);
+                t.got = s.data.len();
                 t.done = true;
                 Ok(true)
             }
@@ -345,8 +405,27 @@ impl P2p {
 fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
     let (src, tag, _) = t.key;
     let sent = DType::from_u8(hdr.dtype).map(|d| d.name()).unwrap_or("?");
-    if hdr.dtype != t.dtype as u8 || hdr.len as usize != t.buf.len() {
+    let fits = if t.up_to { hdr.len as usize <= t.buf.len() } else { hdr.len as usize == t.buf.len() };
+    if hdr.dtype != t.dtype as u8 || !fits {
         let es = t.dtype.size();
+        if t.up_to {
+            return Err(Error::InvalidArgument {
+                op: "recv_any",
+                site: t.site,
+                msg: format!(
+                    "rank {} receives up to {} × {} with tag {tag} from any rank on {}, and got the message rank {src} \
+                     sent ({} bytes of {sent}, {}:{}); a receive from any source takes a message of its element \
+                     type no longer than its buffer",
+                    c.rank,
+                    t.buf.len() / es,
+                    t.dtype,
+                    c.name,
+                    hdr.len,
+                    hdr.file,
+                    hdr.line
+                ),
+            });
+        }
         return Err(Error::InvalidArgument {
             op: "recv",
             site: t.site,
@@ -593,7 +672,7 @@ pub(super) fn wait_send(c: &ShmComm, site: Site, id: ReqId) -> Result<()> {
 pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
     let mut p = lock(c);
     let key = p.recvs.remove(&id).ok_or_else(|| Error::invalid("wait", "unknown receive request"))?;
-    let mut t = Target { key, dtype, buf, done: false, err: None, site };
+    let mut t = Target { key, dtype, buf, up_to: false, got: 0, done: false, err: None, site };
     drive(c, &mut p, site, "recv", key.0, |p| {
         if p.take_stashed(c, &mut t)? {
             return Ok(true);
@@ -604,6 +683,111 @@ pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &
         }
         Ok(t.done || p.take_stashed(c, &mut t)?)
     })
+}
+
+pub(super) fn post_recv_any(c: &ShmComm, tag: u32) -> ReqId {
+    let mut p = lock(c);
+    let id = p.post_recv_any(c, tag);
+    p.progress(c, None);
+    id
+}
+
+/// Waits for a receive from any source: until a message binds it, then as a receive
+/// from that source. Returns (source, bytes).
+pub(super) fn wait_recv_any(
+    c: &ShmComm,
+    site: Site,
+    id: ReqId,
+    dtype: DType,
+    buf: &mut [u8],
+) -> Result<(usize, usize)> {
+    let mut p = lock(c);
+    if !p.recvs.contains_key(&id) && !p.any.iter().any(|&(a, _)| a == id) {
+        return Err(Error::invalid("wait", "unknown receive request"));
+    }
+    let r = drive_any(c, &mut p, site, |p| {
+        p.progress(c, None);
+        Ok(p.recvs.contains_key(&id))
+    });
+    if let Err(e) = r {
+        p.any.retain(|&(a, _)| a != id);
+        return Err(e);
+    }
+    let key = p.recvs.remove(&id).expect("bound");
+    let mut t = Target { key, dtype, buf, up_to: true, got: 0, done: false, err: None, site };
+    drive(c, &mut p, site, "recv", key.0, |p| {
+        if p.take_stashed(c, &mut t)? {
+            return Ok(true);
+        }
+        p.progress(c, Some(&mut t));
+        if let Some(e) = t.err.take() {
+            return Err(e);
+        }
+        Ok(t.done || p.take_stashed(c, &mut t)?)
+    })?;
+    Ok((key.0, t.got))
+}
+
+/// `wait_recv_any` without the wait: `Some((source, bytes))` once its message is here in full.
+pub(super) fn test_recv_any(
+    c: &ShmComm,
+    site: Site,
+    id: ReqId,
+    dtype: DType,
+    buf: &mut [u8],
+) -> Result<Option<(usize, usize)>> {
+    let mut p = lock(c);
+    p.progress(c, None);
+    let Some(&key) = p.recvs.get(&id) else {
+        if p.any.iter().any(|&(a, _)| a == id) {
+            return Ok(None);
+        }
+        return Err(Error::invalid("test", "unknown receive request"));
+    };
+    let mut t = Target { key, dtype, buf, up_to: true, got: 0, done: false, err: None, site };
+    let taken = p.take_stashed(c, &mut t);
+    if !matches!(taken, Ok(false)) {
+        p.recvs.remove(&id);
+    }
+    Ok(taken?.then_some((key.0, t.got)))
+}
+
+/// Drives progress until `done`, for a receive from any source: no single peer to wait
+/// on, so the deadlock detector does not follow it (the deadline does); a failed peer
+/// is an error, and so is every other rank having left.
+fn drive_any(c: &ShmComm, p: &mut P2p, site: Site, mut done: impl FnMut(&mut P2p) -> Result<bool>) -> Result<()> {
+    let started = Instant::now();
+    let me = c.rank;
+    let waiting = move || format!("rank {me} waits in recv_any from any rank ({site})");
+    let ws = super::records::WaitState::new(0, u32::MAX);
+    let r = sync::wait_on(
+        &c.bell(me),
+        c.pace(),
+        || done(p),
+        || {
+            let running: Vec<usize> = (0..c.n)
+                .filter(|&r| {
+                    r != me
+                        && c.seg.u32_at(c.ctl(r) + super::segment::STATE).load(std::sync::atomic::Ordering::SeqCst)
+                            != super::segment::FINISHED
+                })
+                .collect();
+            if running.is_empty() && c.n > 1 {
+                return Err(crate::verify::failure::peer_left(
+                    (me + 1) % c.n,
+                    c.name.clone(),
+                    format!(
+                        "every other rank of {} left (returned from its entry) while rank {me} still waits in \
+                         recv_any at {site}",
+                        c.name
+                    ),
+                ));
+            }
+            c.health(&mut running.into_iter(), "recv_any", site, started, &waiting, &ws)
+        },
+        || {},
+    );
+    super::records::settle(r)
 }
 
 /// `wait_send` without the wait: moves what it can, then says whether the send is done.
@@ -626,7 +810,7 @@ pub(super) fn test_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &
     let mut p = lock(c);
     let key = *p.recvs.get(&id).ok_or_else(|| Error::invalid("test", "unknown receive request"))?;
     p.progress(c, None);
-    let mut t = Target { key, dtype, buf, done: false, err: None, site };
+    let mut t = Target { key, dtype, buf, up_to: false, got: 0, done: false, err: None, site };
     let taken = p.take_stashed(c, &mut t);
     if !matches!(taken, Ok(false)) {
         // Taken, or taken and refused (a message that does not fit): the receive is over.
