@@ -423,6 +423,34 @@ fn any_source_pairs(world: Comm<World>) -> dist_runtime::Result<()> {
     Ok(())
 }
 
+/// World ranks translated explicitly before a `Comm<Tp>` takes them (and back): the
+/// check follows each value's numbering and accepts the translated ones.
+#[spmd(strict)]
+fn translated_ranks(world: Comm<World>) -> dist_runtime::Result<()> {
+    let n = world.size();
+    let tp_size = if n.is_multiple_of(2) { 2 } else { 1 };
+    let (_dp, tp) = world.mesh2::<Dp, Tp>(n / tp_size, tp_size)?;
+    let first = tp.members()[0]; // a world rank, as torch's tp_ranks[0]
+    let mut w = [world.rank() as u64];
+    tp.broadcast(&mut w, tp.group_rank_of(first)?)?;
+    assert_eq!(w[0], first as u64);
+    let last = tp.world_rank_of(tp.size() - 1)?; // a world rank
+    let mut v = [0u64];
+    if world.rank() == last {
+        v[0] = last as u64;
+    }
+    tp.broadcast(&mut v, tp.group_rank_of(last)?)?;
+    assert_eq!(v[0], last as u64);
+    let top = world.world_rank_of(n - 1)?; // the world's own numbering
+    world.broadcast(&mut v, top)?;
+    Ok(())
+}
+
+#[test]
+fn translated_ranks_runs() {
+    each_size(translated_ranks);
+}
+
 #[test]
 fn any_source_pairs_runs() {
     each_size(any_source_pairs);

@@ -149,6 +149,7 @@ impl<'a> Interp<'a> {
                         continue;
                     };
                     let v = self.expr(&init.expr)?;
+                    self.note_numbering(&l.pat, &init.expr);
                     match self.bind(&l.pat, v) {
                         Some(true) => {}
                         Some(false) => match &init.diverge {
@@ -364,6 +365,10 @@ impl<'a> Interp<'a> {
             }
             Expr::Assign(a) => {
                 let v = self.expr(&a.right)?;
+                if let Some(name) = pat_name_of_place(&a.left) {
+                    let origin = self.numbering_of(&a.right).map_or(V::Unit, |c| V::Int(c as i128));
+                    self.assign(&origin_key(&name), origin);
+                }
                 self.store(&a.left, v)?;
                 Ok(V::Unit)
             }
@@ -897,5 +902,69 @@ pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
         V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget(x, true)).collect()),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
         v => V::Opaque { comm: v.has_comm() },
+    }
+}
+
+/// The scope entry that remembers which communicator's numbering a variable's rank is
+/// in (a name no Rust variable can have).
+pub(super) fn origin_key(name: &str) -> String {
+    format!("\u{0}numbering:{name}")
+}
+
+fn pat_name_of_place(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        _ => None,
+    }
+}
+
+impl<'a> Interp<'a> {
+    /// After `let NAME = init`: remember the numbering `init`'s rank is in (or that it
+    /// has none, shadowing an outer one).
+    pub(super) fn note_numbering(&mut self, pat: &Pat, init: &Expr) {
+        let name = match pat {
+            Pat::Ident(pi) if pi.subpat.is_none() => pi.ident.to_string(),
+            Pat::Type(pt) => return self.note_numbering(&pt.pat, init),
+            _ => return,
+        };
+        let origin = self.numbering_of(init).map_or(V::Unit, |c| V::Int(c as i128));
+        self.define(origin_key(&name), origin);
+    }
+
+    /// Which communicator's numbering the rank `e` is in, where it is one unchanged:
+    /// `c.rank()` (c's), `c.world_rank()`, `c.world_rank_of(..)` and `c.members()[i]`
+    /// (the world's), `c.group_rank_of(..)` (c's), and variables bound to them. Any
+    /// arithmetic makes it a plain number.
+    pub(super) fn numbering_of(&self, e: &Expr) -> Option<usize> {
+        let comm_of = |r: &Expr| match r {
+            Expr::Path(p) => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(V::Comm(c)) => Some(*c),
+                _ => None,
+            },
+            _ => None,
+        };
+        match e {
+            Expr::Paren(p) => self.numbering_of(&p.expr),
+            Expr::Group(g) => self.numbering_of(&g.expr),
+            Expr::Reference(r) => self.numbering_of(&r.expr),
+            Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.numbering_of(&u.expr),
+            Expr::Cast(c) => self.numbering_of(&c.expr),
+            Expr::Try(t) => self.numbering_of(&t.expr),
+            Expr::MethodCall(mc) => match mc.method.to_string().as_str() {
+                "unwrap" | "expect" | "clone" | "to_owned" => self.numbering_of(&mc.receiver),
+                "rank" | "group_rank_of" if mc.args.len() <= 1 => comm_of(&mc.receiver),
+                "world_rank" | "world_rank_of" => comm_of(&mc.receiver).map(|_| 0),
+                _ => None,
+            },
+            Expr::Index(ix) => match &*ix.expr {
+                Expr::MethodCall(mc) if mc.method == "members" => comm_of(&mc.receiver).map(|_| 0),
+                _ => None,
+            },
+            Expr::Path(p) => match self.lookup(&origin_key(&p.path.get_ident()?.to_string())) {
+                Some(V::Int(c)) => usize::try_from(*c).ok(),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 }

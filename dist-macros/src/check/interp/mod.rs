@@ -168,6 +168,11 @@ impl<'a> Interp<'a> {
         self.scopes.iter().rev().find_map(|s| s.get(name)).or_else(|| self.consts.get(name))
     }
 
+    /// Every variable in scope, innermost first.
+    fn scopes_iter(&self) -> impl Iterator<Item = (&String, &V<'a>)> {
+        self.scopes.iter().rev().flat_map(|s| s.iter())
+    }
+
     fn define(&mut self, name: String, v: V<'a>) {
         self.scopes.last_mut().expect("a scope").insert(name, v);
     }

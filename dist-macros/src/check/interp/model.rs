@@ -31,6 +31,10 @@ pub type SplitSeen = ((String, usize), usize, (i128, i128));
 pub type Splits = HashMap<(String, usize), HashMap<usize, (i128, i128)>>;
 
 /// The display name of an op (`send`, `all_reduce`).
+fn join(v: &[usize]) -> String {
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+}
+
 pub(super) fn call_name(m: &str) -> &'static str {
     match m {
         "wait" => "wait",
@@ -76,7 +80,13 @@ impl<'a> Interp<'a> {
             // Device buffers go through the same methods (NCCL runs them in stream order,
             // so they are checked like blocking host ops); `stream()` is the CUDA stream.
             "clone" | "as_ref" | "borrow" => return Ok(V::Comm(c)),
-            "members" | "name" | "backend" | "stream" | "device_kind" => return Ok(V::opaque()),
+            "members" => {
+                return Ok(match &self.comms[c].members {
+                    Some(m) => V::List(m.iter().map(|&w| V::Int(w as i128)).collect()),
+                    None => V::opaque(),
+                })
+            }
+            "name" | "backend" | "stream" | "device_kind" => return Ok(V::opaque()),
             // Rank translation: this rank's world rank, and the world rank of a member or
             // the member of a world rank (a `Result` at run time; `?` passes the value).
             "world_rank" => return Ok(V::Int(self.rank as i128)),
@@ -172,6 +182,9 @@ impl<'a> Interp<'a> {
         // Roles of the arguments come from the op table the runtime is tested against.
         if let Some(spec) = dist_ops::find(m).filter(|o| o.class == dist_ops::Class::Collective) {
             let (ri, oi) = (spec.root, spec.reduce);
+            if let Some(i) = ri.filter(|&i| i < mc.args.len()) {
+                self.check_numbering(e, c, "root", &mc.args[i])?;
+            }
             let root = match ri.and_then(|i| args.get(i)) {
                 Some(V::Int(r)) => {
                     let r = *r;
@@ -200,8 +213,54 @@ impl<'a> Interp<'a> {
         Err(undecidable(e, format!("the communicator method `{m}`")))
     }
 
+    /// A rank of another communicator's numbering, passed unchanged as a root or peer of
+    /// communicator `c`: the mix-up a port from torch (whose `src=`/`dst=` are world
+    /// ranks) makes silently. Checked whatever the value (known or data).
+    pub(super) fn check_numbering(&self, e: &'a Expr, c: usize, what: &str, arg: &'a Expr) -> Result<(), Flow<'a>> {
+        let Some(members) = &self.comms[c].members else { return Ok(()) };
+        // A rank of another communicator's numbering, passed unchanged: the mix-up a
+        // port from torch (whose `src=`/`dst=` are world ranks) makes silently.
+        if let Some(k) = self.numbering_of(arg).filter(|&k| k != c) {
+            if self.comms[k].members.as_ref().is_some_and(|m| m != members) {
+                let text = arg.to_token_stream().to_string().replace(" . ", ".").replace(" (", "(").replace("( ", "(");
+                let name = |i: usize| {
+                    let k = &self.comms[i];
+                    if k.key == "world" {
+                        "the world (`Comm<World>`)".to_string()
+                    } else {
+                        format!("a `Comm<{}>` (world ranks {})", k.group, join(k.members.as_deref().unwrap_or(&[])))
+                    }
+                };
+                let var = |i: usize| self.comm_var(i).unwrap_or_else(|| format!("the Comm<{}>", self.comms[i].group));
+                let fix = if self.comms[c].key == "world" {
+                    format!("translate it with `{}.world_rank_of({text})?` (torch's `get_global_rank`)", var(k))
+                } else {
+                    format!("translate it with `{}.group_rank_of({text})?` (torch's `get_group_rank`)", var(c))
+                };
+                return Err(Flow::Stop(Stop::Invalid {
+                    site: self.site(e),
+                    msg: format!(
+                        "{what} `{text}` is a rank of {}, passed to {}: the ranks a communicator takes are its \
+                         own, 0..{} in its numbering (MPI's rule, torch's `group_src`/`group_dst`; torch's plain \
+                         `src`/`dst` are world ranks); {fix}",
+                        name(k),
+                        name(c),
+                        members.len()
+                    ),
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// A variable holding communicator `c`, for messages.
+    fn comm_var(&self, c: usize) -> Option<String> {
+        self.scopes_iter().find_map(|(name, v)| (*v == V::Comm(c) && !name.starts_with('\u{0}')).then(|| name.clone()))
+    }
+
     pub(super) fn check_peer(&self, e: &'a Expr, c: usize, p: i128, what: &str, arg: &'a Expr) -> Result<(), Flow<'a>> {
         let Some(members) = &self.comms[c].members else { return Ok(()) };
+        self.check_numbering(e, c, what, arg)?;
         let n = members.len() as i128;
         if p < 0 || p >= n {
             let comm = &self.comms[c];
@@ -236,6 +295,7 @@ impl<'a> Interp<'a> {
         arg: &'a Expr,
         call: &str,
     ) -> Result<usize, Flow<'a>> {
+        self.check_numbering(e, c, if send { "the destination" } else { "the source" }, arg)?;
         let V::Int(p) = *peer else {
             return Err(undecidable(
                 arg,
