@@ -150,6 +150,7 @@ impl<'a> Interp<'a> {
                     };
                     let v = self.expr(&init.expr)?;
                     self.note_numbering(&l.pat, &init.expr);
+                    self.note_elem(&l.pat, Some(&init.expr));
                     match self.bind(&l.pat, v) {
                         Some(true) => {}
                         Some(false) => match &init.diverge {
@@ -734,6 +735,7 @@ impl<'a> Interp<'a> {
         for (a, v) in f.sig.inputs.iter().zip(args) {
             if let FnArg::Typed(pt) = a {
                 self.bind(&pt.pat, v);
+                self.note_elem(&Pat::Type(pt.clone()), None);
             }
         }
         let r = self.block(&f.block);

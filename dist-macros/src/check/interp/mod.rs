@@ -11,6 +11,7 @@
 //! Files: `eval.rs` (the recursive core), `std_methods.rs` (method calls), `macros.rs`,
 //! `model.rs` (communicators and what each op posts), `value.rs` (values and flow).
 
+mod elem;
 mod eval;
 mod macros;
 mod model;

@@ -193,6 +193,11 @@ impl<'a> Interp<'a> {
                 }
                 _ => None,
             };
+            if let (Some(i), Some(buf)) = (oi, mc.args.first()) {
+                if let Some(o) = mc.args.get(i) {
+                    self.check_op_type(e, m, buf, o)?;
+                }
+            }
             let op = match oi.and_then(|i| args.get(i)) {
                 Some(V::Name(n)) => Some(n.clone()),
                 _ => oi.and_then(|i| mc.args.get(i)).and_then(|a| match a {
