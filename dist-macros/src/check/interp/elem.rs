@@ -3,7 +3,6 @@
 //! compile error rather than a run-time one: `ReduceOp::BXor` on an `f32` buffer,
 //! `Max` on complex numbers, `Avg` on `bool`, `PreMulSum` on integers.
 
-use super::eval::origin_key;
 use super::*;
 use quote::ToTokens;
 use syn::{Expr, Lit, Pat, Type, UnOp};
@@ -91,7 +90,6 @@ impl<'a> Interp<'a> {
         };
         let t = ty.and_then(of_type).or_else(|| init.and_then(|e| self.elem_of(e)));
         self.define(elem_key(&name), t.map_or(V::Unit, V::Name));
-        let _ = origin_key; // the two side entries live side by side
     }
 
     /// A reduce op that does not apply to the element type of `buf` (where known):
