@@ -4,7 +4,7 @@
 
 use dist_runtime::prelude::*;
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank() as i64, world.size() as i64);
     // Rank r holds [r+1, r+1, ...]; a length that is not a multiple of n on purpose.

@@ -2,6 +2,10 @@
 //! sizes, a p2p ring, a subgroup, non-blocking ops, in a loop for `CHAOS_SECS` seconds.
 //! Some rank gets SIGKILLed at a random moment; the others must end with that rank
 //! named, fast, leaving nothing behind.
+//!
+//! The one example not under `#[spmd(strict)]`, by design: its loop runs until a
+//! deadline on the clock, which the compile-time check cannot evaluate (it leaves the
+//! loop to the run-time checks, which are what this example exercises).
 
 use dist_runtime::prelude::*;
 use std::time::{Duration, Instant};

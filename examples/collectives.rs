@@ -12,7 +12,7 @@ fn expect<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Result
     Ok(())
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank(), world.size());
     let err = |e: dist_runtime::Error| e.to_string();

@@ -99,7 +99,7 @@ fn serial() -> (Params, Vec<f64>) {
     (p, losses)
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank(), world.size());
     let (x, y) = data();

@@ -203,7 +203,7 @@ fn train(world: &Comm<World>, overlap: bool) -> dist_runtime::Result<(Vec<Vec<f6
     Ok((shards, losses, Timing { step, compute: compute / STEPS as f64 }))
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let n = world.size();
     let (want, want_losses) = serial();

@@ -9,7 +9,7 @@ use dist_runtime::prelude::*;
 
 dist_runtime::group!(Half);
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank(), world.size());
     let err = |e: dist_runtime::Error| e.to_string();

@@ -20,7 +20,7 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> dist_runtime::Result<()> {
     let me = Whoami {
         rank: world.rank(),

@@ -18,7 +18,7 @@ fn available_mib() -> Result<u64, String> {
     Ok(kib / 1024)
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let err = |e: dist_runtime::Error| e.to_string();
     let free = available_mib()?;

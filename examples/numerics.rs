@@ -11,7 +11,7 @@ use support::{check_close, shard, softmax, Rng};
 
 const LEN: usize = 103;
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank(), world.size());
     let err = |e: dist_runtime::Error| e.to_string();

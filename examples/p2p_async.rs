@@ -12,7 +12,7 @@ fn busy_work(k: u64) -> u64 {
     (0..k).fold(0u64, |a, x| a.wrapping_mul(31).wrapping_add(x))
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank(), world.size());
     let err = |e: dist_runtime::Error| e.to_string();

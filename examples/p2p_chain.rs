@@ -7,7 +7,7 @@ use dist_runtime::prelude::*;
 
 const CHAIN: Tag<i64> = Tag::new(1);
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank(), world.size());
     let mut data = [100i64, 200];

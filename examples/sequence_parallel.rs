@@ -38,7 +38,7 @@ fn full_attention(q: &[f64], k: &[f64], v: &[f64]) -> Vec<f64> {
     out
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let (r, n) = (world.rank(), world.size());
     let err = |e: dist_runtime::Error| e.to_string();

@@ -65,7 +65,7 @@ fn xent_serial(logits: &[f64], targets: &[usize]) -> Vec<f64> {
         .collect()
 }
 
-#[spmd]
+#[spmd(strict)]
 fn main(world: Comm<World>) -> Result<(), String> {
     let n = world.size();
     let tp_size = if n.is_multiple_of(2) { 2 } else { 1 };

@@ -8,7 +8,7 @@ use syn::{Expr, ExprLit, Lit, Meta, Token};
 /// Arguments of `#[spmd(..)]`.
 #[derive(Default)]
 pub struct SpmdArgs {
-    /// World sizes the compile-time check covers (default 1..=8).
+    /// World sizes the compile-time check covers (default: 1..=8 and 12, 16, 17, 32, 64).
     pub sizes: Option<(usize, usize)>,
     /// Whether "cannot decide" is an error.
     pub strict: bool,
@@ -81,8 +81,8 @@ pub fn parse_spmd(attr: TokenStream) -> syn::Result<SpmdArgs> {
                             return Err(syn::Error::new_spanned(r, "write sizes = A..=B with both bounds"));
                         };
                         let (a, b) = (positive(a, "sizes")?, positive(b, "sizes")?);
-                        if a > b || b > 64 {
-                            return Err(syn::Error::new_spanned(r, "sizes = A..=B needs 1 <= A <= B <= 64"));
+                        if a > b || b > 4096 {
+                            return Err(syn::Error::new_spanned(r, "sizes = A..=B needs 1 <= A <= B <= 4096"));
                         }
                         out.sizes = Some((a, b));
                     }

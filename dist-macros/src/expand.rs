@@ -84,7 +84,7 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
     let a = a.expect("parsed");
     let expanded = spmd_expand(&f);
     if !a.unchecked {
-        if let Err(e) = check::communication(&f, a.sizes.unwrap_or((1, 8)), a.strict) {
+        if let Err(e) = check::communication(&f, &check::sizes(a.sizes), a.strict) {
             return with_error(expanded, e);
         }
     }

@@ -30,10 +30,43 @@ enum SizeResult {
     Problems(Vec<syn::Error>),
 }
 
-/// Checks the communication of `f` at world sizes `lo..=hi`. Reports the problems of
+/// The larger sizes checked by default after 1..=8 (even and odd, powers of two and
+/// not), each while the check has cost less than [`SPREAD_STEPS`] so far.
+const SPREAD: [usize; 5] = [12, 16, 17, 32, 64];
+
+/// The interpreter steps (all ranks, all sizes) past which the default check stops
+/// adding larger sizes: an entry point that is costly to follow keeps its build fast,
+/// and `sizes = A..=B` asks for the sizes explicitly. Deterministic (steps, not time).
+const SPREAD_STEPS: u64 = 300_000;
+
+/// The world sizes checked: by default every size from 1 to 8 and a spread of larger
+/// ones (see [`SPREAD`]); for `sizes = A..=B`,
+/// every size when the range holds at most 64, else its first 8 sizes, each power of two
+/// in it with its neighbours, and B.
+pub fn sizes(range: Option<(usize, usize)>) -> Vec<usize> {
+    let Some((a, b)) = range else { return (1..=8).chain(SPREAD).collect() };
+    if b - a < 64 {
+        return (a..=b).collect();
+    }
+    let mut v: Vec<usize> = (a..=a + 7).collect();
+    let mut p = 1usize;
+    while p <= b {
+        v.extend([p - 1, p, p + 1].into_iter().filter(|&x| x >= a && x <= b && x > 0));
+        p *= 2;
+    }
+    v.push(b);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Checks the communication of `f` at the world sizes `sizes`. Reports the problems of
 /// the smallest failing size. In `strict` mode, a size the check cannot decide is an
 /// error naming the construct; otherwise it is left to the run-time checks.
-pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn::Result<()> {
+pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> syn::Result<()> {
+    interp::reset_caches();
+    let start = interp::total_steps();
+    let default = sizes.len() == 8 + SPREAD.len() && sizes[8..] == SPREAD;
     let source = SourceAccess::of(f);
     trace::set_lines_known(source.lines);
     let (file, consts) = if source.file { same_file_items(f) } else { Default::default() };
@@ -43,7 +76,10 @@ pub fn communication(f: &ItemFn, (lo, hi): (usize, usize), strict: bool) -> syn:
     }
     let no_splits = Splits::new();
     let consts = interp::eval_consts(&consts, &no_splits, &macros, &file);
-    for n in lo..=hi {
+    for &n in sizes {
+        if default && n > 8 && interp::total_steps() - start > SPREAD_STEPS {
+            break;
+        }
         match check_size(f, n, &macros, &file, &consts) {
             SizeResult::Clean | SizeResult::Fails => {}
             SizeResult::Undecidable(at, what) => {
@@ -236,7 +272,7 @@ fn parse_macros(f: &ItemFn) -> Macros {
 
 #[cfg(test)]
 mod tests {
-    use super::communication;
+    use super::{communication, sizes};
     use std::fmt::Write;
 
     /// A 200-line entry point with loops: pipeline stages over microbatches, a ring
@@ -289,9 +325,55 @@ mod tests {
         assert!(src.lines().count() >= 200, "{} lines", src.lines().count());
         let f: syn::ItemFn = syn::parse_str(&src).unwrap();
         let t = std::time::Instant::now();
-        communication(&f, (1, 8), true).unwrap();
+        communication(&f, &sizes(Some((1, 8))), true).unwrap();
         // A figure for docs/static-checks.md, not an assertion: timings go in benchmarks.
         eprintln!("checked {} lines at sizes 1..=8 in {:.1} ms", src.lines().count(), t.elapsed().as_secs_f64() * 1e3);
+        let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
+        communication(&f, &sizes(Some((1, 8))), true).unwrap();
+        let steps8 = super::interp::total_steps() - s0;
+        let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
+        communication(&f, &sizes(None), true).unwrap();
+        eprintln!(
+            "checked {} lines at the default sizes in {:.1} ms ({} steps; {steps8} at 1..=8)",
+            src.lines().count(),
+            t.elapsed().as_secs_f64() * 1e3,
+            super::interp::total_steps() - s0
+        );
+    }
+
+    #[test]
+    fn a_loop_over_every_rank_at_1024_ranks_is_checked() {
+        // Rank 0 gathers from every other rank by p2p, then all reduce: at 1024 ranks
+        // that is 1023 receives on rank 0 and a send on each other rank.
+        let src = r#"fn main(world: Comm<World>) -> Result<()> {
+            let (r, n) = (world.rank(), world.size());
+            const T: Tag<u64> = Tag::new(1);
+            if r == 0 {
+                for q in 1..n {
+                    let mut v = [0u64];
+                    world.recv(q, T, &mut v)?;
+                }
+            } else {
+                world.send(0, T, &[r as u64])?;
+            }
+            let mut s = [1u64];
+            world.all_reduce(&mut s, ReduceOp::Sum)?;
+            Ok(())
+        }"#;
+        let f: syn::ItemFn = syn::parse_str(src).unwrap();
+        let all = sizes(Some((1, 1024)));
+        assert!(all.contains(&1024) && all.contains(&513) && all.len() < 50, "{all:?}");
+        let t = std::time::Instant::now();
+        communication(&f, &all, true).unwrap();
+        eprintln!(
+            "checked a gather loop at {} sizes up to 1024 in {:.1} ms",
+            all.len(),
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        // The same loop, one receive short at the largest size: found there.
+        let bad = src.replace("for q in 1..n {", "for q in 1..n.min(1023) {");
+        let e = communication(&syn::parse_str(&bad).unwrap(), &[1024], true).unwrap_err().to_string();
+        assert!(e.contains("world size 1024") && e.contains("no matching `recv`"), "{e}");
     }
 
     #[test]
@@ -306,14 +388,14 @@ mod tests {
             Ok(())
         }"#;
         let f: syn::ItemFn = syn::parse_str(src).unwrap();
-        let e = communication(&f, (2, 2), true).unwrap_err().to_string();
+        let e = communication(&f, &sizes(Some((2, 2))), true).unwrap_err().to_string();
         assert!(e.starts_with("deadlock at world size 2"), "{e}");
         let fixed = src.replace(
             "world.send(peer, Tag::<f32>::new(1), &x)?;\n            world.recv(peer, Tag::<f32>::new(1), &mut y)?;",
             "world.batch(|b| { b.send(peer, Tag::<f32>::new(1), &x); b.recv(peer, Tag::<f32>::new(1), &mut y); })?;",
         );
         assert_ne!(fixed, src);
-        communication(&syn::parse_str(&fixed).unwrap(), (2, 2), true).unwrap();
+        communication(&syn::parse_str(&fixed).unwrap(), &sizes(Some((2, 2))), true).unwrap();
     }
 
     #[test]
@@ -325,7 +407,7 @@ mod tests {
             1,
         );
         let f: syn::ItemFn = syn::parse_str(&src).unwrap();
-        let e = communication(&f, (1, 8), false).unwrap_err().to_string();
+        let e = communication(&f, &sizes(Some((1, 8))), false).unwrap_err().to_string();
         assert!(e.starts_with("deadlock at world size 2"), "{e}");
     }
 
@@ -337,13 +419,13 @@ mod tests {
                    world.send(peer, Tag::<f32>::new(1), &[1.0])?;\n    \
                    world.recv(peer, Tag::<f32>::new(1), &mut [0.0])?;\n    Ok(())\n}";
         let with_lines: syn::ItemFn = syn::parse_str(src).unwrap();
-        let e = communication(&with_lines, (2, 2), false).unwrap_err().to_string();
+        let e = communication(&with_lines, &sizes(Some((2, 2))), false).unwrap_err().to_string();
         assert!(e.contains("line 3"), "{e}");
         // Tokens built without positions, as an IDE's macro server hands them over.
         let tokens: proc_macro2::TokenStream = src.parse().unwrap();
         let flat: proc_macro2::TokenStream = tokens.into_iter().map(strip_spans).collect();
         let without: syn::ItemFn = syn::parse2(flat).unwrap();
-        let e = communication(&without, (2, 2), false).unwrap_err().to_string();
+        let e = communication(&without, &sizes(Some((2, 2))), false).unwrap_err().to_string();
         assert!(!e.contains("line "), "{e}");
         assert!(e.contains("the call marked here"), "{e}");
     }

@@ -64,8 +64,11 @@ impl<'a> Interp<'a> {
                 }
             }
             Expr::Macro(m) if last_seg(&m.mac.path) == "vec" => {
-                let ts = &m.mac.tokens;
-                syn::parse2::<Expr>(quote::quote!([#ts])).ok().and_then(|x| self.elem_of(&x))
+                match self.macros.get(&(&m.mac as *const syn::Macro as usize)).map(|b| &**b) {
+                    Some(MacroBody::Repeat(x, _)) => self.elem_of(x),
+                    Some(MacroBody::Args(a)) => a.iter().find_map(|x| self.elem_of(x)),
+                    None => None,
+                }
             }
             Expr::MethodCall(mc) if matches!(mc.method.to_string().as_str(), "clone" | "to_vec" | "to_owned") => {
                 self.elem_of(&mc.receiver)

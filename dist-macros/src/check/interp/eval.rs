@@ -642,6 +642,10 @@ impl<'a> Interp<'a> {
 
     pub(super) fn for_loop(&mut self, f: &'a syn::ExprForLoop) -> R<'a> {
         let it = self.expr(&f.expr)?;
+        self.summarised_loop(&f.body, |me| me.for_loop_items(f, it))
+    }
+
+    fn for_loop_items(&mut self, f: &'a syn::ExprForLoop, it: V<'a>) -> R<'a> {
         match iter_items(&it) {
             Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.into_iter(), &f.body),
             None => {
@@ -656,6 +660,10 @@ impl<'a> Interp<'a> {
     }
 
     pub(super) fn while_loop(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
+        self.summarised_loop(w, |me| me.while_loop_run(w))
+    }
+
+    fn while_loop_run(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
         let mine = |l: &Option<String>| {
             l.is_none() || w.label.as_ref().is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()))
         };
@@ -686,6 +694,10 @@ impl<'a> Interp<'a> {
     }
 
     pub(super) fn loop_expr(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
+        self.summarised_loop(&l.body, |me| me.loop_run(l))
+    }
+
+    fn loop_run(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
         let mine = |x: &Option<String>| {
             x.is_none() || l.label.as_ref().is_some_and(|y| x.as_deref() == Some(&*y.name.ident.to_string()))
         };
@@ -774,17 +786,33 @@ impl<'a> Interp<'a> {
         let r = match &*c.func {
             Expr::Path(p) if p.path.segments.len() == 1 && self.lookup(&path_str(&p.path)).is_none() => {
                 let name = path_str(&p.path);
-                if let Some(f) = self.fns.get(&name).copied() {
-                    // Helpers the check runs hand back what they wrote through `&mut`.
-                    return self.apply_fn(f, c, args);
-                }
-                if let Some(f) = self.file_fns.get(&name) {
+                let helper = self.fns.get(&name).copied().or_else(|| self.file_fns.get(&name));
+                if let Some(f) = helper {
                     if self.via.len() > 16 {
                         return Err(undecidable(e, format!("calls into `{name}` nested more than 16 deep")));
                     }
-                    self.via.push((e, &f.sig.ident));
+                    // A helper that cannot communicate runs under a quota, past which
+                    // its result and what it writes through `&mut` are data.
+                    let quiet = self.quiet_helper(f, &args);
+                    if quiet {
+                        self.quota = Some(self.steps + super::summary::QUOTA);
+                    }
+                    let file = !self.fns.contains_key(&name);
+                    if file {
+                        self.via.push((e, &f.sig.ident));
+                    }
+                    // Helpers the check runs hand back what they wrote through `&mut`.
                     let r = self.apply_fn(f, c, args);
-                    self.via.pop();
+                    if file {
+                        self.via.pop();
+                    }
+                    if quiet {
+                        self.quota = None;
+                        if let Err(Flow::OverQuota) = r {
+                            self.clobber_loans(&c.args, false);
+                            return Ok(V::opaque());
+                        }
+                    }
                     return r;
                 }
                 self.known_call(e, &p.path, args)?
@@ -812,6 +840,10 @@ impl<'a> Interp<'a> {
             ("Ok", [x]) => Ok(x.clone()),
             ("Err", _) => Ok(V::Err),
             ("new", [V::Int(id)]) if name.ends_with("Tag::new") => Ok(V::Tag(format!("#{id}"))),
+            // An empty collection the check follows (`push`, iteration, `wait_all`).
+            ("new" | "with_capacity", _) if name.starts_with("Vec::") || name.starts_with("VecDeque::") => {
+                Ok(V::List(Vec::new()))
+            }
             ("min", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.min(b))),
             ("max", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.max(b))),
             ("from" | "try_from", [V::Int(a)]) => Ok(V::Int(*a)),

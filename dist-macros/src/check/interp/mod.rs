@@ -16,6 +16,8 @@ mod eval;
 mod macros;
 mod model;
 mod std_methods;
+mod summary;
+pub use summary::reset as reset_caches;
 mod value;
 
 use eval::{mut_loans, place_root};
@@ -28,6 +30,15 @@ use super::trace::{Ev, Site};
 use quote::ToTokens;
 use std::collections::HashMap;
 use syn::{Expr, FnArg, ItemFn};
+
+thread_local! {
+    static TOTAL_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Evaluation steps taken by every rank on this thread so far (the check's cost).
+pub fn total_steps() -> u64 {
+    TOTAL_STEPS.with(|t| t.get())
+}
 
 /// Evaluation steps one rank may take before the check gives up on that size.
 const STEP_BUDGET: u64 = 2_000_000;
@@ -64,6 +75,8 @@ pub struct Interp<'a> {
     /// The sender (world rank) of each receive from any source, by event id, as the
     /// previous pass resolved it: its status then names that rank.
     pub any_sources: HashMap<usize, usize>,
+    /// The step count past which the quiet region being run is summarised (`summary.rs`).
+    quota: Option<u64>,
 }
 
 fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
@@ -117,6 +130,7 @@ impl<'a> Interp<'a> {
             rank,
             size,
             any_sources: HashMap::new(),
+            quota: None,
             scopes: vec![HashMap::new()],
             comms: vec![CommInst {
                 key: "world".into(),
@@ -160,6 +174,8 @@ impl<'a> Interp<'a> {
                 }
             }
             Err(Flow::Stop(s)) => Outcome::Stop(s),
+            // Only raised under a quota, which its region catches.
+            Err(Flow::OverQuota) => Outcome::Done,
         }
     }
 
@@ -196,6 +212,10 @@ impl<'a> Interp<'a> {
 
     fn tick(&mut self, at: &impl ToTokens) -> Result<(), Flow<'a>> {
         self.steps += 1;
+        TOTAL_STEPS.with(|t| t.set(t.get() + 1));
+        if self.quota.is_some_and(|q| self.steps > q) {
+            return Err(Flow::OverQuota);
+        }
         if self.steps > STEP_BUDGET {
             return Err(undecidable(at, format!("more than {STEP_BUDGET} evaluation steps")));
         }

@@ -90,21 +90,40 @@ impl<'a> Interp<'a> {
         };
         // Result/Option pass-throughs: the check assumes communication succeeds.
         match (m.as_str(), &recv) {
-            ("unwrap" | "expect" | "map_err" | "context" | "with_context", V::Opt(Some(x))) => return Ok((**x).clone()),
+            // Only a `Result` has `map_err`, and a result is its value here: an
+            // `Option` inside it (`subgroup`'s) stays an `Option`.
+            ("map_err", _) => return Ok(recv),
+            ("unwrap" | "expect" | "context" | "with_context", V::Opt(Some(x))) => return Ok((**x).clone()),
             ("unwrap" | "expect", V::Opt(None)) => return Err(Flow::Fail),
-            ("unwrap" | "expect" | "map_err" | "context" | "with_context", V::Err) if m != "map_err" => {
-                return Err(Flow::Fail)
+            ("unwrap" | "expect" | "context" | "with_context", V::Err) => return Err(Flow::Fail),
+            ("unwrap" | "expect" | "context" | "with_context" | "clone" | "as_ref" | "borrow" | "to_owned", _) => {
+                return Ok(recv)
             }
-            (
-                "unwrap" | "expect" | "map_err" | "context" | "with_context" | "clone" | "as_ref" | "borrow"
-                | "to_owned",
-                _,
-            ) => return Ok(recv),
             ("ok_or" | "ok_or_else", V::Opt(Some(x))) => return Ok((**x).clone()),
             ("ok_or" | "ok_or_else", V::Opt(None)) => return Ok(V::Err),
             ("is_some", V::Opt(x)) => return Ok(V::Bool(x.is_some())),
             ("is_none", V::Opt(x)) => return Ok(V::Bool(x.is_none())),
             ("unwrap_or", V::Opt(x)) => return Ok(x.as_deref().cloned().unwrap_or_else(|| args[0].clone())),
+            // `opt.take()`: the value, and `None` left behind.
+            ("take", V::Opt(_)) if args.is_empty() => {
+                if let Expr::Path(p) = &*mc.receiver {
+                    self.store_path(p, V::Opt(None));
+                    return Ok(recv);
+                }
+            }
+            ("map", V::Opt(x)) if args.len() == 1 => {
+                return Ok(match x {
+                    Some(x) => V::Opt(Some(Box::new(apply(self, &args[0], (**x).clone())?))),
+                    None => V::Opt(None),
+                })
+            }
+            // Option<Result<T>> ⇄ Result<Option<T>>: results are their values here.
+            ("transpose", V::Opt(_)) => return Ok(recv),
+            ("get" | "get_mut", _) if args.len() == 1 => {
+                if let (Some(items), V::Int(i)) = (iter_items(&recv), &args[0]) {
+                    return Ok(V::Opt(usize::try_from(*i).ok().and_then(|i| items.get(i).cloned()).map(Box::new)));
+                }
+            }
             _ => {}
         }
         if let V::Int(x) = recv {

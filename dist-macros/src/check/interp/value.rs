@@ -112,6 +112,8 @@ pub(super) enum Flow<'a> {
     /// A definite panic, or an `Err` returned: this rank fails at this size by design.
     Fail,
     Stop(Stop<'a>),
+    /// A quiet region ran past its quota: it is summarised (`summary.rs`).
+    OverQuota,
 }
 
 pub(super) type R<'a> = Result<V<'a>, Flow<'a>>;

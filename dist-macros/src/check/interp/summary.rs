@@ -1,0 +1,165 @@
+//! Code that cannot communicate is summarised, not stepped through: a helper that takes
+//! no communicator and whose body has no communication call, or a loop whose body
+//! mentions no communicator and calls nothing that communicates, runs under a quota of
+//! steps; past it, its effect is summarised as "what it writes is data" (the variables
+//! it assigns or lends mutably become opaque, its result is opaque). Training loops'
+//! arithmetic then costs the check a bounded number of steps, and small computations
+//! (a peer, a count, a schedule) are still evaluated exactly.
+
+use super::*;
+use quote::ToTokens;
+use syn::visit::Visit;
+
+/// Steps a quiet region may take before it is summarised.
+pub(super) const QUOTA: u64 = 20_000;
+
+thread_local! {
+    /// `may_communicate` by the address of the syntax node, for one check (`reset`).
+    static QUIET: std::cell::RefCell<HashMap<usize, bool>> = std::cell::RefCell::new(HashMap::new());
+}
+
+/// Forgets the cache of [`may_communicate`] (at the start of each check: addresses of
+/// another entry point's syntax may be reused).
+pub fn reset() {
+    QUIET.with(|q| q.borrow_mut().clear());
+}
+
+/// [`may_communicate_uncached`], once per syntax node.
+pub(super) fn may_communicate<T: ToTokens>(node: &T) -> bool {
+    let key = node as *const T as usize;
+    if let Some(v) = QUIET.with(|q| q.borrow().get(&key).copied()) {
+        return v;
+    }
+    let v = may_communicate_uncached(node);
+    QUIET.with(|q| q.borrow_mut().insert(key, v));
+    v
+}
+
+/// Whether `node` contains a call that may communicate: a method named as a `Comm`
+/// operation or a request's wait, or a call to `wait_all`/`wait_any`/`wait_some`.
+fn may_communicate_uncached(node: &impl ToTokens) -> bool {
+    struct Find(bool);
+    impl<'ast> Visit<'ast> for Find {
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            let name = m.method.to_string();
+            if dist_ops::find(&name).is_some() || matches!(name.as_str(), "wait" | "test" | "wait_timeout") {
+                self.0 = true;
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                let last = last_seg(&p.path);
+                if matches!(last.as_str(), "wait_all" | "wait_any" | "wait_some" | "init" | "launch") {
+                    self.0 = true;
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            // A macro's body may hold calls: look at its tokens' identifiers.
+            let text = m.tokens.to_string();
+            if text.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| dist_ops::find(w).is_some()) {
+                self.0 = true;
+            }
+        }
+    }
+    let Ok(file) = syn::parse2::<syn::File>(quote::quote!(fn __f() { #node })) else {
+        // Not a block body: look at it as an expression.
+        let Ok(e) = syn::parse2::<syn::Expr>(node.to_token_stream()) else { return true };
+        let mut f = Find(false);
+        f.visit_expr(&e);
+        return f.0;
+    };
+    let mut f = Find(false);
+    f.visit_file(&file);
+    f.0
+}
+
+/// The variables `body` assigns, changes through a method, or lends mutably.
+pub(super) fn written(body: &impl ToTokens) -> Vec<String> {
+    struct W(Vec<String>);
+    impl<'ast> Visit<'ast> for W {
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            self.0.extend(place_root(&a.left));
+            syn::visit::visit_expr_assign(self, a);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            use syn::BinOp::*;
+            if matches!(
+                b.op,
+                AddAssign(_)
+                    | SubAssign(_)
+                    | MulAssign(_)
+                    | DivAssign(_)
+                    | RemAssign(_)
+                    | BitXorAssign(_)
+                    | BitAndAssign(_)
+                    | BitOrAssign(_)
+                    | ShlAssign(_)
+                    | ShrAssign(_)
+            ) {
+                self.0.extend(place_root(&b.left));
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+            if r.mutability.is_some() {
+                self.0.extend(place_root(&r.expr));
+            }
+            syn::visit::visit_expr_reference(self, r);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            // Any method may take `&mut self` (push, iter_mut, fill …).
+            self.0.extend(place_root(&m.receiver));
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut w = W(Vec::new());
+    if let Ok(file) = syn::parse2::<syn::File>(quote::quote!(fn __f() { #body })) {
+        w.visit_file(&file);
+    } else if let Ok(e) = syn::parse2::<syn::Expr>(body.to_token_stream()) {
+        w.visit_expr(&e);
+    }
+    w.0.sort();
+    w.0.dedup();
+    w.0
+}
+
+impl<'a> Interp<'a> {
+    /// Runs `f` (a loop over `body`) under the quota if `body` is quiet: past the quota,
+    /// the variables it writes become opaque and the loop's value is opaque.
+    pub(super) fn summarised_loop(&mut self, body: &impl ToTokens, f: impl FnOnce(&mut Self) -> R<'a>) -> R<'a> {
+        if self.quota.is_some() || may_communicate(body) || mentions_comm(self, &body.to_token_stream()) {
+            return f(self);
+        }
+        let before = self.scopes.clone();
+        self.quota = Some(self.steps + QUOTA);
+        let r = f(self);
+        self.quota = None;
+        match r {
+            Err(Flow::OverQuota) => {
+                // What it wrote so far (through closures too), and what it writes at all.
+                let mut changed = written(body);
+                for (depth, s) in self.scopes.iter().enumerate() {
+                    for (k, v) in s {
+                        if before.get(depth).and_then(|b| b.get(k)).is_some_and(|b| b != v) {
+                            changed.push(k.clone());
+                        }
+                    }
+                }
+                self.scopes = before;
+                for k in changed {
+                    self.clobber(&k, false);
+                }
+                Ok(V::opaque())
+            }
+            r => r,
+        }
+    }
+
+    /// Whether a call to the helper `f` with `args` may be summarised.
+    pub(super) fn quiet_helper(&self, f: &ItemFn, args: &[V<'a>]) -> bool {
+        self.quota.is_none() && !args.iter().any(V::has_comm) && !may_communicate(&f.block)
+    }
+}
