@@ -328,7 +328,7 @@ mod tests {
         communication(&f, &sizes(Some((1, 8))), true).unwrap();
         // A figure for docs/static-checks.md, not an assertion: timings go in benchmarks.
         eprintln!("checked {} lines at sizes 1..=8 in {:.1} ms", src.lines().count(), t.elapsed().as_secs_f64() * 1e3);
-        let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
+        let s0 = super::interp::total_steps();
         communication(&f, &sizes(Some((1, 8))), true).unwrap();
         let steps8 = super::interp::total_steps() - s0;
         let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
