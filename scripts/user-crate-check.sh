@@ -52,6 +52,31 @@ if err=$(cargo spmd run -n 3 -- --fail-on 1 2>&1); then fail "a failing rank exi
 grep -q 'rank 1 failed first (exit code 1)' <<<"$err" || fail "the failing rank was not named: $err"
 grep -q '\[rank 1\] error: .*rank 1 was asked to fail' <<<"$err" || fail "the rank's own error is missing: $err"
 
+echo "-- a strict entry over the library's ParallelState and helpers in two module files"
+for n in 1 2 4 6; do
+  out=$(cargo spmd run -n $n --entry pipeline_train 2>/dev/null) || fail "pipeline_train on $n ranks failed"
+  grep -q "pipeline_train: 3 steps of 4 micro-batches" <<<"$out" || fail "pipeline_train on $n ranks: $out"
+done
+
+echo "-- a bug planted in a helper of another module file is a compile error naming it"
+pipeline=src/parallel/pipeline.rs
+cp "$pipeline" "$target/pipeline.rs.orig"
+trap 'cp "$target/pipeline.rs.orig" "$root/tests/user-crate/src/parallel/pipeline.rs"' EXIT
+python3 - "$pipeline" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+bug = "ps.pp.recv(s - 1, ACT, act)?;\n        ps.pp.send(s - 1, ACT, act)?;"
+s2 = s.replace("ps.pp.recv(s - 1, ACT, act)?;", bug, 1)
+assert s2 != s, "the planted line was not found"
+open(p, "w").write(s2)
+PY
+if err=$(cargo build 2>&1); then fail "the planted unmatched send compiled"; fi
+grep -q 'has no matching `recv`' <<<"$err" || fail "the planted bug was not reported: $err"
+grep -q 'inside `forward`, src/parallel/pipeline.rs:' <<<"$err" || fail "the report does not name the helper's file: $err"
+cp "$target/pipeline.rs.orig" "$pipeline"
+trap - EXIT
+
 echo "-- two nodes on this host, torchrun style: a launcher per node, one job of 4 ranks"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 nodes="--nnodes 2 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port $port --timeout 120"

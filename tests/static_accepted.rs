@@ -451,6 +451,80 @@ fn translated_ranks_runs() {
     each_size(translated_ranks);
 }
 
+/// Communicators kept in a struct built by a constructor, methods on it, requests in a
+/// `Vec` waited together, an `Option<Comm>` from `subgroup`: followed under `strict`.
+struct ParallelState {
+    dp: Comm<Dp>,
+    tp: Comm<Tp>,
+    lead: Option<Comm<Half>>,
+}
+
+impl ParallelState {
+    fn new(world: &Comm<World>) -> dist_runtime::Result<ParallelState> {
+        let n = world.size();
+        let tp_size = if n.is_multiple_of(2) { 2 } else { 1 };
+        let (dp, tp) = world.mesh2::<Dp, Tp>(n / tp_size, tp_size)?;
+        let leads: Vec<usize> = (0..n).step_by(tp_size).collect();
+        let lead = world.subgroup::<Half>(&leads)?;
+        Ok(ParallelState { dp, tp, lead })
+    }
+
+    fn sync_grads(&self, grads: &mut [f32]) -> dist_runtime::Result<()> {
+        self.tp.all_reduce(grads, ReduceOp::Sum)?;
+        self.dp.all_reduce(grads, ReduceOp::Avg)
+    }
+}
+
+struct Trainer {
+    ps: ParallelState,
+    steps: usize,
+}
+
+impl Trainer {
+    fn step(&mut self, rank: usize) -> dist_runtime::Result<f32> {
+        let mut g = vec![rank as f32; 4];
+        self.ps.sync_grads(&mut g)?;
+        if let Some(lead) = &self.ps.lead {
+            let mut x = [1u32];
+            lead.all_reduce(&mut x, ReduceOp::Sum)?;
+            assert_eq!(x[0] as usize, lead.size());
+        }
+        self.steps += 1;
+        Ok(g[0])
+    }
+}
+
+const HALO: Tag<u32> = Tag::new(6);
+
+#[spmd(strict)]
+fn structs_and_request_lists(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    let mut t = Trainer { ps: ParallelState::new(&world)?, steps: 0 };
+    for _ in 0..3 {
+        t.step(r)?;
+    }
+    assert_eq!(t.steps, 3);
+    // Requests collected in a Vec, waited together.
+    let mine = [r as u32];
+    let mut got = vec![[0u32]; 2];
+    {
+        let mut reqs = Vec::new();
+        let (a, b) = got.split_at_mut(1);
+        reqs.push(world.isend((r + 1) % n, HALO, &mine)?);
+        reqs.push(world.isend((r + n - 1) % n, HALO, &mine)?);
+        reqs.push(world.irecv((r + n - 1) % n, HALO, &mut a[0])?);
+        reqs.push(world.irecv((r + 1) % n, HALO, &mut b[0])?);
+        dist_runtime::wait_all(reqs)?;
+    }
+    assert_eq!(got[0][0] as usize, (r + n - 1) % n);
+    Ok(())
+}
+
+#[test]
+fn structs_and_request_lists_runs() {
+    each_size(structs_and_request_lists);
+}
+
 #[test]
 fn any_source_pairs_runs() {
     each_size(any_source_pairs);

@@ -210,23 +210,166 @@ impl SourceAccess {
 /// Empty when the file cannot be read (a macro-generated function, say).
 fn same_file_items(f: &ItemFn) -> (HashMap<String, ItemFn>, Vec<syn::ItemConst>) {
     let Some(path) = f.sig.ident.span().local_file() else { return Default::default() };
-    let Some(file) = std::fs::read_to_string(path).ok().and_then(|s| syn::parse_file(&s).ok()) else {
-        return Default::default();
-    };
-    let entry = |g: &ItemFn| {
-        g.attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == "spmd" || s.ident == "test"))
-    };
-    let (mut fns, mut consts) = (HashMap::new(), Vec::new());
-    for item in file.items {
-        match item {
-            syn::Item::Fn(g) if g.sig.ident != f.sig.ident && !entry(&g) => {
-                fns.insert(g.sig.ident.to_string(), g);
-            }
-            syn::Item::Const(c) => consts.push(c),
-            _ => {}
+    let mut items = PackageItems::default();
+    items.file(&path, &f.sig.ident.to_string(), 0);
+    // A binary of a package with a library crate: the library's module tree too
+    // (`use trainer::comms::ParallelState` in src/main.rs).
+    if let Some(lib) = library_of(&path) {
+        if lib != path {
+            items.file(&lib, "", 0);
         }
     }
-    (fns, consts)
+    trace::set_helpers_at(items.at);
+    (items.fns, items.consts)
+}
+
+/// `src/lib.rs` of the package holding `file`, if it has one.
+fn library_of(file: &std::path::Path) -> Option<std::path::PathBuf> {
+    let mut dir = file.parent()?;
+    for _ in 0..8 {
+        if dir.join("Cargo.toml").is_file() {
+            let lib = dir.join("src").join("lib.rs");
+            return lib.is_file().then_some(lib);
+        }
+        dir = dir.parent()?;
+    }
+    None
+}
+
+/// Functions, methods (`Type::method`), tuple-struct constructors and consts of the
+/// package's source files the check reads: the entry's file, the module files it
+/// declares (`mod comms;` → `comms.rs` or `comms/mod.rs`, recursively), inline modules,
+/// and the library crate's tree for a binary. The first definition of a name wins (the
+/// entry's own file first).
+#[derive(Default)]
+struct PackageItems {
+    fns: HashMap<String, ItemFn>,
+    consts: Vec<syn::ItemConst>,
+    seen: std::collections::HashSet<std::path::PathBuf>,
+    /// Where the functions of files other than the entry's are defined ("file:line").
+    at: HashMap<String, String>,
+    /// The text of the file being read, and its name for messages (None: the entry's).
+    text: String,
+    name: Option<String>,
+}
+
+impl PackageItems {
+    /// Remembers where `name` is defined, when it is in another file than the entry's.
+    fn note_at(&mut self, name: &str) {
+        let Some(file) = &self.name else { return };
+        let needle = format!("fn {name}");
+        let line = self.text.lines().position(|l| {
+            l.find(&needle)
+                .is_some_and(|i| !l[i + needle.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        });
+        if let Some(l) = line {
+            self.at.entry(name.to_string()).or_insert_with(|| format!("{file}:{}", l + 1));
+        }
+    }
+
+    fn file(&mut self, path: &std::path::Path, entry: &str, depth: usize) {
+        if depth > 16 || !self.seen.insert(path.to_path_buf()) {
+            return;
+        }
+        let Some(text) = std::fs::read_to_string(path).ok() else { return };
+        let Some(file) = syn::parse_file(&text).ok() else { return };
+        let (saved_text, saved_name) = (std::mem::replace(&mut self.text, text), self.name.clone());
+        if depth > 0 || entry.is_empty() {
+            // Another file than the entry's: name it in messages, relative to the crate.
+            let base = std::env::var("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from).unwrap_or_default();
+            self.name = Some(path.strip_prefix(&base).unwrap_or(path).display().to_string());
+        }
+        // Where `mod x;` of this file looks: beside it for main.rs, lib.rs and mod.rs,
+        // else in the directory named after it.
+        // A crate root (main.rs, lib.rs, a file of bin/, examples/, tests/, benches/, or
+        // outside any src/) and mod.rs declare theirs beside them.
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let dir = path.parent().map(|d| d.to_path_buf()).unwrap_or_default();
+        let in_dir = |d: &str| path.parent().is_some_and(|p| p.ends_with(d));
+        let root = matches!(stem, "main" | "lib" | "mod")
+            || ["bin", "examples", "tests", "benches"].iter().any(|d| in_dir(d))
+            || !path.components().any(|c| c.as_os_str() == "src");
+        let here = if root { dir.clone() } else { dir.join(stem) };
+        self.items(file.items, &here, &dir, entry, depth);
+        self.text = saved_text;
+        self.name = saved_name;
+    }
+
+    /// `here`: where `mod x;` looks; `dir`: the directory of the file being read (what
+    /// `#[path = ".."]` is relative to).
+    fn items(
+        &mut self,
+        items: Vec<syn::Item>,
+        here: &std::path::Path,
+        dir: &std::path::Path,
+        entry: &str,
+        depth: usize,
+    ) {
+        let is_entry = |g: &ItemFn| {
+            g.attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == "spmd" || s.ident == "test"))
+        };
+        for item in items {
+            match item {
+                syn::Item::Fn(g) if g.sig.ident != entry && !is_entry(&g) => {
+                    let name = g.sig.ident.to_string();
+                    self.note_at(&name);
+                    self.fns.entry(name).or_insert(g);
+                }
+                syn::Item::Const(c) => self.consts.push(c),
+                syn::Item::Impl(imp) if imp.trait_.is_none() => {
+                    let syn::Type::Path(tp) = &*imp.self_ty else { continue };
+                    let Some(ty) = tp.path.segments.last().map(|s| s.ident.to_string()) else { continue };
+                    for it in imp.items {
+                        if let syn::ImplItem::Fn(m) = it {
+                            let key = format!("{ty}::{}", m.sig.ident);
+                            self.note_at(&m.sig.ident.to_string());
+                            let f = ItemFn { attrs: m.attrs, vis: m.vis, sig: m.sig, block: Box::new(m.block) };
+                            self.fns.entry(key).or_insert(f);
+                        }
+                    }
+                }
+                syn::Item::Struct(st) => {
+                    // A tuple struct's constructor: `Pair(a, b)` is `Pair { 0: a, 1: b }`.
+                    if let syn::Fields::Unnamed(u) = &st.fields {
+                        let name = &st.ident;
+                        let params: Vec<syn::Ident> =
+                            (0..u.unnamed.len()).map(|i| quote::format_ident!("__f{}", i)).collect();
+                        let idx = (0..u.unnamed.len()).map(syn::Index::from);
+                        let f: syn::Result<ItemFn> = syn::parse2(quote::quote! {
+                            fn #name(#(#params: _),*) -> #name { #name { #(#idx: #params),* } }
+                        });
+                        if let Ok(f) = f {
+                            self.fns.entry(name.to_string()).or_insert(f);
+                        }
+                    }
+                }
+                syn::Item::Mod(m) => {
+                    let sub = here.join(m.ident.to_string());
+                    let at = m.attrs.iter().find(|a| a.path().is_ident("path")).and_then(|a| match &a.meta {
+                        syn::Meta::NameValue(nv) => match &nv.value {
+                            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+                            _ => None,
+                        },
+                        _ => None,
+                    });
+                    match (m.content, at) {
+                        (Some((_, inner)), _) => self.items(inner, &sub, dir, entry, depth + 1),
+                        (None, Some(p)) => self.file(&dir.join(p), entry, depth + 1),
+                        (None, None) => {
+                            let flat = here.join(format!("{}.rs", m.ident));
+                            let nested = sub.join("mod.rs");
+                            if flat.is_file() {
+                                self.file(&flat, entry, depth + 1);
+                            } else if nested.is_file() {
+                                self.file(&nested, entry, depth + 1);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// Parses the body of every macro in `f` (and in those bodies) as comma-separated

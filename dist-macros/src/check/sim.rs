@@ -183,10 +183,11 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
 /// A collective that `with` reach and `without` do not.
 fn reached_by_some(ev: &Ev, desc: &str, with: &[usize], without: &[usize], n: usize) -> syn::Error {
     ev.site().error(format!(
-        "`{}` on {desc} is reached by {} but not by {} at world size {n}: a collective must be called by \
+        "`{}`{} on {desc} is reached by {} but not by {} at world size {n}: a collective must be called by \
          every rank of its communicator, in the same order; call it outside the rank-dependent branch, or on a \
          subgroup of the ranks that reach it",
         ev.call(),
+        ev.site().helper_note(),
         ranks(with),
         ranks(without),
     ))
@@ -319,10 +320,11 @@ fn unmatched(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
             let ev = sends[recvs.len()];
             let hint = near_miss(&ch, comm, *src, *dst, tag, false);
             errs.push(ev.site().error(format!(
-                "this `{}` from rank {src} to rank {dst} ({td}{on}) has no matching `recv` at world size {n}: \
+                "this `{}`{} from rank {src} to rank {dst} ({td}{on}) has no matching `recv` at world size {n}: \
                  rank {src} sends {} to rank {dst} with {td}, and rank {dst} {}{hint}; add the `recv` on \
                  rank {dst} or remove the send",
                 ev.call(),
+                ev.site().helper_note(),
                 msgs(sends.len()),
                 posts(recvs.len()),
             )));
@@ -330,10 +332,11 @@ fn unmatched(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
             let ev = recvs[sends.len()];
             let hint = near_miss(&ch, comm, *src, *dst, tag, true);
             errs.push(ev.site().error(format!(
-                "this `{}` on rank {dst} from rank {src} ({td}{on}) has no matching `send` at world size {n}: \
+                "this `{}`{} on rank {dst} from rank {src} ({td}{on}) has no matching `send` at world size {n}: \
                  rank {dst} expects {} from rank {src} with {td}, and rank {src} sends {}{hint}; it would \
                  wait forever",
                 ev.call(),
+                ev.site().helper_note(),
                 msgs(recvs.len()),
                 if sends.is_empty() { "none".to_string() } else { msgs(sends.len()) },
             )));

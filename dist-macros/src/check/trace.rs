@@ -5,6 +5,14 @@ use syn::Expr;
 
 thread_local! {
     static LINES_KNOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// Where each helper of another file is defined ("src/comms.rs:12"), by name.
+    static HELPERS_AT: std::cell::RefCell<std::collections::HashMap<String, String>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Records where the helpers of other files are defined (for messages).
+pub fn set_helpers_at(at: std::collections::HashMap<String, String>) {
+    HELPERS_AT.with(|h| *h.borrow_mut() = at);
 }
 
 /// Whether spans carry real line numbers in this expansion (set once per check).
@@ -45,10 +53,24 @@ impl<'a> Site<'a> {
     pub fn loc(&self) -> String {
         let at = if lines_known() { format!("line {}", self.line()) } else { "the call marked here".into() };
         match self.inside {
-            Some(h) => format!("{at}, inside `{h}`"),
+            Some(h) => match HELPERS_AT.with(|m| m.borrow().get(&h.to_string()).cloned()) {
+                Some(def) => format!("{at}, inside `{h}` ({def})"),
+                None => format!("{at}, inside `{h}`"),
+            },
             None => at,
         }
     }
+    /// " (inside `helper`, src/comms.rs:12)" for a call inside a helper, else "".
+    pub fn helper_note(&self) -> String {
+        match self.inside {
+            Some(h) => match HELPERS_AT.with(|m| m.borrow().get(&h.to_string()).cloned()) {
+                Some(def) => format!(" (inside `{h}`, {def})"),
+                None => format!(" (inside `{h}`)"),
+            },
+            None => String::new(),
+        }
+    }
+
     /// The call's tokens.
     pub fn tokens(&self) -> proc_macro2::TokenStream {
         self.node.to_token_stream()

@@ -5,6 +5,7 @@ use dist_runtime::prelude::*;
 
 pub mod bench;
 pub mod comms;
+pub mod parallel;
 
 /// Every rank contributes its rank + 1; the sum is n(n+1)/2 on every rank.
 #[spmd]

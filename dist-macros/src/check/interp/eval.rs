@@ -90,6 +90,18 @@ impl<'a> Interp<'a> {
                     ("Some", V::Opt(Some(x))) if ts.elems.len() == 1 => self.bind(&ts.elems[0], *x),
                     ("Some", V::Opt(None)) => Some(false),
                     ("Ok", x) if ts.elems.len() == 1 && x != V::Err => self.bind(&ts.elems[0], x),
+                    (_, V::Struct(_, fields)) => {
+                        let mut all = Some(true);
+                        for (i, p) in ts.elems.iter().enumerate() {
+                            let x =
+                                fields.iter().find(|(k, _)| *k == i.to_string()).map_or(V::opaque(), |f| f.1.clone());
+                            match self.bind(p, x) {
+                                Some(true) => {}
+                                r => all = if all == Some(false) || r == Some(false) { Some(false) } else { None },
+                            }
+                        }
+                        all
+                    }
                     (_, other) => {
                         let o = V::taint(&[&other]);
                         for p in &ts.elems {
@@ -98,6 +110,31 @@ impl<'a> Interp<'a> {
                         None
                     }
                 }
+            }
+            Pat::Struct(ps) => {
+                let fields = match v {
+                    V::Struct(_, fields) => fields,
+                    other => {
+                        let o = V::taint(&[&other]);
+                        for f in &ps.fields {
+                            self.bind_opaque(&f.pat, &o);
+                        }
+                        return None;
+                    }
+                };
+                let mut all = Some(true);
+                for f in &ps.fields {
+                    let name = match &f.member {
+                        syn::Member::Named(i) => i.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    };
+                    let x = fields.iter().find(|(k, _)| *k == name).map_or(V::opaque(), |f| f.1.clone());
+                    match self.bind(&f.pat, x) {
+                        Some(true) => {}
+                        r => all = if all == Some(false) || r == Some(false) { Some(false) } else { None },
+                    }
+                }
+                all
             }
             Pat::Path(p) => match (last_seg(&p.path).as_str(), &v) {
                 ("None", V::Opt(x)) => Some(x.is_none()),
@@ -308,6 +345,16 @@ impl<'a> Interp<'a> {
                         items.get(i.index as usize).cloned().unwrap_or(V::opaque())
                     }
                     (syn::Member::Named(m), V::Status(Some(src))) if m == "source" => V::Int(src),
+                    (member, V::Struct(_, fields)) => {
+                        let name = match member {
+                            syn::Member::Named(i) => i.to_string(),
+                            syn::Member::Unnamed(i) => i.index.to_string(),
+                        };
+                        match fields.into_iter().find(|(k, _)| *k == name) {
+                            Some((_, v)) => v,
+                            None => V::opaque(),
+                        }
+                    }
                     (_, b) => V::taint(&[&b]),
                 })
             }
@@ -378,14 +425,31 @@ impl<'a> Interp<'a> {
             Expr::Call(c) => self.call(e, c),
             Expr::Macro(m) => self.mac(&m.mac),
             Expr::Struct(s) => {
-                let mut vals = Vec::new();
+                let mut fields: Vec<(String, V<'a>)> = Vec::new();
                 for f in &s.fields {
-                    vals.push(self.expr(&f.expr)?);
+                    let name = match &f.member {
+                        syn::Member::Named(i) => i.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    };
+                    fields.push((name, self.expr(&f.expr)?));
                 }
                 if let Some(rest) = &s.rest {
-                    vals.push(self.expr(rest)?);
+                    match self.expr(rest)? {
+                        V::Struct(_, more) => {
+                            for (k, v) in more {
+                                if !fields.iter().any(|(f, _)| *f == k) {
+                                    fields.push((k, v));
+                                }
+                            }
+                        }
+                        other => fields.push(("..".into(), V::taint(&[&other]))),
+                    }
                 }
-                Ok(V::taint(&vals.iter().collect::<Vec<_>>()))
+                let mut ty = last_seg(&s.path);
+                if ty == "Self" {
+                    ty = self.self_ty.last().cloned().unwrap_or(ty);
+                }
+                Ok(V::Struct(ty, fields))
             }
             Expr::Async(_) | Expr::Await(_) | Expr::TryBlock(_) | Expr::Yield(_) => {
                 if mentions_comm(self, &e.to_token_stream()) {
@@ -434,6 +498,27 @@ impl<'a> Interp<'a> {
     }
 
     /// `x = v`, `x += v`: only plain names are tracked.
+    /// The value a place expression (`x`, `x.f`, `(x)`) holds now, without evaluating
+    /// anything that could have effects.
+    pub(super) fn place_value(&self, place: &Expr) -> Option<V<'a>> {
+        match place {
+            Expr::Path(p) => self.lookup(&p.path.get_ident()?.to_string()).cloned(),
+            Expr::Paren(p) => self.place_value(&p.expr),
+            Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.place_value(&u.expr),
+            Expr::Field(f) => match self.place_value(&f.base)? {
+                V::Struct(_, fields) => {
+                    let name = match &f.member {
+                        syn::Member::Named(i) => i.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    };
+                    fields.into_iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     pub(super) fn store(&mut self, place: &'a Expr, v: V<'a>) -> Result<(), Flow<'a>> {
         match place {
             Expr::Path(p) if p.path.segments.len() == 1 => {
@@ -442,6 +527,19 @@ impl<'a> Interp<'a> {
             }
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.store(&u.expr, v),
             Expr::Paren(p) => self.store(&p.expr, v),
+            // `s.f = v` (and `self.a.b = v`) on a struct the check follows.
+            Expr::Field(f) if matches!(self.place_value(&f.base), Some(V::Struct(..))) => {
+                let Some(V::Struct(ty, mut fields)) = self.place_value(&f.base) else { unreachable!() };
+                let name = match &f.member {
+                    syn::Member::Named(i) => i.to_string(),
+                    syn::Member::Unnamed(i) => i.index.to_string(),
+                };
+                match fields.iter_mut().find(|(k, _)| *k == name) {
+                    Some(slot) => slot.1 = v,
+                    None => fields.push((name, v)),
+                }
+                self.store(&f.base, V::Struct(ty, fields))
+            }
             other => {
                 // `a[i] = ..`, `s.f = ..`: the place is data; evaluate its parts for effects.
                 if v.has_comm() {
@@ -742,15 +840,39 @@ impl<'a> Interp<'a> {
     /// Calls a nested fn or a file helper: `call` is the call expression, whose `&mut x`
     /// arguments get back the value the helper left in the matching parameter.
     pub(super) fn apply_fn(&mut self, f: &'a ItemFn, call: &'a syn::ExprCall, args: Vec<V<'a>>) -> R<'a> {
+        self.apply_with(f, call.args.iter().collect(), args, None)
+    }
+
+    /// Runs `f` with `args` (whose source expressions are `exprs`, the receiver first
+    /// for a method), in a fresh scope; hands back what it wrote through `&mut`
+    /// parameters (and `&mut self`) to the caller's places. `self_ty`: the type of a
+    /// method's `Self`.
+    pub(super) fn apply_with(
+        &mut self,
+        f: &'a ItemFn,
+        exprs: Vec<&'a Expr>,
+        args: Vec<V<'a>>,
+        self_ty: Option<String>,
+    ) -> R<'a> {
         // A nested fn sees only its parameters (and other items), not the caller's locals.
         let saved = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
         for (a, v) in f.sig.inputs.iter().zip(args) {
-            if let FnArg::Typed(pt) = a {
-                self.bind(&pt.pat, v);
-                self.note_elem(&Pat::Type(pt.clone()), None);
+            match a {
+                FnArg::Typed(pt) => {
+                    self.bind(&pt.pat, v);
+                    self.note_elem(&Pat::Type(pt.clone()), None);
+                }
+                FnArg::Receiver(_) => self.define("self".into(), v),
             }
         }
+        let pushed = self_ty.is_some();
+        if let Some(t) = self_ty {
+            self.self_ty.push(t);
+        }
         let r = self.block(&f.block);
+        if pushed {
+            self.self_ty.pop();
+        }
         // What the parameters hold at the end (the body's own `let`s are in inner scopes).
         let outs: Vec<Option<V<'a>>> = f
             .sig
@@ -758,7 +880,7 @@ impl<'a> Interp<'a> {
             .iter()
             .map(|a| match a {
                 FnArg::Typed(pt) => pat_ident(&pt.pat).and_then(|n| self.scopes[0].get(&n).cloned()),
-                FnArg::Receiver(_) => None,
+                FnArg::Receiver(_) => self.scopes[0].get("self").cloned(),
             })
             .collect();
         self.scopes = saved;
@@ -767,7 +889,18 @@ impl<'a> Interp<'a> {
             r => r,
         }?;
         // Writes through `&mut` parameters reach the caller's variables.
-        for (i, a) in call.args.iter().enumerate() {
+        for (i, (a, p)) in exprs.iter().zip(&f.sig.inputs).enumerate() {
+            if let FnArg::Receiver(rc) = p {
+                // `&mut self`: the method's changes to its fields reach the receiver.
+                if rc.reference.is_some() && rc.mutability.is_some() {
+                    if let Some(v) = outs.get(i).cloned().flatten() {
+                        if self.place_value(a).is_some() {
+                            self.store(a, v)?;
+                        }
+                    }
+                }
+                continue;
+            }
             let Expr::Reference(rf) = a else { continue };
             if rf.mutability.is_none() {
                 continue;
@@ -779,6 +912,37 @@ impl<'a> Interp<'a> {
             }
         }
         Ok(r)
+    }
+
+    /// A method or associated function of a type the check has the source of
+    /// (`impl Trainer { fn step(&self) }`, `ParallelState::new(&world)`): run like a
+    /// helper, with `self` bound to the receiver.
+    pub(super) fn apply_method(
+        &mut self,
+        e: &'a Expr,
+        key: &str,
+        exprs: Vec<&'a Expr>,
+        args: Vec<V<'a>>,
+    ) -> Option<R<'a>> {
+        let f = self.file_fns.get(key)?;
+        if self.via.len() > 16 {
+            return Some(Err(undecidable(e, format!("calls into `{key}` nested more than 16 deep"))));
+        }
+        let ty = key.split_once("::").map(|(t, _)| t.to_string());
+        let quiet = self.quiet_helper(f, &args);
+        if quiet {
+            self.quota = Some(self.steps + super::summary::QUOTA);
+        }
+        self.via.push((e, &f.sig.ident));
+        let r = self.apply_with(f, exprs, args, ty);
+        self.via.pop();
+        if quiet {
+            self.quota = None;
+            if let Err(Flow::OverQuota) = r {
+                return Some(Ok(V::opaque()));
+            }
+        }
+        Some(r)
     }
 
     pub(super) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
@@ -821,6 +985,27 @@ impl<'a> Interp<'a> {
                 Some(V::Closure(cl)) => self.apply_closure(cl, args)?,
                 _ => self.opaque_call(e, &path_str(&p.path), &args)?,
             },
+            Expr::Path(p) if p.path.segments.len() >= 2 => {
+                // `Type::f(..)`, `Self::f(..)`, `module::f(..)`: functions whose source
+                // the check has (the package's files).
+                let n = p.path.segments.len();
+                let (ty, f) = (p.path.segments[n - 2].ident.to_string(), p.path.segments[n - 1].ident.to_string());
+                let ty = if ty == "Self" { self.self_ty.last().cloned().unwrap_or(ty) } else { ty };
+                let key = format!("{ty}::{f}");
+                if let Some(r) = self.apply_method(e, &key, c.args.iter().collect(), args.clone()) {
+                    return r;
+                }
+                if self.file_fns.contains_key(&f)
+                    && self.file_fns.get(&key).is_none()
+                    && ty.chars().next().is_some_and(|ch| ch.is_lowercase())
+                {
+                    // `module::helper(..)`: a free function of another module file.
+                    if let Some(r) = self.apply_method(e, &f, c.args.iter().collect(), args.clone()) {
+                        return r;
+                    }
+                }
+                self.known_call(e, &p.path, args)?
+            }
             Expr::Path(p) => self.known_call(e, &p.path, args)?,
             func => match self.expr(func)? {
                 V::Closure(cl) => self.apply_closure(cl, args)?,

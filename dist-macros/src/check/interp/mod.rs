@@ -77,6 +77,8 @@ pub struct Interp<'a> {
     pub any_sources: HashMap<usize, usize>,
     /// The step count past which the quiet region being run is summarised (`summary.rs`).
     quota: Option<u64>,
+    /// The `Self` type of the methods being run, innermost last.
+    self_ty: Vec<String>,
 }
 
 fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
@@ -131,6 +133,7 @@ impl<'a> Interp<'a> {
             size,
             any_sources: HashMap::new(),
             quota: None,
+            self_ty: Vec::new(),
             scopes: vec![HashMap::new()],
             comms: vec![CommInst {
                 key: "world".into(),

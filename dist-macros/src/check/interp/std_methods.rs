@@ -9,6 +9,16 @@ impl<'a> Interp<'a> {
     pub(super) fn method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall) -> R<'a> {
         let recv = self.expr(&mc.receiver)?;
         let m = mc.method.to_string();
+        if let V::Struct(ty, _) = &recv {
+            let key = format!("{ty}::{m}");
+            if self.file_fns.contains_key(&key) {
+                let mut args = vec![recv.clone()];
+                args.extend(self.args(&mc.args)?);
+                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
+                exprs.extend(mc.args.iter());
+                return self.apply_method(e, &key, exprs, args).expect("present");
+            }
+        }
         match recv {
             V::Comm(c) => {
                 let r = self.comm_method(e, mc, c, &m)?;

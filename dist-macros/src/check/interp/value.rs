@@ -30,6 +30,9 @@ pub enum V<'a> {
     /// `Err(..)`: returning it ends the rank with an error.
     Err,
     Closure(Closure<'a>),
+    /// A struct value (`ParallelState { dp, tp }`, a tuple struct's fields as "0", "1"):
+    /// its type's name and its fields, followed like variables.
+    Struct(String, Vec<(String, V<'a>)>),
     /// The `Status` of a receive from any source: its sender's communicator rank when
     /// the check resolved it (its count is data).
     Status(Option<i128>),
@@ -48,6 +51,7 @@ impl<'a> V<'a> {
         match self {
             V::Comm(_) | V::Batch(_) | V::Opaque { comm: true } => true,
             V::Tuple(v) | V::List(v) => v.iter().any(V::has_comm),
+            V::Struct(_, fields) => fields.iter().any(|(_, v)| v.has_comm()),
             V::Opt(Some(v)) => v.has_comm(),
             _ => false,
         }
@@ -160,6 +164,7 @@ pub(super) fn req_ids(v: &V) -> Vec<usize> {
     match v {
         V::Req(ids) => ids.clone(),
         V::List(l) | V::Tuple(l) => l.iter().flat_map(req_ids).collect(),
+        V::Struct(_, f) => f.iter().flat_map(|(_, v)| req_ids(v)).collect(),
         _ => vec![],
     }
 }
