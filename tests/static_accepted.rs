@@ -506,7 +506,7 @@ fn structs_and_request_lists(world: Comm<World>) -> dist_runtime::Result<()> {
     assert_eq!(t.steps, 3);
     // Requests collected in a Vec, waited together.
     let mine = [r as u32];
-    let mut got = vec![[0u32]; 2];
+    let mut got = [[0u32]; 2];
     {
         let mut reqs = Vec::new();
         let (a, b) = got.split_at_mut(1);
