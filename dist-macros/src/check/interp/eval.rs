@@ -931,14 +931,29 @@ impl<'a> Interp<'a> {
         let ty = key.split_once("::").map(|(t, _)| t.to_string());
         let quiet = self.quiet_helper(f, &args);
         if quiet {
-            self.quota = Some(self.steps + super::summary::QUOTA);
+            self.enter_quiet();
         }
         self.via.push((e, &f.sig.ident));
-        let r = self.apply_with(f, exprs, args, ty);
+        let r = self.apply_with(f, exprs.clone(), args, ty);
         self.via.pop();
+        let r = if quiet { self.leave_quiet(r) } else { r };
         if quiet {
-            self.quota = None;
             if let Err(Flow::OverQuota) = r {
+                if self.outer_over() {
+                    return Some(r);
+                }
+            }
+            if let Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) = r {
+                for (a, p) in exprs.iter().zip(&f.sig.inputs) {
+                    // What it could write: `&mut` arguments, and a `&mut self` receiver.
+                    let mutable = match p {
+                        FnArg::Receiver(rc) => rc.mutability.is_some(),
+                        FnArg::Typed(_) => matches!(a, Expr::Reference(r) if r.mutability.is_some()),
+                    };
+                    if let (true, Some(name)) = (mutable, place_root(a)) {
+                        self.clobber(&name, false);
+                    }
+                }
                 return Some(Ok(V::opaque()));
             }
         }
@@ -959,7 +974,7 @@ impl<'a> Interp<'a> {
                     // its result and what it writes through `&mut` are data.
                     let quiet = self.quiet_helper(f, &args);
                     if quiet {
-                        self.quota = Some(self.steps + super::summary::QUOTA);
+                        self.enter_quiet();
                     }
                     let file = !self.fns.contains_key(&name);
                     if file {
@@ -970,9 +985,14 @@ impl<'a> Interp<'a> {
                     if file {
                         self.via.pop();
                     }
+                    let r = if quiet { self.leave_quiet(r) } else { r };
                     if quiet {
-                        self.quota = None;
-                        if let Err(Flow::OverQuota) = r {
+                        if matches!(r, Err(Flow::OverQuota)) && self.outer_over() {
+                            return r;
+                        }
+                        // Too long, or data the check cannot follow: in code that cannot
+                        // communicate, either is just data.
+                        if let Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) = r {
                             self.clobber_loans(&c.args, false);
                             return Ok(V::opaque());
                         }

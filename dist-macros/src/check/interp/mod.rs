@@ -75,8 +75,9 @@ pub struct Interp<'a> {
     /// The sender (world rank) of each receive from any source, by event id, as the
     /// previous pass resolved it: its status then names that rank.
     pub any_sources: HashMap<usize, usize>,
-    /// The step count past which the quiet region being run is summarised (`summary.rs`).
-    quota: Option<u64>,
+    /// The step counts past which the quiet regions being run are summarised, outermost
+    /// first (`summary.rs`).
+    quotas: Vec<u64>,
     /// The `Self` type of the methods being run, innermost last.
     self_ty: Vec<String>,
 }
@@ -132,7 +133,7 @@ impl<'a> Interp<'a> {
             rank,
             size,
             any_sources: HashMap::new(),
-            quota: None,
+            quotas: Vec::new(),
             self_ty: Vec::new(),
             scopes: vec![HashMap::new()],
             comms: vec![CommInst {
@@ -216,7 +217,7 @@ impl<'a> Interp<'a> {
     fn tick(&mut self, at: &impl ToTokens) -> Result<(), Flow<'a>> {
         self.steps += 1;
         TOTAL_STEPS.with(|t| t.set(t.get() + 1));
-        if self.quota.is_some_and(|q| self.steps > q) {
+        if self.quotas.last().is_some_and(|&q| self.steps > q) {
             return Err(Flow::OverQuota);
         }
         if self.steps > STEP_BUDGET {

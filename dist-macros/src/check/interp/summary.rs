@@ -13,6 +13,11 @@ use syn::visit::Visit;
 /// Steps a quiet region may take before it is summarised.
 pub(super) const QUOTA: u64 = 20_000;
 
+/// Steps a quiet region inside another may take (a helper's inner loop, a method
+/// filling a buffer): it is summarised on its own, so the outer one keeps what it
+/// computes itself (a list's length, a count) while the total stays within [`QUOTA`].
+const NESTED_QUOTA: u64 = 2_000;
+
 thread_local! {
     /// `may_communicate` by the address of the syntax node, for one check (`reset`).
     static QUIET: std::cell::RefCell<HashMap<usize, bool>> = std::cell::RefCell::new(HashMap::new());
@@ -130,15 +135,15 @@ impl<'a> Interp<'a> {
     /// Runs `f` (a loop over `body`) under the quota if `body` is quiet: past the quota,
     /// the variables it writes become opaque and the loop's value is opaque.
     pub(super) fn summarised_loop(&mut self, body: &impl ToTokens, f: impl FnOnce(&mut Self) -> R<'a>) -> R<'a> {
-        if self.quota.is_some() || may_communicate(body) || mentions_comm(self, &body.to_token_stream()) {
+        if may_communicate(body) || mentions_comm(self, &body.to_token_stream()) {
             return f(self);
         }
         let before = self.scopes.clone();
-        self.quota = Some(self.steps + QUOTA);
+        self.enter_quiet();
         let r = f(self);
-        self.quota = None;
-        match r {
-            Err(Flow::OverQuota) => {
+        match self.leave_quiet(r) {
+            Err(Flow::OverQuota) if self.outer_over() => Err(Flow::OverQuota),
+            Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) => {
                 // What it wrote so far (through closures too), and what it writes at all.
                 let mut changed = written(body);
                 for (depth, s) in self.scopes.iter().enumerate() {
@@ -160,6 +165,29 @@ impl<'a> Interp<'a> {
 
     /// Whether a call to the helper `f` with `args` may be summarised.
     pub(super) fn quiet_helper(&self, f: &ItemFn, args: &[V<'a>]) -> bool {
-        self.quota.is_none() && !args.iter().any(V::has_comm) && !may_communicate(&f.block)
+        !args.iter().any(V::has_comm) && !may_communicate(&f.block)
+    }
+
+    /// Starts a quiet region: [`QUOTA`] steps, or [`NESTED_QUOTA`] inside another
+    /// (never past the outer one's limit).
+    pub(super) fn enter_quiet(&mut self) {
+        let limit = match self.quotas.last() {
+            Some(&outer) => outer.min(self.steps + NESTED_QUOTA),
+            None => self.steps + QUOTA,
+        };
+        self.quotas.push(limit);
+    }
+
+    /// Ends a quiet region (its result passes through; an `OverQuota` is this region's
+    /// to summarise unless [`outer_over`](Self::outer_over) says an outer one ran out).
+    pub(super) fn leave_quiet(&mut self, r: R<'a>) -> R<'a> {
+        self.quotas.pop();
+        r
+    }
+
+    /// Whether an `OverQuota` that ended a region belongs to an outer region (which must
+    /// then be summarised as a whole).
+    pub(super) fn outer_over(&self) -> bool {
+        self.quotas.last().is_some_and(|&q| self.steps > q)
     }
 }
