@@ -84,7 +84,24 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
     let a = a.expect("parsed");
     let expanded = spmd_expand(&f);
     if !a.unchecked {
-        if let Err(e) = check::communication(&f, &check::sizes(a.sizes), a.strict) {
+        let (t, s0) = (std::time::Instant::now(), check::steps());
+        let r = check::communication(&f, &check::sizes(a.sizes), a.strict);
+        // `DIST_CHECK_TIMES=FILE`: one line per checked entry (for docs/static-checks.md).
+        if let Some(path) = std::env::var_os("DIST_CHECK_TIMES") {
+            use std::io::Write;
+            let file = f.sig.ident.span().local_file().map(|p| p.display().to_string()).unwrap_or_default();
+            let line = format!(
+                "{file}\t{}\t{:.1} ms\t{} steps\t{}\n",
+                f.sig.ident,
+                t.elapsed().as_secs_f64() * 1e3,
+                check::steps() - s0,
+                if r.is_ok() { "ok" } else { "error" }
+            );
+            if let Ok(mut out) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+                let _ = out.write_all(line.as_bytes());
+            }
+        }
+        if let Err(e) = r {
             return with_error(expanded, e);
         }
     }

@@ -30,6 +30,11 @@ enum SizeResult {
     Problems(Vec<syn::Error>),
 }
 
+/// Interpreter steps taken on this thread so far (for cost reports).
+pub fn steps() -> u64 {
+    interp::total_steps()
+}
+
 /// The larger sizes checked by default after 1..=8 (even and odd, powers of two and
 /// not), each while the check has cost less than [`SPREAD_STEPS`] so far.
 const SPREAD: [usize; 5] = [12, 16, 17, 32, 64];
@@ -77,6 +82,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> syn::Result<(
     let no_splits = Splits::new();
     let consts = interp::eval_consts(&consts, &no_splits, &macros, &file);
     for &n in sizes {
+        interp::reset_size();
         if default && n > 8 && interp::total_steps() - start > SPREAD_STEPS {
             break;
         }

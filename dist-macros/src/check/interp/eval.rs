@@ -930,13 +930,25 @@ impl<'a> Interp<'a> {
         }
         let ty = key.split_once("::").map(|(t, _)| t.to_string());
         let quiet = self.quiet_helper(f, &args);
-        if quiet {
-            self.enter_quiet();
+        let key = f as *const ItemFn as usize;
+        let r = if quiet && super::summary::overflowed(key) {
+            Err(Flow::OverQuota)
+        } else {
+            if quiet {
+                self.enter_quiet();
+            }
+            self.via.push((e, &f.sig.ident));
+            let r = self.apply_with(f, exprs.clone(), args, ty);
+            self.via.pop();
+            if quiet {
+                self.leave_quiet(r)
+            } else {
+                r
+            }
+        };
+        if quiet && matches!(r, Err(Flow::OverQuota)) && !self.outer_over() {
+            super::summary::note_overflow(key);
         }
-        self.via.push((e, &f.sig.ident));
-        let r = self.apply_with(f, exprs.clone(), args, ty);
-        self.via.pop();
-        let r = if quiet { self.leave_quiet(r) } else { r };
         if quiet {
             if let Err(Flow::OverQuota) = r {
                 if self.outer_over() {
@@ -973,19 +985,31 @@ impl<'a> Interp<'a> {
                     // A helper that cannot communicate runs under a quota, past which
                     // its result and what it writes through `&mut` are data.
                     let quiet = self.quiet_helper(f, &args);
-                    if quiet {
-                        self.enter_quiet();
+                    let key = f as *const ItemFn as usize;
+                    let r = if quiet && super::summary::overflowed(key) {
+                        Err(Flow::OverQuota)
+                    } else {
+                        if quiet {
+                            self.enter_quiet();
+                        }
+                        let file = !self.fns.contains_key(&name);
+                        if file {
+                            self.via.push((e, &f.sig.ident));
+                        }
+                        // Helpers the check runs hand back what they wrote through `&mut`.
+                        let r = self.apply_fn(f, c, args);
+                        if file {
+                            self.via.pop();
+                        }
+                        if quiet {
+                            self.leave_quiet(r)
+                        } else {
+                            r
+                        }
+                    };
+                    if quiet && matches!(r, Err(Flow::OverQuota)) && !self.outer_over() {
+                        super::summary::note_overflow(key);
                     }
-                    let file = !self.fns.contains_key(&name);
-                    if file {
-                        self.via.push((e, &f.sig.ident));
-                    }
-                    // Helpers the check runs hand back what they wrote through `&mut`.
-                    let r = self.apply_fn(f, c, args);
-                    if file {
-                        self.via.pop();
-                    }
-                    let r = if quiet { self.leave_quiet(r) } else { r };
                     if quiet {
                         if matches!(r, Err(Flow::OverQuota)) && self.outer_over() {
                             return r;

@@ -17,7 +17,7 @@ mod macros;
 mod model;
 mod std_methods;
 mod summary;
-pub use summary::reset as reset_caches;
+pub use summary::{reset as reset_caches, reset_size};
 mod value;
 
 use eval::{mut_loans, place_root};

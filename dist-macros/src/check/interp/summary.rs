@@ -21,12 +21,62 @@ const NESTED_QUOTA: u64 = 2_000;
 thread_local! {
     /// `may_communicate` by the address of the syntax node, for one check (`reset`).
     static QUIET: std::cell::RefCell<HashMap<usize, bool>> = std::cell::RefCell::new(HashMap::new());
+    /// Quiet regions (by the address of their syntax) that ran out of steps at this world
+    /// size: summarised at once on the next ranks (always sound: running one only adds
+    /// precision), so a training loop's arithmetic costs one rank's quota per size.
+    static OVERFLOWED: std::cell::RefCell<std::collections::HashSet<usize>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+    /// The identifiers of a syntax node, by its address, for one check.
+    static IDENTS: std::cell::RefCell<HashMap<usize, std::rc::Rc<Vec<String>>>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
+/// The identifiers in `node` (deduplicated), computed once per node.
+fn idents<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
+    let key = node as *const T as usize;
+    if let Some(v) = IDENTS.with(|m| m.borrow().get(&key).cloned()) {
+        return v;
+    }
+    fn walk(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
+        for t in ts {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(node.to_token_stream(), &mut out);
+    out.sort();
+    out.dedup();
+    let v = std::rc::Rc::new(out);
+    IDENTS.with(|m| m.borrow_mut().insert(key, v.clone()));
+    v
 }
 
 /// Forgets the cache of [`may_communicate`] (at the start of each check: addresses of
-/// another entry point's syntax may be reused).
+/// another entry point's syntax may be reused) and the regions that overflowed.
 pub fn reset() {
     QUIET.with(|q| q.borrow_mut().clear());
+    IDENTS.with(|m| m.borrow_mut().clear());
+    reset_size();
+}
+
+/// Forgets which regions overflowed (at each world size: a region may be cheap at a
+/// smaller one).
+pub fn reset_size() {
+    OVERFLOWED.with(|o| o.borrow_mut().clear());
+}
+
+/// Whether the region at `key` ran out of steps before at this size.
+pub(super) fn overflowed(key: usize) -> bool {
+    OVERFLOWED.with(|o| o.borrow().contains(&key))
+}
+
+/// Notes that the region at `key` ran out of steps.
+pub(super) fn note_overflow(key: usize) {
+    OVERFLOWED.with(|o| o.borrow_mut().insert(key));
 }
 
 /// [`may_communicate_uncached`], once per syntax node.
@@ -135,13 +185,22 @@ impl<'a> Interp<'a> {
     /// Runs `f` (a loop over `body`) under the quota if `body` is quiet: past the quota,
     /// the variables it writes become opaque and the loop's value is opaque.
     pub(super) fn summarised_loop(&mut self, body: &impl ToTokens, f: impl FnOnce(&mut Self) -> R<'a>) -> R<'a> {
-        if may_communicate(body) || mentions_comm(self, &body.to_token_stream()) {
+        if may_communicate(body) || idents(body).iter().any(|i| self.lookup(i).is_some_and(V::has_comm)) {
             return f(self);
         }
+        let key = body as *const _ as *const u8 as usize;
         let before = self.scopes.clone();
-        self.enter_quiet();
-        let r = f(self);
-        match self.leave_quiet(r) {
+        let r = if overflowed(key) {
+            Err(Flow::OverQuota)
+        } else {
+            self.enter_quiet();
+            let r = f(self);
+            self.leave_quiet(r)
+        };
+        if matches!(r, Err(Flow::OverQuota)) && !self.outer_over() {
+            note_overflow(key);
+        }
+        match r {
             Err(Flow::OverQuota) if self.outer_over() => Err(Flow::OverQuota),
             Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) => {
                 // What it wrote so far (through closures too), and what it writes at all.
