@@ -171,7 +171,13 @@ fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                 Ev::Coll { op, .. } => op.clone(),
                 _ => None,
             };
-            if let Some(e) = mismatch(&root, "root").or_else(|| mismatch(&op, "op")) {
+            let len = |e: &Ev| match e {
+                Ev::Coll { len, .. } => len.map(|l| l.to_string()),
+                _ => None,
+            };
+            if let Some(e) =
+                mismatch(&root, "root").or_else(|| mismatch(&op, "op")).or_else(|| mismatch(&len, "buffer length"))
+            {
                 errs.push(e);
                 break;
             }

@@ -115,6 +115,8 @@ pub enum Ev<'a> {
         kind: &'static str,
         root: Option<i128>,
         op: Option<String>,
+        /// The length of the buffer every rank must pass alike, where evaluable.
+        len: Option<i128>,
         site: Site<'a>,
     },
     /// Blocks until the posted events `ids` complete.

@@ -208,7 +208,20 @@ impl<'a> Interp<'a> {
                     _ => None,
                 }),
             };
-            let id = self.post_coll(e, c, m.trim_end_matches("_async"), root, op)?;
+            // The first buffer of these is the same length on every rank.
+            let base = m.trim_end_matches("_async");
+            let uniform = matches!(
+                base,
+                "all_reduce" | "broadcast" | "reduce" | "all_gather" | "reduce_scatter" | "all_to_all" | "scan" | "exscan"
+            );
+            let len = match args.first() {
+                Some(V::List(items)) if uniform => Some(items.len() as i128),
+                _ => None,
+            };
+            let id = self.post_coll(e, c, base, root, op)?;
+            if let Some(Ev::Coll { len: l, .. }) = self.events.last_mut() {
+                *l = len;
+            }
             if !spec.blocking {
                 return Ok(V::Req(vec![id]));
             }
@@ -388,6 +401,7 @@ impl<'a> Interp<'a> {
             kind: call_name(kind),
             root,
             op,
+            len: None,
             site: self.site(e),
         });
         Ok(id)
@@ -429,6 +443,7 @@ impl<'a> Interp<'a> {
             kind: call_name(m),
             root: None,
             op: None,
+            len: None,
             site: self.site(e),
         });
         self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
