@@ -212,7 +212,14 @@ impl<'a> Interp<'a> {
             let base = m.trim_end_matches("_async");
             let uniform = matches!(
                 base,
-                "all_reduce" | "broadcast" | "reduce" | "all_gather" | "reduce_scatter" | "all_to_all" | "scan" | "exscan"
+                "all_reduce"
+                    | "broadcast"
+                    | "reduce"
+                    | "all_gather"
+                    | "reduce_scatter"
+                    | "all_to_all"
+                    | "scan"
+                    | "exscan"
             );
             let len = match args.first() {
                 Some(V::List(items)) if uniform => Some(items.len() as i128),
