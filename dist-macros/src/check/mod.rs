@@ -220,7 +220,8 @@ fn same_file_items(f: &ItemFn) -> (HashMap<String, ItemFn>, Vec<syn::ItemConst>)
     items.file(&path, &f.sig.ident.to_string(), 0);
     // A binary of a package with a library crate: the library's module tree too
     // (`use trainer::comms::ParallelState` in src/main.rs).
-    if let Some(lib) = library_of(&path) {
+    let binary = path.file_stem().is_some_and(|s| s == "main") || path.parent().is_some_and(|p| p.ends_with("bin"));
+    if let Some(lib) = library_of(&path).filter(|_| binary) {
         if lib != path {
             items.file(&lib, "", 0);
         }

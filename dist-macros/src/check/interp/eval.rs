@@ -975,6 +975,8 @@ impl<'a> Interp<'a> {
     pub(super) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
         let args = self.args(&c.args)?;
         let r = match &*c.func {
+            // dist's own functions are known by name, never read from source.
+            Expr::Path(p) if is_dist_fn(&p.path) => self.known_call(e, &p.path, args)?,
             Expr::Path(p) if p.path.segments.len() == 1 && self.lookup(&path_str(&p.path)).is_none() => {
                 let name = path_str(&p.path);
                 let helper = self.fns.get(&name).copied().or_else(|| self.file_fns.get(&name));
@@ -1166,6 +1168,16 @@ pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
         v => V::Opaque { comm: v.has_comm() },
     }
+}
+
+/// Whether `path` names one of dist's free functions the check knows (`wait_all`,
+/// `dist_runtime::wait_any`, …) or anything under `dist_runtime::`/`std::`: those are
+/// modelled, never interpreted from a source file that happens to define them.
+fn is_dist_fn(path: &syn::Path) -> bool {
+    let first = path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+    let last = last_seg(path);
+    matches!(first.as_str(), "dist_runtime" | "std" | "core" | "alloc")
+        || matches!(last.as_str(), "wait_all" | "wait_any" | "wait_some" | "drop")
 }
 
 /// The scope entry that remembers which communicator's numbering a variable's rank is
