@@ -11,12 +11,12 @@ use quote::ToTokens;
 use syn::visit::Visit;
 
 /// Steps a quiet region may take before it is summarised.
-pub(super) const QUOTA: u64 = 20_000;
+pub(super) const QUOTA: u64 = 5_000;
 
 /// Steps a quiet region inside another may take (a helper's inner loop, a method
 /// filling a buffer): it is summarised on its own, so the outer one keeps what it
 /// computes itself (a list's length, a count) while the total stays within [`QUOTA`].
-const NESTED_QUOTA: u64 = 2_000;
+const NESTED_QUOTA: u64 = 1_000;
 
 thread_local! {
     /// `may_communicate` by the address of the syntax node, for one check (`reset`).
@@ -60,6 +60,7 @@ fn idents<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
 pub fn reset() {
     QUIET.with(|q| q.borrow_mut().clear());
     IDENTS.with(|m| m.borrow_mut().clear());
+    WRITTEN.with(|m| m.borrow_mut().clear());
     reset_size();
 }
 
@@ -131,8 +132,25 @@ fn may_communicate_uncached(node: &impl ToTokens) -> bool {
     f.0
 }
 
+thread_local! {
+    /// `written` by the address of the syntax node, for one check.
+    static WRITTEN: std::cell::RefCell<HashMap<usize, std::rc::Rc<Vec<String>>>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
+/// [`written_uncached`], once per syntax node.
+pub(super) fn written<T: ToTokens>(body: &T) -> std::rc::Rc<Vec<String>> {
+    let key = body as *const T as usize;
+    if let Some(v) = WRITTEN.with(|m| m.borrow().get(&key).cloned()) {
+        return v;
+    }
+    let v = std::rc::Rc::new(written_uncached(body));
+    WRITTEN.with(|m| m.borrow_mut().insert(key, v.clone()));
+    v
+}
+
 /// The variables `body` assigns, changes through a method, or lends mutably.
-pub(super) fn written(body: &impl ToTokens) -> Vec<String> {
+fn written_uncached(body: &impl ToTokens) -> Vec<String> {
     struct W(Vec<String>);
     impl<'ast> Visit<'ast> for W {
         fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
@@ -189,7 +207,6 @@ impl<'a> Interp<'a> {
             return f(self);
         }
         let key = body as *const _ as *const u8 as usize;
-        let before = self.scopes.clone();
         let r = if overflowed(key) {
             Err(Flow::OverQuota)
         } else {
@@ -203,16 +220,15 @@ impl<'a> Interp<'a> {
         match r {
             Err(Flow::OverQuota) if self.outer_over() => Err(Flow::OverQuota),
             Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) => {
-                // What it wrote so far (through closures too), and what it writes at all.
-                let mut changed = written(body);
-                for (depth, s) in self.scopes.iter().enumerate() {
-                    for (k, v) in s {
-                        if before.get(depth).and_then(|b| b.get(k)).is_some_and(|b| b != v) {
-                            changed.push(k.clone());
-                        }
+                // What it writes: in its body, and in the closures it calls (which write
+                // the variables they captured). The values it left behind are forgotten.
+                let mut changed: Vec<String> = written(body).to_vec();
+                for i in idents(body).iter() {
+                    if let Some(V::Closure(cl)) = self.lookup(i) {
+                        let body = &*cl.0.body;
+                        changed.extend(written(body).iter().cloned());
                     }
                 }
-                self.scopes = before;
                 for k in changed {
                     self.clobber(&k, false);
                 }
