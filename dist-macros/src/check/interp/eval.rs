@@ -839,10 +839,6 @@ impl<'a> Interp<'a> {
 
     /// Calls a nested fn or a file helper: `call` is the call expression, whose `&mut x`
     /// arguments get back the value the helper left in the matching parameter.
-    pub(super) fn apply_fn(&mut self, f: &'a ItemFn, call: &'a syn::ExprCall, args: Vec<V<'a>>) -> R<'a> {
-        self.apply_with(f, call.args.iter().collect(), args, None)
-    }
-
     /// Runs `f` with `args` (whose source expressions are `exprs`, the receiver first
     /// for a method), in a fresh scope; hands back what it wrote through `&mut`
     /// parameters (and `&mut self`) to the caller's places. `self_ty`: the type of a
@@ -929,47 +925,51 @@ impl<'a> Interp<'a> {
             return Some(Err(undecidable(e, format!("calls into `{key}` nested more than 16 deep"))));
         }
         let ty = key.split_once("::").map(|(t, _)| t.to_string());
+        Some(self.run_helper(e, f, exprs, args, ty, true))
+    }
+
+    /// Runs a helper (a nested fn, a file function, a method): a helper that cannot
+    /// communicate runs as a quiet region, and when summarised its result is data and so
+    /// is what it could write (`&mut` arguments, a `&mut self` receiver). `via`: report
+    /// what happens inside it at the call (helpers of the package's files).
+    fn run_helper(
+        &mut self,
+        e: &'a Expr,
+        f: &'a ItemFn,
+        exprs: Vec<&'a Expr>,
+        args: Vec<V<'a>>,
+        ty: Option<String>,
+        via: bool,
+    ) -> R<'a> {
         let quiet = self.quiet_helper(f, &args);
-        let key = f as *const ItemFn as usize;
-        let r = if quiet && super::summary::overflowed(key) {
-            Err(Flow::OverQuota)
-        } else {
-            if quiet {
-                self.enter_quiet();
+        let run = |me: &mut Self| {
+            if via {
+                me.via.push((e, &f.sig.ident));
             }
-            self.via.push((e, &f.sig.ident));
-            let r = self.apply_with(f, exprs.clone(), args, ty);
-            self.via.pop();
-            if quiet {
-                self.leave_quiet(r)
-            } else {
-                r
+            let r = me.apply_with(f, exprs.clone(), args, ty);
+            if via {
+                me.via.pop();
             }
+            r
         };
-        if quiet && matches!(r, Err(Flow::OverQuota)) && !self.outer_over() {
-            super::summary::note_overflow(key);
+        if !quiet {
+            return run(self);
         }
-        if quiet {
-            if let Err(Flow::OverQuota) = r {
-                if self.outer_over() {
-                    return Some(r);
-                }
+        if let Some(r) = self.quiet_region(f as *const ItemFn as usize, run) {
+            return r;
+        }
+        for (a, p) in exprs.iter().zip(&f.sig.inputs) {
+            let mut names = Vec::new();
+            match p {
+                FnArg::Receiver(rc) if rc.mutability.is_some() => names.extend(place_root(a)),
+                FnArg::Receiver(_) => {}
+                FnArg::Typed(_) => mut_loans(a, &mut names),
             }
-            if let Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) = r {
-                for (a, p) in exprs.iter().zip(&f.sig.inputs) {
-                    // What it could write: `&mut` arguments, and a `&mut self` receiver.
-                    let mutable = match p {
-                        FnArg::Receiver(rc) => rc.mutability.is_some(),
-                        FnArg::Typed(_) => matches!(a, Expr::Reference(r) if r.mutability.is_some()),
-                    };
-                    if let (true, Some(name)) = (mutable, place_root(a)) {
-                        self.clobber(&name, false);
-                    }
-                }
-                return Some(Ok(V::opaque()));
+            for n in names {
+                self.clobber(&n, false);
             }
         }
-        Some(r)
+        Ok(V::opaque())
     }
 
     pub(super) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
@@ -984,46 +984,9 @@ impl<'a> Interp<'a> {
                     if self.via.len() > 16 {
                         return Err(undecidable(e, format!("calls into `{name}` nested more than 16 deep")));
                     }
-                    // A helper that cannot communicate runs under a quota, past which
-                    // its result and what it writes through `&mut` are data.
-                    let quiet = self.quiet_helper(f, &args);
-                    let key = f as *const ItemFn as usize;
-                    let r = if quiet && super::summary::overflowed(key) {
-                        Err(Flow::OverQuota)
-                    } else {
-                        if quiet {
-                            self.enter_quiet();
-                        }
-                        let file = !self.fns.contains_key(&name);
-                        if file {
-                            self.via.push((e, &f.sig.ident));
-                        }
-                        // Helpers the check runs hand back what they wrote through `&mut`.
-                        let r = self.apply_fn(f, c, args);
-                        if file {
-                            self.via.pop();
-                        }
-                        if quiet {
-                            self.leave_quiet(r)
-                        } else {
-                            r
-                        }
-                    };
-                    if quiet && matches!(r, Err(Flow::OverQuota)) && !self.outer_over() {
-                        super::summary::note_overflow(key);
-                    }
-                    if quiet {
-                        if matches!(r, Err(Flow::OverQuota)) && self.outer_over() {
-                            return r;
-                        }
-                        // Too long, or data the check cannot follow: in code that cannot
-                        // communicate, either is just data.
-                        if let Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) = r {
-                            self.clobber_loans(&c.args, false);
-                            return Ok(V::opaque());
-                        }
-                    }
-                    return r;
+                    // Nested fns report at their own lines; file helpers at the call.
+                    let via = !self.fns.contains_key(&name);
+                    return self.run_helper(e, f, c.args.iter().collect(), args, None, via);
                 }
                 self.known_call(e, &p.path, args)?
             }

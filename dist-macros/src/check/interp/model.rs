@@ -333,6 +333,19 @@ impl<'a> Interp<'a> {
         }
         self.check_peer(e, c, p, if send { "the destination" } else { "the source" }, arg)?;
         let world_peer = self.comms[c].members.as_ref().expect("resolved")[p as usize];
+        self.record_p2p(e, c, send, world_peer, tag, call)
+    }
+
+    /// Records a posted send or receive with `peer` (a world rank, or [`ANY_SOURCE`]).
+    fn record_p2p(
+        &mut self,
+        e: &'a Expr,
+        c: usize,
+        send: bool,
+        peer: usize,
+        tag: &V<'a>,
+        call: &str,
+    ) -> Result<usize, Flow<'a>> {
         let tag = match tag {
             V::Tag(t) => t.clone(),
             V::Name(n) => n.clone(),
@@ -344,7 +357,7 @@ impl<'a> Interp<'a> {
             send,
             comm: self.comms[c].key.clone(),
             group: self.comms[c].group.clone(),
-            peer: world_peer,
+            peer,
             tag,
             site: self.site(e),
             call: call_name(call),
@@ -359,23 +372,7 @@ impl<'a> Interp<'a> {
             self.needs_another_pass = true;
             return Ok(self.fresh_id());
         }
-        let tag = match tag {
-            V::Tag(t) => t.clone(),
-            V::Name(n) => n.clone(),
-            _ => return Err(undecidable(e, format!("the tag of `{call}`, which is not a `Tag` constant"))),
-        };
-        let id = self.fresh_id();
-        self.events.push(Ev::P2p {
-            id,
-            send: false,
-            comm: self.comms[c].key.clone(),
-            group: self.comms[c].group.clone(),
-            peer: crate::check::trace::ANY_SOURCE,
-            tag,
-            site: self.site(e),
-            call: call_name(call),
-        });
-        Ok(id)
+        self.record_p2p(e, c, false, crate::check::trace::ANY_SOURCE, tag, call)
     }
 
     /// The status of the receive from any source `id` on communicator `c`: its sender

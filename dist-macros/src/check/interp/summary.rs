@@ -207,19 +207,9 @@ impl<'a> Interp<'a> {
             return f(self);
         }
         let key = body as *const _ as *const u8 as usize;
-        let r = if overflowed(key) {
-            Err(Flow::OverQuota)
-        } else {
-            self.enter_quiet();
-            let r = f(self);
-            self.leave_quiet(r)
-        };
-        if matches!(r, Err(Flow::OverQuota)) && !self.outer_over() {
-            note_overflow(key);
-        }
-        match r {
-            Err(Flow::OverQuota) if self.outer_over() => Err(Flow::OverQuota),
-            Err(Flow::OverQuota | Flow::Stop(Stop::Undecidable { .. })) => {
+        match self.quiet_region(key, f) {
+            Some(r) => r,
+            None => {
                 // What it writes: in its body, and in the closures it calls (which write
                 // the variables they captured). The values it left behind are forgotten.
                 let mut changed: Vec<String> = written(body).to_vec();
@@ -234,7 +224,31 @@ impl<'a> Interp<'a> {
                 }
                 Ok(V::opaque())
             }
-            r => r,
+        }
+    }
+
+    /// Runs the quiet region `key` under its quota: `Some(result)` to use as it is (an
+    /// outer region's `OverQuota` included, which that region summarises), or `None`
+    /// when this region is to be summarised (it ran out of its own steps, now or earlier
+    /// at this world size, or met data it cannot follow, which in code that cannot
+    /// communicate is just data).
+    pub(super) fn quiet_region(&mut self, key: usize, f: impl FnOnce(&mut Self) -> R<'a>) -> Option<R<'a>> {
+        let r = if overflowed(key) {
+            Err(Flow::OverQuota)
+        } else {
+            self.enter_quiet();
+            let r = f(self);
+            self.quotas.pop();
+            r
+        };
+        match r {
+            Err(Flow::OverQuota) if self.outer_over() => Some(Err(Flow::OverQuota)),
+            Err(Flow::OverQuota) => {
+                note_overflow(key);
+                None
+            }
+            Err(Flow::Stop(Stop::Undecidable { .. })) => None,
+            r => Some(r),
         }
     }
 
@@ -251,13 +265,6 @@ impl<'a> Interp<'a> {
             None => self.steps + QUOTA,
         };
         self.quotas.push(limit);
-    }
-
-    /// Ends a quiet region (its result passes through; an `OverQuota` is this region's
-    /// to summarise unless [`outer_over`](Self::outer_over) says an outer one ran out).
-    pub(super) fn leave_quiet(&mut self, r: R<'a>) -> R<'a> {
-        self.quotas.pop();
-        r
     }
 
     /// Whether an `OverQuota` that ended a region belongs to an outer region (which must

@@ -672,8 +672,14 @@ pub(super) fn wait_send(c: &ShmComm, site: Site, id: ReqId) -> Result<()> {
 pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &mut [u8]) -> Result<()> {
     let mut p = lock(c);
     let key = p.recvs.remove(&id).ok_or_else(|| Error::invalid("wait", "unknown receive request"))?;
-    let mut t = Target { key, dtype, buf, up_to: false, got: 0, done: false, err: None, site };
-    drive(c, &mut p, site, "recv", key.0, |p| {
+    receive(c, &mut p, Target { key, dtype, buf, up_to: false, got: 0, done: false, err: None, site }).map(|_| ())
+}
+
+/// Waits for the message of a receive bound to `t.key` (taken from the stash or straight
+/// from the ring); its length in bytes.
+fn receive(c: &ShmComm, p: &mut P2p, mut t: Target<'_>) -> Result<usize> {
+    let (site, src) = (t.site, t.key.0);
+    drive(c, p, site, "recv", src, |p| {
         if p.take_stashed(c, &mut t)? {
             return Ok(true);
         }
@@ -682,7 +688,19 @@ pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &
             return Err(e);
         }
         Ok(t.done || p.take_stashed(c, &mut t)?)
-    })
+    })?;
+    Ok(t.got)
+}
+
+/// `receive` without the wait (the caller has just moved what it could): whether the
+/// message of receive `id` (bound to `t.key`) is here in full; the receive is over once
+/// taken, or refused (a message that does not fit).
+fn take_now(c: &ShmComm, p: &mut P2p, id: ReqId, t: &mut Target<'_>) -> Result<bool> {
+    let taken = p.take_stashed(c, t);
+    if !matches!(taken, Ok(false)) {
+        p.recvs.remove(&id);
+    }
+    taken
 }
 
 pub(super) fn post_recv_any(c: &ShmComm, tag: u32) -> ReqId {
@@ -714,18 +732,8 @@ pub(super) fn wait_recv_any(
         return Err(e);
     }
     let key = p.recvs.remove(&id).expect("bound");
-    let mut t = Target { key, dtype, buf, up_to: true, got: 0, done: false, err: None, site };
-    drive(c, &mut p, site, "recv", key.0, |p| {
-        if p.take_stashed(c, &mut t)? {
-            return Ok(true);
-        }
-        p.progress(c, Some(&mut t));
-        if let Some(e) = t.err.take() {
-            return Err(e);
-        }
-        Ok(t.done || p.take_stashed(c, &mut t)?)
-    })?;
-    Ok((key.0, t.got))
+    let got = receive(c, &mut p, Target { key, dtype, buf, up_to: true, got: 0, done: false, err: None, site })?;
+    Ok((key.0, got))
 }
 
 /// `wait_recv_any` without the wait: `Some((source, bytes))` once its message is here in full.
@@ -745,11 +753,7 @@ pub(super) fn test_recv_any(
         return Err(Error::invalid("test", "unknown receive request"));
     };
     let mut t = Target { key, dtype, buf, up_to: true, got: 0, done: false, err: None, site };
-    let taken = p.take_stashed(c, &mut t);
-    if !matches!(taken, Ok(false)) {
-        p.recvs.remove(&id);
-    }
-    Ok(taken?.then_some((key.0, t.got)))
+    Ok(take_now(c, &mut p, id, &mut t)?.then_some((key.0, t.got)))
 }
 
 /// Drives progress until `done`, for a receive from any source: no single peer to wait
@@ -810,13 +814,7 @@ pub(super) fn test_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &
     let mut p = lock(c);
     let key = *p.recvs.get(&id).ok_or_else(|| Error::invalid("test", "unknown receive request"))?;
     p.progress(c, None);
-    let mut t = Target { key, dtype, buf, up_to: false, got: 0, done: false, err: None, site };
-    let taken = p.take_stashed(c, &mut t);
-    if !matches!(taken, Ok(false)) {
-        // Taken, or taken and refused (a message that does not fit): the receive is over.
-        p.recvs.remove(&id);
-    }
-    taken
+    take_now(c, &mut p, id, &mut Target { key, dtype, buf, up_to: false, got: 0, done: false, err: None, site })
 }
 
 /// Pushes out every buffered send (at communicator teardown), best effort.
