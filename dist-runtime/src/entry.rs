@@ -199,7 +199,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
                 .map(|l| format!("    {}", l.replace('\t', " ")))
                 .collect();
             eprintln!("[rank {rank}] flight recorder, last ops (oldest first):\n{}", tail.join("\n"));
-            if std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") {
+            if launcher_store() {
                 let _ = to_launcher(&format!("flight/{rank}"), ring.as_bytes());
             }
         }
@@ -207,7 +207,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     // The cause may be a peer that returned from its entry while this rank waited on it
     // (it exits 0), or one a deadlock detector named (it may be stopped, or have stopped
     // as a victim itself): the launcher learns of it from here (when it hosts the store).
-    if code == 3 && std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") {
+    if code == 3 && launcher_store() {
         if let Some((key, w, text)) = crate::verify::failure::take_named() {
             let _ = to_launcher(&format!("{key}/{w}"), text.as_bytes());
         }
@@ -225,6 +225,12 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     use std::io::Write;
     let _ = std::io::stdout().flush();
     code
+}
+
+/// Whether a launcher's store takes this rank's reports (`Launch` and xtask host one; so
+/// does the mpirun path, which asks for exit reports).
+fn launcher_store() -> bool {
+    std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") || std::env::var_os("DIST_EXIT_REPORT").is_some()
 }
 
 /// The first line a binary prints when asked for its entries (`DIST_LIST_ENTRIES`,

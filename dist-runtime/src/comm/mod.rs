@@ -465,13 +465,13 @@ impl<G: Group> Comm<G> {
     /// Runs one collective on the backend, compared across ranks first where the
     /// backend does not do that itself.
     pub(crate) fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
-        self.recorded(op.name, op.site, || {
+        self.recorded_as(true, op.name, op.site, || {
             agree(&self.inner, op)?;
             self.inner.backend.run(op, bufs)
         })
     }
 
-    /// Runs `f` as op `name` called at `site`, in the flight recorder.
+    /// Runs `f` as point-to-point op `name` called at `site`, in the flight recorder.
     #[inline]
     pub(crate) fn recorded<R>(
         &self,
@@ -479,7 +479,19 @@ impl<G: Group> Comm<G> {
         site: crate::error::Site,
         f: impl FnOnce() -> Result<R>,
     ) -> Result<R> {
-        let slot = crate::verify::recorder::start(self.inner.rec, name, site.0);
+        self.recorded_as(false, name, site, f)
+    }
+
+    /// Runs `f` as op `name` (a collective or not) called at `site`, in the flight recorder.
+    #[inline]
+    pub(crate) fn recorded_as<R>(
+        &self,
+        collective: bool,
+        name: &'static str,
+        site: crate::error::Site,
+        f: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        let slot = crate::verify::recorder::start(self.inner.rec, collective, name, site.0);
         let r = f();
         if r.is_ok() {
             crate::verify::recorder::done(slot);

@@ -141,17 +141,41 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         ));
     }
     let failing: Vec<usize> = (0..l.n).filter(|&r| ranks[r].code.is_some_and(|c| c != 0)).collect();
-    let first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
+    let mut first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
+    // Only victims reported: one of them may have named the cause (a rank that returned
+    // early while it waited on it, or a deadlock's culprit), as on the other launchers.
+    let named = |key: &str, exited_ok: bool| {
+        (0..l.n).filter(|&i| !exited_ok || ranks[i].success()).find_map(|i| {
+            let what = store.get_local(&format!("{key}/{i}"))?;
+            Some((i, String::from_utf8_lossy(&what).into_owned()))
+        })
+    };
+    let only_victims = |f: Option<usize>| f.is_some_and(|i| ranks[i].code == Some(3));
+    let (mut left_early, mut cause) = (None, None);
+    if only_victims(first_failure) {
+        if let Some((i, what)) = named("left", true) {
+            left_early = Some(what);
+            first_failure = Some(i);
+        } else if let Some((i, what)) = named("cause", false) {
+            cause = Some(what);
+            first_failure = Some(i);
+        }
+    }
     let first_failure =
         first_failure.or_else(|| (!status.success()).then(|| ranks.iter().position(|r| !r.success())).flatten());
     let results = (0..l.n).map(|r| store.get_local(&format!("result/{r}"))).collect();
+    let dumps: Vec<(usize, String)> = (0..l.n)
+        .filter(|&i| !ranks[i].success())
+        .filter_map(|i| Some((i, String::from_utf8_lossy(&store.get_local(&format!("flight/{i}"))?).into_owned())))
+        .collect();
+    let flight = Some(crate::verify::recorder::line_up(&dumps)).filter(|s| !s.is_empty());
     Ok(Report {
         ranks,
         first_failure,
         remote_failure: None,
-        left_early: None,
-        cause: None,
-        flight: None,
+        left_early,
+        cause,
+        flight,
         timed_out,
         elapsed: start.elapsed(),
         results,

@@ -19,6 +19,50 @@ pub(crate) const CONFIRM: Duration = Duration::from_millis(200);
 /// reported. A rank held by a debugger (traced) never is: that is a person at work.
 pub(crate) const STOPPED_FOR: Duration = Duration::from_secs(1);
 
+/// How long a rank the detector does not name as the culprit waits for the culprit to
+/// fail before it stops on its own.
+pub(crate) const VICTIM_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// What a wait that ended in a deadlock verdict tells the rest of the job, once the wait
+/// has really failed (`wait_on` looks once more before it gives up): every peer, on every
+/// communicator, hears of it now (this rank's communicators may be dropped on the way out
+/// before its entry's error reaches the runner, and a peer must not read that as
+/// "returned from its entry"); a victim tells the launcher which rank caused it.
+pub(crate) fn settle(r: crate::error::Result<()>) -> crate::error::Result<()> {
+    if let Err(e @ crate::error::Error::Deadlock { culprit, victim, story, .. }) = &r {
+        if *victim {
+            crate::verify::failure::deadlock_victim(*culprit, story);
+        }
+        crate::verify::failure::mark_failed(&e.to_string());
+    }
+    r
+}
+
+/// What rank `me`, blocked in `op` at `site` on `comm`, makes of the detector's verdict
+/// `v` at `now`: the culprit stops at once; any other rank gives the culprit
+/// [`VICTIM_GRACE`] to fail first (`since` remembers when this rank first heard the
+/// verdict), so it hears the culprit's reason as a peer's failure and the launcher names
+/// the culprit by its exit. `None` while the grace runs.
+pub(crate) fn verdict_error(
+    v: Verdict,
+    me: usize,
+    op: &'static str,
+    comm: &str,
+    site: crate::error::Site,
+    since: &std::cell::Cell<Option<Instant>>,
+    now: Instant,
+) -> Option<crate::error::Error> {
+    let victim = v.culprit != me;
+    if victim {
+        let first = since.get().unwrap_or(now);
+        since.set(Some(first));
+        if now.duration_since(first) < VICTIM_GRACE {
+            return None;
+        }
+    }
+    Some(crate::error::Error::Deadlock { op, comm: comm.to_string(), site, story: v.text, culprit: v.culprit, victim })
+}
+
 /// One rank's published wait, as read from the board.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Waiter {
@@ -40,6 +84,13 @@ pub(crate) struct Waiter {
     pub op: String,
     pub file: String,
     pub line: u32,
+    /// The collective's number on its communicator as this rank counts them (the flight
+    /// recorder's "#5"); 0 for point-to-point waits or when unknown.
+    pub seq: u64,
+    /// What identifies the wait across ranks where a backend cannot see its peers'
+    /// progress (MPI): equal on two ranks in the same collective call, or in a send and
+    /// the receive it matches (communicator and tag); 0 where unused.
+    pub inst: u64,
 }
 
 impl Waiter {
@@ -50,7 +101,11 @@ impl Waiter {
     /// "waits in recv from rank 3 on World (src/x.rs:12)"
     fn doing(&self, plural: bool) -> String {
         let s = if plural { "" } else { "s" };
-        let at = format!("{}:{}", self.file, self.line);
+        let at = if self.kind == WAIT_COLL && self.seq > 0 {
+            format!("{}:{}, collective #{}", self.file, self.line, self.seq)
+        } else {
+            format!("{}:{}", self.file, self.line)
+        };
         match self.kind {
             WAIT_RECV => format!("wait{s} in {} from rank {} on {} ({at})", self.op, self.peer, self.comm),
             WAIT_SEND => format!("wait{s} in {} to rank {} on {} ({at})", self.op, self.peer, self.comm),
@@ -59,9 +114,9 @@ impl Waiter {
     }
 
     /// What makes two ranks' waits "the same" for grouping and for the culprit.
-    fn key(&self) -> (u32, u32, &str, &str, &str, u32) {
+    fn key(&self) -> (u32, u32, &str, &str, &str, u32, u64) {
         let peer = if self.kind == WAIT_COLL { 0 } else { self.peer };
-        (self.kind, peer, &self.comm, &self.op, &self.file, self.line)
+        (self.kind, peer, &self.comm, &self.op, &self.file, self.line, self.seq)
     }
 }
 

@@ -13,8 +13,9 @@ use std::sync::Mutex;
 /// Ops kept per thread.
 pub(crate) const N: usize = 64;
 
-/// Communicators whose ops are numbered (one counter each per thread); ops on others
-/// are recorded with number 0.
+/// Communicators whose ops are numbered (two counters each per thread: collectives, whose
+/// numbers agree across the members of a correct program, and point-to-point ops); ops
+/// on others are recorded with number 0.
 const COMM_SEQS: usize = 256;
 
 #[derive(Clone, Copy)]
@@ -34,14 +35,17 @@ struct Ring {
     next: usize,
     /// Ops recorded so far (up to N are kept).
     len: usize,
-    /// Ops so far on each communicator (by its recorder id), from this thread.
-    seqs: [u64; COMM_SEQS],
+    /// Ops so far on each communicator (by its recorder id), from this thread:
+    /// [point-to-point, collective].
+    seqs: [[u64; 2]; COMM_SEQS],
+    /// The number of the op this thread is in (its last `start`), for wait records.
+    current: u64,
 }
 
 thread_local! {
     // A plain cell: `start`, `done` and `dump` never call out while they hold it.
     static RING: std::cell::UnsafeCell<Ring> = const {
-        std::cell::UnsafeCell::new(Ring { entries: [EMPTY; N], next: 0, len: 0, seqs: [0; COMM_SEQS] })
+        std::cell::UnsafeCell::new(Ring { entries: [EMPTY; N], next: 0, len: 0, seqs: [[0; 2]; COMM_SEQS], current: 0 })
     };
 }
 
@@ -55,25 +59,35 @@ pub(crate) fn register(name: &str) -> u32 {
     (c.len() - 1) as u32
 }
 
-/// Records the start of an op on communicator `comm`; returns its slot for [`done`].
+/// Records the start of an op on communicator `comm` (a collective, or a point-to-point
+/// op); returns its slot for [`done`].
 #[inline]
-pub(crate) fn start(comm: u32, op: &'static str, site: &'static Location<'static>) -> usize {
+pub(crate) fn start(comm: u32, collective: bool, op: &'static str, site: &'static Location<'static>) -> usize {
     RING.with(|r| {
         // SAFETY: this thread's ring; no reference to it outlives this closure.
         let r = unsafe { &mut *r.get() };
         let seq = match r.seqs.get_mut(comm as usize) {
             Some(s) => {
-                *s += 1;
-                *s
+                s[collective as usize] += 1;
+                s[collective as usize]
             }
             None => 0,
         };
+        r.current = seq;
         let at = r.next;
         r.entries[at] = Entry { comm, seq, op, site: Some(site), done: false };
         r.next = (at + 1) % N;
         r.len += 1;
         at
     })
+}
+
+/// The number of the op this thread is in on its communicator ("collective #5"), as the
+/// flight recorder numbers it; 0 when unknown.
+#[inline]
+pub(crate) fn current() -> u64 {
+    // SAFETY: as in start.
+    RING.with(|r| unsafe { (*r.get()).current })
 }
 
 /// Marks the op recorded in `slot` completed.
@@ -165,16 +179,19 @@ mod tests {
         let id = register("World");
         let site = Location::caller();
         for _ in 0..(N + 5) {
-            let s = start(id, "all_reduce", site);
+            let s = start(id, true, "all_reduce", site);
             done(s);
         }
-        start(id, "broadcast", site);
+        start(id, false, "send", site);
+        assert_eq!(current(), 1, "point-to-point ops are numbered apart");
+        start(id, true, "broadcast", site);
+        assert_eq!(current(), N as u64 + 6);
         let d = dump();
         let lines: Vec<&str> = d.lines().collect();
         assert_eq!(lines.len(), N);
         assert!(lines[N - 1].starts_with(&format!("World\t#{}\tbroadcast\t", N + 6)), "{}", lines[N - 1]);
         assert!(lines[N - 1].ends_with("not completed"));
-        assert!(lines[0].contains(&format!("#{}\tall_reduce", 7)) && lines[0].ends_with("\tcompleted"), "{}", lines[0]);
+        assert!(lines[0].contains(&format!("#{}\tall_reduce", 8)) && lines[0].ends_with("\tcompleted"), "{}", lines[0]);
     }
 
     #[test]

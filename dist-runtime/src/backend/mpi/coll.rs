@@ -98,7 +98,7 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             } else {
                 call("MPI_Iscan", || unsafe { ffi::MPI_Iscan(sp, rp, n, t, mop, comm, &mut req) })?;
             }
-            c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
             let upto = if exclusive { c.rank } else { c.rank + 1 };
             if upto == 0 {
                 // MPI leaves rank 0's exclusive result undefined; ours is the identity.
@@ -125,7 +125,7 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 call("MPI_Ireduce_scatter", || unsafe {
                     ffi::MPI_Ireduce_scatter(ptr(send), rp, elems.as_ptr(), t, mop, comm, &mut req)
                 })?;
-                c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+                c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
                 ops::finish(d, r, c.size, recv);
                 return Ok(());
             }
@@ -156,7 +156,7 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                     )
                 })?;
             }
-            return c.wait(&mut req, op.name, op.site, &|| waiting(c, op));
+            return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op));
         }
         (OpKind::Scatter, Bufs::Scatter { send, recv, counts }) => {
             let k = count(recv.len(), op.name)?;
@@ -173,7 +173,7 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 call("MPI_Iscatterv", || unsafe {
                     ffi::MPI_Iscatterv(sp, cs.as_ptr(), ds.as_ptr(), bytes(), rp, k, bytes(), root, comm, &mut req)
                 })?;
-                return c.wait(&mut req, op.name, op.site, &|| waiting(c, op));
+                return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op));
             }
         }
         (OpKind::AllToAll, Bufs::AllToAll { send, send_counts, recv, recv_counts }) => {
@@ -185,7 +185,7 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         }
         _ => return Err(wrong_shape("mpi", op)),
     }
-    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
     if let Some((buf, d, r)) = post {
         ops::finish(d, r, c.size, buf);
     }
@@ -213,7 +213,7 @@ fn user(c: &MpiComm, op: &Op, u: ReduceOp, bufs: Bufs<'_>) -> Result<()> {
             call("MPI_Iallgather", || unsafe {
                 ffi::MPI_Iallgather(ptr(buf), k, bytes(), rp, k, bytes(), comm, &mut req)
             })?;
-            c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
             let upto = match op.kind {
                 OpKind::Reduce if me != op.root as usize => return Ok(()),
                 OpKind::Scan => me + 1,
@@ -277,7 +277,7 @@ fn all_to_all_bytes(
             &mut req,
         )
     })?;
-    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))
 }
 
 fn waiting(c: &MpiComm, op: &Op) -> String {
@@ -302,7 +302,7 @@ fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usiz
     call("MPI_Ialltoall", || unsafe {
         ffi::MPI_Ialltoall(mine.as_ptr() as *mut c_void, one, bytes(), rp, one, bytes(), c.comm, &mut req)
     })?;
-    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
     let me = c.rank;
     let wrong: Vec<String> = (0..n)
         .filter(|&j| theirs[j] != recv_counts[j] as u64)
@@ -316,7 +316,7 @@ fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usiz
     call("MPI_Iallreduce", || unsafe {
         ffi::MPI_Iallreduce(sp, rp, 1, datatype(crate::dtype::DType::U64), ffi::RSMPI_MAX, c.comm, &mut req)
     })?;
-    c.wait(&mut req, op.name, op.site, &|| waiting(c, op))?;
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
     if any[0] == 0 {
         return Ok(());
     }

@@ -15,6 +15,7 @@
 //! here as on every backend.
 
 mod coll;
+mod health;
 mod ops;
 mod p2p;
 
@@ -22,6 +23,7 @@ use crate::backend::{Backend, Bufs, ReqId};
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
 use crate::op::Op;
+pub(crate) use health::Wait;
 use mpi::ffi;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -163,12 +165,28 @@ fn in_place() -> Option<*mut c_void> {
     }
 }
 
+/// The world communicator's `uid`.
+const WORLD_UID: u64 = 0x0077_6f72_6c64; // "world"
+
+/// A word for a child communicator's key (the same on every member).
+fn key_word(key: &str) -> u64 {
+    key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
 /// One rank's view of one communicator on the MPI backend.
 pub(crate) struct MpiComm {
     comm: ffi::MPI_Comm,
     rank: usize,
     size: usize,
     name: String,
+    /// World rank of each rank of this communicator.
+    world: Vec<usize>,
+    /// The same on every member: the world's, or a mix of the parent's and the child's
+    /// key (wait records name calls by it).
+    uid: u64,
+    /// Collectives run on this communicator (the agreement all-gathers included): the
+    /// same count on every member of a correct program.
+    colls: std::sync::atomic::AtomicU64,
     /// The deadline of a wait, in microseconds (`DIST_TIMEOUT`, or `Comm::set_timeout`).
     timeout_us: std::sync::atomic::AtomicU64,
     /// Whether a waiter may spin (ranks on this host ≤ its cores), else it yields.
@@ -213,7 +231,14 @@ fn end() {
     if ENDING.swap(true, Ordering::SeqCst) {
         return;
     }
+    health::shutdown();
     if FAILED.load(Ordering::SeqCst) {
+        if health::announced() {
+            // Peers blocked on this rank hear of its failure at their next look at the
+            // board (every 50 ms) and report what they saw (their error, their flight
+            // recorder): abort only after, or mpirun's kill would cut them short.
+            std::thread::sleep(crate::verify::deadlock::VICTIM_GRACE);
+        }
         use std::io::Write;
         let _ = std::io::stderr().flush();
         let _ = std::io::stdout().flush();
@@ -300,9 +325,23 @@ impl MpiComm {
             })
         })?
         .0;
-        let c = MpiComm::wrap(comm, "World".into(), timeout, local_ranks)?;
-        crate::verify::failure::register(Box::new(|_| {
+        let mut c = MpiComm::wrap(comm, "World".into(), timeout, local_ranks)?;
+        c.world = (0..c.size).collect();
+        c.uid = WORLD_UID;
+        // The deadlock detector's board: a duplicate of the world of its own.
+        // SAFETY: MPI is initialized; `board` is written by MPI.
+        let board = call_bounded("MPI_Comm_dup", timeout, || unsafe {
+            let mut board: ffi::MPI_Comm = ffi::RSMPI_COMM_NULL;
+            (ffi::MPI_Comm_dup(ffi::RSMPI_COMM_WORLD, &mut board), Handle(board))
+        })
+        .unwrap_or_else(|| Err(Error::backend("mpi", "init timed out duplicating the world for the wait board")))?
+        .0;
+        // SAFETY: a valid communicator.
+        call("MPI_Comm_set_errhandler", || unsafe { ffi::MPI_Comm_set_errhandler(board, ffi::RSMPI_ERRORS_RETURN) })?;
+        health::install(board, c.rank, c.size);
+        crate::verify::failure::register(Box::new(|reason| {
             FAILED.store(true, Ordering::SeqCst);
+            health::announce(reason);
             true
         }));
         if let Some((rank, size)) = expect {
@@ -328,6 +367,9 @@ impl MpiComm {
             rank: 0,
             size: 0,
             name,
+            world: Vec::new(),
+            uid: 0,
+            colls: std::sync::atomic::AtomicU64::new(0),
             timeout_us: std::sync::atomic::AtomicU64::new(timeout.as_micros().min(u64::MAX as u128) as u64),
             // The host's cores, not this process's affinity: mpirun binds each rank to a
             // core of its own, where spinning is right.
@@ -352,12 +394,13 @@ impl MpiComm {
     /// the op waits for, in the timeout error.
     fn wait(
         &self,
+        what: Wait,
         req: &mut ffi::MPI_Request,
         name: &'static str,
         site: Site,
         waiting_for: &dyn Fn() -> String,
     ) -> Result<()> {
-        self.poll(name, site, waiting_for, || {
+        self.poll(what, name, site, waiting_for, || {
             let mut flag: c_int = 0;
             // SAFETY: `req` is a live request of this process.
             call("MPI_Test", || unsafe { ffi::MPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
@@ -370,6 +413,7 @@ impl MpiComm {
     /// spin while the cores allow, else let the peer run, and sleep once the wait is long.
     fn poll(
         &self,
+        what: Wait,
         name: &'static str,
         site: Site,
         waiting_for: &dyn Fn() -> String,
@@ -377,11 +421,18 @@ impl MpiComm {
     ) -> Result<()> {
         let start = Instant::now();
         let mut nap = Duration::from_micros(2);
+        let mut watch = health::Watch::new();
         loop {
             if done()? {
                 return Ok(());
             }
             let t = start.elapsed();
+            if t >= health::FIRST {
+                if let Err(e) = watch.look(self, what, name, site, t) {
+                    drop(watch);
+                    return crate::verify::deadlock::settle(Err(e));
+                }
+            }
             if t >= self.timeout() {
                 self.broken.store(true, Ordering::SeqCst);
                 return Err(Error::Timeout {
@@ -427,6 +478,7 @@ impl Backend for MpiComm {
 
     fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         self.usable(op.name)?;
+        self.colls.fetch_add(1, Ordering::SeqCst);
         coll::run(self, op, bufs)
     }
 
@@ -469,7 +521,7 @@ impl Backend for MpiComm {
         p2p::test_recv_any(self, site, id, dtype, buf)
     }
 
-    fn create_child(&self, cx: &Op, _key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
+    fn create_child(&self, cx: &Op, key: &str, name: &str, members: &[usize]) -> Result<Option<Box<dyn Backend>>> {
         self.usable("communicator creation")?;
         // One MPI_Comm_split per call: the groups ranks pass partition the members of
         // this communicator (subgroup: members and the rest; split and mesh2: one group
@@ -506,10 +558,17 @@ impl Backend for MpiComm {
             return Ok(None);
         }
         let local = if self.spin { 1 } else { usize::MAX };
-        Ok(Some(Box::new(MpiComm::wrap(new, name.to_string(), self.timeout(), local)?)))
+        let mut child = MpiComm::wrap(new, name.to_string(), self.timeout(), local)?;
+        child.world = members.iter().map(|&m| self.world.get(m).copied().unwrap_or(usize::MAX)).collect();
+        child.uid = health::mix(self.uid, key_word(key));
+        Ok(Some(Box::new(child)))
     }
 
-    fn finish(&self) {}
+    fn finish(&self) {
+        if self.uid == WORLD_UID {
+            health::announce_left();
+        }
+    }
 
     fn set_timeout(&self, t: Duration) {
         self.timeout_us.store(t.as_micros().min(u64::MAX as u128) as u64, Ordering::Relaxed);

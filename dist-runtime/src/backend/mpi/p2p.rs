@@ -83,6 +83,13 @@ pub(super) struct State {
 // SAFETY: the request handles are plain values used under the backend's lock.
 unsafe impl std::marker::Send for State {}
 
+/// The receives posted on `c` and not yet matched, as (source or `usize::MAX` for any,
+/// tag), at most `max` of them: what a send's wait takes in while it waits (`service`).
+pub(super) fn posted(c: &MpiComm, max: usize) -> Vec<(usize, u32)> {
+    let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+    s.recvs.values().filter(|r| r.early.is_none()).take(max).map(|r| (r.src, r.tag)).collect()
+}
+
 fn tag_of(tag: u32) -> Result<c_int> {
     c_int::try_from(tag)
         .map_err(|_| Error::invalid("send", format!("tag {tag} is beyond MPI's tag range (0..=2147483647 at most)")))
@@ -157,7 +164,7 @@ fn wait_all(c: &MpiComm, site: Site, dst: usize, tag: u32, reqs: &mut [ffi::MPI_
         )
     };
     for r in reqs {
-        c.poll("send", site, &waiting_for, || {
+        c.poll(super::Wait::Send { dst, tag }, "send", site, &waiting_for, || {
             let mut flag: c_int = 0;
             // SAFETY: a live request of this process.
             call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
@@ -297,7 +304,7 @@ pub(super) fn wait_recv_any(
     };
     let mut got = None;
     let waiting_for = || format!("a message with tag {tag} from any rank (none came)");
-    let r = c.poll("recv_any", site, &waiting_for, || {
+    let r = c.poll(super::Wait::Recv { src: None, tag }, "recv_any", site, &waiting_for, || {
         {
             let _order = c.recv_order.lock().unwrap_or_else(|p| p.into_inner());
             while got.is_none() && take_any(c, site, tag)? {
@@ -438,7 +445,7 @@ pub(super) fn post_recv(c: &MpiComm, _site: Site, src: usize, tag: u32) -> Resul
 fn probe(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(ffi::MPI_Message, usize)> {
     let mut found = None;
     let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
-    c.poll("recv", site, &waiting_for, || {
+    c.poll(super::Wait::Recv { src: Some(src), tag }, "recv", site, &waiting_for, || {
         found = try_probe(c, src, tag)?;
         Ok(found.is_some())
     })?;
@@ -479,7 +486,7 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
     call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), src as c_int, tag as c_int, c.comm, &mut req) })?;
     let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
-    let done = c.poll("recv", site, &waiting_for, || {
+    let done = c.poll(super::Wait::Recv { src: Some(src), tag }, "recv", site, &waiting_for, || {
         let mut flag: c_int = 0;
         // SAFETY: a live request; `st` written by MPI.
         call("MPI_Test", || unsafe { ffi::MPI_Test(&mut req, &mut flag, &mut st) })?;

@@ -6,7 +6,8 @@
 //!
 //! Entry format (`segment::BOARD_FIXED` bytes, then a bit per world rank):
 //! seq u32 (odd while the owner writes: a seqlock), kind, wait id, beat, moved, peer,
-//! line, pid (u32 each), communicator name [32..64), op [64..96), file [96..256).
+//! line, pid (u32 each), communicator name [32..64), op [64..96), collective number u32
+//! [96..100), file [100..256).
 
 use super::segment::{self, Segment};
 use crate::verify::deadlock::Waiter;
@@ -25,7 +26,8 @@ const LINE: usize = 24;
 const PID: usize = 28;
 const COMM: usize = 32;
 const OP: usize = 64;
-const FILE: usize = 96;
+const OPSEQ: usize = 96;
+const FILE: usize = 100;
 
 /// This process's entry on its job's board, and the board itself.
 pub(crate) struct Board {
@@ -135,8 +137,9 @@ impl Board {
         word(PEER, w.peer);
         word(LINE, w.line);
         word(PID, w.pid);
+        word(OPSEQ, w.seq.min(u32::MAX as u64) as u32);
         self.put_str(base + COMM, OP - COMM, &w.comm);
-        self.put_str(base + OP, FILE - OP, &w.op);
+        self.put_str(base + OP, OPSEQ - OP, &w.op);
         self.put_str(base + FILE, segment::BOARD_FIXED - FILE, &w.file);
         let n = self.seg.layout.n;
         let mut bits = vec![0u8; n.div_ceil(8)];
@@ -198,9 +201,11 @@ impl Board {
             line: u(LINE),
             pid: u(PID),
             comm: s(COMM, OP),
-            op: s(OP, FILE),
+            op: s(OP, OPSEQ),
+            seq: u(OPSEQ) as u64,
             file: s(FILE, segment::BOARD_FIXED),
             on: (0..n).filter(|&q| bits[q / 8] & (1 << (q % 8)) != 0).collect(),
+            inst: 0,
         }
     }
 

@@ -61,7 +61,7 @@ impl ShmComm {
                 if blocked.get() {
                     self.clear_wait();
                 }
-                super::records::settle(res)?;
+                crate::verify::deadlock::settle(res)?;
             }
         }
         if fp && self.cfg.check {

@@ -596,7 +596,7 @@ fn drive(
     if blocked.get() {
         c.clear_wait();
     }
-    super::records::settle(r)
+    crate::verify::deadlock::settle(r)
 }
 
 pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
@@ -791,7 +791,7 @@ fn drive_any(c: &ShmComm, p: &mut P2p, site: Site, mut done: impl FnMut(&mut P2p
         },
         || {},
     );
-    super::records::settle(r)
+    crate::verify::deadlock::settle(r)
 }
 
 /// `wait_send` without the wait: moves what it can, then says whether the send is done.

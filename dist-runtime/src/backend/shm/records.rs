@@ -14,10 +14,6 @@ use segment::Segment;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::Ordering::SeqCst;
 
-/// How long a rank the detector does not name as the culprit waits for the culprit to
-/// fail before it stops on its own.
-const VICTIM_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
-
 /// One blocked wait's state across its health checks.
 #[derive(Default)]
 pub(crate) struct WaitState {
@@ -29,21 +25,6 @@ pub(crate) struct WaitState {
     beat: std::cell::Cell<u32>,
     detector: std::cell::RefCell<Detector>,
     verdict_at: std::cell::Cell<Option<std::time::Instant>>,
-}
-
-/// What a wait that ended in a deadlock verdict tells the rest of the job, once the wait
-/// has really failed (`wait_on` looks once more before it gives up): every peer, on every
-/// communicator, hears of it now (this rank's communicators may be dropped on the way out
-/// before its entry's error reaches the runner, and a peer must not read that as
-/// "returned from its entry"); a victim tells the launcher which rank caused it.
-pub(crate) fn settle(r: Result<()>) -> Result<()> {
-    if let Err(e @ Error::Deadlock { culprit, victim, story, .. }) = &r {
-        if *victim {
-            crate::verify::failure::deadlock_victim(*culprit, story);
-        }
-        crate::verify::failure::mark_failed(&e.to_string());
-    }
-    r
 }
 
 impl WaitState {
@@ -165,6 +146,8 @@ impl ShmComm {
             op: op.to_string(),
             file: site.0.file().to_string(),
             line: site.0.line(),
+            seq: if p2p { 0 } else { crate::verify::recorder::current() },
+            inst: 0,
         });
         // Large jobs look at the board less often (each look reads every rank's entry).
         if !beat.is_multiple_of(1 + board.size() as u32 / 64) {
@@ -176,17 +159,10 @@ impl ShmComm {
             ws.verdict_at.set(None);
             return Ok(());
         };
-        let victim = v.culprit != board.me;
-        if victim {
-            // Give the culprit a moment to fail first: this rank then hears its reason
-            // as a peer's failure, and the launcher names it by its exit.
-            let since = ws.verdict_at.get().unwrap_or(now);
-            ws.verdict_at.set(Some(since));
-            if now.duration_since(since) < VICTIM_GRACE {
-                return Ok(());
-            }
+        match crate::verify::deadlock::verdict_error(v, board.me, op, &self.name, site, &ws.verdict_at, now) {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Err(Error::Deadlock { op, comm: self.name.clone(), site, story: v.text, culprit: v.culprit, victim })
     }
 
     /// Publishes what this rank is blocked on (read by peers' watchdogs).
