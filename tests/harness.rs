@@ -211,6 +211,39 @@ fn a_collective_in_a_branch_names_the_odd_rank_and_both_lines() {
     }
 }
 
+/// A helper the entry below calls: errors inside it name its line and the caller's.
+fn sum_in_helper(world: &Comm<World>) -> dist_runtime::Result<()> {
+    let mut x = [1u32];
+    world.all_reduce(&mut x, ReduceOp::Sum) // @helper-all-reduce
+}
+
+// Wrong on purpose: rank 0 reaches a collective (through a helper) the others skip.
+#[spmd(unchecked)]
+fn collective_in_a_helper(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u32> = Tag::new(3);
+    if world.rank() == 0 {
+        sum_in_helper(&world)?; // @helper-call
+    } else {
+        world.recv(0, T, &mut [0u32])?;
+    }
+    Ok(())
+}
+
+/// An error inside the user's helper names the helper's line and the line that called
+/// it (read from a backtrace as the error leaves the op, where debug info has them).
+#[test]
+fn an_error_in_a_helper_names_the_helper_and_its_caller() {
+    let r = run_env("collective_in_a_helper", 2, 60.0, &[("DIST_TIMEOUT", "300")]);
+    let all = r.summary();
+    let want = format!(
+        "deadlock detected in all_reduce at {}, called from {} on World",
+        at("@helper-all-reduce"),
+        at("@helper-call")
+    );
+    assert!(r.ranks[0].output.contains(&want), "{want}: {all}");
+    assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
+}
+
 // Wrong on purpose: rank 0 waits in a world barrier while rank 1 waits for it in their
 // pair's barrier: a cycle across two communicators.
 #[spmd(unchecked)]

@@ -123,21 +123,115 @@ pub enum Error {
     },
 }
 
-/// A source location (`file:line:col`) of a communication call.
+/// A source location (`file:line:col`) of a communication call, and, once an error has
+/// been through the op's exit, the user's calls that led there ("src/grads.rs:17,
+/// called from src/main.rs:42") where the program's debug info says so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Site(pub &'static Location<'static>);
+pub struct Site(pub &'static Location<'static>, pub(crate) Option<&'static str>);
 
 impl Site {
     /// The location of the caller (through `#[track_caller]` chains).
     #[track_caller]
     pub fn caller() -> Site {
-        Site(Location::caller())
+        Site(Location::caller(), None)
     }
+
+    /// The user's functions that called the one holding this site, innermost first, as
+    /// "file:line" joined by ", called from " (`None` where unknown).
+    pub fn callers(&self) -> Option<&'static str> {
+        self.1
+    }
+
+    /// This site with the user's calls above it, read from a backtrace of this thread
+    /// (taken here: call it where the user's frames are still on the stack, on an error's
+    /// way out). Frames of dist, std and other crates are skipped; the walk stops at the
+    /// entry point (`#[spmd]`'s wrapper). Unchanged where the binary has no debug info.
+    pub(crate) fn with_callers(self) -> Site {
+        if self.1.is_some() {
+            return self;
+        }
+        let bt = std::backtrace::Backtrace::force_capture();
+        match callers_in(&bt.to_string(), self.0.file(), self.0.line()) {
+            Some(c) => Site(self.0, Some(intern(c))),
+            None => self,
+        }
+    }
+}
+
+/// Chains are kept for the process's life (errors are few; the same chain is kept once).
+fn intern(s: String) -> &'static str {
+    static SEEN: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&x) = seen.iter().find(|&&x| x == s) {
+        return x;
+    }
+    let x: &'static str = Box::leak(s.into_boxed_str());
+    seen.push(x);
+    x
+}
+
+/// The user's calls above `file:line` in a backtrace's text (std's format: "  N: name"
+/// lines, each followed by "at path:line:col" where known), innermost first.
+fn callers_in(bt: &str, file: &str, line: u32) -> Option<String> {
+    let mut frames: Vec<(String, String, u32)> = Vec::new();
+    let mut func = String::new();
+    for l in bt.lines() {
+        let t = l.trim();
+        if let Some(at) = t.strip_prefix("at ") {
+            let mut parts = at.rsplitn(3, ':');
+            let (_col, ln, path) = (parts.next(), parts.next(), parts.next());
+            if let (Some(ln), Some(path)) = (ln.and_then(|x| x.parse::<u32>().ok()), path) {
+                frames.push((func.clone(), path.to_string(), ln));
+            }
+        } else {
+            func = t.split_once(": ").map_or(t, |(n, f)| if n.parse::<u32>().is_ok() { f } else { t }).to_string();
+        }
+    }
+    let ours = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+    let user = |(f, path, _): &&(String, String, u32)| {
+        !(path.starts_with("/rustc/")
+            || path.contains("/.cargo/registry/")
+            || path.contains("/.cargo/git/")
+            || path.starts_with(ours)
+            || path.contains("/library/std/")
+            || path.contains("/library/core/")
+            || f.starts_with("dist_runtime::")
+            || f.starts_with("std::")
+            || f.starts_with("core::"))
+    };
+    let user: Vec<&(String, String, u32)> = frames.iter().filter(user).collect();
+    // Backtraces print paths under the working directory as "./x.rs": the site's own
+    // frame says which prefix of the site's path the working directory stands for.
+    let bare = |p: &str| p.strip_prefix("./").unwrap_or(p).to_string();
+    let here = user.iter().position(|(_, p, l)| *l == line && (file.ends_with(&bare(p)) || bare(p).ends_with(file)))?;
+    let prefix = {
+        let b = bare(&user[here].1);
+        if user[here].1.starts_with("./") && file.ends_with(&b) {
+            file[..file.len() - b.len()].to_string()
+        } else {
+            String::new()
+        }
+    };
+    let shown = |p: &str| match p.strip_prefix("./") {
+        Some(rest) => format!("{prefix}{rest}"),
+        None => p.to_string(),
+    };
+    let up: Vec<String> = user[here + 1..]
+        .iter()
+        .take_while(|(f, _, _)| !f.contains("__dist_entry_") && !f.contains("__dist_dispatch_"))
+        .take(4)
+        .map(|(_, p, l)| format!("{}:{l}", shown(p)))
+        .collect();
+    (!up.is_empty()).then(|| up.join(", called from "))
 }
 
 impl std::fmt::Display for Site {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.0.file(), self.0.line())
+        write!(f, "{}:{}", self.0.file(), self.0.line())?;
+        if let Some(c) = self.1 {
+            write!(f, ", called from {c}")?;
+        }
+        Ok(())
     }
 }
 
@@ -171,9 +265,11 @@ pub(crate) fn world_rank_in(comm: &str, rank: usize) -> Option<usize> {
 }
 
 impl Error {
+    /// A refused argument at the caller's site (through `#[track_caller]`), with the
+    /// user's calls above it: it is made while the user's frames are on the stack.
     #[track_caller]
     pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Error {
-        Error::InvalidArgument { op, msg: msg.into(), site: Site::caller() }
+        Error::InvalidArgument { op, msg: msg.into(), site: Site::caller().with_callers() }
     }
 
     pub(crate) fn backend(backend: &'static str, msg: impl Into<String>) -> Error {
@@ -182,6 +278,22 @@ impl Error {
 
     pub(crate) fn store(msg: impl Into<String>, source: Option<std::io::Error>) -> Error {
         Error::Store { msg: msg.into(), source }
+    }
+
+    /// This error with the user's calls above its site (see [`Site::with_callers`]),
+    /// where it has a site: called as an error leaves an op, while the user's frames are
+    /// still on the stack.
+    pub(crate) fn with_callers(self) -> Error {
+        match self {
+            Error::InvalidArgument { op, msg, site } => Error::InvalidArgument { op, msg, site: site.with_callers() },
+            Error::Timeout { op, comm, waiting_for, secs, site } => {
+                Error::Timeout { op, comm, waiting_for, secs, site: site.with_callers() }
+            }
+            Error::Deadlock { op, comm, site, story, culprit, victim } => {
+                Error::Deadlock { op, comm, site: site.with_callers(), story, culprit, victim }
+            }
+            e => e,
+        }
     }
 
     /// Whether this error means the job can't continue (as opposed to a refused argument).
@@ -196,6 +308,45 @@ impl Error {
             Error::PeerFailed { .. } | Error::Deadlock { victim: true, .. } => 3,
             _ => 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod callers_tests {
+    use super::callers_in;
+
+    const BT: &str = "   0: std::backtrace::Backtrace::force_capture
+             at /rustc/abc/library/std/src/backtrace.rs:312:13
+   1: dist_runtime::error::Site::with_callers
+             at /work/main/dist-runtime/src/error.rs:150:18
+   2: trainer::parallel::grads::sync
+             at ./src/parallel/grads.rs:17:5
+   3: trainer::step
+             at ./src/main.rs:42:9
+   4: trainer::main
+             at ./src/main.rs:60:5
+   5: trainer::__dist_entry_main
+             at ./src/main.rs:55:1
+   6: dist_runtime::entry::run_rank
+             at /work/main/dist-runtime/src/entry.rs:144:19
+";
+
+    #[test]
+    fn the_users_callers_are_read_from_a_backtrace() {
+        assert_eq!(
+            callers_in(BT, "src/parallel/grads.rs", 17).as_deref(),
+            Some("src/main.rs:42, called from src/main.rs:60")
+        );
+        // A workspace member's paths: the site names the member's folder, the backtrace not.
+        let ws = BT.replace("./src/", "./");
+        assert_eq!(
+            callers_in(&ws, "tests/parallel/grads.rs", 17).as_deref(),
+            Some("tests/main.rs:42, called from tests/main.rs:60")
+        );
+        // The site called from the entry itself: nothing above it worth naming.
+        assert_eq!(callers_in(BT, "src/main.rs", 60), None);
+        // No debug info: no chain.
+        assert_eq!(callers_in("   0: trainer::step\n   1: trainer::main\n", "src/main.rs", 42), None);
     }
 }
 

@@ -492,11 +492,14 @@ impl<G: Group> Comm<G> {
         f: impl FnOnce() -> Result<R>,
     ) -> Result<R> {
         let slot = crate::verify::recorder::start(self.inner.rec, collective, name, site.0);
-        let r = f();
-        if r.is_ok() {
-            crate::verify::recorder::done(slot);
+        match f() {
+            Ok(v) => {
+                crate::verify::recorder::done(slot);
+                Ok(v)
+            }
+            // The user's frames are still on the stack: the error names their calls.
+            Err(e) => Err(e.with_callers()),
         }
-        r
     }
 
     /// [`run`](Self::run) after the queued non-blocking collectives, so a blocking one

@@ -545,7 +545,7 @@ pub struct RecvAny<'a> {
 impl RecvAny<'_> {
     /// Waits for the message (bounded by the communicator's deadline).
     pub fn wait(mut self) -> Result<Status> {
-        self.finish()
+        self.finish().map_err(Error::with_callers)
     }
 
     fn finish(&mut self) -> Result<Status> {

@@ -581,7 +581,7 @@ impl Request<'_> {
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
     pub fn wait(mut self) -> Result<()> {
-        self.complete()
+        self.complete().map_err(Error::with_callers)
     }
 
     /// Whether the op has completed, without blocking (torch's `Work.is_completed()`,

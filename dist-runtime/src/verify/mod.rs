@@ -35,10 +35,12 @@ pub(crate) fn agreement(
     if bad.is_empty() {
         return Ok(());
     }
+    // This rank's call, with the user's calls above it (its frames are on the stack here).
+    let called_from = mine.site.with_callers().callers().map(|c| format!(", called from {c}")).unwrap_or_default();
     Err(Error::Mismatch {
         comm: comm.to_string(),
         msg: format!(
-            "rank {rank} called {}, but {}",
+            "rank {rank} called {}{called_from}, but {}",
             mine.describe(mine.site.0.file(), mine.site.0.line()),
             bad.join("; ")
         ),
