@@ -408,6 +408,56 @@ fn dist_trace_writes_every_op_of_every_rank() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Under `DIST_TRACE=DIR`, each failing rank also leaves its flight recorder in
+/// `DIR/flight-<rank>.tsv`, which `cargo spmd trace DIR` (and `cargo xtask trace`) lines
+/// up: who diverged where, after the job. Non-blocking ops and their waits are recorded.
+#[test]
+fn failing_ranks_leave_their_flight_records_beside_the_trace() {
+    let dir = std::env::temp_dir().join(format!("dist-flight-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let r =
+        run_env("collective_in_a_branch", 3, 60.0, &[("DIST_TIMEOUT", "300"), ("DIST_TRACE", dir.to_str().unwrap())]);
+    assert!(!r.success());
+    let dumps: Vec<(usize, String)> =
+        (0..3).filter_map(|k| Some((k, std::fs::read_to_string(dir.join(format!("flight-{k}.tsv"))).ok()?))).collect();
+    assert_eq!(dumps.len(), 3, "every failing rank leaves its record: {}", r.summary());
+    let lined = dist_runtime::line_up_flight_records(&dumps);
+    let want = format!(
+        "World: rank 0 was last at #1 all_reduce ({}, not completed); ranks 1, 2 were last at #1 recv ({}, not completed)",
+        at("@branch-all-reduce"),
+        at("@branch-recv")
+    );
+    assert!(lined.contains(&want), "{want}: {lined}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// Wrong on purpose: rank 1 waits for a message rank 0 never sends, after non-blocking ops.
+#[spmd(unchecked)]
+fn stuck_in_a_request_wait(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u32> = Tag::new(4);
+    let mut got = [0u32];
+    if world.rank() == 1 {
+        let req = world.irecv(0, T, &mut got)?;
+        req.wait()?; // @irecv-wait
+    } else {
+        world.recv(1, T, &mut got)?; // @recv-from-1
+    }
+    Ok(())
+}
+
+/// The waits of non-blocking ops are in the flight recorder, at the wait's own line.
+#[test]
+fn request_waits_are_in_the_flight_recorder() {
+    let r = run_env("stuck_in_a_request_wait", 2, 60.0, &[("DIST_TIMEOUT", "300")]);
+    let all = r.summary();
+    let want = format!(
+        "rank 0 was last at #1 recv ({}, not completed); rank 1 was last at #2 irecv.wait ({}, not completed)",
+        at("@recv-from-1"),
+        at("@irecv-wait")
+    );
+    assert!(r.flight.as_deref().is_some_and(|f| f.contains(&want)), "{want}: {all}");
+}
+
 #[test]
 fn a_bad_trace_directory_is_a_clear_error() {
     let r = run_env("traced_ops", 2, 60.0, &[("DIST_TRACE", "/proc/no-such-dir/trace")]);

@@ -16,7 +16,8 @@ enum Cmd {
     /// Build a binary or example of this package and run it on N ranks.
     Run(Box<cargo_spmd::RunArgs>),
     /// Merge the per-rank traces written under DIST_TRACE=DIR (or `run --trace DIR`)
-    /// into DIR/trace.json for Perfetto, one track per rank, and print a summary.
+    /// into DIR/trace.json for Perfetto, one track per rank, print a summary, and line up
+    /// the flight recorders of ranks that failed (where each one last was).
     Trace(cargo_spmd::TraceArgs),
 }
 

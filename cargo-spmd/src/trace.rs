@@ -66,7 +66,26 @@ pub fn merge(dir: &Path, out: Option<PathBuf>) -> Result<(), String> {
         println!("{name:<16} {calls:>8} {:>12.3} {bytes:>14}", us / 1e3);
     }
     println!("open it in https://ui.perfetto.dev or chrome://tracing");
+    let flight = flight_line_up(dir)?;
+    if !flight.is_empty() {
+        println!("flight recorder, where each failing rank last was:\n{flight}");
+    }
     Ok(())
+}
+
+/// The `flight-<rank>.tsv` files failing ranks wrote under `dir`, lined up per
+/// communicator (empty when no rank failed).
+pub fn flight_line_up(dir: &Path) -> Result<String, String> {
+    let mut dumps: Vec<(usize, String)> = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(rank) = name.strip_prefix("flight-").and_then(|r| r.strip_suffix(".tsv")?.parse().ok()) {
+            let text = std::fs::read_to_string(e.path()).map_err(|err| format!("cannot read {name}: {err}"))?;
+            dumps.push((rank, text));
+        }
+    }
+    dumps.sort();
+    Ok(dist_runtime::line_up_flight_records(&dumps))
 }
 
 #[cfg(test)]
@@ -91,6 +110,14 @@ mod tests {
         let names: Vec<&str> =
             evs.iter().filter(|e| e["name"] == "process_name").map(|e| e["args"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, vec!["rank 0", "rank 1"]);
+        // Failing ranks' flight recorders, lined up.
+        std::fs::write(dir.join("flight-0.tsv"), "World\t#3\tall_reduce\tsrc/main.rs:20\tnot completed\n").unwrap();
+        std::fs::write(dir.join("flight-1.tsv"), "World\t#3\tbroadcast\tsrc/main.rs:24\tnot completed\n").unwrap();
+        assert_eq!(
+            super::flight_line_up(&dir).unwrap(),
+            "World: rank 0 was last at #3 all_reduce (src/main.rs:20, not completed); rank 1 was last at #3 \
+             broadcast (src/main.rs:24, not completed)"
+        );
         std::fs::write(dir.join("rank-2.jsonl"), "{not json\n").unwrap();
         assert!(super::merge(&dir, None).unwrap_err().contains("rank-2.jsonl:1: not a trace event"));
         let _ = std::fs::remove_dir_all(&dir);

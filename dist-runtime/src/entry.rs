@@ -202,6 +202,13 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             if launcher_store() {
                 let _ = to_launcher(&format!("flight/{rank}"), ring.as_bytes());
             }
+            // Beside the trace, for `cargo spmd trace DIR` to line the ranks up later.
+            if let Some(dir) = std::env::var_os("DIST_TRACE").filter(|d| !d.is_empty()) {
+                let path = std::path::Path::new(&dir).join(format!("flight-{rank}.tsv"));
+                if let Err(e) = std::fs::write(&path, ring.as_bytes()) {
+                    eprintln!("[rank {rank}] cannot write the flight recorder to {}: {e}", path.display());
+                }
+            }
         }
     }
     // The cause may be a peer that returned from its entry while this rank waited on it

@@ -89,6 +89,17 @@ pub use launch::{launch, launch_by_name, Launch, Nodes, Report};
 pub use reduce_op::{ReduceOp, UserReduce};
 pub use tag::Tag;
 
+/// The flight recorders of a failed job's ranks, lined up per communicator: where each
+/// rank last was, ranks grouped where they agree ("World: rank 0 was last at #13
+/// all_reduce (src/main.rs:20, not completed); ranks 1–7 were last at #13 broadcast
+/// (src/main.rs:24, not completed)"). `dumps` are (world rank, the rank's record): the
+/// `flight-<rank>.tsv` files a failing rank writes under `DIST_TRACE=DIR`, one op per
+/// line (`comm \t #n \t op \t file:line \t completed|not completed`). The launchers
+/// print this in their report; `cargo spmd trace DIR` prints it from the files.
+pub fn line_up_flight_records(dumps: &[(usize, String)]) -> String {
+    verify::recorder::line_up(dumps)
+}
+
 /// Re-exported so users name `f16`/`bf16` without a direct dependency on `half`.
 pub use half::{bf16, f16};
 /// Re-exported so users name complex elements without a direct dependency on `num-complex`.

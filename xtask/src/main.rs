@@ -27,7 +27,8 @@ enum Cmd {
     /// many times, and check every run ends fast, names the dead rank, leaves nothing.
     Chaos(ChaosArgs),
     /// Merge the per-rank traces written under DIST_TRACE=DIR (or `run --trace DIR`)
-    /// into DIR/trace.json for Perfetto, one track per rank, and print a summary.
+    /// into DIR/trace.json for Perfetto, one track per rank, print a summary, and line up
+    /// the flight recorders of ranks that failed (where each one last was).
     Trace(cargo_spmd::TraceArgs),
 }
 

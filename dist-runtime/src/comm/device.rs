@@ -172,7 +172,8 @@ impl<G: Group> Comm<G> {
                 guards.push(g);
             }
         }
-        let work = self.device_run(op, dtype, shape(ptrs), agree);
+        // Recorded as posted (the device completes it; its wait is the request's).
+        let work = self.recorded_as(true, op.name, op.site, || self.device_run(op, dtype, shape(ptrs), agree));
         drop(guards);
         work
     }

@@ -229,14 +229,16 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'a>> {
         self.check_rank("isend", "destination", dst)?;
         let site = Site::caller();
-        let state = match buf.view() {
-            View::Host(b) => ReqState::Send {
-                inner: &self.inner,
-                id: self.inner.backend.post_send(site, dst, tag.id(), T::DTYPE, bytes(b))?,
-            },
-            View::Device(d) => ReqState::Device(self.p2p_device("isend", vec![(true, dst, T::DTYPE, d)])?),
-        };
-        Ok(Request { state, site, _buf: PhantomData })
+        let state = self.recorded("isend", site, || {
+            Ok(match buf.view() {
+                View::Host(b) => ReqState::Send {
+                    inner: &self.inner,
+                    id: self.inner.backend.post_send(site, dst, tag.id(), T::DTYPE, bytes(b))?,
+                },
+                View::Device(d) => ReqState::Device(self.p2p_device("isend", vec![(true, dst, T::DTYPE, d)])?),
+            })
+        })?;
+        Ok(Request { state, site, _buf: PhantomData, rec: None }.recorded(self.inner.rec, "isend"))
     }
 
     /// Starts receiving into `buf` from `src`. `buf` stays mutably borrowed until the
@@ -269,16 +271,18 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'a>> {
         self.check_rank("irecv", "source", src)?;
         let site = Site::caller();
-        let state = match buf.view_mut() {
-            ViewMut::Host(b) => ReqState::Recv {
-                inner: &self.inner,
-                id: self.inner.backend.post_recv(site, src, tag.id())?,
-                dtype: T::DTYPE,
-                buf: bytes_mut(b),
-            },
-            ViewMut::Device(d) => ReqState::Device(self.p2p_device("irecv", vec![(false, src, T::DTYPE, d)])?),
-        };
-        Ok(Request { state, site, _buf: PhantomData })
+        let state = self.recorded("irecv", site, || {
+            Ok(match buf.view_mut() {
+                ViewMut::Host(b) => ReqState::Recv {
+                    inner: &self.inner,
+                    id: self.inner.backend.post_recv(site, src, tag.id())?,
+                    dtype: T::DTYPE,
+                    buf: bytes_mut(b),
+                },
+                ViewMut::Device(d) => ReqState::Device(self.p2p_device("irecv", vec![(false, src, T::DTYPE, d)])?),
+            })
+        })?;
+        Ok(Request { state, site, _buf: PhantomData, rec: None }.recorded(self.inner.rec, "irecv"))
     }
 
     /// Groups point-to-point ops (torch's `batch_isend_irecv`): every op added in `f` is
@@ -366,7 +370,12 @@ impl<G: Group> Comm<G> {
             match op {
                 BatchOp::Recv { src, tag, dtype, buf } => {
                     let id = inner.backend.post_recv(site, src, tag)?;
-                    reqs.push(Request { state: ReqState::Recv { inner, id, dtype, buf }, site, _buf: PhantomData });
+                    reqs.push(Request {
+                        state: ReqState::Recv { inner, id, dtype, buf },
+                        site,
+                        _buf: PhantomData,
+                        rec: None,
+                    });
                 }
                 send => sends.push(send),
             }
@@ -374,10 +383,11 @@ impl<G: Group> Comm<G> {
         for op in sends {
             if let BatchOp::Send { dst, tag, dtype, data } = op {
                 let id = inner.backend.post_send(site, dst, tag, dtype, data)?;
-                reqs.push(Request { state: ReqState::Send { inner, id }, site, _buf: PhantomData });
+                reqs.push(Request { state: ReqState::Send { inner, id }, site, _buf: PhantomData, rec: None });
             }
         }
-        Ok(Request { state: ReqState::Group(reqs), site, _buf: PhantomData })
+        Ok(Request { state: ReqState::Group(reqs), site, _buf: PhantomData, rec: None }
+            .recorded(self.inner.rec, "batch_async"))
     }
 
     /// The host half of [`batch`](Self::batch).
@@ -544,8 +554,15 @@ pub struct RecvAny<'a> {
 
 impl RecvAny<'_> {
     /// Waits for the message (bounded by the communicator's deadline).
+    #[track_caller]
     pub fn wait(mut self) -> Result<Status> {
-        self.finish().map_err(Error::with_callers)
+        let slot =
+            crate::verify::recorder::start(self.inner.rec, false, "irecv_any.wait", std::panic::Location::caller());
+        let r = self.finish();
+        if r.is_ok() {
+            crate::verify::recorder::done(slot);
+        }
+        r.map_err(Error::with_callers)
     }
 
     fn finish(&mut self) -> Result<Status> {

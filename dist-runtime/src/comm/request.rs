@@ -10,6 +10,7 @@ use crate::group::Group;
 use crate::op::{Op, OpKind};
 use crate::reduce_op::ReduceOp;
 use std::marker::PhantomData;
+use std::panic::Location;
 use std::sync::mpsc;
 
 impl<G: Group> Comm<G> {
@@ -435,7 +436,15 @@ impl<G: Group> Comm<G> {
             Ok(rw.map(|(w, _)| w).unwrap_or_default())
         })?;
         let timeout = self.timeout();
-        Ok(Request { state: ReqState::Coll { rx, out: recv.unwrap_or_default(), timeout }, site, _buf: PhantomData })
+        // The user's thread records the post (the worker records the run in its own ring).
+        let slot = crate::verify::recorder::start(self.inner.rec, true, cx.name, site.0);
+        crate::verify::recorder::done(slot);
+        Ok(Request {
+            state: ReqState::Coll { rx, out: recv.unwrap_or_default(), timeout },
+            site,
+            _buf: PhantomData,
+            rec: Some((self.inner.rec, wait_label(cx.name))),
+        })
     }
 
     /// Queues `job` on the worker: it gets a `run` that agrees on `cx` across ranks and runs
@@ -521,6 +530,29 @@ pub struct Request<'a> {
     pub(crate) state: ReqState<'a>,
     pub(crate) site: Site,
     pub(crate) _buf: PhantomData<&'a mut [u8]>,
+    /// The flight recorder's id of the communicator and the name its wait is recorded
+    /// under ("isend.wait"); `None` for requests that need no wait of their own.
+    pub(crate) rec: Option<(u32, &'static str)>,
+}
+
+/// The flight recorder's name for the wait of a non-blocking op (a static string, as the
+/// recorder keeps them).
+pub(crate) fn wait_label(op: &str) -> &'static str {
+    match op {
+        "isend" => "isend.wait",
+        "irecv" => "irecv.wait",
+        "irecv_any" => "irecv_any.wait",
+        "batch_async" => "batch_async.wait",
+        "all_reduce_async" => "all_reduce_async.wait",
+        "broadcast_async" => "broadcast_async.wait",
+        "reduce_async" => "reduce_async.wait",
+        "all_gather_async" => "all_gather_async.wait",
+        "reduce_scatter_async" => "reduce_scatter_async.wait",
+        "all_to_all_async" => "all_to_all_async.wait",
+        "all_to_all_v_async" => "all_to_all_v_async.wait",
+        "barrier_async" => "barrier_async.wait",
+        _ => "wait",
+    }
 }
 
 pub(crate) enum ReqState<'a> {
@@ -554,12 +586,19 @@ impl Request<'_> {
     /// A request for an op that already completed (a blocking op run through the same
     /// path as its non-blocking form).
     pub(crate) fn done(site: Site) -> Self {
-        Request { state: ReqState::Done, site, _buf: PhantomData }
+        Request { state: ReqState::Done, site, _buf: PhantomData, rec: None }
     }
 
     /// A request for an op on the device's stream.
     pub(crate) fn device(w: DeviceWork, site: Site) -> Self {
-        Request { state: ReqState::Device(w), site, _buf: PhantomData }
+        Request { state: ReqState::Device(w), site, _buf: PhantomData, rec: None }
+    }
+
+    /// This request, its wait recorded in the flight recorder of communicator `rec` as
+    /// the wait of `op`.
+    pub(crate) fn recorded(mut self, rec: u32, op: &'static str) -> Self {
+        self.rec = Some((rec, wait_label(op)));
+        self
     }
 
     /// Blocks until the op completes.
@@ -580,8 +619,15 @@ impl Request<'_> {
     /// # Ok(()) }
     /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
     /// ```
+    #[track_caller]
     pub fn wait(mut self) -> Result<()> {
-        self.complete().map_err(Error::with_callers)
+        let at = Location::caller();
+        let slot = self.rec.map(|(rec, name)| crate::verify::recorder::start(rec, false, name, at));
+        let r = self.complete();
+        if let (Ok(()), Some(slot)) = (&r, slot) {
+            crate::verify::recorder::done(slot);
+        }
+        r.map_err(Error::with_callers)
     }
 
     /// Whether the op has completed, without blocking (torch's `Work.is_completed()`,
@@ -926,6 +972,7 @@ pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<usize>> {
 /// # Ok(()) }
 /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
 /// ```
+#[track_caller]
 pub fn wait_all<'a>(reqs: impl IntoIterator<Item = Request<'a>>) -> Result<()> {
     let mut first = None;
     for r in reqs {
