@@ -857,9 +857,6 @@ fn a_rank_stops_itself(world: Comm<World>) -> dist_runtime::Result<()> {
 /// launcher names it as the cause (its peers stop as its victims).
 #[test]
 fn a_stopped_rank_is_named_as_stopped() {
-    if shm_only("a_stopped_rank_is_named_as_stopped") {
-        return;
-    }
     let r = run_env("a_rank_stops_itself", 3, 30.0, &[("DIST_TIMEOUT", "300")]);
     assert!(!r.success());
     let all = r.summary();

@@ -115,16 +115,27 @@ thread_local! {
     static ENTERED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Identifies this rank's host (and PID namespace): a pid means something only there.
+pub(super) fn host_id() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().hash(&mut h);
+    std::fs::read_link("/proc/self/ns/pid").ok().hash(&mut h);
+    h.finish()
+}
+
 /// Makes `comm` (a duplicate of the world, this process's alone) the job's board.
-pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize) {
-    let host = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().hash(&mut h);
-        std::fs::read_link("/proc/self/ns/pid").ok().hash(&mut h);
-        h.finish()
-    };
-    let (board, posted) = (vec![Waiter::default(); n], vec![Posted::new(); n]);
+/// `procs` is every rank's (pid, host) as exchanged at init: a rank that never blocks
+/// can still be found stopped (SIGSTOP) by a peer on its host.
+pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize, procs: &[(u32, u64)]) {
+    let host = host_id();
+    let board = (0..n)
+        .map(|r| {
+            let pid = procs.get(r).filter(|p| p.1 == host).map_or(0, |p| p.0);
+            Waiter { pid, ..Waiter::default() }
+        })
+        .collect();
+    let posted = vec![Posted::new(); n];
     let _ = HEALTH.set(Health { comm, me, n, host, st: Mutex::new(State { board, posted, ..State::default() }) });
 }
 

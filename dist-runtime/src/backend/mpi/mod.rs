@@ -338,7 +338,34 @@ impl MpiComm {
         .0;
         // SAFETY: a valid communicator.
         call("MPI_Comm_set_errhandler", || unsafe { ffi::MPI_Comm_set_errhandler(board, ffi::RSMPI_ERRORS_RETURN) })?;
-        health::install(board, c.rank, c.size);
+        // Every rank's pid and host, so the detector can tell a stopped rank on its host.
+        let mut mine = std::process::id().to_le_bytes().to_vec();
+        mine.extend_from_slice(&health::host_id().to_le_bytes());
+        let mut all = vec![0u8; 12 * c.size];
+        // SAFETY: a placeholder, written by MPI.
+        let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        // SAFETY: both buffers outlive the wait below (12 bytes per rank).
+        call("MPI_Iallgather", || unsafe {
+            ffi::MPI_Iallgather(
+                mine.as_ptr() as *mut c_void,
+                12,
+                ops::bytes(),
+                all.as_mut_ptr() as *mut c_void,
+                12,
+                ops::bytes(),
+                board,
+                &mut req,
+            )
+        })?;
+        c.wait(Wait::Coll, &mut req, "init", Site::caller(), &|| "every rank to join the wait board".into())?;
+        let procs: Vec<(u32, u64)> = all
+            .chunks_exact(12)
+            .map(|b| {
+                let pid = u32::from_le_bytes(b[..4].try_into().expect("4 bytes"));
+                (pid, u64::from_le_bytes(b[4..].try_into().expect("8 bytes")))
+            })
+            .collect();
+        health::install(board, c.rank, c.size, &procs);
         crate::verify::failure::register(Box::new(|reason| {
             FAILED.store(true, Ordering::SeqCst);
             health::announce(reason);
