@@ -181,6 +181,10 @@ pub struct Tuning {
     /// `DIST_STASH_MIB`: how many MiB of messages that no receive has claimed yet a rank
     /// keeps per communicator before its senders wait (default 256).
     pub stash_mib: Option<usize>,
+    /// `DIST_ISEND_MIB`: how many MiB of `isend` data a rank copies and keeps per peer
+    /// while the peer's ring is full, before a further `isend` waits for the peer to
+    /// read (default 256).
+    pub isend_mib: Option<usize>,
 }
 
 impl Env {
@@ -198,6 +202,18 @@ impl Env {
 
 fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `DIST_ISEND_MIB` in bytes (default 256 MiB): the copies of `isend` data a rank keeps
+/// per peer before a further `isend` waits. Read once (validated with the rest of the
+/// environment at init; shm takes it from `Tuning::isend_mib`).
+#[cfg(feature = "mpi")]
+pub(crate) fn isend_limit() -> u64 {
+    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let mib = std::env::var("DIST_ISEND_MIB").ok().and_then(|v| v.trim().parse::<u64>().ok());
+        mib.filter(|m| (1..=1 << 20).contains(m)).unwrap_or(256) << 20
+    })
 }
 
 fn parse<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T> {
@@ -312,6 +328,19 @@ impl Env {
             Some("detail") | Some("2") => DebugLevel::Detail,
             Some(other) => return Err(Error::Env(format!("DIST_DEBUG={other:?} is not one of off, check, detail"))),
         };
+        // A size in MiB (1 to 1 TiB) from variable `name`, if set.
+        let mib = |name: &str| -> Result<Option<usize>> {
+            get(name)
+                .map(|v| {
+                    let m = parse::<usize>(name, &v, "a size in MiB (1 to 1048576)")?;
+                    if (1..=1 << 20).contains(&m) {
+                        Ok(m)
+                    } else {
+                        Err(Error::Env(format!("{name}={m} is not a size in MiB (1 to 1048576)")))
+                    }
+                })
+                .transpose()
+        };
         Ok(Env {
             rank,
             world_size,
@@ -347,17 +376,8 @@ impl Env {
                 yield_us: get("DIST_YIELD_US")
                     .map(|v| parse("DIST_YIELD_US", &v, "a number of microseconds"))
                     .transpose()?,
-                stash_mib: get("DIST_STASH_MIB")
-                    .map(|v| parse::<usize>("DIST_STASH_MIB", &v, "a size in MiB (1 to 1048576)"))
-                    .transpose()?
-                    .map(|m| {
-                        if (1..=1 << 20).contains(&m) {
-                            Ok(m)
-                        } else {
-                            Err(Error::Env(format!("DIST_STASH_MIB={m} is not a size in MiB (1 to 1048576)")))
-                        }
-                    })
-                    .transpose()?,
+                stash_mib: mib("DIST_STASH_MIB")?,
+                isend_mib: mib("DIST_ISEND_MIB")?,
                 pin: match get("DIST_PIN").as_deref() {
                     None | Some("0") => false,
                     Some("1") => true,
@@ -429,6 +449,7 @@ mod tests {
         assert!(msg(&[("DIST_AGREEMENT", "gossip")]).contains("DIST_AGREEMENT"));
         assert!(msg(&[("DIST_STASH_MIB", "0")]).contains("DIST_STASH_MIB=0 is not a size in MiB"));
         assert!(msg(&[("DIST_STASH_MIB", "lots")]).contains("DIST_STASH_MIB"));
+        assert!(msg(&[("DIST_ISEND_MIB", "0")]).contains("DIST_ISEND_MIB=0 is not a size in MiB"));
     }
 
     #[test]

@@ -137,6 +137,7 @@ fn isend_payload(c: &MpiComm, dst: usize, tag: u32, data: &[u8]) -> Result<ffi::
 }
 
 pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
+    bound_copies(c, site, dst, tag, data.len())?;
     let copy = (data.len() > INLINE).then(|| data.to_vec());
     let _one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
     let (mut reqs, h) = isend(c, site, dst, tag, dtype, data)?;
@@ -151,6 +152,47 @@ pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DT
     let id = s.next;
     s.sends.insert(id, Send { reqs, _bufs: bufs, dst, tag });
     Ok(id)
+}
+
+/// Bounded memory for `isend`: each one keeps a copy of its data until MPI has sent it.
+/// Copies of sends MPI has finished are freed here (not only at their wait); past
+/// `DIST_ISEND_MIB` still held for `dst`, this send waits for MPI to finish earlier ones
+/// (taking what this rank's posted receives are due meanwhile), as a send on a bounded
+/// transport does.
+fn bound_copies(c: &MpiComm, site: Site, dst: usize, tag: u32, len: usize) -> Result<()> {
+    let limit = crate::env::isend_limit();
+    let held = |c: &MpiComm| -> Result<u64> {
+        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = 0u64;
+        for send in s.sends.values_mut().filter(|x| x.dst == dst && !x._bufs.is_empty()) {
+            let mut all = true;
+            for r in send.reqs.iter_mut() {
+                let mut flag: c_int = 0;
+                // SAFETY: a live request of this process (a completed one is MPI_REQUEST_NULL).
+                call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+                all &= flag != 0;
+            }
+            if all {
+                send._bufs = Vec::new(); // sent: MPI reads the copy no more
+            } else {
+                held += send._bufs.iter().map(|b| b.len() as u64).sum::<u64>();
+            }
+        }
+        Ok(held)
+    };
+    if held(c)? + len as u64 <= limit || len == 0 {
+        return Ok(());
+    }
+    let waiting_for =
+        || format!("rank {dst} to receive earlier isends (DIST_ISEND_MIB={} MiB of copies held for it)", limit >> 20);
+    c.poll(super::Wait::Send { dst, tag }, "isend", site, &waiting_for, || {
+        let h = held(c)?;
+        if h + len as u64 <= limit || h == 0 {
+            return Ok(true);
+        }
+        service(c, site)?;
+        Ok(false)
+    })
 }
 
 /// Waits for a send's requests. A large send completes only once the peer receives it,

@@ -245,6 +245,15 @@ impl P2p {
     }
 
     /// Moves bytes on every ring this rank touches; never blocks.
+    /// Bytes of copied send data queued for `dst` and not yet in its ring.
+    fn copied(&self, dst: usize) -> u64 {
+        self.out[dst]
+            .iter()
+            .filter(|o| matches!(o.data, Payload::Owned(_)))
+            .map(|o| (o.base + o.data.bytes().len()).saturating_sub(o.off) as u64)
+            .sum()
+    }
+
     fn progress(&mut self, c: &ShmComm, mut target: Option<&mut Target<'_>>) {
         let me = c.rank;
         for dst in 0..c.n {
@@ -606,6 +615,16 @@ pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DT
     if let Some(o) = p.out[dst].iter_mut().find(|o| o.id == id) {
         o.data = Payload::Owned(o.data.bytes()[o.off.saturating_sub(HDR)..].to_vec());
         o.base = o.off.max(HDR);
+    }
+    // Bounded memory: past `DIST_ISEND_MIB` of copies waiting for `dst`, this send waits
+    // (reading what arrives meanwhile, up to the stash's own bound) until the peer has
+    // read enough, as a send on a bounded transport does; never for a send to itself.
+    let limit = c.cfg.isend_limit;
+    if dst != c.rank && p.copied(dst) > limit {
+        drive(c, &mut p, site, "isend", dst, |p| {
+            p.progress(c, None);
+            Ok(p.copied(dst) <= limit)
+        })?;
     }
     Ok(id)
 }

@@ -32,6 +32,9 @@ pub(crate) struct Config {
     /// Bytes of unexpected messages (no receive posted) a rank stashes per communicator
     /// before it stops reading them, so their senders wait (`DIST_STASH_MIB`).
     pub stash_limit: u64,
+    /// Bytes of `isend` data a rank copies per peer while that peer's ring is full, before
+    /// a further `isend` to it waits for the peer to read (`DIST_ISEND_MIB`).
+    pub isend_limit: u64,
 }
 
 /// Which shared-memory algorithm each op takes: by size by default, or as `DIST_ALGO`
@@ -136,6 +139,7 @@ impl Config {
             slot: knobs.slot_kib.map_or(256 << 10, |k| (k.clamp(16, 64 << 10) << 10) / 4096 * 4096),
             yield_budget: Duration::from_micros(knobs.yield_us.unwrap_or(500)),
             stash_limit: (knobs.stash_mib.unwrap_or(256) as u64) << 20,
+            isend_limit: (knobs.isend_mib.unwrap_or(256) as u64) << 20,
         })
     }
 }
