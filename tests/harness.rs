@@ -583,36 +583,53 @@ fn barrier_pause_barrier(world: Comm<World>) -> dist_runtime::Result<()> {
     world.barrier()
 }
 
-/// Two token-less torchrun-style jobs on one port (rank 0 of the first hosts the store):
-/// the second job's rank 1 must not merge into the first. One of the two rank-1
-/// processes stops at init saying two jobs share the address, and the first job never
-/// completes with a stranger in it.
+/// Two token-less torchrun-style jobs on one port (rank 0 of the first hosts the store).
+/// With a job identity (torchrun's run id, dist's DIST_JOB_ID) the second job's rank
+/// stops at init naming both jobs, and the first job runs to the end; without one, one
+/// of the two rank-1 processes stops saying two jobs share the address. Never a merge.
 #[test]
 fn two_jobs_on_one_port_do_not_merge() {
     if shm_only("two_jobs_on_one_port_do_not_merge") {
         return;
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let exe = std::env::current_exe().unwrap();
-    let start = |rank: &str, job: &str| {
-        std::process::Command::new(&exe)
-            .env("DIST_ENTRY", "harness::barrier_pause_barrier")
-            .envs([("RANK", rank), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", &port)])
-            .envs([("DIST_TIMEOUT", "10"), ("DIST_JOB_ID", job), ("RUST_BACKTRACE", "0")])
+    let start = |port: &str, rank: &str, job: Option<(&str, &str)>| {
+        let mut c = std::process::Command::new(&exe);
+        c.env("DIST_ENTRY", "harness::barrier_pause_barrier")
+            .envs([("RANK", rank), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", port)])
+            .envs([("DIST_TIMEOUT", "10"), ("RUST_BACKTRACE", "0")])
             .env_remove("DIST_JOB_TOKEN")
+            .env_remove("DIST_JOB_ID")
+            .env_remove("TORCHELASTIC_RUN_ID")
             .env_remove("DIST_BACKEND")
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
+            .stderr(std::process::Stdio::piped());
+        if let Some((var, id)) = job {
+            c.env(var, id);
+        }
+        c.spawn().unwrap()
     };
-    let a0 = start("0", "a");
-    std::thread::sleep(Duration::from_millis(300));
-    let (a1, b1) = (start("1", "a"), start("1", "b"));
     let out = |c: std::process::Child| {
         let o = c.wait_with_output().unwrap();
         (o.status.success(), String::from_utf8_lossy(&o.stderr).into_owned())
     };
+    let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    // With identities (torchrun's variable for one job, dist's for the other).
+    let p = port();
+    let a0 = start(&p, "0", Some(("TORCHELASTIC_RUN_ID", "job-a")));
+    std::thread::sleep(Duration::from_millis(300));
+    let b1 = start(&p, "1", Some(("DIST_JOB_ID", "job-b")));
+    std::thread::sleep(Duration::from_millis(300));
+    let a1 = start(&p, "1", Some(("TORCHELASTIC_RUN_ID", "job-a")));
+    let (a0, a1, b1) = (out(a0), out(a1), out(b1));
+    assert!(a0.0 && a1.0, "the first job must run to its end: a0 {a0:?} a1 {a1:?}");
+    assert!(!b1.0, "the stranger joined: {b1:?}");
+    assert!(b1.1.contains(r#"belongs to job "job-a", and this rank (rank 1) is of job "job-b""#), "{b1:?}");
+    // Without: the rank claim.
+    let p = port();
+    let a0 = start(&p, "0", None);
+    std::thread::sleep(Duration::from_millis(300));
+    let (a1, b1) = (start(&p, "1", None), start(&p, "1", None));
     let (a0, a1, b1) = (out(a0), out(a1), out(b1));
     let said = |o: &(bool, String)| o.1.contains("another process already joined the job") && o.1.contains("rank 1");
     assert!(!(a1.0 && b1.0), "both rank-1 processes joined: {a1:?} {b1:?}");

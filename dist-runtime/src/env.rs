@@ -95,7 +95,8 @@ pub struct Env {
     pub master_port: Option<u16>,
     /// `DIST_BACKEND`.
     pub backend: BackendChoice,
-    /// `DIST_JOB_ID`.
+    /// `DIST_JOB_ID` (dist's launchers set it), else torchrun's `TORCHELASTIC_RUN_ID`,
+    /// else this process's own (`p<pid>`: no identity shared with the other ranks).
     pub job_id: String,
     /// `DIST_JOB_TOKEN`: the rendezvous secret (empty: no secret).
     pub token: String,
@@ -349,7 +350,10 @@ impl Env {
             master_addr: get("MASTER_ADDR").unwrap_or_else(|| "127.0.0.1".into()),
             master_port,
             backend,
-            job_id: get("DIST_JOB_ID").unwrap_or_else(|| format!("p{}", std::process::id())),
+            // The job's identity: dist's launchers set DIST_JOB_ID; torchrun its run id.
+            job_id: get("DIST_JOB_ID")
+                .or_else(|| get("TORCHELASTIC_RUN_ID").filter(|v| !v.is_empty() && v != "none"))
+                .unwrap_or_else(|| format!("p{}", std::process::id())),
             token: get("DIST_JOB_TOKEN").unwrap_or_default(),
             timeout,
             debug,

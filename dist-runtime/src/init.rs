@@ -260,6 +260,22 @@ fn with_sim_device(world: Comm<World>, env: &Env) -> Result<Comm<World>> {
 /// share the address (torchrun-style jobs without a token on one port), and it stops
 /// here, saying so, instead of merging the jobs.
 fn claim_rank(store: &Store, env: &Env, addr: &str) -> Result<()> {
+    // A job identity every rank shares (the launcher's DIST_JOB_ID, torchrun's run id):
+    // the first rank at the store records it; a rank of another job stops at once,
+    // before it writes a key, whichever job came first.
+    if env.job_id != format!("p{}", std::process::id()) {
+        let theirs = store.compare_set("claim/job", b"", env.job_id.as_bytes())?;
+        if theirs != env.job_id.as_bytes() {
+            return Err(Error::Env(format!(
+                "the store at {addr} belongs to job {:?}, and this rank (rank {}) is of job {:?}: two jobs share \
+                 MASTER_ADDR:MASTER_PORT. Give each job its own MASTER_PORT (or a secret DIST_JOB_TOKEN per job, \
+                 which also keeps other users out)",
+                String::from_utf8_lossy(&theirs),
+                env.rank,
+                env.job_id
+            )));
+        }
+    }
     if store.add(&format!("claim/rank/{}", env.rank), 1)? == 1 {
         return Ok(());
     }
