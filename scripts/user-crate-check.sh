@@ -54,8 +54,8 @@ grep -q '\[rank 1\] error: .*rank 1 was asked to fail' <<<"$err" || fail "the ra
 
 echo "-- a strict entry over the library's ParallelState and helpers in two module files"
 for n in 1 2 4 6; do
-  out=$(cargo spmd run -n $n --entry pipeline_train 2>/dev/null) || fail "pipeline_train on $n ranks failed"
-  grep -q "pipeline_train: 3 steps of 4 micro-batches" <<<"$out" || fail "pipeline_train on $n ranks: $out"
+  out=$(cargo spmd run -n $n --entry pipeline_train -- --steps $((n + 1)) 2>/dev/null) || fail "pipeline_train on $n ranks failed"
+  grep -q "pipeline_train: $((n + 1)) steps of 4 micro-batches" <<<"$out" || fail "pipeline_train on $n ranks: $out"
 done
 
 echo "-- a bug planted in a helper of another module file is a compile error naming it"

@@ -534,3 +534,45 @@ fn any_source_pairs_runs() {
 fn vocabulary_runs() {
     each_size(vocabulary);
 }
+
+/// A step count from the environment (`STEPS`, the same on every rank): the check
+/// follows the loop for 1, 2 and 3 steps; each step passes a value down the chain and
+/// all-reduces it, and the ranks verify both against a serial reference.
+#[spmd(strict)]
+fn steps_from_the_environment(world: Comm<World>) -> dist_runtime::Result<()> {
+    let steps: usize = std::env::var("STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(2);
+    let (r, n) = (world.rank(), world.size());
+    let mut total = 0i64;
+    for step in 0..steps {
+        let mut x = [step as i64];
+        if r > 0 {
+            world.recv(r - 1, T, &mut x)?;
+        }
+        x[0] += r as i64;
+        if r + 1 < n {
+            world.send(r + 1, T, &x)?;
+        }
+        world.all_reduce(&mut x, ReduceOp::Max)?;
+        // The last rank holds step + 0 + 1 + … + (n − 1), the largest value.
+        assert_eq!(x[0], step as i64 + (n * (n - 1) / 2) as i64);
+        total += x[0];
+    }
+    let want: i64 = (0..steps).map(|s| s as i64 + (n * (n - 1) / 2) as i64).sum();
+    assert_eq!(total, want);
+    Ok(())
+}
+
+#[test]
+fn steps_from_the_environment_runs() {
+    for n in [1, 2, 3, 5] {
+        for steps in ["1", "4"] {
+            let r = dist_runtime::Launch::entry("static_accepted::steps_from_the_environment", n)
+                .unwrap()
+                .env("STEPS", steps)
+                .capture(true)
+                .run()
+                .unwrap();
+            assert!(r.success(), "{n} ranks, {steps} steps: {}", r.summary());
+        }
+    }
+}

@@ -86,7 +86,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> syn::Result<(
         if default && n > 8 && interp::total_steps() - start > SPREAD_STEPS {
             break;
         }
-        match check_size(f, n, &macros, &file, &consts) {
+        match check_size_for_inputs(f, n, &macros, &file, &consts) {
             SizeResult::Clean | SizeResult::Fails => {}
             SizeResult::Undecidable(at, what) => {
                 if strict {
@@ -107,6 +107,41 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> syn::Result<(
     Ok(())
 }
 
+/// The numbers a program reads from its inputs (arguments, environment, files) are
+/// unknown but the same on every rank: each size is checked with such a number being
+/// 1, and, when the program reads one, 2 and 3 too (a loop it counts runs once and
+/// several times). Problems found past the first say which value showed them.
+fn check_size_for_inputs<'a>(
+    f: &'a ItemFn,
+    n: usize,
+    macros: &'a Macros,
+    file: &'a HashMap<String, ItemFn>,
+    consts: &HashMap<String, interp::V<'a>>,
+) -> SizeResult {
+    interp::set_uniform_sample(1);
+    let first = check_size(f, n, macros, file, consts);
+    if !interp::read_uniform() || !matches!(first, SizeResult::Clean | SizeResult::Fails) {
+        return first;
+    }
+    for sample in [2, 3] {
+        interp::set_uniform_sample(sample);
+        match check_size(f, n, macros, file, consts) {
+            SizeResult::Problems(errs) => {
+                let note = format!(
+                    " (when a number the program reads from its arguments, environment or files is {sample}: \
+                     the check takes it to be the same on every rank)"
+                );
+                return SizeResult::Problems(
+                    errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e}{note}"))).collect(),
+                );
+            }
+            SizeResult::Undecidable(at, what) => return SizeResult::Undecidable(at, what),
+            SizeResult::Clean | SizeResult::Fails => {}
+        }
+    }
+    first
+}
+
 fn check_size<'a>(
     f: &'a ItemFn,
     n: usize,
@@ -117,6 +152,8 @@ fn check_size<'a>(
     let mut splits = Splits::new();
     // Senders of receives from any source, as the last pass resolved them.
     let mut any_known: HashMap<(usize, usize), usize> = HashMap::new();
+    // What the last pass's traces show, for a verdict when the splits never settle.
+    let mut last: Vec<syn::Error> = Vec::new();
     for _ in 0..PASSES {
         let mut traces = Vec::with_capacity(n);
         let mut learned = Splits::new();
@@ -144,6 +181,8 @@ fn check_size<'a>(
         }
         if again && learned != splits {
             // A split's members are known now: run again before judging anything.
+            last = sim::collectives(n, &traces);
+            drop(traces);
             splits = learned;
             continue;
         }
@@ -170,6 +209,11 @@ fn check_size<'a>(
             return if errs.is_empty() { SizeResult::Clean } else { SizeResult::Problems(errs) };
         }
         break;
+    }
+    // Splits that never settle: ranks that create communicators in different orders
+    // (each pass learns other members) show as collectives out of order on the parent.
+    if !last.is_empty() {
+        return SizeResult::Problems(last);
     }
     SizeResult::Undecidable(
         quote::quote_spanned!(f.sig.ident.span() => #f),
@@ -605,7 +649,7 @@ mod tests {
         let file = std::collections::HashMap::new();
         let no_splits = super::Splits::new();
         let consts = super::interp::eval_consts(&consts, &no_splits, &macros, &file);
-        match super::check_size(&f, n, &macros, &file, &consts) {
+        match super::check_size_for_inputs(&f, n, &macros, &file, &consts) {
             super::SizeResult::Problems(e) => e.iter().map(|e| e.to_string()).collect(),
             super::SizeResult::Clean => vec![],
             super::SizeResult::Fails => vec!["fails".into()],
@@ -684,5 +728,38 @@ mod tests {
             let kinds: Vec<&str> = it.events.iter().map(|e| e.call()).collect();
             assert_eq!(kinds.iter().filter(|k| **k == "barrier").count(), 2, "{kinds:?}");
         }
+    }
+
+    /// A loop counted by a number from the command line (the same on every rank under
+    /// the launcher) is followed: a correct pipeline passes at every size; a bug that
+    /// shows only from the second iteration on is found, and says which input value.
+    #[test]
+    fn loops_counted_by_program_inputs_are_checked() {
+        let src = r#"fn train(world: Comm<World>) -> dist_runtime::Result<()> {
+            let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10);
+            let (r, n) = (world.rank(), world.size());
+            let mut x = [0f32; 4];
+            for step in 0..steps {
+                if r > 0 { world.recv(r - 1, T, &mut x)?; }
+                if r + 1 < n { world.send(r + 1, T, &x)?; }
+                world.all_reduce(&mut x, ReduceOp::Sum)?;
+                if BUG && step == 1 && r == 0 { world.barrier()?; }
+            }
+            Ok(())
+        }"#;
+        let good = src.replace("BUG", "false");
+        for n in 1..=5 {
+            assert_eq!(problems(&good, "const T: Tag<f32> = Tag::new(1);", n), Vec::<String>::new(), "size {n}");
+        }
+        let bad = src.replace("BUG", "true");
+        let e = problems(&bad, "const T: Tag<f32> = Tag::new(1);", 2);
+        assert!(e.iter().any(|m| m.contains("barrier") && m.contains("is 2")), "{e:?}");
+        // From the environment too, through `map`.
+        let env = good.replace(
+            "std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(10)",
+            r#"std::env::var("STEPS").map(|v| v.parse::<usize>().unwrap()).unwrap_or(3)"#,
+        );
+        assert_ne!(env, good);
+        assert_eq!(problems(&env, "const T: Tag<f32> = Tag::new(1);", 3), Vec::<String>::new());
     }
 }

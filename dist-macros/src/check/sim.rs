@@ -63,7 +63,9 @@ fn tag_id(t: &str) -> String {
 
 // ---------------------------------------------------------------- collectives
 
-fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
+/// Collectives that not every member reaches, or reaches in another order, with another
+/// root, op or length.
+pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
     // comm → (group, members, rank → its collectives on it in order)
     type Seqs<'t, 'a> = BTreeMap<String, (String, Vec<usize>, BTreeMap<usize, Vec<&'t Ev<'a>>>)>;
     let mut seqs: Seqs<'_, '_> = BTreeMap::new();

@@ -27,11 +27,19 @@ fn main(world: Comm<World>) -> dist_runtime::Result<()> {
 #[spmd(strict)]
 fn pipeline_train(world: Comm<World>) -> dist_runtime::Result<()> {
     use trainer::parallel::{grads, pipeline, ParallelState};
-    const STEPS: usize = 3;
     const MICRO: usize = 4;
+    // The step count comes from the command line (`-- --steps N`): the same on every
+    // rank, so the compile-time check follows the loop (for 1, 2 and 3 steps).
+    let args: Vec<String> = std::env::args().collect();
+    let steps: usize = args
+        .iter()
+        .position(|a| a == "--steps")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     let ps = ParallelState::new(&world)?;
     let mut buckets = vec![vec![0.0f32; 64]; 3];
-    for _ in 0..STEPS {
+    for _ in 0..steps {
         for m in 0..MICRO {
             let mut act = vec![m as f32; 16];
             pipeline::forward(&ps, &mut act)?;
@@ -52,7 +60,7 @@ fn pipeline_train(world: Comm<World>) -> dist_runtime::Result<()> {
         }
     }
     if world.rank() == 0 {
-        println!("pipeline_train: {STEPS} steps of {MICRO} micro-batches on {} stages", ps.pp.size());
+        println!("pipeline_train: {steps} steps of {MICRO} micro-batches on {} stages", ps.pp.size());
     }
     Ok(())
 }

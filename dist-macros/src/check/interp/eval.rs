@@ -335,6 +335,8 @@ impl<'a> Interp<'a> {
                         RangeLimits::HalfOpen(_) => V::Range(a, b),
                         RangeLimits::Closed(_) => V::Range(a, b + 1),
                     },
+                    // `0..steps` with `steps` from the program's inputs: this run's count.
+                    (V::Int(a), V::Count) => V::Range(a, a + super::uniform_number()),
                     _ => V::opaque(),
                 })
             }
@@ -1029,6 +1031,9 @@ impl<'a> Interp<'a> {
     /// Calls to paths the check knows (`Some`, `Tag::new`, `drop`), else opaque.
     fn known_call(&mut self, e: &'a Expr, path: &syn::Path, args: Vec<V<'a>>) -> R<'a> {
         let (name, last) = (path_str(path), last_seg(path));
+        if is_uniform_source(&name) {
+            return Ok(V::Uniform);
+        }
         match (last.as_str(), args.as_slice()) {
             ("Some", [x]) => Ok(V::Opt(Some(Box::new(x.clone())))),
             ("Ok", [x]) => Ok(x.clone()),
@@ -1136,6 +1141,17 @@ pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
 /// Whether `path` names one of dist's free functions the check knows (`wait_all`,
 /// `dist_runtime::wait_any`, …) or anything under `dist_runtime::`/`std::`: those are
 /// modelled, never interpreted from a source file that happens to define them.
+/// The program's inputs: the same on every rank under the launcher (one command line,
+/// one environment, one file system per host).
+fn is_uniform_source(name: &str) -> bool {
+    let name = name.replace(' ', "");
+    // `args()` after `use std::env::args` (a helper of that name is found before this).
+    name == "args"
+        || ["env::args", "env::args_os", "env::var", "env::var_os", "fs::read_to_string", "fs::read"]
+            .iter()
+            .any(|s| name == *s || name.ends_with(&format!("::{s}")))
+}
+
 fn is_dist_fn(path: &syn::Path) -> bool {
     let first = path.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
     let last = last_seg(path);

@@ -33,6 +33,29 @@ use syn::{Expr, FnArg, ItemFn};
 
 thread_local! {
     static TOTAL_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The value a number read from the program's inputs takes in this run (see
+    /// [`V::Uniform`]), and whether any rank read one.
+    static UNIFORM: std::cell::Cell<(i128, bool)> = const { std::cell::Cell::new((1, false)) };
+}
+
+/// Runs the ranks as if every number the program reads from its inputs (arguments,
+/// environment, files: the same on every rank under the launcher) were `sample`.
+pub fn set_uniform_sample(sample: i128) {
+    UNIFORM.with(|u| u.set((sample, false)));
+}
+
+/// Whether a rank read such an input since [`set_uniform_sample`].
+pub fn read_uniform() -> bool {
+    UNIFORM.with(|u| u.get().1)
+}
+
+/// The value of a number parsed from the program's inputs in this run (and note that one was read).
+pub(super) fn uniform_number() -> i128 {
+    UNIFORM.with(|u| {
+        let (s, _) = u.get();
+        u.set((s, true));
+        s
+    })
 }
 
 /// Evaluation steps taken by every rank on this thread so far (the check's cost).

@@ -98,8 +98,31 @@ impl<'a> Interp<'a> {
                 _ => Ok(V::opaque()),
             }
         };
+        // The program's inputs: what is read from them stays an input (the same on every
+        // rank); a number parsed from one is a count (see `V::Count`).
+        if matches!(recv, V::Uniform | V::Count) {
+            return match m.as_str() {
+                "parse" => Ok(V::Count),
+                "map" | "and_then" | "map_or" | "map_or_else" if !args.is_empty() => match args.last() {
+                    Some(f @ V::Closure(_)) => apply(self, f, recv),
+                    _ => Ok(recv),
+                },
+                _ => Ok(recv),
+            };
+        }
         // Result/Option pass-throughs: the check assumes communication succeeds.
         match (m.as_str(), &recv) {
+            ("unwrap_or_else" | "unwrap_or_default", V::Opt(Some(x))) => return Ok((**x).clone()),
+            // A result's value (results are their values here).
+            (
+                "unwrap_or" | "unwrap_or_else" | "unwrap_or_default",
+                V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_),
+            ) => return Ok(recv),
+            // `Result::ok`: results are their values here, an `Err` is `None`.
+            ("ok", V::Err) if args.is_empty() => return Ok(V::Opt(None)),
+            ("ok", V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_)) if args.is_empty() => {
+                return Ok(V::Opt(Some(Box::new(recv))))
+            }
             // Only a `Result` has `map_err`, and a result is its value here: an
             // `Option` inside it (`subgroup`'s) stays an `Option`.
             ("map_err", _) => return Ok(recv),

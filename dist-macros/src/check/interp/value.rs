@@ -40,6 +40,16 @@ pub enum V<'a> {
     Opaque {
         comm: bool,
     },
+    /// Read from the program's inputs (`std::env::args`, `std::env::var`, a file): unknown,
+    /// but the same on every rank, which all run one program with one command line and
+    /// environment under the launcher.
+    Uniform,
+    /// A number parsed from the program's inputs (or computed from one with `+ - * /`):
+    /// unknown but the same on every rank. As a range's end (`for _ in 0..steps`) it
+    /// takes the run's sample count (`interp::set_uniform_sample`), so the loop is
+    /// checked for one and for several iterations; anywhere else (a peer, a root, a
+    /// condition) it is unknown data.
+    Count,
 }
 
 impl<'a> V<'a> {
@@ -172,6 +182,10 @@ pub(super) fn req_ids(v: &V) -> Vec<usize> {
 pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, String> {
     use BinOp::*;
     Ok(match (l, r) {
+        // A count from the program's inputs stays one under arithmetic with constants.
+        (V::Count, V::Int(_) | V::Count) | (V::Int(_), V::Count) if matches!(op, Add(_) | Sub(_) | Mul(_) | Div(_)) => {
+            V::Count
+        }
         (V::Int(a), V::Int(b)) => {
             let (a, b) = (*a, *b);
             match op {
