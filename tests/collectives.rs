@@ -745,3 +745,45 @@ fn user_reductions_fold_in_rank_order(world: Comm<World>) {
         assert!(e.contains("mismatched collective") && e.contains("user reduction"), "{e}");
     }
 }
+
+/// In-place collectives longer than one MPI call may move (MPI's counts are 32-bit) run
+/// in parts on MPI. `DIST_MPI_MAX_COUNT=1000` makes buffers of 2 501 elements (and a
+/// broadcast of 3 001 bytes) take three and four parts, so the split is checked against
+/// the serial reference without 2 GiB buffers; on shm the variable means nothing and the
+/// same results hold.
+#[spmd]
+fn in_place_collectives_in_parts(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let len = 2501;
+    let inputs: Vec<Vec<f64>> = (0..n).map(|q| data(q, len, 5)).collect();
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Avg] {
+        let mut buf = inputs[me].clone();
+        world.all_reduce(&mut buf, op).unwrap();
+        assert_reduced(&format!("all_reduce {op:?} in parts"), &buf, &reduce_ref(&inputs, op), op, n);
+        let mut buf = inputs[me].clone();
+        world.reduce(&mut buf, op, n - 1).unwrap();
+        let want = if me == n - 1 { reduce_ref(&inputs, op) } else { inputs[me].clone() };
+        assert_reduced(&format!("reduce {op:?} in parts"), &buf, &want, op, n);
+        let mut buf = inputs[me].clone();
+        world.scan(&mut buf, op).unwrap();
+        assert_reduced(&format!("scan {op:?} in parts"), &buf, &reduce_ref(&inputs[..=me], op), op, me + 1);
+    }
+    let pattern: Vec<u8> = (0..3001).map(|i| (i % 251) as u8).collect();
+    let mut b = if me == 0 { pattern.clone() } else { vec![0u8; 3001] };
+    world.broadcast(&mut b, 0).unwrap();
+    assert_eq!(b, pattern, "broadcast in parts");
+}
+
+#[test]
+fn in_place_collectives_past_the_count_limit_run_in_parts() {
+    for n in [1, 2, 3] {
+        let r = dist_runtime::Launch::entry("collectives::in_place_collectives_in_parts", n)
+            .unwrap()
+            .env("DIST_MPI_MAX_COUNT", "1000")
+            .capture(true)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+            .unwrap();
+        assert!(r.success(), "{n} ranks: {}", r.summary());
+    }
+}

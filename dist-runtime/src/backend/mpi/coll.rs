@@ -33,6 +33,31 @@ pub(super) fn ptr(b: &[u8]) -> *mut c_void {
 }
 
 pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+    // In-place collectives past MPI's 32-bit counts run as consecutive calls on parts of
+    // the buffer (every rank splits alike: the lengths agree); each part is elementwise
+    // independent of the others. A user reduction moves whole buffers (`user`).
+    let bufs = match (op.kind, bufs) {
+        (
+            OpKind::Broadcast | OpKind::AllReduce | OpKind::Reduce | OpKind::Scan | OpKind::Exscan,
+            Bufs::InPlace(buf),
+        ) if !matches!(op.reduce_op, Some(ReduceOp::User(_))) => {
+            let unit = if op.kind == OpKind::Broadcast { 1 } else { op.dtype.map_or(1, |d| d.size()) };
+            let part = super::max_count().saturating_mul(unit);
+            if buf.len() > part {
+                for piece in buf.chunks_mut(part) {
+                    run_part(c, op, Bufs::InPlace(piece))?;
+                }
+                return Ok(());
+            }
+            Bufs::InPlace(buf)
+        }
+        (_, b) => b,
+    };
+    run_part(c, op, bufs)
+}
+
+/// One collective call on MPI (a part of a larger in-place one, see [`run`]).
+fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     // SAFETY: placeholder, written by the posting call.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
     let comm = c.comm;

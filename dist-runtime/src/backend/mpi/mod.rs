@@ -134,9 +134,19 @@ fn check(rc: c_int, what: &str) -> Result<()> {
     Err(Error::backend("mpi", format!("{what} failed: {text}")))
 }
 
-/// A count as MPI takes it (32-bit).
+/// The largest count one MPI call takes: MPI's counts are 32-bit. `DIST_MPI_MAX_COUNT`
+/// lowers it (the tests exercise the in-place collectives' split with small buffers).
+fn max_count() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| {
+        let env = std::env::var("DIST_MPI_MAX_COUNT").ok().and_then(|v| v.trim().parse::<usize>().ok());
+        env.filter(|&m| m > 0).unwrap_or(c_int::MAX as usize).min(c_int::MAX as usize)
+    })
+}
+
+/// A count as MPI takes it (32-bit, at most [`max_count`]).
 fn count(n: usize, what: &str) -> Result<c_int> {
-    c_int::try_from(n).map_err(|_| {
+    c_int::try_from(n).ok().filter(|_| n <= max_count()).ok_or_else(|| {
         Error::backend(
             "mpi",
             format!("{what}: {n} exceeds MPI's 32-bit counts (split the buffer into parts under 2 GiB)"),
