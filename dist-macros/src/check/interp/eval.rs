@@ -1059,6 +1059,16 @@ impl<'a> Interp<'a> {
                 Ok(V::Unit)
             }
             ("drop", _) => Ok(V::Unit),
+            // A request forgotten is never waited: its op may never complete here, and
+            // its buffer is released to the program while the op may still use it.
+            ("forget" | "leak", [V::Req(_)]) => Err(Flow::Stop(Stop::Invalid {
+                site: self.site(e),
+                msg: format!(
+                    "`{last}` of a request: the op is never waited, so it may never complete, and its buffer is \
+                     handed back while the op may still use it; call `.wait()` (or let the request drop, which \
+                     waits) before the next op on the communicator"
+                ),
+            })),
             _ => self.opaque_call(e, &name, &args),
         }
     }
