@@ -31,6 +31,20 @@ struct Send {
     tag: u32,
 }
 
+impl Send {
+    /// `MPI_Test` on each of the send's requests: whether all have completed.
+    fn test(&mut self) -> Result<bool> {
+        let mut all = true;
+        for r in self.reqs.iter_mut() {
+            let mut flag: c_int = 0;
+            // SAFETY: a live request of this process (a completed one is MPI_REQUEST_NULL).
+            call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+            all &= flag != 0;
+        }
+        Ok(all)
+    }
+}
+
 const HEADER: usize = 128;
 /// Largest payload sent inside the header's message.
 const INLINE: usize = 4 << 10;
@@ -165,14 +179,7 @@ fn bound_copies(c: &MpiComm, site: Site, dst: usize, tag: u32, len: usize) -> Re
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         let mut held = 0u64;
         for send in s.sends.values_mut().filter(|x| x.dst == dst && !x._bufs.is_empty()) {
-            let mut all = true;
-            for r in send.reqs.iter_mut() {
-                let mut flag: c_int = 0;
-                // SAFETY: a live request of this process (a completed one is MPI_REQUEST_NULL).
-                call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
-                all &= flag != 0;
-            }
-            if all {
+            if send.test()? {
                 send._bufs = Vec::new(); // sent: MPI reads the copy no more
             } else {
                 held += send._bufs.iter().map(|b| b.len() as u64).sum::<u64>();
@@ -435,13 +442,7 @@ pub(super) fn test_send(c: &MpiComm, site: Site, id: ReqId) -> Result<bool> {
     let done = {
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         let send = s.sends.get_mut(&id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?;
-        let mut all = true;
-        for r in send.reqs.iter_mut() {
-            let mut flag: c_int = 0;
-            // SAFETY: a live request of this process (a completed one is MPI_REQUEST_NULL).
-            call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
-            all &= flag != 0;
-        }
+        let all = send.test()?;
         if all {
             s.sends.remove(&id);
         }
