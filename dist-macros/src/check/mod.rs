@@ -472,10 +472,16 @@ mod tests {
     /// A 200-line entry point with loops: pipeline stages over microbatches, a ring
     /// exchange, a halo in a batch, collectives on a mesh when the size allows.
     fn big_function() -> String {
+        function_of_blocks(9)
+    }
+
+    /// An entry point of `blocks` blocks of 23 lines (a pipeline over 8 microbatches, a
+    /// ring of `sendrecv`, a halo `batch`, an `all_reduce`), each on its own tags.
+    fn function_of_blocks(blocks: usize) -> String {
         let mut s = String::from(
             "fn main(world: Comm<World>) -> Result<()> {\n    let (r, n) = (world.rank(), world.size());\n",
         );
-        for k in 0..9 {
+        for k in 0..blocks {
             write!(
                 s,
                 r#"
@@ -529,6 +535,23 @@ mod tests {
         communication(&f, &sizes(None), true).unwrap();
         eprintln!(
             "checked {} lines at the default sizes in {:.1} ms ({} steps; {steps8} at 1..=8)",
+            src.lines().count(),
+            t.elapsed().as_secs_f64() * 1e3,
+            super::interp::total_steps() - s0
+        );
+    }
+
+    /// The cost table's 1 000-line row (docs/static-checks.md): 44 blocks, default sizes.
+    #[test]
+    fn a_1000_line_function_is_checked() {
+        let src = function_of_blocks(44);
+        assert!(src.lines().count() >= 1000, "{} lines", src.lines().count());
+        let f: syn::ItemFn = syn::parse_str(&src).unwrap();
+        let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
+        communication(&f, &sizes(None), true).unwrap();
+        // A figure for docs/static-checks.md, not an assertion: timings go in benchmarks.
+        eprintln!(
+            "checked {} lines at the default sizes in {:.1} ms ({} steps)",
             src.lines().count(),
             t.elapsed().as_secs_f64() * 1e3,
             super::interp::total_steps() - s0

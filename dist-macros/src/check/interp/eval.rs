@@ -4,7 +4,6 @@
 use super::super::trace::Ev;
 use super::*;
 use quote::ToTokens;
-use std::collections::HashMap;
 use syn::{BinOp, Block, Expr, FnArg, Item, ItemFn, Pat, RangeLimits, Stmt, UnOp};
 
 impl<'a> Interp<'a> {
@@ -318,7 +317,7 @@ impl<'a> Interp<'a> {
                 for x in &a.elems {
                     out.push(self.expr(x)?);
                 }
-                Ok(V::List(out))
+                Ok(V::list(out))
             }
             Expr::Repeat(r) => self.repeat(&r.expr, &r.len),
             Expr::Range(r) => {
@@ -553,7 +552,8 @@ impl<'a> Interp<'a> {
                         let i = self.expr(&ix.index)?;
                         if let (Some(name), V::Int(i)) = (p.path.get_ident().map(|x| x.to_string()), i) {
                             if let Some(V::List(mut items)) = self.lookup(&name).cloned() {
-                                if let Some(slot) = usize::try_from(i).ok().and_then(|i| items.get_mut(i)) {
+                                let at = usize::try_from(i).ok().filter(|&i| i < items.len());
+                                if let Some(slot) = at.map(|i| &mut std::rc::Rc::make_mut(&mut items)[i]) {
                                     *slot = v;
                                     self.assign(&name, V::List(items));
                                     return Ok(());
@@ -747,7 +747,7 @@ impl<'a> Interp<'a> {
 
     fn for_loop_items(&mut self, f: &'a syn::ExprForLoop, it: V<'a>) -> R<'a> {
         match iter_items(&it) {
-            Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.into_iter(), &f.body),
+            Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body),
             None => {
                 let o = V::taint(&[&it]);
                 self.scoped(|me| {
@@ -853,7 +853,7 @@ impl<'a> Interp<'a> {
         self_ty: Option<String>,
     ) -> R<'a> {
         // A nested fn sees only its parameters (and other items), not the caller's locals.
-        let saved = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
+        let saved = std::mem::replace(&mut self.scopes, vec![FxMap::default()]);
         for (a, v) in f.sig.inputs.iter().zip(args) {
             match a {
                 FnArg::Typed(pt) => {
@@ -1041,7 +1041,7 @@ impl<'a> Interp<'a> {
             ("new", [V::Int(id)]) if name.ends_with("Tag::new") => Ok(V::Tag(format!("#{id}"))),
             // An empty collection the check follows (`push`, iteration, `wait_all`).
             ("new" | "with_capacity", _) if name.starts_with("Vec::") || name.starts_with("VecDeque::") => {
-                Ok(V::List(Vec::new()))
+                Ok(V::list(Vec::new()))
             }
             ("min", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.min(b))),
             ("max", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.max(b))),
@@ -1141,7 +1141,9 @@ pub(super) fn mut_loans(e: &Expr, out: &mut Vec<String>) {
 /// and tuples keep their length; everything else becomes opaque.
 pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
     match v {
-        V::List(items) if keep_shape => V::List(items.into_iter().map(|x| forget(x, true)).collect()),
+        // Data already forgotten (a buffer's items) is shared as it is.
+        V::List(items) if keep_shape && items.iter().all(|x| matches!(x, V::Opaque { comm: false })) => V::List(items),
+        V::List(items) if keep_shape => V::list(items.iter().cloned().map(|x| forget(x, true)).collect()),
         V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget(x, true)).collect()),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
         v => V::Opaque { comm: v.has_comm() },

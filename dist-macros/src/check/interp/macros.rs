@@ -53,7 +53,7 @@ impl<'a> Interp<'a> {
                     return self.repeat(x, k);
                 }
                 match parse_args() {
-                    Some(args) => Ok(V::List(self.args(args)?)),
+                    Some(args) => Ok(V::list(self.args(args)?)),
                     None => Ok(V::opaque()),
                 }
             }
@@ -71,7 +71,7 @@ impl<'a> Interp<'a> {
     pub(super) fn repeat(&mut self, x: &'a Expr, k: &'a Expr) -> R<'a> {
         let v = self.expr(x)?;
         Ok(match self.expr(k)? {
-            V::Int(k) if (0..=REPEAT_BOUND).contains(&k) => V::List(vec![v; k as usize]),
+            V::Int(k) if (0..=REPEAT_BOUND).contains(&k) => V::list(vec![v; k as usize]),
             _ => V::taint(&[&v]),
         })
     }

@@ -72,10 +72,37 @@ const LOOP_BOUND: u64 = 100_000;
 /// Longest list the interpreter materialises (ranges over ranks, peers, microbatches).
 const LIST_BOUND: i128 = 1 << 16;
 
+/// A fast hash for the interpreter's own tables (variable names, syntax-node addresses):
+/// FxHash's multiply-rotate, where SipHash's DoS resistance buys nothing.
+#[derive(Default, Clone, Copy)]
+pub struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map on [`Fx`].
+pub type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+
 pub struct Interp<'a> {
     pub rank: usize,
     pub size: usize,
-    scopes: Vec<HashMap<String, V<'a>>>,
+    scopes: Vec<FxMap<String, V<'a>>>,
     pub comms: Vec<CommInst>,
     pub events: Vec<Ev<'a>>,
     next_id: usize,
@@ -158,7 +185,7 @@ impl<'a> Interp<'a> {
             any_sources: HashMap::new(),
             quotas: Vec::new(),
             self_ty: Vec::new(),
-            scopes: vec![HashMap::new()],
+            scopes: vec![FxMap::default()],
             comms: vec![CommInst {
                 key: "world".into(),
                 group: "World".into(),
@@ -231,7 +258,7 @@ impl<'a> Interp<'a> {
     }
 
     fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
-        self.scopes.push(HashMap::new());
+        self.scopes.push(FxMap::default());
         let r = f(self);
         self.scopes.pop();
         r

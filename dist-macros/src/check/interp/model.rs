@@ -82,7 +82,7 @@ impl<'a> Interp<'a> {
             "clone" | "as_ref" | "borrow" => return Ok(V::Comm(c)),
             "members" => {
                 return Ok(match &self.comms[c].members {
-                    Some(m) => V::List(m.iter().map(|&w| V::Int(w as i128)).collect()),
+                    Some(m) => V::list(m.iter().map(|&w| V::Int(w as i128)).collect()),
                     None => V::opaque(),
                 })
             }
@@ -102,7 +102,7 @@ impl<'a> Interp<'a> {
                 }
                 let me = members.iter().position(|&w| w == self.rank).expect("a member");
                 let coord = dist_ops::mesh_coordinate(&dims, me);
-                return Ok(V::List(coord.into_iter().map(|x| V::Int(x as i128)).collect()));
+                return Ok(V::list(coord.into_iter().map(|x| V::Int(x as i128)).collect()));
             }
             "world_rank_of" | "group_rank_of" => {
                 let args = self.args(&mc.args)?;

@@ -191,19 +191,19 @@ impl<'a> Interp<'a> {
                 ("iter" | "into_iter" | "iter_mut" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec", _) => {
                     return Ok(V::List(items))
                 }
-                ("rev", _) => return Ok(V::List(items.into_iter().rev().collect())),
+                ("rev", _) => return Ok(V::list(items.iter().rev().cloned().collect())),
                 ("len" | "count", _) => return Ok(V::Int(items.len() as i128)),
                 ("is_empty", _) => return Ok(V::Bool(items.is_empty())),
                 ("enumerate", _) => {
-                    return Ok(V::List(
-                        items.into_iter().enumerate().map(|(i, x)| V::Tuple(vec![V::Int(i as i128), x])).collect(),
+                    return Ok(V::list(
+                        items.iter().cloned().enumerate().map(|(i, x)| V::Tuple(vec![V::Int(i as i128), x])).collect(),
                     ))
                 }
                 ("step_by", [V::Int(k)]) if *k > 0 => {
-                    return Ok(V::List(items.into_iter().step_by(*k as usize).collect()))
+                    return Ok(V::list(items.iter().step_by(*k as usize).cloned().collect()))
                 }
-                ("skip", [V::Int(k)]) => return Ok(V::List(items.into_iter().skip(*k as usize).collect())),
-                ("take", [V::Int(k)]) => return Ok(V::List(items.into_iter().take(*k as usize).collect())),
+                ("skip", [V::Int(k)]) => return Ok(V::list(items.iter().skip(*k as usize).cloned().collect())),
+                ("take", [V::Int(k)]) => return Ok(V::list(items.iter().take(*k as usize).cloned().collect())),
                 ("contains", [x]) if items.iter().all(|i| matches!(i, V::Int(_) | V::Bool(_))) => {
                     if matches!(x, V::Int(_) | V::Bool(_)) {
                         return Ok(V::Bool(items.contains(x)));
@@ -216,7 +216,7 @@ impl<'a> Interp<'a> {
                 }
                 ("position", [f]) => {
                     let f = f.clone();
-                    for (i, x) in items.into_iter().enumerate() {
+                    for (i, x) in items.iter().cloned().enumerate() {
                         match apply(self, &f, x)? {
                             V::Bool(true) => return Ok(V::Opt(Some(Box::new(V::Int(i as i128))))),
                             V::Bool(false) => {}
@@ -228,27 +228,27 @@ impl<'a> Interp<'a> {
                 ("map", [f]) => {
                     let f = f.clone();
                     let mut out = Vec::new();
-                    for x in items {
+                    for x in items.iter().cloned() {
                         out.push(apply(self, &f, x)?);
                     }
-                    return Ok(V::List(out));
+                    return Ok(V::list(out));
                 }
                 ("filter", [f]) => {
                     let f = f.clone();
                     let mut out = Vec::new();
-                    for x in items {
+                    for x in items.iter().cloned() {
                         match apply(self, &f, x.clone())? {
                             V::Bool(true) => out.push(x),
                             V::Bool(false) => {}
                             _ => return Ok(V::opaque()),
                         }
                     }
-                    return Ok(V::List(out));
+                    return Ok(V::list(out));
                 }
                 ("push", [x]) => {
                     if let Expr::Path(p) = &*mc.receiver {
                         if let V::List(mut l) = recv {
-                            l.push(x.clone());
+                            std::rc::Rc::make_mut(&mut l).push(x.clone());
                             self.store_path(p, V::List(l));
                         }
                     }

@@ -20,15 +20,15 @@ const NESTED_QUOTA: u64 = 1_000;
 
 thread_local! {
     /// `may_communicate` by the address of the syntax node, for one check (`reset`).
-    static QUIET: std::cell::RefCell<HashMap<usize, bool>> = std::cell::RefCell::new(HashMap::new());
+    static QUIET: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
     /// Quiet regions (by the address of their syntax) that ran out of steps at this world
     /// size: summarised at once on the next ranks (always sound: running one only adds
     /// precision), so a training loop's arithmetic costs one rank's quota per size.
-    static OVERFLOWED: std::cell::RefCell<std::collections::HashSet<usize>> =
-        std::cell::RefCell::new(std::collections::HashSet::new());
+    static OVERFLOWED: std::cell::RefCell<std::collections::HashSet<usize, std::hash::BuildHasherDefault<super::Fx>>> =
+        std::cell::RefCell::new(Default::default());
     /// The identifiers of a syntax node, by its address, for one check.
-    static IDENTS: std::cell::RefCell<HashMap<usize, std::rc::Rc<Vec<String>>>> =
-        std::cell::RefCell::new(HashMap::new());
+    static IDENTS: std::cell::RefCell<FxMap<usize, std::rc::Rc<Vec<String>>>> =
+        std::cell::RefCell::new(FxMap::default());
 }
 
 /// The identifiers in `node` (deduplicated), computed once per node.
@@ -134,8 +134,8 @@ fn may_communicate_uncached(node: &impl ToTokens) -> bool {
 
 thread_local! {
     /// `written` by the address of the syntax node, for one check.
-    static WRITTEN: std::cell::RefCell<HashMap<usize, std::rc::Rc<Vec<String>>>> =
-        std::cell::RefCell::new(HashMap::new());
+    static WRITTEN: std::cell::RefCell<FxMap<usize, std::rc::Rc<Vec<String>>>> =
+        std::cell::RefCell::new(FxMap::default());
 }
 
 /// [`written_uncached`], once per syntax node.

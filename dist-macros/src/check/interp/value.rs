@@ -24,7 +24,8 @@ pub enum V<'a> {
     /// A path the interpreter cannot see into (a module-level const, a unit struct).
     Name(String),
     Tuple(Vec<V<'a>>),
-    List(Vec<V<'a>>),
+    /// Shared: reading a list (a buffer of up to 1024 items) copies a pointer.
+    List(std::rc::Rc<Vec<V<'a>>>),
     Range(i128, i128),
     Opt(Option<Box<V<'a>>>),
     /// `Err(..)`: returning it ends the rank with an error.
@@ -53,6 +54,9 @@ pub enum V<'a> {
 }
 
 impl<'a> V<'a> {
+    pub(super) fn list(items: Vec<V<'a>>) -> V<'a> {
+        V::List(std::rc::Rc::new(items))
+    }
     pub(super) fn opaque() -> V<'a> {
         V::Opaque { comm: false }
     }
@@ -60,7 +64,8 @@ impl<'a> V<'a> {
     pub(super) fn has_comm(&self) -> bool {
         match self {
             V::Comm(_) | V::Batch(_) | V::Opaque { comm: true } => true,
-            V::Tuple(v) | V::List(v) => v.iter().any(V::has_comm),
+            V::Tuple(v) => v.iter().any(V::has_comm),
+            V::List(v) => v.iter().any(V::has_comm),
             V::Struct(_, fields) => fields.iter().any(|(_, v)| v.has_comm()),
             V::Opt(Some(v)) => v.has_comm(),
             _ => false,
@@ -158,22 +163,24 @@ pub(super) fn const_int(e: &Expr) -> Option<i128> {
     }
 }
 
-pub(super) fn iter_items<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
+/// The items of a list (shared, not copied) or a range.
+pub(super) fn iter_items<'a>(v: &V<'a>) -> Option<std::rc::Rc<Vec<V<'a>>>> {
     match v {
         V::List(l) => Some(l.clone()),
-        V::Range(a, b) if b - a <= LIST_BOUND => Some((*a..*b.max(a)).map(V::Int).collect()),
+        V::Range(a, b) if b - a <= LIST_BOUND => Some(std::rc::Rc::new((*a..*b.max(a)).map(V::Int).collect())),
         _ => None,
     }
 }
 
 pub(super) fn int_list(v: &V) -> Option<Vec<i128>> {
-    iter_items(v)?.into_iter().map(|x| if let V::Int(i) = x { Some(i) } else { None }).collect()
+    iter_items(v)?.iter().map(|x| if let V::Int(i) = x { Some(*i) } else { None }).collect()
 }
 
 pub(super) fn req_ids(v: &V) -> Vec<usize> {
     match v {
         V::Req(ids) => ids.clone(),
-        V::List(l) | V::Tuple(l) => l.iter().flat_map(req_ids).collect(),
+        V::List(l) => l.iter().flat_map(req_ids).collect(),
+        V::Tuple(l) => l.iter().flat_map(req_ids).collect(),
         V::Struct(_, f) => f.iter().flat_map(|(_, v)| req_ids(v)).collect(),
         _ => vec![],
     }
