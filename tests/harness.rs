@@ -936,7 +936,8 @@ fn a_stopped_rank_is_named_as_stopped() {
     println!("stopped rank, 3 ranks: ended in {:?}", r.elapsed);
     assert!(r.ranks[0].output.contains("rank 2's process (pid "), "{all}");
     assert!(r.ranks[0].output.contains("is stopped (SIGSTOP)"), "{all}");
-    assert!(all.contains("rank 0 waits in barrier on World"), "{all}");
+    // The story is the detecting rank's snapshot: rank 0's or rank 1's wait, or both.
+    assert!(all.contains("waits in barrier on World"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(2), "{all}");
     assert!(all.contains("rank 2 is the cause, as its peers found"), "{all}");
     assert!(r.elapsed < Duration::from_secs(8), "took {:?}: {all}", r.elapsed);
@@ -958,7 +959,11 @@ fn last_rank_returns_early(world: Comm<World>) -> Result<(), String> {
 #[test]
 fn a_rank_that_returns_early_is_named_as_the_cause() {
     let r = run("last_rank_returns_early", 4, 60.0);
+    println!("a rank returns early, 4 ranks: ended in {:?}\n{}", r.elapsed, r.summary());
     assert!(!r.success());
+    // On MPI, mpirun's own teardown can hang once every rank has gone (Open MPI 4.1):
+    // the launcher stops it 4 s after the last rank's report, never at the timeout.
+    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {}", r.elapsed, r.summary());
     let i = r.first_failure.expect("a cause");
     assert_eq!((r.ranks[i].rank, r.ranks[i].code), (3, Some(0)), "{}", r.summary());
     assert!(

@@ -92,9 +92,29 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     ];
     let mut timed_out = false;
     let mut term_at: Option<Instant> = None;
+    // When every rank has reported its exit and mpirun still runs long after, mpirun is
+    // stuck in its own teardown (Open MPI 4.1's mpirun can deadlock when one rank aborts
+    // while another finalizes, its ranks all gone): stop it rather than wait for the
+    // timeout. The grace covers a rank's own end after its report (its linger and abort).
+    const TEARDOWN_GRACE: Duration = Duration::from_secs(4);
+    let mut all_reported: Option<Instant> = None;
+    let mut looked = Instant::now();
+    let mut stuck_teardown = false;
     let status = loop {
         if let Some(s) = child.try_wait().map_err(|e| Error::backend("launch", format!("waiting for mpirun: {e}")))? {
             break s;
+        }
+        if all_reported.is_none() && looked.elapsed() >= Duration::from_millis(50) {
+            looked = Instant::now();
+            if (0..l.n).all(|r| store.get_local(&format!("exit/{r}")).is_some()) {
+                all_reported = Some(Instant::now());
+            }
+        }
+        if all_reported.is_some_and(|t| t.elapsed() >= TEARDOWN_GRACE) && term_at.is_none() {
+            stuck_teardown = true;
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            term_at = Some(Instant::now());
         }
         if l.timeout.is_some_and(|t| start.elapsed() >= t) && term_at.is_none() {
             timed_out = true;
@@ -132,7 +152,12 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         })
         .collect();
     let mut ranks = ranks;
-    if !status.success() && !timed_out && ranks.iter().all(RankExit::success) {
+    if stuck_teardown {
+        ranks[0].output.push_str(&format!(
+            "mpirun did not exit {}s after every rank had reported its exit; stopped (Open MPI's teardown hung):\n{launcher_text}",
+            TEARDOWN_GRACE.as_secs()
+        ));
+    } else if !status.success() && !timed_out && ranks.iter().all(RankExit::success) {
         // Every rank reported success, then something failed in teardown (MPI_Finalize,
         // an abort): the job did not succeed; rank 0 carries mpirun's account of it.
         ranks[0].code = Some(status.code().unwrap_or(1));
