@@ -149,7 +149,17 @@ pub(super) fn announce_left() {
         return;
     }
     let w = Waiter { kind: LEFT, pid: std::process::id(), ..Waiter::default() };
-    let _ = h.send_all(&mut st, &w, &[]);
+    if h.n <= 64 {
+        let _ = h.send_all(&mut st, &w, &[]);
+    } else {
+        // Every rank of a large job saying so to every other at its end would be n²
+        // messages: only the ranks already blocked on this one hear it (a rank that
+        // starts waiting on it later has the deadline).
+        let _ = h.drain(&mut st);
+        let waiting: Vec<usize> =
+            (0..h.n).filter(|&r| r != h.me && st.board[r].on.contains(&h.me) && st.board[r].kind != FAILED).collect();
+        let _ = h.send_to(&mut st, &w, &[], &waiting);
+    }
     st.board[h.me] = w;
 }
 
@@ -425,6 +435,12 @@ impl Health {
     /// Sends `w` to every other rank; records still on their way are let be, and a rank
     /// whose peers read nothing for long sends no more than a bounded backlog.
     fn send_all(&self, st: &mut State, w: &Waiter, posted: &[(u32, u64)]) -> Result<()> {
+        let all: Vec<usize> = (0..self.n).filter(|&r| r != self.me).collect();
+        self.send_to(st, w, posted, &all)
+    }
+
+    /// Sends `w` to the ranks `to`, as [`send_all`](Self::send_all).
+    fn send_to(&self, st: &mut State, w: &Waiter, posted: &[(u32, u64)], to: &[usize]) -> Result<()> {
         st.pending.retain_mut(|(req, _)| {
             let mut flag: c_int = 0;
             // SAFETY: a live request of this process.
@@ -435,7 +451,7 @@ impl Health {
             return Ok(());
         }
         let bytes = encode(w, self.host, posted);
-        for r in (0..self.n).filter(|&r| r != self.me) {
+        for &r in to {
             let buf = bytes.clone();
             // SAFETY: a placeholder, written by MPI.
             let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
