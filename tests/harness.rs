@@ -106,13 +106,12 @@ fn an_error_names_the_rank_and_stops_the_rest() {
         }
     }
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
-    // peers waiting in the barrier learn why
-    assert!(
-        r.ranks[0].output.contains("rank 2 (of World) failed: returned an error: bad thing on purpose")
-            || r.ranks[0].killed_by_launcher,
-        "{}",
-        r.summary()
-    );
+    // Peers waiting in the barrier learn why (looked for in every peer's output: mpirun
+    // can interleave one rank's stderr line into another's capture).
+    let told = |x: &dist_runtime::launch::RankExit| {
+        x.output.contains("rank 2 (of World) failed: returned an error: bad thing on purpose")
+    };
+    assert!(r.ranks.iter().filter(|x| x.rank != 2).any(told) || r.ranks[0].killed_by_launcher, "{}", r.summary());
 }
 
 #[test]
@@ -121,12 +120,10 @@ fn a_panic_reaches_the_peers_with_its_message() {
     assert_eq!(r.first_failure, Some(1), "{}", r.summary());
     assert_eq!(r.ranks[1].code, Some(101));
     assert!(r.summary().contains("rank 1 failed first: panicked"), "{}", r.summary());
-    let peer = &r.ranks[0].output;
-    assert!(
-        peer.contains("PeerFailed") && peer.contains("boom on purpose") || r.ranks[0].killed_by_launcher,
-        "{}",
-        r.summary()
-    );
+    // Looked for in every peer's output (mpirun can interleave stderr lines of ranks).
+    let told =
+        |x: &dist_runtime::launch::RankExit| x.output.contains("PeerFailed") && x.output.contains("boom on purpose");
+    assert!(r.ranks.iter().filter(|x| x.rank != 1).any(told) || r.ranks[0].killed_by_launcher, "{}", r.summary());
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
 }
 
@@ -240,7 +237,8 @@ fn an_error_in_a_helper_names_the_helper_and_its_caller() {
         at("@helper-all-reduce"),
         at("@helper-call")
     );
-    assert!(r.ranks[0].output.contains(&want), "{want}: {all}");
+    // In the whole report: mpirun can interleave one rank's stderr into another's capture.
+    assert!(all.contains(&want), "{want}: {all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
 }
 
@@ -885,9 +883,10 @@ fn recv_of_the_wrong_length(world: Comm<World>) -> dist_runtime::Result<()> {
 fn a_mismatched_receive_names_the_users_line() {
     let r = run("recv_of_the_wrong_length", 2, 60.0);
     assert!(!r.success());
-    let one = &r.ranks[1].output;
-    assert!(one.contains(&format!("recv at tests/harness.rs:{MISMATCH_LINE}")), "{}", r.summary());
-    assert!(!one.contains("dist-runtime/src"), "{}", r.summary());
+    // In the whole report: mpirun can interleave one rank's stderr into another's capture.
+    let all = r.summary();
+    assert!(all.contains(&format!("recv at tests/harness.rs:{MISMATCH_LINE}")), "{all}");
+    assert!(!all.contains("dist-runtime/src"), "{all}");
 }
 
 // Wrong on purpose: a member fails instead of joining the creation.
@@ -934,8 +933,8 @@ fn a_stopped_rank_is_named_as_stopped() {
     assert!(!r.success());
     let all = r.summary();
     println!("stopped rank, 3 ranks: ended in {:?}", r.elapsed);
-    assert!(r.ranks[0].output.contains("rank 2's process (pid "), "{all}");
-    assert!(r.ranks[0].output.contains("is stopped (SIGSTOP)"), "{all}");
+    assert!(all.contains("rank 2's process (pid "), "{all}");
+    assert!(all.contains("is stopped (SIGSTOP)"), "{all}");
     // The story is the detecting rank's snapshot: rank 0's or rank 1's wait, or both.
     assert!(all.contains("waits in barrier on World"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(2), "{all}");
@@ -975,5 +974,5 @@ fn a_rank_that_returns_early_is_named_as_the_cause() {
         assert!(x.code == Some(3) || x.killed_by_launcher, "rank {}: {}", x.rank, r.summary());
         assert!(!x.output.contains("failed: left"), "{}", r.summary());
     }
-    assert!(r.ranks[0].output.contains("rank 3 (of World) left World (returned from its entry)"), "{}", r.summary());
+    assert!(r.summary().contains("rank 3 (of World) left World (returned from its entry)"), "{}", r.summary());
 }
