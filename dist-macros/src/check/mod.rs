@@ -528,17 +528,19 @@ mod tests {
         communication(&f, &sizes(Some((1, 8))), true).unwrap();
         // A figure for docs/static-checks.md, not an assertion: timings go in benchmarks.
         eprintln!("checked {} lines at sizes 1..=8 in {:.1} ms", src.lines().count(), t.elapsed().as_secs_f64() * 1e3);
-        let s0 = super::interp::total_steps();
-        communication(&f, &sizes(Some((1, 8))), true).unwrap();
-        let steps8 = super::interp::total_steps() - s0;
-        let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
-        communication(&f, &sizes(None), true).unwrap();
+        let (_, steps8) = timed(&f, &sizes(Some((1, 8))));
+        let (ms, steps) = timed(&f, &sizes(None));
         eprintln!(
-            "checked {} lines at the default sizes in {:.1} ms ({} steps; {steps8} at 1..=8)",
-            src.lines().count(),
-            t.elapsed().as_secs_f64() * 1e3,
-            super::interp::total_steps() - s0
+            "checked {} lines at the default sizes in {ms:.1} ms ({steps} steps; {steps8} at 1..=8)",
+            src.lines().count()
         );
+    }
+
+    /// Checks `f` at `sizes` (strict); its time in ms and the interpreter steps it took.
+    fn timed(f: &syn::ItemFn, sizes: &[usize]) -> (f64, u64) {
+        let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
+        communication(f, sizes, true).unwrap();
+        (t.elapsed().as_secs_f64() * 1e3, super::interp::total_steps() - s0)
     }
 
     /// The cost table's 1 000-line row (docs/static-checks.md): 44 blocks, default sizes.
@@ -547,15 +549,9 @@ mod tests {
         let src = function_of_blocks(44);
         assert!(src.lines().count() >= 1000, "{} lines", src.lines().count());
         let f: syn::ItemFn = syn::parse_str(&src).unwrap();
-        let (t, s0) = (std::time::Instant::now(), super::interp::total_steps());
-        communication(&f, &sizes(None), true).unwrap();
+        let (ms, steps) = timed(&f, &sizes(None));
         // A figure for docs/static-checks.md, not an assertion: timings go in benchmarks.
-        eprintln!(
-            "checked {} lines at the default sizes in {:.1} ms ({} steps)",
-            src.lines().count(),
-            t.elapsed().as_secs_f64() * 1e3,
-            super::interp::total_steps() - s0
-        );
+        eprintln!("checked {} lines at the default sizes in {ms:.1} ms ({steps} steps)", src.lines().count());
     }
 
     #[test]

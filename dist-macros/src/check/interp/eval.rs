@@ -1031,7 +1031,9 @@ impl<'a> Interp<'a> {
     /// Calls to paths the check knows (`Some`, `Tag::new`, `drop`), else opaque.
     fn known_call(&mut self, e: &'a Expr, path: &syn::Path, args: Vec<V<'a>>) -> R<'a> {
         let (name, last) = (path_str(path), last_seg(path));
-        if is_uniform_source(&name) {
+        if matches!(last.as_str(), "args" | "args_os" | "var" | "var_os" | "read_to_string" | "read")
+            && is_uniform_source(&name)
+        {
             return Ok(V::Uniform);
         }
         match (last.as_str(), args.as_slice()) {

@@ -80,32 +80,6 @@ unsafe impl Send for Health {}
 unsafe impl Sync for Health {}
 
 static HEALTH: OnceLock<Health> = OnceLock::new();
-/// This rank told its peers that it failed.
-static ANNOUNCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// The kind of a record that says its rank failed (its op field holds the reason).
-const FAILED: u32 = 0xfa11;
-/// The kind of a record that says its rank returned from its entry.
-const LEFT: u32 = 0x1ef7;
-
-/// Whether this rank told its peers that it failed: it then lets those blocked on it
-/// hear it and report (their error, their flight recorder) before it aborts the job,
-/// which kills them.
-pub(super) fn announced() -> bool {
-    ANNOUNCED.load(SeqCst)
-}
-
-/// This rank's failure notice on MPI: every peer's board says it failed, and why; a peer
-/// blocked on it stops with `Error::PeerFailed` at its next look (MPI itself would only
-/// kill it when this rank aborts the job).
-pub(super) fn announce(reason: &str) {
-    let Some(h) = HEALTH.get() else { return };
-    let mut st = h.st.lock().unwrap_or_else(|p| p.into_inner());
-    let w = Waiter { kind: FAILED, pid: std::process::id(), op: reason.to_string(), ..Waiter::default() };
-    if h.send_all(&mut st, &w, &[]).is_ok() && h.n > 1 {
-        ANNOUNCED.store(true, SeqCst);
-    }
-    st.board[h.me] = w;
-}
 static NEXT_WAIT: AtomicU32 = AtomicU32::new(0);
 /// Threads of this process that have waited in MPI, and those waiting now: one record
 /// describes one wait, and another thread may release it (the same rule as shm's board).
@@ -137,6 +111,33 @@ pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize, procs: &[(u32, u
         .collect();
     let posted = vec![Posted::new(); n];
     let _ = HEALTH.set(Health { comm, me, n, host, st: Mutex::new(State { board, posted, ..State::default() }) });
+}
+
+/// This rank told its peers that it failed.
+static ANNOUNCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The kind of a record that says its rank failed (its op field holds the reason).
+const FAILED: u32 = 0xfa11;
+/// The kind of a record that says its rank returned from its entry.
+const LEFT: u32 = 0x1ef7;
+
+/// Whether this rank told its peers that it failed: it then lets those blocked on it
+/// hear it and report (their error, their flight recorder) before it aborts the job,
+/// which kills them.
+pub(super) fn announced() -> bool {
+    ANNOUNCED.load(SeqCst)
+}
+
+/// This rank's failure notice on MPI: every peer's board says it failed, and why; a peer
+/// blocked on it stops with `Error::PeerFailed` at its next look (MPI itself would only
+/// kill it when this rank aborts the job).
+pub(super) fn announce(reason: &str) {
+    let Some(h) = HEALTH.get() else { return };
+    let mut st = h.st.lock().unwrap_or_else(|p| p.into_inner());
+    let w = Waiter { kind: FAILED, pid: std::process::id(), op: reason.to_string(), ..Waiter::default() };
+    if h.send_all(&mut st, &w, &[]).is_ok() && h.n > 1 {
+        ANNOUNCED.store(true, SeqCst);
+    }
+    st.board[h.me] = w;
 }
 
 /// This rank returned from its entry: a peer still blocked on it after a moment (its last
@@ -249,9 +250,7 @@ impl Watch {
         // A rank this wait depends on failed: its notice, as on shm.
         for &q in &me.on {
             if let Some(f) = st.board.get(q).filter(|f| f.kind == FAILED) {
-                let local = c.world.iter().position(|&x| x == q).unwrap_or(q);
-                let reason = f.op.clone();
-                return Err(crate::verify::failure::peer_failed(local, c.name.clone(), reason));
+                return Err(crate::verify::failure::peer_failed(c.local_of(q), c.name.clone(), f.op.clone()));
             }
         }
         // A rank this wait depends on left its entry, and what it sent before has had
@@ -266,12 +265,11 @@ impl Watch {
                     }
                 };
                 if now.duration_since(since) >= crate::verify::deadlock::CONFIRM {
-                    let local = c.world.iter().position(|&x| x == q).unwrap_or(q);
                     let reason = format!(
                         "left {} (returned from its entry) while rank {} still waits on it in {op} at {site}",
                         c.name, c.rank
                     );
-                    return Err(crate::verify::failure::peer_left(local, c.name.clone(), reason));
+                    return Err(crate::verify::failure::peer_left(c.local_of(q), c.name.clone(), reason));
                 }
             }
             None => self.left = None,

@@ -491,6 +491,11 @@ impl MpiComm {
         }
     }
 
+    /// This communicator's rank of world rank `w` (`w` itself if it is not a member).
+    fn local_of(&self, w: usize) -> usize {
+        self.world.iter().position(|&x| x == w).unwrap_or(w)
+    }
+
     fn usable(&self, what: &str) -> Result<()> {
         if self.broken.load(Ordering::SeqCst) {
             return Err(Error::backend(

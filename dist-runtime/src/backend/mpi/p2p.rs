@@ -32,6 +32,11 @@ struct Send {
 }
 
 impl Send {
+    /// Bytes of the copies this send holds.
+    fn held(&self) -> u64 {
+        self._bufs.iter().map(|b| b.len() as u64).sum()
+    }
+
     /// `MPI_Test` on each of the send's requests: whether all have completed.
     fn test(&mut self) -> Result<bool> {
         let mut all = true;
@@ -92,6 +97,17 @@ pub(super) struct State {
     queue: HashMap<(usize, u32), VecDeque<ReqId>>,
     /// Per tag: receives from any source posted and not yet matched, in posting order.
     any: HashMap<u32, VecDeque<ReqId>>,
+    /// Bytes of the copies posted sends hold, per destination (`bound_copies`).
+    held: HashMap<usize, u64>,
+}
+
+impl State {
+    /// Takes the posted send `id` out, its copies no longer counted.
+    fn remove_send(&mut self, id: ReqId) -> Option<Send> {
+        let send = self.sends.remove(&id)?;
+        *self.held.entry(send.dst).or_default() -= send.held();
+        Some(send)
+    }
 }
 
 // SAFETY: the request handles are plain values used under the backend's lock.
@@ -164,7 +180,9 @@ pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DT
     let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
     s.next += 1;
     let id = s.next;
-    s.sends.insert(id, Send { reqs, _bufs: bufs, dst, tag });
+    let send = Send { reqs, _bufs: bufs, dst, tag };
+    *s.held.entry(dst).or_default() += send.held();
+    s.sends.insert(id, send);
     Ok(id)
 }
 
@@ -175,26 +193,29 @@ pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DT
 /// transport does.
 fn bound_copies(c: &MpiComm, site: Site, dst: usize, tag: u32, len: usize) -> Result<()> {
     let limit = crate::env::isend_limit();
-    let held = |c: &MpiComm| -> Result<u64> {
-        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        let mut held = 0u64;
-        for send in s.sends.values_mut().filter(|x| x.dst == dst && !x._bufs.is_empty()) {
-            if send.test()? {
-                send._bufs = Vec::new(); // sent: MPI reads the copy no more
-            } else {
-                held += send._bufs.iter().map(|b| b.len() as u64).sum::<u64>();
-            }
-        }
-        Ok(held)
-    };
-    if held(c)? + len as u64 <= limit || len == 0 {
+    let fits = |held: u64| held + len as u64 <= limit || held == 0;
+    // The common case costs a lookup: the copies held for `dst` are counted as posted.
+    if fits(c.p2p.lock().unwrap_or_else(|p| p.into_inner()).held.get(&dst).copied().unwrap_or(0)) {
         return Ok(());
     }
+    // Past the bound: free the copies of the sends MPI has finished, and wait for more.
+    let reclaim = |c: &MpiComm| -> Result<u64> {
+        let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        let mut freed = 0u64;
+        for send in s.sends.values_mut().filter(|x| x.dst == dst && !x._bufs.is_empty()) {
+            if send.test()? {
+                freed += send.held();
+                send._bufs = Vec::new(); // sent: MPI reads the copy no more
+            }
+        }
+        let held = s.held.entry(dst).or_default();
+        *held -= freed;
+        Ok(*held)
+    };
     let waiting_for =
         || format!("rank {dst} to receive earlier isends (DIST_ISEND_MIB={} MiB of copies held for it)", limit >> 20);
     c.poll(super::Wait::Send { dst, tag }, "isend", site, &waiting_for, || {
-        let h = held(c)?;
-        if h + len as u64 <= limit || h == 0 {
+        if fits(reclaim(c)?) {
             return Ok(true);
         }
         service(c, site)?;
@@ -431,7 +452,7 @@ pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, 
 pub(super) fn wait_send(c: &MpiComm, site: Site, id: ReqId) -> Result<()> {
     let mut send = {
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        s.sends.remove(&id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?
+        s.remove_send(id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?
     };
     wait_all(c, site, send.dst, send.tag, &mut send.reqs)
 }
@@ -444,7 +465,7 @@ pub(super) fn test_send(c: &MpiComm, site: Site, id: ReqId) -> Result<bool> {
         let send = s.sends.get_mut(&id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?;
         let all = send.test()?;
         if all {
-            s.sends.remove(&id);
+            s.remove_send(id);
         }
         all
     };

@@ -154,6 +154,9 @@ struct Target<'a> {
 pub(super) struct P2p {
     next_id: ReqId,
     out: Vec<VecDeque<Out>>,
+    /// Bytes of the copies (`isend` data that did not fit the ring at once) held in
+    /// `out`, per destination: bounded by `Config::isend_limit`.
+    copied: Vec<u64>,
     done_sends: HashSet<ReqId>,
     send_dst: HashMap<ReqId, usize>,
     cur: Vec<Option<Incoming>>,
@@ -181,6 +184,7 @@ impl P2p {
         P2p {
             next_id: 1,
             out: (0..n).map(|_| VecDeque::new()).collect(),
+            copied: vec![0; n],
             done_sends: HashSet::new(),
             send_dst: HashMap::new(),
             cur: (0..n).map(|_| None).collect(),
@@ -245,15 +249,6 @@ impl P2p {
     }
 
     /// Moves bytes on every ring this rank touches; never blocks.
-    /// Bytes of copied send data queued for `dst` and not yet in its ring.
-    fn copied(&self, dst: usize) -> u64 {
-        self.out[dst]
-            .iter()
-            .filter(|o| matches!(o.data, Payload::Owned(_)))
-            .map(|o| (o.base + o.data.bytes().len()).saturating_sub(o.off) as u64)
-            .sum()
-    }
-
     fn progress(&mut self, c: &ShmComm, mut target: Option<&mut Target<'_>>) {
         let me = c.rank;
         for dst in 0..c.n {
@@ -281,6 +276,9 @@ impl P2p {
                 }
                 if front.off == total {
                     let done = self.out[dst].pop_front().expect("front exists");
+                    if let Payload::Owned(v) = &done.data {
+                        self.copied[dst] -= v.len() as u64;
+                    }
                     self.done_sends.insert(done.id);
                 } else {
                     break;
@@ -612,18 +610,22 @@ pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DT
     let mut p = lock(c);
     let id = enqueue(c, &mut p, dst, Header::encode(tag, dtype, data.len(), site, 0), data);
     // Whatever did not go out yet must not keep pointing at the caller's buffer.
-    if let Some(o) = p.out[dst].iter_mut().find(|o| o.id == id) {
-        o.data = Payload::Owned(o.data.bytes()[o.off.saturating_sub(HDR)..].to_vec());
+    // (It is the last queued for `dst`, if it is there at all.)
+    if let Some(o) = p.out[dst].back_mut().filter(|o| o.id == id) {
+        let copy = o.data.bytes()[o.off.saturating_sub(HDR)..].to_vec();
+        let n = copy.len() as u64;
+        o.data = Payload::Owned(copy);
         o.base = o.off.max(HDR);
+        p.copied[dst] += n;
     }
     // Bounded memory: past `DIST_ISEND_MIB` of copies waiting for `dst`, this send waits
     // (reading what arrives meanwhile, up to the stash's own bound) until the peer has
     // read enough, as a send on a bounded transport does; never for a send to itself.
     let limit = c.cfg.isend_limit;
-    if dst != c.rank && p.copied(dst) > limit {
+    if dst != c.rank && p.copied[dst] > limit {
         drive(c, &mut p, site, "isend", dst, |p| {
             p.progress(c, None);
-            Ok(p.copied(dst) <= limit)
+            Ok(p.copied[dst] <= limit)
         })?;
     }
     Ok(id)
