@@ -36,13 +36,28 @@ pub fn steps() -> u64 {
 }
 
 /// The larger sizes checked by default after 1..=8 (even and odd, powers of two and
-/// not), each while the check has cost less than [`SPREAD_STEPS`] so far.
+/// not), each while the check's cost stays within [`SPREAD_STEPS`].
 const SPREAD: [usize; 5] = [12, 16, 17, 32, 64];
 
-/// The interpreter steps (all ranks, all sizes) past which the default check stops
-/// adding larger sizes: an entry point that is costly to follow keeps its build fast,
-/// and `sizes = A..=B` asks for the sizes explicitly. Deterministic (steps, not time).
+/// The interpreter steps (all ranks, all sizes) within which the default check adds
+/// larger sizes: one is checked only when the steps so far and the steps it is foreseen
+/// to take ([`foreseen_steps`]) stay within this, so an entry point that is costly to
+/// follow keeps its build fast, and `sizes = A..=B` asks for the sizes explicitly.
+/// Deterministic (steps, not time).
 const SPREAD_STEPS: u64 = 300_000;
+
+/// The steps a check at size `n` is foreseen to take, from the last two sizes checked
+/// (`seen`): their cost grown as `n^k`, with `k` measured between them and kept within
+/// 1 (each rank does the same work) and 3 (each rank loops over every pair of ranks).
+fn foreseen_steps(seen: &[(usize, u64)], n: usize) -> u64 {
+    let [.., (n1, s1), (n2, s2)] = *seen else { return 0 };
+    let k = if s1 > 0 && s2 > 0 && n2 > n1 {
+        ((s2 as f64 / s1 as f64).ln() / (n2 as f64 / n1 as f64).ln()).clamp(1.0, 3.0)
+    } else {
+        2.0
+    };
+    (s2 as f64 * (n as f64 / n2 as f64).powf(k)) as u64
+}
 
 /// The world sizes checked: by default every size from 1 to 8 and a spread of larger
 /// ones (see [`SPREAD`]); for `sizes = A..=B`,
@@ -81,12 +96,17 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> syn::Result<(
     }
     let no_splits = Splits::new();
     let consts = interp::eval_consts(&consts, &no_splits, &macros, &file);
+    let memo = std::rc::Rc::new(std::cell::RefCell::new(interp::Memo::default()));
+    // The last two sizes checked and their steps, to foresee the next one's.
+    let mut seen: Vec<(usize, u64)> = Vec::new();
     for &n in sizes {
-        interp::reset_size();
-        if default && n > 8 && interp::total_steps() - start > SPREAD_STEPS {
+        if default && n > 8 && interp::total_steps() - start + foreseen_steps(&seen, n) > SPREAD_STEPS {
             break;
         }
-        match check_size_for_inputs(f, n, &macros, &file, &consts) {
+        let s0 = interp::total_steps();
+        let res = check_size_for_inputs(f, n, &macros, &file, &consts, &memo);
+        seen.push((n, interp::total_steps() - s0));
+        match res {
             SizeResult::Clean | SizeResult::Fails => {}
             SizeResult::Undecidable(at, what) => {
                 if strict {
@@ -117,15 +137,16 @@ fn check_size_for_inputs<'a>(
     macros: &'a Macros,
     file: &'a HashMap<String, ItemFn>,
     consts: &HashMap<String, interp::V<'a>>,
+    memo: &Memo,
 ) -> SizeResult {
     interp::set_uniform_sample(1);
-    let first = check_size(f, n, macros, file, consts);
+    let first = check_size(f, n, macros, file, consts, memo);
     if !interp::read_uniform() || !matches!(first, SizeResult::Clean | SizeResult::Fails) {
         return first;
     }
     for sample in [2, 3] {
         interp::set_uniform_sample(sample);
-        match check_size(f, n, macros, file, consts) {
+        match check_size(f, n, macros, file, consts, memo) {
             SizeResult::Problems(errs) => {
                 let note = format!(
                     " (when a number the program reads from its arguments, environment or files is {sample}: \
@@ -142,12 +163,16 @@ fn check_size_for_inputs<'a>(
     first
 }
 
+/// The quiet helpers' results of one check, shared by its ranks and sizes.
+type Memo = std::rc::Rc<std::cell::RefCell<interp::Memo>>;
+
 fn check_size<'a>(
     f: &'a ItemFn,
     n: usize,
     macros: &'a Macros,
     file: &'a HashMap<String, ItemFn>,
     consts: &HashMap<String, interp::V<'a>>,
+    memo: &Memo,
 ) -> SizeResult {
     let mut splits = Splits::new();
     // Senders of receives from any source, as the last pass resolved them.
@@ -162,6 +187,7 @@ fn check_size<'a>(
         let mut undecidable = None;
         for r in 0..n {
             let mut it = Interp::new(r, n, &splits, macros, file, consts.clone());
+            it.memo = memo.clone();
             it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
             match it.run(f) {
                 Outcome::Done => {}
@@ -657,6 +683,9 @@ mod tests {
 
     /// Errors found at one world size, with the file's consts as `same_file_items` gives them.
     fn problems(src: &str, consts: &str, n: usize) -> Vec<String> {
+        // (As `communication` does: the caches are by syntax address, and the last
+        // call's syntax is gone.)
+        super::interp::reset_caches();
         let f: syn::ItemFn = syn::parse_str(src).unwrap();
         let consts: Vec<syn::ItemConst> = syn::parse_str::<syn::File>(consts)
             .unwrap()
@@ -668,7 +697,7 @@ mod tests {
         let file = std::collections::HashMap::new();
         let no_splits = super::Splits::new();
         let consts = super::interp::eval_consts(&consts, &no_splits, &macros, &file);
-        match super::check_size_for_inputs(&f, n, &macros, &file, &consts) {
+        match super::check_size_for_inputs(&f, n, &macros, &file, &consts, &Default::default()) {
             super::SizeResult::Problems(e) => e.iter().map(|e| e.to_string()).collect(),
             super::SizeResult::Clean => vec![],
             super::SizeResult::Fails => vec!["fails".into()],

@@ -15,9 +15,41 @@ fn elem_key(name: &str) -> String {
 const FLOATS: &[&str] = &["f16", "bf16", "f32", "f64"];
 const INTS: &[&str] = &["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "usize", "isize", "u128", "i128"];
 
+thread_local! {
+    /// What [`of_type`] and [`call_text`] found, by the address of the syntax node, for
+    /// one check (printing a node crosses the compiler's bridge: the check's dearest
+    /// step before it was kept).
+    static TEXTS: std::cell::RefCell<FxMap<usize, Option<String>>> = std::cell::RefCell::new(FxMap::default());
+}
+
+/// Forgets [`TEXTS`] (at the start of each check: addresses may be reused).
+pub(super) fn reset() {
+    TEXTS.with(|m| m.borrow_mut().clear());
+}
+
+/// `f(node)`, once per syntax node of the check.
+fn cached<T>(node: &T, f: impl FnOnce(&T) -> Option<String>) -> Option<String> {
+    let key = node as *const T as usize;
+    if let Some(v) = TEXTS.with(|m| m.borrow().get(&key).cloned()) {
+        return v;
+    }
+    let v = f(node);
+    TEXTS.with(|m| m.borrow_mut().insert(key, v.clone()));
+    v
+}
+
 /// The element type a type names: the innermost scalar in `Vec<f32>`, `[bool; 4]`,
 /// `&mut [Complex<f64>]`.
 fn of_type(t: &Type) -> Option<String> {
+    cached(t, of_type_uncached)
+}
+
+/// The called path of a call, without spaces (`Complex::new`, `f16::from_f32`).
+fn call_text(c: &syn::ExprCall) -> String {
+    cached(c, |c| Some(c.func.to_token_stream().to_string().replace(' ', ""))).unwrap_or_default()
+}
+
+fn of_type_uncached(t: &Type) -> Option<String> {
     let text = t.to_token_stream().to_string();
     let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| !w.is_empty()).collect();
     if let Some(i) = words.iter().position(|w| *w == "Complex") {
@@ -32,7 +64,9 @@ fn of_type(t: &Type) -> Option<String> {
 
 impl<'a> Interp<'a> {
     /// The element type of the values `e` builds, where the source says it.
-    pub(super) fn elem_of(&self, e: &Expr) -> Option<String> {
+    /// (`e` is of the checked syntax, alive for the whole check: the texts found are kept
+    /// by its nodes' addresses.)
+    pub(super) fn elem_of(&self, e: &'a Expr) -> Option<String> {
         match e {
             Expr::Lit(l) => match &l.lit {
                 Lit::Float(f) => {
@@ -50,7 +84,7 @@ impl<'a> Interp<'a> {
             Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => self.elem_of(&u.expr),
             Expr::Cast(c) => of_type(&c.ty),
             Expr::Call(c) => {
-                let f = c.func.to_token_stream().to_string().replace(' ', "");
+                let f = call_text(c);
                 if f.ends_with("Complex::new") {
                     c.args.iter().find_map(|a| self.elem_of(a)).map(|t| match t.as_str() {
                         "f32" => "Complex<f32>".into(),
@@ -82,22 +116,31 @@ impl<'a> Interp<'a> {
     }
 
     /// After `let PAT = init`: remember the element type of a simple binding.
-    pub(super) fn note_elem(&mut self, pat: &Pat, init: Option<&Expr>) {
-        let (name, ty) = match pat {
-            Pat::Ident(pi) if pi.subpat.is_none() => (pi.ident.to_string(), None),
-            Pat::Type(pt) => match &*pt.pat {
-                Pat::Ident(pi) if pi.subpat.is_none() => (pi.ident.to_string(), Some(&*pt.ty)),
-                _ => return,
-            },
-            _ => return,
-        };
+    pub(super) fn note_elem(&mut self, pat: &'a Pat, init: Option<&'a Expr>) {
+        match pat {
+            Pat::Ident(pi) if pi.subpat.is_none() => self.note_elem_of(&pi.ident, None, init),
+            Pat::Type(pt) => self.note_param(pt, init),
+            _ => {}
+        }
+    }
+
+    /// A typed binding (`let x: T = init`, a parameter `x: T`).
+    pub(super) fn note_param(&mut self, pt: &'a syn::PatType, init: Option<&'a Expr>) {
+        if let Pat::Ident(pi) = &*pt.pat {
+            if pi.subpat.is_none() {
+                self.note_elem_of(&pi.ident, Some(&pt.ty), init);
+            }
+        }
+    }
+
+    fn note_elem_of(&mut self, name: &syn::Ident, ty: Option<&'a Type>, init: Option<&'a Expr>) {
         let t = ty.and_then(of_type).or_else(|| init.and_then(|e| self.elem_of(e)));
-        self.define(elem_key(&name), t.map_or(V::Unit, V::Name));
+        self.define(elem_key(&name.to_string()), t.map_or(V::Unit, V::Name));
     }
 
     /// A reduce op that does not apply to the element type of `buf` (where known):
     /// the run-time check's rules, at compile time.
-    pub(super) fn check_op_type(&self, e: &'a Expr, call: &str, buf: &Expr, op: &Expr) -> Result<(), Flow<'a>> {
+    pub(super) fn check_op_type(&self, e: &'a Expr, call: &str, buf: &'a Expr, op: &Expr) -> Result<(), Flow<'a>> {
         let Some(t) = self.elem_of(buf) else { return Ok(()) };
         let name = match op {
             Expr::Path(p) => last_seg(&p.path),

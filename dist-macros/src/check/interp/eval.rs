@@ -233,7 +233,7 @@ impl<'a> Interp<'a> {
     pub(super) fn speculate(&mut self, branches: &[Branch<'a>], at: &impl ToTokens) -> Result<(), Flow<'a>> {
         let before_scopes = self.scopes.clone();
         let (ne, nc) = (self.events.len(), self.comms.len());
-        let mut changed: Vec<String> = Vec::new();
+        let mut changed: Vec<scopes::Sym> = Vec::new();
         for b in branches {
             self.scopes = before_scopes.clone();
             self.speculative += 1;
@@ -265,18 +265,17 @@ impl<'a> Interp<'a> {
                     ));
                 }
             }
-            for (depth, s) in self.scopes.iter().enumerate() {
-                for (k, v) in s {
-                    if before_scopes.get(depth).and_then(|b| b.get(k)) != Some(v) {
-                        changed.push(k.clone());
-                    }
+            for (depth, k, v) in self.scopes.entries() {
+                if before_scopes.get_in(depth, k) != Some(v) {
+                    changed.push(k);
                 }
             }
         }
         self.scopes = before_scopes;
         for k in changed {
-            let taint = self.lookup(&k).map(|v| v.has_comm()).unwrap_or(false);
-            self.assign(&k, V::Opaque { comm: taint });
+            if let Some(slot) = self.scopes.get_mut(k) {
+                *slot = V::Opaque { comm: slot.has_comm() };
+            }
         }
         Ok(())
     }
@@ -463,12 +462,12 @@ impl<'a> Interp<'a> {
         }
     }
 
-    pub(super) fn path(&self, p: &syn::Path) -> V<'a> {
+    pub(super) fn path(&self, p: &'a syn::Path) -> V<'a> {
         if p.segments.len() == 1 {
-            let name = p.segments[0].ident.to_string();
-            if let Some(v) = self.lookup(&name) {
+            if let Some(v) = self.lookup_ident(&p.segments[0].ident) {
                 return v.clone();
             }
+            let name = p.segments[0].ident.to_string();
             if name == "None" {
                 return V::Opt(None);
             }
@@ -853,12 +852,12 @@ impl<'a> Interp<'a> {
         self_ty: Option<String>,
     ) -> R<'a> {
         // A nested fn sees only its parameters (and other items), not the caller's locals.
-        let saved = std::mem::replace(&mut self.scopes, vec![FxMap::default()]);
+        let saved = std::mem::replace(&mut self.scopes, scopes::Scopes::new());
         for (a, v) in f.sig.inputs.iter().zip(args) {
             match a {
                 FnArg::Typed(pt) => {
                     self.bind(&pt.pat, v);
-                    self.note_elem(&Pat::Type(pt.clone()), None);
+                    self.note_param(pt, None);
                 }
                 FnArg::Receiver(_) => self.define("self".into(), v),
             }
@@ -877,8 +876,8 @@ impl<'a> Interp<'a> {
             .inputs
             .iter()
             .map(|a| match a {
-                FnArg::Typed(pt) => pat_ident(&pt.pat).and_then(|n| self.scopes[0].get(&n).cloned()),
-                FnArg::Receiver(_) => self.scopes[0].get("self").cloned(),
+                FnArg::Typed(pt) => pat_ident(&pt.pat).and_then(|n| self.scopes.get_in(0, scopes::sym(&n)).cloned()),
+                FnArg::Receiver(_) => self.scopes.get_in(0, scopes::sym("self")).cloned(),
             })
             .collect();
         self.scopes = saved;
@@ -944,6 +943,14 @@ impl<'a> Interp<'a> {
         via: bool,
     ) -> R<'a> {
         let quiet = self.quiet_helper(f, &args);
+        // A quiet helper's result for these arguments, if an earlier rank or size ran it.
+        let memo = if quiet { self.memo_key(f, &exprs, &args) } else { None };
+        if let Some(key) = memo {
+            if let Some(v) = self.memo_get(key, &args) {
+                return Ok(v);
+            }
+        }
+        let memo_args = memo.map(|_| args.clone());
         let run = |me: &mut Self| {
             if via {
                 me.via.push((e, &f.sig.ident));
@@ -957,7 +964,19 @@ impl<'a> Interp<'a> {
         if !quiet {
             return run(self);
         }
-        if let Some(r) = self.quiet_region(f as *const ItemFn as usize, run) {
+        // Whether this call reads an input, kept with its result.
+        let outer = swap_read_uniform(false);
+        let r = self.quiet_region(f as *const ItemFn as usize, run);
+        let read = read_uniform();
+        swap_read_uniform(outer || read);
+        if let (Some(key), Some(args)) = (memo, memo_args) {
+            match &r {
+                Some(Ok(v)) => self.memo_put(key, &args, v, read),
+                None => self.memo_put(key, &args, &V::opaque(), read),
+                Some(Err(_)) => {}
+            }
+        }
+        if let Some(r) = r {
             return r;
         }
         for (a, p) in exprs.iter().zip(&f.sig.inputs) {
@@ -979,7 +998,7 @@ impl<'a> Interp<'a> {
         let r = match &*c.func {
             // dist's own functions are known by name, never read from source.
             Expr::Path(p) if is_dist_fn(&p.path) => self.known_call(e, &p.path, args)?,
-            Expr::Path(p) if p.path.segments.len() == 1 && self.lookup(&path_str(&p.path)).is_none() => {
+            Expr::Path(p) if p.path.segments.len() == 1 && self.lookup_ident(&p.path.segments[0].ident).is_none() => {
                 let name = path_str(&p.path);
                 let helper = self.fns.get(&name).copied().or_else(|| self.file_fns.get(&name));
                 if let Some(f) = helper {
@@ -992,10 +1011,12 @@ impl<'a> Interp<'a> {
                 }
                 self.known_call(e, &p.path, args)?
             }
-            Expr::Path(p) if p.path.segments.len() == 1 => match self.lookup(&path_str(&p.path)).cloned() {
-                Some(V::Closure(cl)) => self.apply_closure(cl, args)?,
-                _ => self.opaque_call(e, &path_str(&p.path), &args)?,
-            },
+            Expr::Path(p) if p.path.segments.len() == 1 => {
+                match self.lookup_ident(&p.path.segments[0].ident).cloned() {
+                    Some(V::Closure(cl)) => self.apply_closure(cl, args)?,
+                    _ => self.opaque_call(e, &path_str(&p.path), &args)?,
+                }
+            }
             Expr::Path(p) if p.path.segments.len() >= 2 => {
                 // `Type::f(..)`, `Self::f(..)`, `module::f(..)`: functions whose source
                 // the check has (the package's files).

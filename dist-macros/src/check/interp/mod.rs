@@ -15,9 +15,10 @@ mod elem;
 mod eval;
 mod macros;
 mod model;
+mod scopes;
 mod std_methods;
 mod summary;
-pub use summary::{reset as reset_caches, reset_size};
+pub use summary::reset as reset_caches;
 mod value;
 
 use eval::{mut_loans, place_root};
@@ -47,6 +48,20 @@ pub fn set_uniform_sample(sample: i128) {
 /// Whether a rank read such an input since [`set_uniform_sample`].
 pub fn read_uniform() -> bool {
     UNIFORM.with(|u| u.get().1)
+}
+
+/// Sets whether an input was read (see [`read_uniform`]); returns what it was.
+pub(super) fn swap_read_uniform(read: bool) -> bool {
+    UNIFORM.with(|u| {
+        let (s, was) = u.get();
+        u.set((s, read));
+        was
+    })
+}
+
+/// The sample the program's input numbers take in this run.
+pub(super) fn uniform_sample() -> i128 {
+    UNIFORM.with(|u| u.get().0)
 }
 
 /// The value of a number parsed from the program's inputs in this run (and note that one was read).
@@ -102,7 +117,7 @@ pub type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 pub struct Interp<'a> {
     pub rank: usize,
     pub size: usize,
-    scopes: Vec<FxMap<String, V<'a>>>,
+    scopes: scopes::Scopes<'a>,
     pub comms: Vec<CommInst>,
     pub events: Vec<Ev<'a>>,
     next_id: usize,
@@ -111,6 +126,8 @@ pub struct Interp<'a> {
     file_fns: &'a HashMap<String, ItemFn>,
     /// Values of the `const` items of the same source file (`STEPS`, `ACT`).
     consts: HashMap<String, V<'a>>,
+    /// The same, by interned name.
+    const_syms: FxMap<scopes::Sym, V<'a>>,
     /// Calls into file helpers under way, outermost first.
     via: Vec<(&'a Expr, &'a syn::Ident)>,
     /// Macro bodies parsed as comma-separated expressions, by the macro's address.
@@ -130,7 +147,17 @@ pub struct Interp<'a> {
     quotas: Vec<u64>,
     /// The `Self` type of the methods being run, innermost last.
     self_ty: Vec<String>,
+    /// Results of helpers that cannot communicate, shared by every rank and world size
+    /// of one check (`summary.rs`, [`Memo`]).
+    pub memo: std::rc::Rc<std::cell::RefCell<Memo>>,
 }
+
+/// What the quiet helpers of one check returned, by the helper's address, the sample of
+/// the program's inputs, whether the call ran speculatively and a hash of the
+/// arguments: each argument list seen with its result and whether the call read an
+/// input. (Closures, the only values that borrow the syntax, are never kept, so the
+/// values are `'static`.)
+pub type Memo = FxMap<(usize, i128, bool, u64), Vec<(Vec<V<'static>>, V<'static>, bool)>>;
 
 fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
     Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into() })
@@ -158,10 +185,10 @@ pub fn eval_consts<'a>(
             match it.expr(&c.expr) {
                 // A numbered tag keeps its name for messages: "#1 ACT".
                 Ok(V::Tag(t)) if t.starts_with('#') && !t.contains(' ') => {
-                    it.consts.insert(c.ident.to_string(), V::Tag(format!("{t} {}", c.ident)));
+                    it.set_const(c.ident.to_string(), V::Tag(format!("{t} {}", c.ident)));
                 }
                 Ok(v @ (V::Int(_) | V::Bool(_) | V::Tag(_))) => {
-                    it.consts.insert(c.ident.to_string(), v);
+                    it.set_const(c.ident.to_string(), v);
                 }
                 _ => {}
             }
@@ -185,7 +212,7 @@ impl<'a> Interp<'a> {
             any_sources: HashMap::new(),
             quotas: Vec::new(),
             self_ty: Vec::new(),
-            scopes: vec![FxMap::default()],
+            scopes: scopes::Scopes::new(),
             comms: vec![CommInst {
                 key: "world".into(),
                 group: "World".into(),
@@ -196,6 +223,7 @@ impl<'a> Interp<'a> {
             next_id: 0,
             fns: HashMap::new(),
             file_fns,
+            const_syms: consts.iter().map(|(k, v)| (scopes::sym(k), v.clone())).collect(),
             consts,
             via: Vec::new(),
             macros,
@@ -204,6 +232,7 @@ impl<'a> Interp<'a> {
             needs_another_pass: false,
             steps: 0,
             speculative: 0,
+            memo: Default::default(),
         }
     }
 
@@ -236,29 +265,40 @@ impl<'a> Interp<'a> {
     // ------------------------------------------------------------ scopes
 
     fn lookup(&self, name: &str) -> Option<&V<'a>> {
-        self.scopes.iter().rev().find_map(|s| s.get(name)).or_else(|| self.consts.get(name))
+        self.lookup_sym(scopes::sym(name))
+    }
+
+    fn lookup_sym(&self, s: scopes::Sym) -> Option<&V<'a>> {
+        self.scopes.get(s).or_else(|| self.const_syms.get(&s))
+    }
+
+    /// The variable (or const) a one-segment path names.
+    fn lookup_ident(&self, i: &'a syn::Ident) -> Option<&V<'a>> {
+        self.lookup_sym(scopes::ident_sym(i))
+    }
+
+    fn set_const(&mut self, name: String, v: V<'a>) {
+        self.const_syms.insert(scopes::sym(&name), v.clone());
+        self.consts.insert(name, v);
     }
 
     /// Every variable in scope, innermost first.
-    fn scopes_iter(&self) -> impl Iterator<Item = (&String, &V<'a>)> {
-        self.scopes.iter().rev().flat_map(|s| s.iter())
+    fn scopes_iter(&self) -> impl Iterator<Item = (std::rc::Rc<str>, &V<'a>)> {
+        self.scopes.iter().map(|(k, v)| (scopes::text(k), v))
     }
 
     fn define(&mut self, name: String, v: V<'a>) {
-        self.scopes.last_mut().expect("a scope").insert(name, v);
+        self.scopes.define(scopes::sym(&name), v);
     }
 
     fn assign(&mut self, name: &str, v: V<'a>) {
-        for s in self.scopes.iter_mut().rev() {
-            if let Some(slot) = s.get_mut(name) {
-                *slot = v;
-                return;
-            }
+        if let Some(slot) = self.scopes.get_mut(scopes::sym(name)) {
+            *slot = v;
         }
     }
 
     fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
-        self.scopes.push(FxMap::default());
+        self.scopes.push();
         let r = f(self);
         self.scopes.pop();
         r

@@ -280,7 +280,8 @@ impl<'a> Interp<'a> {
 
     /// A variable holding communicator `c`, for messages.
     fn comm_var(&self, c: usize) -> Option<String> {
-        self.scopes_iter().find_map(|(name, v)| (*v == V::Comm(c) && !name.starts_with('\u{0}')).then(|| name.clone()))
+        self.scopes_iter()
+            .find_map(|(name, v)| (*v == V::Comm(c) && !name.starts_with('\u{0}')).then(|| name.to_string()))
     }
 
     pub(super) fn check_peer(&self, e: &'a Expr, c: usize, p: i128, what: &str, arg: &'a Expr) -> Result<(), Flow<'a>> {
