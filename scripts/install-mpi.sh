@@ -5,7 +5,10 @@
 set -euo pipefail
 need=()
 command -v mpirun >/dev/null && command -v mpicc >/dev/null || need+=(openmpi-bin libopenmpi-dev)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# libclang itself, as bindgen looks for it (libclang-cpp, which other packages such as
+# Slurm's bring, is not it).
+ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* /usr/lib/x86_64-linux-gnu/libclang.so* \
+  /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 if [ ${#need[@]} -eq 0 ]; then
   echo "install-mpi: MPI and libclang are here ($(mpirun --version 2>/dev/null | head -1))"
   exit 0

@@ -599,3 +599,79 @@ fn recv_any_on_a_subgroup_names_group_ranks(world: Comm<World>) {
         g.send(0, WORK, &[world.rank() as u32]).unwrap();
     }
 }
+
+const PARTS: Tag<f64> = Tag::new(47);
+
+/// Messages longer than one MPI call may move (MPI's counts are 32-bit: 2 GiB) go in
+/// parts on MPI. `DIST_MPI_MAX_COUNT=1000` makes payloads of 5 608 bytes (701 f64) take
+/// six parts, so the split is checked against the senders' data without 2 GiB buffers:
+/// blocking and non-blocking, receives waited out of order (the later one takes the
+/// earlier one's parts into its stash), from any source, and a receive of the wrong
+/// length refused with the message's parts taken off the wire (the next message still
+/// lands whole). On shm the variable means nothing and the same results hold.
+#[spmd]
+fn p2p_in_parts(world: Comm<World>) {
+    let (r, n) = (world.rank(), world.size());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let len = 701;
+    let mine = |k: u64| data::<f64>(r, len, 40 + k);
+    let theirs = |k: u64| data::<f64>(prev, len, 40 + k);
+    // Blocking, in a ring.
+    let mut got = vec![0.0; len];
+    world.sendrecv(next, PARTS, &mine(0), prev, &mut got).unwrap();
+    assert_same("sendrecv in parts", &got, &theirs(0));
+    // Two isends; their receives waited in reverse order.
+    let (a, b) = (mine(1), mine(2));
+    let s1 = world.isend(next, PARTS, &a).unwrap();
+    let s2 = world.isend(next, PARTS, &b).unwrap();
+    let (mut g1, mut g2) = (vec![0.0; len], vec![0.0; len]);
+    let q1 = world.irecv(prev, PARTS, &mut g1).unwrap();
+    let q2 = world.irecv(prev, PARTS, &mut g2).unwrap();
+    q2.wait().unwrap();
+    q1.wait().unwrap();
+    s1.wait().unwrap();
+    s2.wait().unwrap();
+    assert_same("first isend in parts", &g1, &theirs(1));
+    assert_same("second isend in parts", &g2, &theirs(2));
+    // A receive of the wrong length: refused, and the next message arrives whole.
+    let (c, d) = (mine(3), mine(4));
+    let s3 = world.isend(next, PARTS, &c).unwrap();
+    let s4 = world.isend(next, PARTS, &d).unwrap();
+    let mut short = vec![0.0; len - 1];
+    let e = world.recv(prev, PARTS, &mut short).unwrap_err().to_string();
+    assert!(e.contains("must match the message"), "{e}");
+    let mut got = vec![0.0; len];
+    world.recv(prev, PARTS, &mut got).unwrap();
+    assert_same("the message after a refused one", &got, &theirs(4));
+    s3.wait().unwrap();
+    s4.wait().unwrap();
+    // From any source: rank 0 takes one message from every other rank.
+    world.barrier().unwrap();
+    if r == 0 {
+        let mut seen = vec![false; n];
+        for _ in 1..n {
+            let mut buf = vec![0.0; len + 5];
+            let st = world.recv_any(PARTS, &mut buf).unwrap();
+            assert_eq!(st.count, len);
+            assert_same("recv_any in parts", &buf[..len], &data::<f64>(st.source, len, 45));
+            assert!(!seen[st.source], "rank {} twice", st.source);
+            seen[st.source] = true;
+        }
+    } else {
+        world.send(0, PARTS, &mine(5)).unwrap();
+    }
+}
+
+#[test]
+fn messages_past_the_count_limit_go_in_parts() {
+    for n in [1, 2, 3] {
+        let r = dist_runtime::Launch::entry("p2p::p2p_in_parts", n)
+            .unwrap()
+            .env("DIST_MPI_MAX_COUNT", "1000")
+            .capture(true)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+            .unwrap();
+        assert!(r.success(), "{n} ranks: {}", r.summary());
+    }
+}

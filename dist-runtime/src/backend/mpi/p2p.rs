@@ -3,7 +3,8 @@
 //! header in the same MPI message (one message, one copy); larger payloads go as a
 //! second message with the same tag right after the header (MPI does not let messages
 //! with the same source and tag overtake each other), received straight into the
-//! caller's buffer. `post_send` copies what it sends (the caller's buffer is free at
+//! caller's buffer; past MPI's 32-bit counts (2 GiB), as several such messages of at
+//! most that many bytes, the part size written in the header. `post_send` copies what it sends (the caller's buffer is free at
 //! once, as the `Backend` contract says); a blocking `send` sends a large payload from
 //! the caller's buffer, without a copy. A receive is claimed at
 //! posting and matched at its wait with a matched probe (`MPI_Improbe`, polled with the
@@ -56,18 +57,29 @@ const INLINE: usize = 4 << 10;
 /// Header byte 1: the payload follows in the same message.
 const INLINE_FLAG: u8 = 1;
 
-/// The header of a message: element type, payload length, the sender's call site.
+/// The header of a message: element type, payload length, the size of the payload's
+/// parts, the sender's call site.
 fn header(dtype: DType, len: usize, site: Site) -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER + if len <= INLINE { len } else { 0 });
     h.resize(HEADER, 0);
     h[0] = dtype as u8;
     h[1] = if len <= INLINE { INLINE_FLAG } else { 0 };
+    h[2..6].copy_from_slice(&(super::max_count() as u32).to_le_bytes());
     h[8..16].copy_from_slice(&(len as u64).to_le_bytes());
     let at = site.to_string();
     let at = at.as_bytes();
     let k = at.len().min(HEADER - 16);
     h[16..16 + k].copy_from_slice(&at[at.len() - k..]);
     h
+}
+
+/// The size of a separate payload's parts (the last may be shorter): every part is one
+/// MPI message of at most MPI's largest count.
+fn part_size(h: &[u8]) -> usize {
+    match u32::from_le_bytes(h[2..6].try_into().expect("4 bytes")) {
+        0 => usize::MAX,
+        p => p as usize,
+    }
 }
 
 /// (dtype, length, "file:line") of a header.
@@ -120,6 +132,13 @@ pub(super) fn posted(c: &MpiComm, max: usize) -> Vec<(usize, u32)> {
     s.recvs.values().filter(|r| r.early.is_none()).take(max).map(|r| (r.src, r.tag)).collect()
 }
 
+/// The count of a message whose size the protocol bounds (a header of at most
+/// `HEADER + INLINE` bytes, a payload part no longer than the sender's part size), as
+/// MPI takes it. Payloads are cut at [`super::max_count`] by the sender (`count`).
+fn wire_count(n: usize) -> Result<c_int> {
+    c_int::try_from(n).map_err(|_| Error::backend("mpi", format!("a message part of {n} bytes exceeds MPI's counts")))
+}
+
 fn tag_of(tag: u32) -> Result<c_int> {
     c_int::try_from(tag)
         .map_err(|_| Error::invalid("send", format!("tag {tag} is beyond MPI's tag range (0..=2147483647 at most)")))
@@ -136,9 +155,6 @@ fn isend(
     data: &[u8],
 ) -> Result<(Vec<ffi::MPI_Request>, Vec<u8>)> {
     let t = tag_of(tag)?;
-    // Every count is valid before the first message leaves (a header without its payload
-    // would derail the receiver).
-    count(data.len(), "send")?;
     let mut h = header(dtype, data.len(), site);
     if data.len() <= INLINE {
         h.extend_from_slice(data);
@@ -146,7 +162,7 @@ fn isend(
     let mut reqs = Vec::with_capacity(2);
     // SAFETY: placeholder, written by MPI_Isend.
     let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-    let (p, n) = (super::coll::ptr(&h), count(h.len(), "send")?);
+    let (p, n) = (super::coll::ptr(&h), wire_count(h.len())?);
     // SAFETY: `h` is returned to the caller, which keeps it until the request completes
     // (its heap buffer does not move when the Vec does).
     call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut r) })?;
@@ -155,15 +171,20 @@ fn isend(
 }
 
 /// Posts a separate (large) payload from `data`, which the caller keeps alive until the
-/// request completes.
-fn isend_payload(c: &MpiComm, dst: usize, tag: u32, data: &[u8]) -> Result<ffi::MPI_Request> {
-    let (t, n) = (tag_of(tag)?, count(data.len(), "send")?);
-    // SAFETY: placeholder, written by MPI_Isend.
-    let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-    let p = super::coll::ptr(data);
-    // SAFETY: the caller keeps `data` alive and unmoved until the request completes.
-    call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut r) })?;
-    Ok(r)
+/// requests complete: one message per part of at most MPI's largest count.
+fn isend_payload(c: &MpiComm, dst: usize, tag: u32, data: &[u8]) -> Result<Vec<ffi::MPI_Request>> {
+    let t = tag_of(tag)?;
+    let mut reqs = Vec::with_capacity(data.len().div_ceil(super::max_count()));
+    for part in data.chunks(super::max_count()) {
+        let n = count(part.len(), "send")?;
+        // SAFETY: placeholder, written by MPI_Isend.
+        let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        let p = super::coll::ptr(part);
+        // SAFETY: the caller keeps `data` alive and unmoved until the requests complete.
+        call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut r) })?;
+        reqs.push(r);
+    }
+    Ok(reqs)
 }
 
 pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
@@ -173,7 +194,7 @@ pub(super) fn post_send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DT
     let (mut reqs, h) = isend(c, site, dst, tag, dtype, data)?;
     let mut bufs = vec![h];
     if let Some(copy) = copy {
-        reqs.push(isend_payload(c, dst, tag, &copy)?);
+        reqs.extend(isend_payload(c, dst, tag, &copy)?);
         bufs.push(copy);
     }
     drop(_one);
@@ -443,7 +464,7 @@ pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, 
     let one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
     let (mut reqs, _h) = isend(c, site, dst, tag, dtype, data)?;
     if data.len() > INLINE {
-        reqs.push(isend_payload(c, dst, tag, data)?);
+        reqs.extend(isend_payload(c, dst, tag, data)?);
     }
     drop(one);
     wait_all(c, site, dst, tag, &mut reqs)
@@ -546,7 +567,7 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     // SAFETY: placeholders, written by MPI.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
     let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
-    let (p, n) = (super::coll::ptr(buf), count(buf.len(), "recv")?);
+    let (p, n) = (super::coll::ptr(buf), wire_count(buf.len())?);
     // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
     call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), src as c_int, tag as c_int, c.comm, &mut req) })?;
     let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
@@ -570,7 +591,7 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
 
 /// Receives the matched message `msg` of `len` bytes into `buf`.
 fn take(msg: &mut ffi::MPI_Message, len: usize, buf: &mut [u8]) -> Result<()> {
-    let n = count(len, "recv")?;
+    let n = wire_count(len)?;
     let p = super::coll::ptr(buf);
     // SAFETY: `buf` holds `len` bytes; the message is ours (matched probe).
     call("MPI_Mrecv", || unsafe { ffi::MPI_Mrecv(p, n, bytes(), msg, ffi::RSMPI_STATUS_IGNORE) })
@@ -602,9 +623,20 @@ fn take_message(
         let v = h.split_off(HEADER.min(h.len()));
         return Ok((h, v));
     }
-    let (mut msg, len) = probe(c, site, src, tag)?;
-    let mut v = vec![0u8; len];
-    take(&mut msg, len, &mut v)?;
+    if h.len() < HEADER {
+        return Err(Error::backend("mpi", format!("a message from rank {src} with tag {tag} has no dist header")));
+    }
+    let mut v = vec![0u8; read_header(&h).1];
+    for part in v.chunks_mut(part_size(&h)) {
+        let (mut msg, len) = probe(c, site, src, tag)?;
+        if len != part.len() {
+            return Err(Error::backend(
+                "mpi",
+                format!("a payload part of {len} bytes from rank {src} where its header promised {}", part.len()),
+            ));
+        }
+        take(&mut msg, len, part)?;
+    }
     Ok((h, v))
 }
 
@@ -658,17 +690,28 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
                 return Ok(());
             }
             if let Err(e) = fits(c, site, src, tag, h, dtype, buf.len()) {
-                let (mut msg, len) = probe(c, site, src, tag)?;
-                let mut sink = vec![0u8; len];
-                take(&mut msg, len, &mut sink)?;
+                // The payload is not for this buffer: take its parts off the wire.
+                let mut left = read_header(h).1;
+                while left > 0 {
+                    let (mut msg, len) = probe(c, site, src, tag)?;
+                    let mut sink = vec![0u8; len];
+                    take(&mut msg, len, &mut sink)?;
+                    left = left.saturating_sub(len.max(1));
+                }
                 return Err(e);
             }
-            let got = irecv_wait(c, site, src, tag, buf)?;
-            if got != buf.len() {
-                return Err(Error::backend(
-                    "mpi",
-                    format!("a payload of {got} bytes after a header saying {}", buf.len()),
-                ));
+            let part = part_size(h);
+            for chunk in buf.chunks_mut(part) {
+                let got = irecv_wait(c, site, src, tag, chunk)?;
+                if got != chunk.len() {
+                    return Err(Error::backend(
+                        "mpi",
+                        format!(
+                            "a payload part of {got} bytes from rank {src} where its header promised {}",
+                            chunk.len()
+                        ),
+                    ));
+                }
             }
             return Ok(());
         }
