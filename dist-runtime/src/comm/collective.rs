@@ -42,8 +42,9 @@ impl<G: Group> Comm<G> {
     }
 
     /// A barrier with its own deadline (torch's `monitored_barrier`): past `timeout` it is
-    /// `Error::Timeout`, naming the ranks that did not arrive where the backend can see
-    /// them (shm: "rank 0 waits in barrier for rank(s) 1, 3 to reach the same call"). It
+    /// `Error::Timeout`, naming the ranks that did not arrive ("rank 0 waits in
+    /// monitored_barrier for rank(s) 1, 3 to reach the same call": on shm from the
+    /// segment, on MPI from the wait records the ranks blocked in the call exchange). It
     /// agrees with a plain `barrier` on the other ranks. A rank blocked elsewhere instead
     /// is named sooner, by the deadlock detector.
     ///

@@ -306,6 +306,20 @@ fn all_to_all_bytes(
 }
 
 fn waiting(c: &MpiComm, op: &Op) -> String {
+    // The ranks whose wait records show them in this call: the others have not reached
+    // it (as shm names them, and torch's monitored_barrier).
+    if let Some(there) = super::health::in_this_collective(c) {
+        let missing: Vec<String> = (0..c.size).filter(|r| !there.contains(r)).map(|r| r.to_string()).collect();
+        if !missing.is_empty() {
+            return format!(
+                "rank {} waits in {} for rank(s) {} to reach the same call (rank(s) {} wait in it)",
+                c.rank,
+                op.name,
+                missing.join(", "),
+                there.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
     format!(
         "the other members of {} to make the matching {} call (MPI does not say which ones are missing; \
          DIST_DEBUG=check compares every call across ranks first)",

@@ -175,6 +175,25 @@ pub(super) fn shutdown() {
     }
 }
 
+/// The ranks of `c` (its own numbering) that the board shows waiting in the collective
+/// this rank waits in on `c` now, this rank included: those that reached the call.
+/// `None` until this rank has published its own wait (the others' records come at the
+/// same pace, so before that the board says nothing about who arrived).
+pub(super) fn in_this_collective(c: &MpiComm) -> Option<Vec<usize>> {
+    let h = HEALTH.get()?;
+    let inst = mix(c.uid, c.colls.load(SeqCst));
+    let mut st = h.st.lock().unwrap_or_else(|p| p.into_inner());
+    h.drain(&mut st).ok()?;
+    if !st.published {
+        return None;
+    }
+    let there = |r: usize| {
+        r == c.rank
+            || c.world.get(r).and_then(|&w| st.board.get(w)).is_some_and(|f| f.kind == WAIT_COLL && f.inst == inst)
+    };
+    Some((0..c.size).filter(|&r| there(r)).collect())
+}
+
 /// One blocked wait's state across its looks at the board.
 pub(super) struct Watch {
     wait_id: u32,
