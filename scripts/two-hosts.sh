@@ -7,7 +7,11 @@
 #
 # Checks: `hello` on 4 ranks prints both hostnames; the serial-reference suites
 # (collectives, p2p, groups) pass with ranks on both hosts (DIST_BACKEND=mpi, every
-# world size the tests use, 2 slots per host, oversubscribed).
+# world size the tests use, 2 slots per host, oversubscribed); the run-time diagnostics
+# hold across hosts, ranks placed round-robin so every pair of neighbours is split: a
+# deadlock, a collective in a branch, a cycle across communicators, a rank late to a
+# monitored barrier, a rank that returns early, an error and a panic are each named
+# (tests/harness.rs, the tests that run on both backends).
 #
 # `scripts/two-hosts.sh --bench` runs, instead of the suites, the comparison over TCP:
 # ../shared/peers/run_all.sh (raw Open MPI) beside dist-bench --backend mpi, interleaved,
@@ -30,7 +34,7 @@ echo "-- build (feature mpi)"
 cargo build -q -p dist-runtime --features mpi --example hello
 [ "$mode" = --bench ] && cargo build -q --release -p dist-bench --features mpi
 tests=$(cargo test -q --no-run -p dist-tests --features dist-runtime/mpi --test collectives --test p2p --test groups \
-          --message-format=json 2>/dev/null | python3 -c '
+          --test harness --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -106,11 +110,12 @@ if [ "$mode" = --bench ]; then
   exit 0
 fi
 echo "-- the serial-reference suites with ranks on both hosts"
-# The short lengths only (tests/lib.rs `lengths`): every byte crosses TCP here; the full
+# The short lengths only (the lengths function of tests/lib.rs): every byte crosses TCP here; the full
 # lengths run on one host, on shm and on MPI (scripts/mpi-check.sh).
 export DIST_BACKEND=mpi DIST_LAUNCHER_ADDR=10.77.0.1 DIST_MPIRUN_ARGS="$mpi_args" DIST_TEST_SHORT=1
 report() { grep -q '^failures:' \$1 && sed -n '/^failures:/,\$p' \$1 | head -200 || tail -60 \$1; }
 for t in $tests; do
+  case \$(basename \$t) in harness-*) harness=\$t; continue;; esac
   echo "   \$(basename \$t)"
   if ! timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1; then
     # Known intermittent, seen in CI and here under heavy load (1 run in ~25 of these
@@ -136,6 +141,14 @@ for t in $tests; do
   fi
   grep 'test result' $work/test.log
 done
+echo "-- deadlocks and failures named across the hosts (ranks round-robin: neighbours split)"
+export DIST_MPIRUN_ARGS="$mpi_args --map-by node"
+if ! timeout 600 \$harness -q --test-threads 1 a_deadlock_is_named_within_a_second a_collective_in_a_branch \
+     a_cycle_across_communicators a_monitored_barrier_names a_rank_that_returns_early an_error_names_the_rank \
+     a_panic_reaches_the_peers > $work/harness.log 2>&1; then
+  report $work/harness.log; exit 1
+fi
+grep 'test result' $work/harness.log
 HOSTA
 ip netns exec $A unshare --pid --fork --mount-proc --uts --ipc --mount bash "$work/hostA.sh" &
 echo $! > "$work/hostA.pid"
