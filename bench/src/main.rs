@@ -367,7 +367,11 @@ impl<T: BenchElem> Case<T> {
         let es = std::mem::size_of::<T>();
         let (a, b, count, bytes) = match op {
             // per-rank buffer of `count`
-            "all_reduce" | "broadcast" | "pingpong" => (vec![T::default(); count], Vec::new(), count, count * es),
+            "all_reduce" | "broadcast" => (vec![T::default(); count], Vec::new(), count, count * es),
+            // Sent from `a`, received into `b`, as ../shared/peers/mpi_coll.c times it (a
+            // rank that received into the buffer it sends back would make the peer read
+            // lines just written on another core: ~3x slower at 64 KiB on any transport).
+            "pingpong" => (vec![T::default(); count], vec![T::default(); count], count, count * es),
             // total gathered size n*per
             "all_gather" => (vec![T::default(); per], vec![T::default(); n * per], n * per, n * per * es),
             "reduce_scatter" => (vec![T::default(); n * per], vec![T::default(); per], n * per, n * per * es),
@@ -438,10 +442,10 @@ impl<T: BenchElem> Case<T> {
             _ => match self.me {
                 0 => {
                     w.send(1, tag, &d.a)?;
-                    w.recv(1, tag, &mut d.a)
+                    w.recv(1, tag, &mut d.b)
                 }
                 1 => {
-                    w.recv(0, tag, &mut d.a)?;
+                    w.recv(0, tag, &mut d.b)?;
                     w.send(0, tag, &d.a)
                 }
                 _ => Ok(()),
@@ -454,6 +458,8 @@ impl<T: BenchElem> Case<T> {
         for (i, x) in self.a.iter_mut().enumerate() {
             *x = val(me, i);
         }
+        // What an op writes starts blank, so a check never passes on an earlier loop's data.
+        self.b.iter_mut().for_each(|x| *x = T::default());
     }
 
     fn run(&mut self, w: &Comm<World>) -> dist_runtime::Result<()> {
@@ -469,15 +475,15 @@ impl<T: BenchElem> Case<T> {
             "reduce_scatter" => w.reduce_scatter(&self.a, &mut self.b, ReduceOp::Sum),
             "all_to_all" => w.all_to_all(&self.a, &mut self.b),
             _ => {
-                let bytes: &mut [u8] = bytemuck_bytes(&mut self.a);
+                let (a, b) = (bytemuck::cast_slice::<T, u8>(&self.a), bytemuck_bytes(&mut self.b));
                 match self.me {
                     0 => {
-                        w.send(1, PING, bytes)?;
-                        w.recv(1, PING, bytes)
+                        w.send(1, PING, a)?;
+                        w.recv(1, PING, b)
                     }
                     1 => {
-                        w.recv(0, PING, bytes)?;
-                        w.send(0, PING, bytes)
+                        w.recv(0, PING, b)?;
+                        w.send(0, PING, a)
                     }
                     _ => Ok(()),
                 }
@@ -538,11 +544,9 @@ impl<T: BenchElem> Case<T> {
                 let per = self.a.len() / n;
                 (0..self.b.len()).filter(|&k| !eq(&self.b[k], &val(k / per, me * per + k % per))).count()
             }
-            // pingpong: rank 1 echoes rank 0's data, so both end with it; others are idle
-            _ => {
-                let from = if me < 2 { 0 } else { me };
-                (0..self.a.len()).filter(|&i| !eq(&self.a[i], &val(from, i))).count()
-            }
+            // pingpong: ranks 0 and 1 each received the other's data; the others are idle
+            _ if me < 2 => (0..self.b.len()).filter(|&i| !eq(&self.b[i], &val(1 - me, i))).count(),
+            _ => 0,
         };
         self.fill();
         Ok(wrong)
