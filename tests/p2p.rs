@@ -675,3 +675,24 @@ fn messages_past_the_count_limit_go_in_parts() {
         assert!(r.success(), "{n} ranks: {}", r.summary());
     }
 }
+
+/// On MPI the largest tag is dist's own (its collectives' messages): a user's send with
+/// it is a typed error naming the range, never a message a collective could take. On
+/// shm every `u32` is a tag.
+#[dist_runtime::test(ranks = [1, 2])]
+fn the_mpi_backend_keeps_one_tag_for_its_collectives(world: Comm<World>) {
+    const TOP: Tag<u8> = Tag::new(i32::MAX as u32);
+    let me = world.rank();
+    if world.backend() == "mpi" {
+        let e = world.isend(me, TOP, &[1u8]).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("dist's own collective messages"), "{e}");
+    } else {
+        let mut got = [0u8];
+        world.sendrecv(me, TOP, &[9u8], me, &mut got).unwrap();
+        assert_eq!(got, [9]);
+    }
+    // Collectives around it are unaffected.
+    let mut v = [me as u32 + 1];
+    world.all_reduce(&mut v, ReduceOp::Sum).unwrap();
+    assert_eq!(v[0] as usize, (1..=world.size()).sum::<usize>());
+}

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! dist-bench -n 4 --ops all_reduce,all_gather --max-bytes 64M
-//! dist-bench --nranks 4 --reps 3 --tsv      # the TSV of ../shared/peers (impl "dist")
+//! dist-bench --nranks 4 --reps 3 --tsv      # the TSV of ../shared/peers (impl "dist", "dist-mpi" on MPI)
 //! ```
 
 mod plot;
@@ -293,8 +293,17 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
                 points.push((op.clone(), case.bytes, busbw));
                 if me == 0 {
                     if s.tsv {
+                        // The impl column names the backend past shm ("dist-mpi"), so one
+                        // interleaved run can hold both in ../shared/peers' summary.
+                        let backend = world.backend().to_string();
+                        // `DIST_BENCH_NAME` names it otherwise (two settings in one run).
+                        let imp = match std::env::var("DIST_BENCH_NAME") {
+                            Ok(name) if !name.trim().is_empty() => name.trim().to_string(),
+                            _ if backend == "shm" => "dist".to_string(),
+                            _ => format!("dist-{backend}"),
+                        };
                         println!(
-                            "dist\t{}\t{n}\t{}\t{rep}\t{iters}\t{us:.3}\t{algbw:.4}\t{busbw:.4}",
+                            "{imp}\t{}\t{n}\t{}\t{rep}\t{iters}\t{us:.3}\t{algbw:.4}\t{busbw:.4}",
                             harness_name(op),
                             case.bytes
                         );

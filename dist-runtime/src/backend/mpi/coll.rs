@@ -1,4 +1,5 @@
-//! The collectives on MPI: each `Bufs` shape as one nonblocking MPI collective, then
+//! The collectives on MPI: dist's own direct exchanges on one host (`own.rs`), else each
+//! `Bufs` shape as one nonblocking MPI collective, then
 //! the backend's bounded wait. Data moves as bytes; reductions use the element type.
 
 use super::ops::{self, bytes, datatype};
@@ -72,7 +73,22 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     if let Some(u @ ReduceOp::User(_)) = op.reduce_op {
         return user(c, op, u, bufs);
     }
+    let own = super::own::applies(c);
     match (op.kind, bufs) {
+        (OpKind::Broadcast, Bufs::InPlace(buf)) if own => {
+            return super::own::broadcast(c, op, buf, op.root as usize);
+        }
+        // Past 4 ranks on this 2-core machine libnbc's all-reduce was ahead below 1 MiB
+        // (docs/performance.md): the direct schedule posts 2(n − 1) messages per phase.
+        (OpKind::AllReduce, Bufs::InPlace(buf)) if own && (c.size <= 4 || buf.len() >= 1 << 20) => {
+            return super::own::all_reduce(c, op, dt()?, rop()?, buf);
+        }
+        (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv, counts }) if own => {
+            return super::own::reduce_scatter(c, op, dt()?, rop()?, send, recv, counts);
+        }
+        (OpKind::AllGather, Bufs::Gather { send, recv: Some(recv), counts }) if own => {
+            return super::own::all_gather(c, op, send, recv, counts);
+        }
         (OpKind::Barrier, Bufs::None) => {
             // SAFETY: a valid communicator; `req` written by MPI.
             call("MPI_Ibarrier", || unsafe { ffi::MPI_Ibarrier(comm, &mut req) })?;
@@ -270,8 +286,9 @@ fn user(c: &MpiComm, op: &Op, u: ReduceOp, bufs: Bufs<'_>) -> Result<()> {
     }
 }
 
-/// `MPI_Ialltoallv` of bytes (block j of `send`, `send_counts[j]` bytes, to rank j;
-/// `recv_counts[i]` bytes from rank i), waited on against the deadline. The lengths are
+/// An all-to-all of bytes (block j of `send`, `send_counts[j]` bytes, to rank j;
+/// `recv_counts[i]` bytes from rank i): dist's direct exchange where it applies
+/// (`own.rs`), else `MPI_Ialltoallv`, waited on against the deadline. The lengths are
 /// the callers' to check: `send` holds Σ send_counts bytes, `recv` Σ recv_counts.
 fn all_to_all_bytes(
     c: &MpiComm,
@@ -282,6 +299,9 @@ fn all_to_all_bytes(
     recv_counts: &[usize],
 ) -> Result<()> {
     debug_assert_eq!((send.len(), recv.len()), (send_counts.iter().sum(), recv_counts.iter().sum()));
+    if super::own::applies(c) {
+        return super::own::all_to_all(c, op, send, send_counts, recv, recv_counts);
+    }
     // SAFETY: placeholder, written by the posting call.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
     let (sc, sd) = counts_displs(send_counts, op.name)?;
@@ -305,7 +325,7 @@ fn all_to_all_bytes(
     c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))
 }
 
-fn waiting(c: &MpiComm, op: &Op) -> String {
+pub(super) fn waiting(c: &MpiComm, op: &Op) -> String {
     // The ranks whose wait records show them in this call: the others have not reached
     // it (as shm names them, and torch's monitored_barrier).
     if let Some(there) = super::health::in_this_collective(c) {

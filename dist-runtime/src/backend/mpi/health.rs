@@ -54,6 +54,8 @@ struct Health {
     n: usize,
     /// Identifies this rank's host (and PID namespace): a pid means something only there.
     host: u64,
+    /// Every world rank's host, as exchanged at init.
+    hosts: Vec<u64>,
     st: Mutex<State>,
 }
 
@@ -110,7 +112,14 @@ pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize, procs: &[(u32, u
         })
         .collect();
     let posted = vec![Posted::new(); n];
-    let _ = HEALTH.set(Health { comm, me, n, host, st: Mutex::new(State { board, posted, ..State::default() }) });
+    let hosts = procs.iter().map(|p| p.1).collect();
+    let _ =
+        HEALTH.set(Health { comm, me, n, host, hosts, st: Mutex::new(State { board, posted, ..State::default() }) });
+}
+
+/// Whether the world ranks `world` all run on this rank's host (as exchanged at init).
+pub(super) fn on_this_host(world: &[usize]) -> bool {
+    HEALTH.get().is_some_and(|h| world.iter().all(|&r| h.hosts.get(r) == Some(&h.host)))
 }
 
 /// This rank told its peers that it failed.

@@ -17,6 +17,7 @@
 mod coll;
 mod health;
 mod ops;
+mod own;
 mod p2p;
 
 use crate::backend::{Backend, Bufs, ReqId};

@@ -140,8 +140,16 @@ fn wire_count(n: usize) -> Result<c_int> {
 }
 
 fn tag_of(tag: u32) -> Result<c_int> {
-    c_int::try_from(tag)
-        .map_err(|_| Error::invalid("send", format!("tag {tag} is beyond MPI's tag range (0..=2147483647 at most)")))
+    c_int::try_from(tag).ok().filter(|&t| t != super::own::TAG).ok_or_else(|| {
+        Error::invalid(
+            "send",
+            format!(
+                "tag {tag} is beyond the MPI backend's tags (0..=2147483646: MPI's range, less {} for dist's own \
+                 collective messages)",
+                super::own::TAG
+            ),
+        )
+    })
 }
 
 /// Posts the header (with an inline payload) and, for a large payload, the payload from

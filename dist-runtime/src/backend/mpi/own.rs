@@ -1,0 +1,244 @@
+//! Collectives that dist schedules itself on MPI's point-to-point: `MPI_Irecv` and
+//! `MPI_Isend` on the communicator under a tag users cannot take ([`TAG`]), every request
+//! of a phase polled together against the deadline, as every MPI wait is.
+//!
+//! Why: dist must not block in MPI past the deadline, so it cannot call Open MPI's tuned
+//! blocking collectives, and its nonblocking ones (libnbc) allocate a schedule per call
+//! and advance it round by round from inside `MPI_Test`. A direct exchange, every block
+//! posted at once, takes one round per phase, and Open MPI's shared-memory transport
+//! moves each block past 4 KiB with one copy (the receiver reads the sender's buffer),
+//! so all receivers copy at once. Used up to [`MAX_RANKS`] ranks on one host (a direct
+//! exchange posts `n − 1` messages per rank and phase); larger communicators and those
+//! spanning hosts keep libnbc, whose logarithmic and ring schedules scale.
+//!
+//! Reductions are computed by the rank that owns each segment, folding the ranks'
+//! contributions in rank order (0, 1, …, n − 1) with the backend's kernels, then sent
+//! to the others: every rank gets the same bits, and the order does not depend on the
+//! number of ranks' segmentation or on MPI's choice of algorithm.
+
+use super::ops::bytes;
+use super::{call, count, MpiComm};
+use crate::backend::reduce;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::op::Op;
+use crate::reduce_op::ReduceOp;
+use mpi::ffi;
+use std::ffi::c_int;
+
+/// The tag of dist's own collective messages; `send`/`recv` refuse it on MPI.
+pub(super) const TAG: c_int = c_int::MAX;
+
+/// Largest communicator the direct schedules run on.
+pub(super) const MAX_RANKS: usize = 16;
+
+/// Whether `c` runs its collectives here: up to [`MAX_RANKS`] ranks, all on this host
+/// (over TCP between two hosts, Open MPI's schedules were ahead for all_gather and
+/// all_to_all: docs/performance.md). `DIST_MPI_COLL=mpi` keeps MPI's, for comparison;
+/// `own` forces these everywhere.
+pub(super) fn applies(c: &MpiComm) -> bool {
+    static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let forced = *MODE.get_or_init(|| match std::env::var("DIST_MPI_COLL").ok().as_deref().map(str::trim) {
+        Some("mpi") => Some(false),
+        Some("own") => Some(true),
+        _ => None,
+    });
+    forced.unwrap_or_else(|| c.size <= MAX_RANKS && super::health::on_this_host(&c.world))
+}
+
+/// Posts every receive, then every send, and polls them all to completion against the
+/// deadline. A block past MPI's largest count goes as consecutive messages of at most
+/// that many bytes (both ends cut alike; MPI keeps their order), so these collectives
+/// have no 2 GiB limit. On an error the receives still pending are cancelled, so MPI
+/// writes no buffer after this returns.
+fn exchange(c: &MpiComm, op: &Op, mut recvs: Vec<(usize, &mut [u8])>, sends: Vec<(usize, &[u8])>) -> Result<()> {
+    let mut reqs: Vec<ffi::MPI_Request> = Vec::with_capacity(recvs.len() + sends.len());
+    let mut nrecv = 0;
+    let posted = (|| -> Result<()> {
+        for (peer, buf) in recvs.iter_mut().flat_map(|(p, b)| b.chunks_mut(super::max_count()).map(move |c| (*p, c))) {
+            let n = count(buf.len(), op.name)?;
+            // SAFETY: placeholder, written by MPI_Irecv.
+            let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+            let p = super::coll::ptr(buf);
+            // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
+            call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), peer as c_int, TAG, c.comm, &mut r) })?;
+            reqs.push(r);
+            nrecv += 1;
+        }
+        for (peer, buf) in sends.iter().flat_map(|(p, b)| b.chunks(super::max_count()).map(move |c| (*p, c))) {
+            let n = count(buf.len(), op.name)?;
+            // SAFETY: placeholder, written by MPI_Isend.
+            let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+            let p = super::coll::ptr(buf);
+            // SAFETY: `buf` outlives the request (completed before we return, or the
+            // communicator is broken and the job ends, as for MPI's own collectives).
+            call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), peer as c_int, TAG, c.comm, &mut r) })?;
+            reqs.push(r);
+        }
+        Ok(())
+    })();
+    let done = posted.and_then(|()| {
+        c.poll(super::Wait::Coll, op.name, op.site, &|| super::coll::waiting(c, op), || {
+            let mut flag: c_int = 0;
+            // SAFETY: live requests of this process (completed ones are MPI_REQUEST_NULL).
+            call("MPI_Testall", || unsafe {
+                ffi::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE)
+            })?;
+            Ok(flag != 0)
+        })
+    });
+    if done.is_err() {
+        for r in reqs[..nrecv].iter_mut() {
+            // SAFETY: cancelling and completing our own pending receives.
+            let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(r) });
+            let _ = call("MPI_Wait", || unsafe { ffi::MPI_Wait(r, ffi::RSMPI_STATUS_IGNORE) });
+        }
+    }
+    done
+}
+
+/// `buf` cut into blocks of `counts[j]` bytes.
+fn blocks<'b>(mut buf: &'b mut [u8], counts: &[usize]) -> Vec<&'b mut [u8]> {
+    let mut out = Vec::with_capacity(counts.len());
+    for &k in counts {
+        let (head, rest) = std::mem::take(&mut buf).split_at_mut(k);
+        out.push(head);
+        buf = rest;
+    }
+    out
+}
+
+/// All-gather: block `j` of `recv` (`counts[j]` bytes) from rank `j`; this rank's is `send`.
+pub(super) fn all_gather(c: &MpiComm, op: &Op, send: &[u8], recv: &mut [u8], counts: &[usize]) -> Result<()> {
+    let me = c.rank;
+    let mut slots = blocks(recv, counts);
+    slots[me].copy_from_slice(send);
+    let sends = (0..c.size).filter(|&j| j != me).map(|j| (j, send)).collect();
+    let recvs = slots.into_iter().enumerate().filter(|(j, _)| *j != me).collect();
+    exchange(c, op, recvs, sends)
+}
+
+/// All-to-all: block `j` of `send` (`send_counts[j]` bytes) to rank `j`; block `i` of
+/// `recv` (`recv_counts[i]` bytes) from rank `i`.
+pub(super) fn all_to_all(
+    c: &MpiComm,
+    op: &Op,
+    send: &[u8],
+    send_counts: &[usize],
+    recv: &mut [u8],
+    recv_counts: &[usize],
+) -> Result<()> {
+    let me = c.rank;
+    let mut outs = Vec::with_capacity(c.size);
+    let mut off = 0;
+    for &k in send_counts {
+        outs.push(&send[off..off + k]);
+        off += k;
+    }
+    let mut slots = blocks(recv, recv_counts);
+    slots[me].copy_from_slice(outs[me]);
+    let sends = outs.into_iter().enumerate().filter(|(j, _)| *j != me).collect();
+    let recvs = slots.into_iter().enumerate().filter(|(j, _)| *j != me).collect();
+    exchange(c, op, recvs, sends)
+}
+
+/// Broadcast from `root`: the root sends its buffer to every rank at once.
+pub(super) fn broadcast(c: &MpiComm, op: &Op, buf: &mut [u8], root: usize) -> Result<()> {
+    if c.rank == root {
+        let sends = (0..c.size).filter(|&j| j != root).map(|j| (j, &*buf)).collect();
+        exchange(c, op, Vec::new(), sends)
+    } else {
+        exchange(c, op, vec![(root, buf)], Vec::new())
+    }
+}
+
+/// Element counts of the `n` segments of `len` elements (the first `len % n` one longer).
+fn segments(len: usize, n: usize) -> Vec<usize> {
+    (0..n).map(|j| len / n + usize::from(j < len % n)).collect()
+}
+
+/// A buffer of `len` bytes aligned for every element type.
+fn aligned(len: usize) -> Vec<u128> {
+    vec![0u128; len.div_ceil(16)]
+}
+
+/// Byte offsets of blocks of `counts[j]` bytes laid end to end.
+fn offsets(counts: &[usize]) -> Vec<usize> {
+    let mut offs = Vec::with_capacity(counts.len());
+    let mut off = 0;
+    for &k in counts {
+        offs.push(off);
+        off += k;
+    }
+    offs
+}
+
+/// Reduce-scatter of `send` (`counts[j]` bytes for rank `j`, laid end to end) into
+/// `recv`: this rank's block reduced over all ranks, folded in rank order, then the op's
+/// post-step (Avg, PreMulSum). Rank 0's block lands in `recv` itself on the other ranks;
+/// on rank 0 its own is copied there: the fold starts in place.
+pub(super) fn reduce_scatter(
+    c: &MpiComm,
+    op: &Op,
+    d: DType,
+    r: ReduceOp,
+    send: &[u8],
+    recv: &mut [u8],
+    counts: &[usize],
+) -> Result<()> {
+    let (n, me) = (c.size, c.rank);
+    let (offs, mine) = (offsets(counts), counts[me]);
+    let block = |j: usize| &send[offs[j]..offs[j] + counts[j]];
+    let mut words = aligned(mine * n);
+    let mut theirs = blocks(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..mine * n], &vec![mine; n]);
+    if me == 0 {
+        recv.copy_from_slice(block(0));
+    }
+    {
+        let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(n);
+        if me != 0 {
+            recvs.push((0, &mut *recv));
+        }
+        recvs.extend(theirs.iter_mut().enumerate().filter(|(j, _)| *j != 0 && *j != me).map(|(j, b)| (j, &mut **b)));
+        let sends = (0..n).filter(|&j| j != me).map(|j| (j, block(j))).collect();
+        exchange(c, op, recvs, sends)?;
+    }
+    for (j, t) in theirs.iter().enumerate().skip(1) {
+        reduce::reduce_into(d, r, recv, if j == me { block(me) } else { t });
+    }
+    reduce::finish(d, r, n, recv);
+    Ok(())
+}
+
+/// All-reduce in place: a reduce-scatter of the buffer's `n` segments (each reduced by
+/// its owner, in place in the buffer), then an all-gather of the reduced segments
+/// straight into the others' buffers. Copies: this rank's own segment once, on ranks
+/// other than 0 (it must survive until its turn in the fold).
+pub(super) fn all_reduce(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf: &mut [u8]) -> Result<()> {
+    let (n, me, es) = (c.size, c.rank, d.size());
+    let counts: Vec<usize> = segments(buf.len() / es, n).into_iter().map(|k| k * es).collect();
+    let mine = counts[me];
+    let mut slots = blocks(buf, &counts);
+    let seg: &mut [u8] = std::mem::take(&mut slots[me]);
+    let mut kept = aligned(if me == 0 { 0 } else { mine });
+    let own = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut kept)[..if me == 0 { 0 } else { mine }];
+    own.copy_from_slice(if me == 0 { &[] } else { &*seg });
+    let mut words = aligned(mine * n);
+    let mut theirs = blocks(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..mine * n], &vec![mine; n]);
+    {
+        let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(n);
+        if me != 0 {
+            recvs.push((0, &mut *seg));
+        }
+        recvs.extend(theirs.iter_mut().enumerate().filter(|(j, _)| *j != 0 && *j != me).map(|(j, b)| (j, &mut **b)));
+        let sends = slots.iter().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &**b)).collect();
+        exchange(c, op, recvs, sends)?;
+    }
+    for (j, t) in theirs.iter().enumerate().skip(1) {
+        reduce::reduce_into(d, r, seg, if j == me { &*own } else { t });
+    }
+    reduce::finish(d, r, n, seg);
+    let sends = (0..n).filter(|&j| j != me).map(|j| (j, &*seg)).collect();
+    let recvs = slots.into_iter().enumerate().filter(|(j, _)| *j != me).collect();
+    exchange(c, op, recvs, sends)
+}
