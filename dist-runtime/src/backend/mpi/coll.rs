@@ -332,7 +332,7 @@ pub(super) fn waiting(c: &MpiComm, op: &Op) -> String {
         let missing: Vec<String> = (0..c.size).filter(|r| !there.contains(r)).map(|r| r.to_string()).collect();
         if !missing.is_empty() {
             return format!(
-                "rank {} waits in {} for rank(s) {} to reach the same call (rank(s) {} wait in it)",
+                "rank {} waits in {} for rank(s) {} to reach the same call (rank(s) {} reached it)",
                 c.rank,
                 op.name,
                 missing.join(", "),

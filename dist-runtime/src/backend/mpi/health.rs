@@ -73,6 +73,9 @@ struct State {
     pending: Vec<(ffi::MPI_Request, Vec<u8>)>,
     /// Whether this rank's peers were last told it is blocked.
     published: bool,
+    /// Each rank's last collective wait (its instance word), kept when the rank stops
+    /// waiting: a rank that timed out in a call still reached it.
+    coll_seen: Vec<u64>,
 }
 
 // SAFETY: the handles are plain values used only through `call`, under MPI's process-wide
@@ -112,9 +115,16 @@ pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize, procs: &[(u32, u
         })
         .collect();
     let posted = vec![Posted::new(); n];
+    let coll_seen = vec![0; n];
     let hosts = procs.iter().map(|p| p.1).collect();
-    let _ =
-        HEALTH.set(Health { comm, me, n, host, hosts, st: Mutex::new(State { board, posted, ..State::default() }) });
+    let _ = HEALTH.set(Health {
+        comm,
+        me,
+        n,
+        host,
+        hosts,
+        st: Mutex::new(State { board, posted, coll_seen, ..State::default() }),
+    });
 }
 
 /// Whether the world ranks `world` all run on this rank's host (as exchanged at init).
@@ -184,8 +194,9 @@ pub(super) fn shutdown() {
     }
 }
 
-/// The ranks of `c` (its own numbering) that the board shows waiting in the collective
-/// this rank waits in on `c` now, this rank included: those that reached the call.
+/// The ranks of `c` (its own numbering) whose records showed them waiting in the
+/// collective this rank waits in on `c` now (still, or until they gave up: a rank that
+/// timed out first had reached it), this rank included: those that reached the call.
 /// `None` until this rank has published its own wait (the others' records come at the
 /// same pace, so before that the board says nothing about who arrived).
 pub(super) fn in_this_collective(c: &MpiComm) -> Option<Vec<usize>> {
@@ -196,10 +207,8 @@ pub(super) fn in_this_collective(c: &MpiComm) -> Option<Vec<usize>> {
     if !st.published {
         return None;
     }
-    let there = |r: usize| {
-        r == c.rank
-            || c.world.get(r).and_then(|&w| st.board.get(w)).is_some_and(|f| f.kind == WAIT_COLL && f.inst == inst)
-    };
+    let there =
+        |r: usize| r == c.rank || c.world.get(r).and_then(|&w| st.coll_seen.get(w)).is_some_and(|&seen| seen == inst);
     Some((0..c.size).filter(|&r| there(r)).collect())
 }
 
@@ -450,6 +459,11 @@ impl Health {
             if let (Some(mut w), Some(slot)) = (decode(&buf), st.board.get_mut(src as usize)) {
                 if w.inst_host != self.host {
                     w.waiter.pid = 0; // another host's pid: nothing to look up here
+                }
+                if w.waiter.kind == WAIT_COLL {
+                    if let Some(seen) = st.coll_seen.get_mut(src as usize) {
+                        *seen = w.waiter.inst;
+                    }
                 }
                 *slot = w.waiter;
                 st.posted[src as usize] = w.posted;
