@@ -129,12 +129,7 @@ pub(super) fn all_to_all(
     recv_counts: &[usize],
 ) -> Result<()> {
     let me = c.rank;
-    let mut outs = Vec::with_capacity(c.size);
-    let mut off = 0;
-    for &k in send_counts {
-        outs.push(&send[off..off + k]);
-        off += k;
-    }
+    let outs: Vec<&[u8]> = offsets(send_counts).into_iter().zip(send_counts).map(|(o, &k)| &send[o..o + k]).collect();
     let mut slots = blocks(recv, recv_counts);
     slots[me].copy_from_slice(outs[me]);
     let sends = outs.into_iter().enumerate().filter(|(j, _)| *j != me).collect();
