@@ -333,13 +333,38 @@ fn run_with_env(entry: &str, sizes: &[usize], env: &[(&str, &str)]) {
     }
 }
 
-/// The single-copy path (process_vm_readv) normally starts at 512 KiB blocks; force it
-/// for every block so the property tests above cover it at every length.
+/// The single-copy path (process_vm_readv) normally starts at 16 KiB blocks while ranks
+/// fit the cores; force it for every block so the property tests above cover it at every
+/// length. Forced, a probe that fails is an error, so these runs also prove the path was
+/// taken (the probe once raced with peers still joining and turned it off unseen).
 #[test]
-fn single_copy_gathers_and_all_to_all() {
+fn single_copy_gathers_broadcast_and_all_to_all() {
     let env = [("DIST_CMA", "1"), ("DIST_CMA_MIN", "1")];
     run_with_env("collectives::gather_scatter_and_variable_counts", &[2, 3, 8], &env);
     run_with_env("collectives::all_to_all_fixed_and_variable", &[2, 3, 8], &env);
+    run_with_env("collectives::broadcast_from_random_roots", &[2, 3, 8], &env);
+}
+
+/// A job whose very first op takes the single-copy path: every peer must be seen as
+/// joined by the probe (it once read a peer still joining as pid 0, and quietly turned
+/// single-copy reads off; forced, that is now an error).
+#[spmd]
+fn single_copy_first_thing(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (me, n) = (world.rank(), world.size());
+    let mut all = vec![0u32; 9000 * n];
+    world.all_gather(&data::<u32>(me, 9000, 7), &mut all)?;
+    for j in 0..n {
+        assert_same("all_gather, first op", &all[j * 9000..(j + 1) * 9000], &data::<u32>(j, 9000, 7));
+    }
+    Ok(())
+}
+
+#[test]
+fn single_copy_works_from_the_first_op() {
+    let env = [("DIST_CMA", "1")];
+    for _ in 0..3 {
+        run_with_env("collectives::single_copy_first_thing", &[2, 3, 8], &env);
+    }
 }
 
 /// And with it turned off, the copy-through path handles every size.

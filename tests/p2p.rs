@@ -324,6 +324,131 @@ fn a_receive_posted_before_a_collective_releases_a_blocking_send(world: Comm<Wor
     }
 }
 
+/// The same with messages past the single-copy threshold (8 KiB) that fit the ring (32 KiB
+/// to 200 KB): the sender offers its buffer, nobody reads it while rank 0 sits in the
+/// barrier, so the sender takes the offer back and streams the message instead of
+/// waiting (were it to wait for the read, this would deadlock).
+#[dist_runtime::test(ranks = [2, 3])]
+fn a_large_send_that_fits_the_ring_is_not_held_by_a_busy_receiver(world: Comm<World>) {
+    const P: Tag<u32> = Tag::new(43);
+    let (me, n) = (world.rank(), world.size());
+    for len in [8 << 10, 25_000, 50_000] {
+        if me == 0 {
+            let mut got = vec![vec![0u32; len]; n - 1];
+            let reqs: Vec<_> = got.iter_mut().enumerate().map(|(i, g)| world.irecv(i + 1, P, g).unwrap()).collect();
+            world.barrier().unwrap();
+            for r in reqs {
+                r.wait().unwrap();
+            }
+            for (i, g) in got.iter().enumerate() {
+                assert_same("a send released by a posted receive", g, &data::<u32>(i + 1, len, 43));
+            }
+        } else {
+            world.send(0, P, &data::<u32>(me, len, 43)).unwrap();
+            world.barrier().unwrap();
+        }
+    }
+}
+
+/// Single-copy sends (8 KiB to 4 MiB, `DIST_CMA_P2P_MIN`) read by the receive being waited on,
+/// stashed by a wait for another tag (the receive posted, not yet waited), refused for
+/// a wrong length (and the next message still arriving whole), and from any source;
+/// sizes at the threshold and just under it, around the ring's capacity, and past the
+/// single-copy range (8 MiB: streamed). Run again below with the receiver under a
+/// seccomp filter that fails `process_vm_readv` with EPERM (a sandbox): every offer is
+/// declined and the messages stream through the ring, the data the same.
+fn single_copy_cases(world: &Comm<World>) {
+    const X: Tag<f64> = Tag::new(44);
+    const Y: Tag<f64> = Tag::new(45);
+    let me = world.rank();
+    let lens = [1000, 1024, 4097, 32 << 10, 40_000, 300_000, 1 << 20];
+    for (k, &len) in lens.iter().enumerate() {
+        let salt = 50 + k as u64;
+        if me == 0 {
+            world.send(1, X, &data::<f64>(0, len, salt)).unwrap();
+            let mut back = vec![0.0; len];
+            world.recv(1, X, &mut back).unwrap();
+            assert_same("ping-pong back", &back, &data::<f64>(1, len, salt + 1));
+            // X then Y, received Y first: X is read into the stash of its posted receive
+            world.send(1, X, &data::<f64>(0, len, salt + 2)).unwrap();
+            world.send(1, Y, &data::<f64>(0, 3, salt + 3)).unwrap();
+            // a receive one element short refuses it; the next message arrives whole
+            world.send(1, X, &data::<f64>(0, len, salt + 4)).unwrap();
+            world.send(1, X, &data::<f64>(0, len, salt + 5)).unwrap();
+            // a receive from any source
+            world.send(1, Y, &data::<f64>(0, len, salt + 6)).unwrap();
+        } else if me == 1 {
+            let mut got = vec![0.0; len];
+            world.recv(0, X, &mut got).unwrap();
+            assert_same("ping-pong there", &got, &data::<f64>(0, len, salt));
+            world.send(0, X, &data::<f64>(1, len, salt + 1)).unwrap();
+            let mut x = vec![0.0; len];
+            let rx = world.irecv(0, X, &mut x).unwrap();
+            let mut y = vec![0.0; 3];
+            world.recv(0, Y, &mut y).unwrap();
+            rx.wait().unwrap();
+            assert_same("stashed", &x, &data::<f64>(0, len, salt + 2));
+            assert_same("the small one", &y, &data::<f64>(0, 3, salt + 3));
+            if len > 0 {
+                let mut short = vec![0.0; len - 1];
+                let e = world.recv(0, X, &mut short).unwrap_err().to_string();
+                assert!(e.contains("must match the message exactly"), "{e}");
+            }
+            let mut next = vec![0.0; len];
+            world.recv(0, X, &mut next).unwrap();
+            assert_same("after a refused one", &next, &data::<f64>(0, len, salt + 5));
+            let mut any = vec![0.0; len + 7];
+            let st = world.recv_any(Y, &mut any).unwrap();
+            assert_eq!((st.source, st.count), (0, len));
+            assert_same("from any source", &any[..len], &data::<f64>(0, len, salt + 6));
+        }
+    }
+}
+
+#[dist_runtime::test(ranks = [2, 3])]
+fn single_copy_sends_land_where_their_receives_say(world: Comm<World>) {
+    single_copy_cases(&world);
+}
+
+/// Makes every later `process_vm_readv` of this process fail with EPERM (all threads).
+fn forbid_single_copy_reads() {
+    // classic BPF: load the syscall number; if process_vm_readv, return ERRNO(EPERM)
+    let nr = libc::SYS_process_vm_readv as u32;
+    let filter = [
+        libc::sock_filter { code: 0x20, jt: 0, jf: 0, k: 0 }, // BPF_LD | BPF_W | BPF_ABS, seccomp_data.nr
+        libc::sock_filter { code: 0x15, jt: 0, jf: 1, k: nr }, // BPF_JMP | BPF_JEQ | BPF_K
+        libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: 0x0005_0000 | libc::EPERM as u32 }, // RET ERRNO
+        libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: 0x7fff_0000 }, // RET ALLOW
+    ];
+    let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut libc::sock_filter };
+    // SAFETY: plain prctl/seccomp calls with a valid filter that outlives them.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0, "PR_SET_NO_NEW_PRIVS");
+        let r = libc::syscall(libc::SYS_seccomp, 1 /* SET_MODE_FILTER */, 1 /* FLAG_TSYNC */, &prog);
+        assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
+    }
+    let mut b = [0u8; 8];
+    let (l, r) = (
+        libc::iovec { iov_base: b.as_mut_ptr().cast(), iov_len: 8 },
+        libc::iovec { iov_base: (&nr as *const u32).cast_mut().cast(), iov_len: 4 },
+    );
+    // SAFETY: reading our own memory; the filter makes it fail.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &l, 1, &r, 1, 0) };
+    assert_eq!((n, std::io::Error::last_os_error().raw_os_error()), (-1, Some(libc::EPERM)));
+}
+
+#[dist_runtime::test(ranks = [2])]
+fn a_receiver_that_cannot_read_its_senders_memory_still_gets_every_message(world: Comm<World>) {
+    if world.backend() != "shm" {
+        return; // the shm backend's single-copy path (Open MPI's own CMA would fail here)
+    }
+    if world.rank() == 1 {
+        forbid_single_copy_reads();
+    }
+    world.barrier().unwrap();
+    single_copy_cases(&world);
+}
+
 /// `Request::test` polls without blocking (torch's `is_completed`, MPI's `MPI_Test`):
 /// sends, receives and non-blocking collectives end in `true` with the right data; a
 /// receive whose message does not fit fails in `test` and again in `wait`.

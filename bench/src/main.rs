@@ -30,6 +30,10 @@ struct Args {
     /// Largest size.
     #[arg(long, default_value = "64M")]
     max_bytes: String,
+    /// Exact sizes instead of the peers harness's between --min-bytes and --max-bytes
+    /// (comma list, e.g. 2M,4M,8M): for finding where an algorithm's choice should flip.
+    #[arg(long)]
+    sizes: Option<String>,
     /// Element type: f32, f64, f16, bf16, i32, u8, ...
     #[arg(long, default_value = "f32")]
     dtype: String,
@@ -87,12 +91,18 @@ fn main() -> std::process::ExitCode {
             return Err("pingpong needs at least 2 ranks".into());
         }
         let (lo, hi) = (parse_bytes(&args.min_bytes)?, parse_bytes(&args.max_bytes)?);
+        let sizes = match &args.sizes {
+            Some(l) => {
+                l.split(',').map(|x| parse_bytes(x.trim()).map(|b| b.to_string())).collect::<Result<Vec<_>, _>>()?
+            }
+            None => Vec::new(),
+        };
         let dtype = args.dtype.to_ascii_lowercase();
         if !["f32", "f64", "f16", "bf16", "i32", "u32", "i64", "u64", "u8", "i8"].contains(&dtype.as_str()) {
             return Err(format!("unknown dtype {dtype:?}"));
         }
         let spec = format!(
-            "{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
             ops.join(","),
             lo,
             hi,
@@ -101,7 +111,8 @@ fn main() -> std::process::ExitCode {
             args.warmup,
             args.reps,
             args.budget,
-            args.tsv as u8
+            args.tsv as u8,
+            sizes.join(",")
         );
         let report = dist_runtime::Launch::entry("bench_rank", args.n)
             .map_err(|e| e.to_string())?
@@ -137,6 +148,8 @@ struct Spec {
     reps: usize,
     budget: f64,
     tsv: bool,
+    /// `--sizes`, when given (else the harness sizes between `lo` and `hi`).
+    sizes: Vec<usize>,
 }
 
 fn spec() -> Spec {
@@ -152,6 +165,7 @@ fn spec() -> Spec {
         reps: f[6].parse().unwrap(),
         budget: f[7].parse().unwrap(),
         tsv: f[8] == "1",
+        sizes: f[9].split(',').filter(|x| !x.is_empty()).map(|x| x.parse().unwrap()).collect(),
     }
 }
 
@@ -248,7 +262,12 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
         if op == "pingpong" && n < 2 {
             continue;
         }
-        for &bytes in SIZES.iter().filter(|&&b| b >= s.lo && b <= s.hi) {
+        let sizes: Vec<usize> = if s.sizes.is_empty() {
+            SIZES.iter().copied().filter(|&b| b >= s.lo && b <= s.hi).collect()
+        } else {
+            s.sizes.clone()
+        };
+        for bytes in sizes {
             // `bytes` follows nccl-tests / the peers harness; derive per-rank element counts.
             let count = (bytes / es).max(1);
             let per = (count / n).max(1); // block per rank for gather/scatter-like ops

@@ -2,7 +2,7 @@
 //! launchers' variables (`OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}`,
 //! `PMI_RANK`/`PMI_SIZE`, `SLURM_PROCID`/`SLURM_NTASKS`),
 //! `DIST_*` for the job (`DIST_AGREEMENT` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
-//! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
+//! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_CMA_P2P_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
 //! here with an error naming the variable when its value is not understood.
 //!
 //! The launcher's own variables are read where they act, and listed here for the
@@ -173,6 +173,9 @@ pub struct Tuning {
     pub cma: Option<String>,
     /// `DIST_CMA_MIN`: smallest block read single-copy, in bytes.
     pub cma_min: Option<String>,
+    /// `DIST_CMA_P2P_MIN`: smallest blocking send whose receiver reads it single-copy,
+    /// in bytes.
+    pub cma_p2p_min: Option<String>,
     /// `DIST_SLOT_KIB`: staging slot size in KiB (16 to 65536; default 256).
     pub slot_kib: Option<usize>,
     /// `DIST_YIELD_US`: how long a waiter yields before it sleeps (default 500 µs).
@@ -374,6 +377,7 @@ impl Env {
                 algo: get("DIST_ALGO"),
                 cma: get("DIST_CMA"),
                 cma_min: get("DIST_CMA_MIN"),
+                cma_p2p_min: get("DIST_CMA_P2P_MIN"),
                 slot_kib: get("DIST_SLOT_KIB")
                     .map(|v| parse("DIST_SLOT_KIB", &v, "a slot size in KiB (16 to 65536)"))
                     .transpose()?,

@@ -5,9 +5,10 @@
 //! The kernel allows it between processes of one user unless a sandbox forbids it
 //! (seccomp, Yama `ptrace_scope` ≥ 2). Whether it works is probed once per communicator,
 //! collectively, and all ranks agree (a MIN all-reduce), so every rank takes the same
-//! path. It is used automatically while ranks ≤ cores; `DIST_CMA=1` forces it,
-//! `DIST_CMA=0` turns it off; `DIST_CMA_MIN` (bytes, default 512 KiB) is the smallest
-//! block that uses it.
+//! path. It is used automatically while ranks ≤ cores; `DIST_CMA=1` forces it (an error
+//! where the kernel refuses), `DIST_CMA=0` turns it off; `DIST_CMA_MIN` (bytes, default
+//! 16 KiB) is the smallest block that uses it. Point-to-point uses it too, without the
+//! probe (see `p2p.rs`).
 
 use super::{segment, ShmComm};
 use crate::error::{Error, Result};
@@ -20,6 +21,13 @@ pub(super) fn probe_addr() -> u64 {
     &PROBE as *const u64 as u64
 }
 
+/// Broadcasts from this size on go through the slots even where single-copy reads are on:
+/// the root's copy in and the readers' copies out overlap there, and out of cache one
+/// `process_vm_readv` is slower than that pair (2 ranks: 12–15 GB/s through the slots at
+/// 2–8 MiB against 10.5–12 read directly; 20 against 8 at 64 KiB, in cache, the other
+/// way: `DIST_CMA=0|1 dist-bench -n 2 --ops broadcast --sizes 64K,…,8M`).
+pub(super) const BROADCAST_MAX: usize = 2 << 20;
+
 /// Smallest block (bytes) worth a single-copy read on `c`; `usize::MAX` when off.
 ///
 /// Automatic (`DIST_CMA` unset) only while every rank has a core of its own: measured
@@ -31,6 +39,24 @@ pub(super) fn min_block(c: &ShmComm) -> usize {
         true => c.cfg.algo.cma_min,
         false => usize::MAX,
     }
+}
+
+/// Smallest blocking send whose receiver reads it straight from the sender's buffer;
+/// `usize::MAX` when single-copy reads are off (`DIST_CMA=0`). Unlike the collectives'
+/// reads it stays on when ranks outnumber cores: a message then costs one copy instead
+/// of two that could not overlap anyway. No collective probe: a receiver that cannot
+/// read declines, and its sender streams that message, and the next ones to it,
+/// through the ring (`p2p.rs`).
+pub(super) fn p2p_min(c: &ShmComm) -> usize {
+    match c.cfg.algo.cma {
+        Some(false) => usize::MAX,
+        _ => c.cfg.algo.cma_p2p_min.max(1),
+    }
+}
+
+/// The process id of rank `j` of `c`.
+pub(super) fn pid(c: &ShmComm, j: usize) -> u32 {
+    c.seg.u32_at(c.seg.layout.ctl(j) + segment::PID).load(SeqCst)
 }
 
 /// Reads `dst.len()` bytes at `addr` in process `pid` into `dst`.
@@ -73,9 +99,30 @@ pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::op::Op) -> Result
         2 => return Ok(false),
         _ => {}
     }
-    let mut ok = [probe_local(c) as u8];
+    // Every peer is past `connect` (its pid and probe address written) only once all
+    // have entered this collective: a peer still joining reads as pid 0, and that used to
+    // turn single-copy reads off for the communicator's whole life, at random.
+    c.sync(epoch, cx, false)?;
+    let mine = probe_local(c);
+    let mut ok = [mine as u8];
     super::coll::all_reduce_min_u8(c, epoch, cx, &mut ok)?;
     c.cma.store(if ok[0] == 1 { 1 } else { 2 }, SeqCst);
+    if ok[0] == 0 && c.cfg.algo.cma == Some(true) {
+        // Forced on (`DIST_CMA=1`, `DIST_ALGO=cma`): say so rather than quietly copying.
+        return Err(Error::backend(
+            "shm",
+            format!(
+                "DIST_CMA=1 (or DIST_ALGO=cma) forces single-copy reads, but on {} {} (process_vm_readv refused: \
+                 a seccomp sandbox, or Yama ptrace_scope ≥ 2); unset DIST_CMA to let dist choose",
+                c.name,
+                if mine {
+                    format!("a peer of rank {} cannot read this rank's memory", c.rank)
+                } else {
+                    format!("rank {} cannot read its peers' memory", c.rank)
+                }
+            ),
+        ));
+    }
     Ok(ok[0] == 1)
 }
 

@@ -13,7 +13,7 @@
 //! Reductions always combine contributions in rank order 0, 1, …, n−1, so every rank
 //! gets bitwise the same result, on every path.
 
-use super::{cma, segment, ShmComm};
+use super::{cma, ShmComm};
 use crate::backend::reduce;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -369,6 +369,9 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let cap = c.seg.layout.slot;
     let b = buf.len();
     let me = c.rank;
+    if (cma::min_block(c)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)? {
+        return broadcast_cma(c, epoch, cx, buf, root);
+    }
     pipeline(c, epoch, cx, true, b.div_ceil(cap), |step| match step {
         Step::Write { t, w } if me == root => to_shm(c.slot(root, w), &buf[t * cap..b.min((t + 1) * cap)]),
         Step::Read { t, r } if me != root => from_shm(&mut buf[t * cap..b.min((t + 1) * cap)], c.slot(root, r)),
@@ -622,10 +625,6 @@ fn published(c: &ShmComm, epoch: u32, j: usize, n: usize) -> Vec<u64> {
     v
 }
 
-fn pid(c: &ShmComm, j: usize) -> u32 {
-    c.seg.u32_at(c.seg.layout.ctl(j) + segment::PID).load(std::sync::atomic::Ordering::SeqCst)
-}
-
 /// Gather / all-gather by reading each peer's send buffer directly (one copy per byte).
 /// Two barriers: after the addresses are published, and after every read is done (no
 /// rank may return, and reuse its buffer, while a peer still reads it).
@@ -645,11 +644,28 @@ fn gather_cma(
     if let Some(recv) = recv {
         for j in (0..c.n).filter(|&j| j != c.rank && counts[j] > 0) {
             let addr = published(c, *epoch, j, 1)[0];
-            if let Err(e) = cma::read(pid(c, j), addr, &mut recv[displs[j]..displs[j] + counts[j]]) {
+            if let Err(e) = cma::read(cma::pid(c, j), addr, &mut recv[displs[j]..displs[j] + counts[j]]) {
                 res = Err(cma::err(j, e));
                 break;
             }
         }
+    }
+    c.sync(epoch, cx, false)?;
+    res
+}
+
+/// Broadcast by reading the root's buffer directly (one copy per byte, every reader at
+/// once). As in [`gather_cma`], the second barrier keeps the root's buffer lent until
+/// every read is done.
+fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
+    if c.rank == root {
+        publish(c, *epoch, &[buf.as_ptr() as u64]);
+    }
+    c.sync(epoch, cx, true)?;
+    let mut res = Ok(());
+    if c.rank != root {
+        let addr = published(c, *epoch, root, 1)[0];
+        res = cma::read(cma::pid(c, root), addr, buf).map_err(|e| cma::err(root, e));
     }
     c.sync(epoch, cx, false)?;
     res
@@ -685,7 +701,7 @@ fn all_to_all_cma(
             continue;
         }
         let theirs = published(c, *epoch, j, n + 1);
-        if let Err(e) = cma::read(pid(c, j), theirs[0] + theirs[1 + me], dst) {
+        if let Err(e) = cma::read(cma::pid(c, j), theirs[0] + theirs[1 + me], dst) {
             res = Err(cma::err(j, e));
             break;
         }

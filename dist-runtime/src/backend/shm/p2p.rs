@@ -8,8 +8,21 @@
 //! is waited on goes to a stash; a receive being waited on takes its message straight
 //! from the ring into the user's buffer.
 //!
+//! Single copy: a blocking send of `DIST_CMA_P2P_MIN` (8 KiB) to 4 MiB offers its
+//! buffer instead of streaming it. It writes the buffer's address in the ring's offer
+//! words and sends the header alone, marked; the receiver that takes the header claims
+//! the offer (compare-and-swap OFFERED → TAKEN), reads the payload straight from the
+//! sender's memory with `process_vm_readv` into the receive's buffer (or its stash), and
+//! marks it DONE, which releases the send. A send that fits the ring and whose receiver
+//! has not claimed it within [`WITHDRAW_AFTER`] withdraws the offer (OFFERED →
+//! WITHDRAWN) and streams the payload after its header, as an ordinary send, so a send
+//! still returns while its receiver computes; a receiver whose read fails declines
+//! (DECLINED) and gets the payload the same way, and that sender streams through the
+//! ring from then on. Whoever's compare-and-swap wins decides: the payload is read
+//! from the sender's buffer, or it follows in the ring — never both.
+//!
 //! Soundness: the engine never keeps a pointer into a user buffer past the call that
-//! lent it. A non-blocking send copies whatever it can't hand over at once; a
+//! lent it (an offer's address is read only while its blocking send waits for it). A non-blocking send copies whatever it can't hand over at once; a
 //! non-blocking receive lands in the stash unless its own `wait` is running. So a
 //! handle that is leaked (`mem::forget`) can leak memory but never corrupt it.
 
@@ -20,7 +33,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::time::Instant;
 
 const HDR: usize = 128;
@@ -41,6 +54,30 @@ const ACK: usize = 96;
 /// the message.
 const POSTED: usize = 128;
 const POSTED_SLOTS: usize = 16;
+/// Offset, in a ring's control block, of the sender's single-copy offer:
+/// `seq << 8 | state` (see the module docs), and at `OFFER_ADDR` the address of the
+/// offered buffer in the sender's memory.
+const OFFER: usize = 104;
+const OFFER_ADDR: usize = 112;
+const OFFERED: u64 = 1;
+const TAKEN: u64 = 2;
+const DONE: u64 = 3;
+const WITHDRAWN: u64 = 4;
+const DECLINED: u64 = 5;
+/// Sends from this size on stream through the ring even when single-copy reads work:
+/// measured here (`dist-bench -n 2 --ops pingpong --sizes 512K,2M,4M,8M` with
+/// `DIST_CMA=0` and without), one `process_vm_readv` runs at about 2× the ring below
+/// 1 MiB (in cache), ties it at 2–4 MiB, and falls to half of it at 8–16 MiB, where the
+/// ring's copy in and copy out overlap on two cores and the read runs on one.
+const CMA_P2P_MAX: usize = 4 << 20;
+/// Header bytes holding an offer's sequence number (0: the payload follows the header).
+const OFFER_AT: usize = HDR - 4;
+const _: () =
+    assert!(24 + FILE_MAX <= SYNC_AT && SYNC_AT + 4 <= OFFER_AT && ACK + 4 <= OFFER && OFFER_ADDR + 8 <= POSTED);
+/// How long a send that fits the ring leaves its buffer on offer before it streams it
+/// instead: a receiver already waiting claims it within microseconds; one that is busy
+/// elsewhere would make the send wait for it, which an eager send never does.
+const WITHDRAW_AFTER: std::time::Duration = std::time::Duration::from_micros(40);
 
 struct Header {
     tag: u32,
@@ -51,6 +88,8 @@ struct Header {
     /// The rendezvous id of a blocking send in rendezvous mode, which waits for the
     /// receiver's acknowledgement.
     sync: u32,
+    /// The sequence number of a single-copy offer (0: the payload follows the header).
+    offer: u32,
 }
 
 impl Header {
@@ -76,6 +115,7 @@ impl Header {
             line: u32::from_le_bytes(h[16..20].try_into().unwrap()),
             file: String::from_utf8_lossy(&h[24..24 + keep]).into_owned(),
             sync: u32::from_le_bytes(h[SYNC_AT..SYNC_AT + 4].try_into().unwrap()),
+            offer: u32::from_le_bytes(h[OFFER_AT..OFFER_AT + 4].try_into().unwrap()),
         }
     }
 }
@@ -177,6 +217,10 @@ pub(super) struct P2p {
     any: VecDeque<(ReqId, u32)>,
     /// Messages stashed so far (their arrival order).
     seq: u64,
+    /// The last single-copy offer's sequence number towards each destination.
+    offer_seq: Vec<u32>,
+    /// Destinations that declined an offer (their reads fail): no more offers to them.
+    offer_off: Vec<bool>,
 }
 
 impl P2p {
@@ -197,6 +241,8 @@ impl P2p {
             unexpected: 0,
             any: VecDeque::new(),
             seq: 0,
+            offer_seq: vec![0; n],
+            offer_off: vec![false; n],
         }
     }
 
@@ -295,6 +341,7 @@ impl P2p {
                     let mut h = [0u8; HDR];
                     ring.peek(&mut h);
                     let hdr = Header::decode(&h);
+                    let offer = hdr.offer;
                     let ord = self.arrived.get(&(src, hdr.tag)).copied().unwrap_or(0);
                     let key = (src, hdr.tag, ord);
                     let mut claimed =
@@ -343,6 +390,29 @@ impl P2p {
                         }
                     };
                     self.cur[src] = Some(Incoming { hdr, key, got: 0, sink });
+                    if offer != 0 {
+                        let inc = self.cur[src].as_mut().expect("set above");
+                        let len = inc.hdr.len as usize;
+                        let read = match inc.sink {
+                            Sink::Target(_) => {
+                                let t = target.as_deref_mut().expect("the waiting receive took it");
+                                take_offer(c, src, offer, Some(&mut t.buf[..len]))
+                            }
+                            Sink::Stash => {
+                                let s = self.stash.get_mut(&inc.key).expect("stash entry");
+                                s.data.resize(len, 0);
+                                let read = take_offer(c, src, offer, Some(&mut s.data[..]));
+                                if !read {
+                                    s.data.clear();
+                                }
+                                read
+                            }
+                            Sink::Discard => take_offer(c, src, offer, None),
+                        };
+                        if read {
+                            inc.got = len;
+                        }
+                    }
                 }
                 let inc = self.cur[src].as_mut().expect("set above");
                 let len = inc.hdr.len as usize;
@@ -452,10 +522,33 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
     Ok(())
 }
 
+/// The receiver's side of a single-copy offer (module docs): claims offer `seq` of the
+/// ring from `src` and reads the payload into `dst` (`None`: a receive that refused the
+/// message drops it unread). Whether the payload was taken here; `false`: the sender
+/// withdrew the offer, or this read failed (declined), and the payload follows in the
+/// ring.
+fn take_offer(c: &ShmComm, src: usize, seq: u32, dst: Option<&mut [u8]>) -> bool {
+    let ring = Ring::new(c, src, c.rank);
+    let word = |st: u64| (seq as u64) << 8 | st;
+    if ring.offer.compare_exchange(word(OFFERED), word(TAKEN), AcqRel, Acquire).is_err() {
+        return false;
+    }
+    let read = match dst {
+        Some(dst) => super::cma::read(super::cma::pid(c, src), ring.offer_addr.load(Acquire), dst).is_ok(),
+        None => true,
+    };
+    ring.offer.store(word(if read { DONE } else { DECLINED }), Release);
+    c.bell(src).ring();
+    read
+}
+
 /// The ring from `src` to `dst`: head written by src, tail by dst.
 struct Ring<'a> {
     head: &'a AtomicU64,
     tail: &'a AtomicU64,
+    /// The sender's single-copy offer (`seq << 8 | state`) and the offered address.
+    offer: &'a AtomicU64,
+    offer_addr: &'a AtomicU64,
     /// Written by the receiver: the rendezvous id of the last blocking send it matched.
     ack: &'a std::sync::atomic::AtomicU32,
     /// Offset of the ring's control block in the segment.
@@ -474,6 +567,8 @@ impl<'a> Ring<'a> {
         Ring {
             head: c.seg.u64_at(off),
             tail: c.seg.u64_at(off + 64),
+            offer: c.seg.u64_at(off + OFFER),
+            offer_addr: c.seg.u64_at(off + OFFER_ADDR),
             ack: c.seg.u32_at(off + ACK),
             off,
             data: c.seg.ptr(off + RING_CTL),
@@ -660,11 +755,15 @@ pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, 
     };
     // This message's place among those to `dst` on `tag` (as the receiver counts them).
     let ord = p.sent.get(&(dst, tag)).copied().unwrap_or(0);
-    let id = enqueue(c, &mut p, dst, Header::encode(tag, dtype, data.len(), site, sync), data);
-    let acked = |c: &ShmComm| {
+    let acked = move |c: &ShmComm| {
         let ring = Ring::new(c, c.rank, dst);
         sync == 0 || ring.ack.load(Acquire) == sync || ring.posted(tag).is_some_and(|n| n > ord)
     };
+    let hdr = Header::encode(tag, dtype, data.len(), site, sync);
+    if dst != c.rank && !p.offer_off[dst] && (super::cma::p2p_min(c)..CMA_P2P_MAX).contains(&data.len()) {
+        return send_offer(c, &mut p, site, dst, hdr, data, acked);
+    }
+    let id = enqueue(c, &mut p, dst, hdr, data);
     let r = drive(c, &mut p, site, "send", dst, |p| {
         p.progress(c, None);
         Ok(p.done_sends.contains(&id) && acked(c))
@@ -674,6 +773,84 @@ pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, 
     if r.is_err() {
         // Never leave a pointer to the caller's buffer behind.
         p.out[dst].retain(|o| o.id != id);
+    }
+    r
+}
+
+/// A blocking send whose receiver reads the payload from `data` itself (module docs):
+/// offers the buffer, sends the header alone, and waits until the receiver has read it
+/// — or streams it through the ring after all, when the receiver declined, or when the
+/// message fits the ring and nobody claimed it within [`WITHDRAW_AFTER`].
+fn send_offer(
+    c: &ShmComm,
+    p: &mut P2p,
+    site: Site,
+    dst: usize,
+    mut hdr: [u8; HDR],
+    data: &[u8],
+    acked: impl Fn(&ShmComm) -> bool,
+) -> Result<()> {
+    let ring = Ring::new(c, c.rank, dst);
+    p.offer_seq[dst] = p.offer_seq[dst].wrapping_add(1).max(1);
+    let seq = p.offer_seq[dst];
+    let word = |st: u64| (seq as u64) << 8 | st;
+    ring.offer_addr.store(data.as_ptr() as u64, Relaxed);
+    ring.offer.store(word(OFFERED), Release);
+    hdr[OFFER_AT..OFFER_AT + 4].copy_from_slice(&seq.to_le_bytes());
+    let id = enqueue(c, p, dst, hdr, &data[..0]);
+    let may_withdraw = data.len() <= ring.cap;
+    let started = Instant::now();
+    let mut streamed: Option<ReqId> = None;
+    let r = drive(c, p, site, "send", dst, |p| {
+        p.progress(c, None);
+        if let Some(sid) = streamed {
+            return Ok(p.done_sends.contains(&sid) && acked(c));
+        }
+        let ring = Ring::new(c, c.rank, dst);
+        let st = ring.offer.load(Acquire);
+        let stream = if st == word(DONE) {
+            return Ok(acked(c));
+        } else if st == word(DECLINED) {
+            p.offer_off[dst] = true;
+            true
+        } else {
+            st == word(OFFERED)
+                && may_withdraw
+                && started.elapsed() >= WITHDRAW_AFTER
+                && ring.offer.compare_exchange(word(OFFERED), word(WITHDRAWN), AcqRel, Acquire).is_ok()
+        };
+        if !stream {
+            return Ok(false);
+        }
+        // The payload follows its header in the ring, as an ordinary send's does.
+        let sid = p.next_id;
+        p.next_id += 1;
+        p.out[dst].push_back(Out {
+            id: sid,
+            hdr,
+            data: Payload::Borrowed(data.as_ptr(), data.len()),
+            off: HDR,
+            base: HDR,
+        });
+        streamed = Some(sid);
+        p.progress(c, None);
+        Ok(p.done_sends.contains(&sid) && acked(c))
+    });
+    if r.is_err() {
+        // Take the buffer back before the caller may reuse it: withdraw the offer, or
+        // let a read already under way finish (bounded: the reader may have died).
+        if ring.offer.compare_exchange(word(OFFERED), word(WITHDRAWN), AcqRel, Acquire).is_err() {
+            let until = Instant::now() + std::time::Duration::from_secs(1);
+            while ring.offer.load(Acquire) == word(TAKEN) && Instant::now() < until {
+                std::thread::yield_now();
+            }
+        }
+        p.out[dst].retain(|o| o.id != id && Some(o.id) != streamed);
+    }
+    p.done_sends.remove(&id);
+    p.send_dst.remove(&id);
+    if let Some(sid) = streamed {
+        p.done_sends.remove(&sid);
     }
     r
 }
