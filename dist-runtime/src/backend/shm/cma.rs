@@ -28,16 +28,36 @@ pub(super) fn probe_addr() -> u64 {
 /// way: `DIST_CMA=0|1 dist-bench -n 2 --ops broadcast --sizes 64K,…,8M`).
 pub(super) const BROADCAST_MAX: usize = 2 << 20;
 
-/// Smallest block (bytes) worth a single-copy read on `c`; `usize::MAX` when off.
+/// Which collective asks [`min_block`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Kind {
+    Broadcast,
+    Gather,
+    AllToAll,
+}
+
+/// Smallest block (bytes) worth a single-copy read on `c` for a collective of `kind`;
+/// `usize::MAX` when off.
 ///
-/// Automatic (`DIST_CMA` unset) only while every rank has a core of its own: measured
-/// here, with 4 or 8 ranks on 2 cores the copy-through pipeline is faster for most sizes
-/// (docs/performance.md). `DIST_CMA=1` or `DIST_ALGO=cma` forces it on, `DIST_CMA=0` or
+/// Automatic (`DIST_CMA` unset): from `DIST_CMA_MIN` (16 KiB) while every rank has a
+/// core of its own. With more ranks than cores the copies through the slots cannot
+/// overlap anyway, and what pays is measured per op (4 and 8 ranks on 2 cores,
+/// `DIST_CMA=0|1 dist-bench -n N --ops all_gather,all_to_all,broadcast --sizes
+/// 64K,1M,16M`): all_to_all gains from 128 KiB blocks (1 MiB at 8 ranks: 1.3 → 2.1 GB/s,
+/// 16 MiB: 0.82 → 1.2), all_gather only from MiB blocks (16 MiB at 4 ranks 3.65 → 4.1;
+/// 1 MiB at 4 ranks loses, 4.9 → 4.6), broadcast never (1 MiB at 4 ranks 8.1 → 4.4).
+/// `DIST_CMA=1` or `DIST_ALGO=cma` forces it on from `DIST_CMA_MIN`, `DIST_CMA=0` or
 /// `DIST_ALGO=copy` off.
-pub(super) fn min_block(c: &ShmComm) -> usize {
-    match c.cfg.algo.cma.unwrap_or(!c.cfg.oversubscribed) {
-        true => c.cfg.algo.cma_min,
-        false => usize::MAX,
+pub(super) fn min_block(c: &ShmComm, kind: Kind) -> usize {
+    let min = c.cfg.algo.cma_min;
+    match (c.cfg.algo.cma, c.cfg.oversubscribed) {
+        (Some(false), _) => usize::MAX,
+        (Some(true), _) | (None, false) => min,
+        (None, true) => match kind {
+            Kind::Broadcast => usize::MAX,
+            Kind::Gather => min.max(1 << 20),
+            Kind::AllToAll => min.max(64 << 10),
+        },
     }
 }
 

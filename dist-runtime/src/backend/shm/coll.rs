@@ -369,7 +369,7 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let cap = c.seg.layout.slot;
     let b = buf.len();
     let me = c.rank;
-    if (cma::min_block(c)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)? {
+    if (cma::min_block(c, cma::Kind::Broadcast)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)? {
         return broadcast_cma(c, epoch, cx, buf, root);
     }
     pipeline(c, epoch, cx, true, b.div_ceil(cap), |step| match step {
@@ -398,7 +398,7 @@ pub(super) fn gather_v(
     }
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
-    if counts.iter().copied().max().unwrap_or(0) >= cma::min_block(c) && cma::usable(c, epoch, cx)? {
+    if counts.iter().copied().max().unwrap_or(0) >= cma::min_block(c, cma::Kind::Gather) && cma::usable(c, epoch, cx)? {
         return gather_cma(c, epoch, cx, send, recv, counts, &displs);
     }
     let cap = c.seg.layout.slot;
@@ -526,7 +526,7 @@ pub(super) fn all_to_all_v(
     // count) needs no count exchange; the varying one agrees on its counts first.
     if !cx.varying {
         let m = scounts[0];
-        if m >= cma::min_block(c) && cma::usable(c, epoch, cx)? {
+        if m >= cma::min_block(c, cma::Kind::AllToAll) && cma::usable(c, epoch, cx)? {
             return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
         }
         return pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
@@ -565,7 +565,7 @@ pub(super) fn all_to_all_v(
     }
     let k = agree[0] as usize;
     // every rank knows k, so every rank takes the same path
-    if k * reg >= cma::min_block(c).saturating_add(reg) && cma::usable(c, epoch, cx)? {
+    if k * reg >= cma::min_block(c, cma::Kind::AllToAll).saturating_add(reg) && cma::usable(c, epoch, cx)? {
         return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
     }
     // The counts were agreed above (two barriers, op record compared): k barriers now.
