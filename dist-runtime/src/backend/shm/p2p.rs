@@ -79,12 +79,15 @@ const _: () =
 /// elsewhere would make the send wait for it, which an eager send never does.
 const WITHDRAW_AFTER: std::time::Duration = std::time::Duration::from_micros(40);
 
+#[derive(Clone, Copy)]
 struct Header {
     tag: u32,
     dtype: u8,
     len: u64,
     line: u32,
-    file: String,
+    /// The sender's file, as sent (read with [`Header::file`]; no allocation per message).
+    file_raw: [u8; FILE_MAX],
+    file_len: usize,
     /// The rendezvous id of a blocking send in rendezvous mode, which waits for the
     /// receiver's acknowledgement.
     sync: u32,
@@ -113,10 +116,15 @@ impl Header {
             dtype: h[4],
             len: u64::from_le_bytes(h[8..16].try_into().unwrap()),
             line: u32::from_le_bytes(h[16..20].try_into().unwrap()),
-            file: String::from_utf8_lossy(&h[24..24 + keep]).into_owned(),
+            file_raw: h[24..24 + FILE_MAX].try_into().unwrap(),
+            file_len: keep,
             sync: u32::from_le_bytes(h[SYNC_AT..SYNC_AT + 4].try_into().unwrap()),
             offer: u32::from_le_bytes(h[OFFER_AT..OFFER_AT + 4].try_into().unwrap()),
         }
+    }
+    /// The sender's source file (for messages naming its call site).
+    fn file(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.file_raw[..self.file_len])
     }
 }
 
@@ -379,7 +387,7 @@ impl P2p {
                                 key,
                                 Stashed {
                                     data: Vec::with_capacity(hdr.len as usize),
-                                    hdr: Header { file: hdr.file.clone(), ..hdr },
+                                    hdr,
                                     complete: false,
                                     unexpected: !claimed,
                                     seq: self.seq,
@@ -498,7 +506,7 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
                     t.dtype,
                     c.name,
                     hdr.len,
-                    hdr.file,
+                    hdr.file(),
                     hdr.line
                 ),
             });
@@ -514,7 +522,7 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
                 t.dtype,
                 c.name,
                 hdr.len,
-                hdr.file,
+                hdr.file(),
                 hdr.line
             ),
         });
@@ -1026,7 +1034,7 @@ pub(super) fn unreceived(c: &ShmComm) -> Vec<String> {
     let mut by_site: std::collections::BTreeMap<(usize, u32, String, u32), (usize, u64)> = Default::default();
     for (key, s) in &p.stash {
         if !claimed.contains(key) {
-            let e = by_site.entry((key.0, key.1, s.hdr.file.clone(), s.hdr.line)).or_default();
+            let e = by_site.entry((key.0, key.1, s.hdr.file().into_owned(), s.hdr.line)).or_default();
             e.0 += 1;
             e.1 += s.hdr.len;
         }
