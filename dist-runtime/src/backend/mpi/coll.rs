@@ -78,6 +78,9 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         (OpKind::Broadcast, Bufs::InPlace(buf)) if own => {
             return super::own::broadcast(c, op, buf, op.root as usize);
         }
+        (OpKind::AllReduce, Bufs::InPlace(buf)) if own && buf.len() * c.size <= super::own::SMALL => {
+            return super::own::all_reduce_small(c, op, dt()?, rop()?, buf);
+        }
         // Past 4 ranks on this 2-core machine libnbc's all-reduce was ahead below 1 MiB
         // (docs/performance.md): the direct schedule posts 2(n − 1) messages per phase.
         (OpKind::AllReduce, Bufs::InPlace(buf)) if own && (c.size <= 4 || buf.len() >= 1 << 20) => {

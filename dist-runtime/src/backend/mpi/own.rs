@@ -205,6 +205,34 @@ pub(super) fn reduce_scatter(
     Ok(())
 }
 
+/// Largest all-reduce (bytes per rank × ranks) that takes the one-phase path. Measured
+/// (`DIST_DEBUG=off dist-bench -n N --backend mpi --ops all_reduce --sizes 8,1K,8K`,
+/// µs, one phase / two): n = 2: 8 B 0.57 / 1.08, 1 KiB 1.3 / 2.2, 8 KiB 4.7 / 7.5;
+/// n = 4: 8 B 4.8 / 8.1, 1 KiB 8.5 / 10.6, 8 KiB 22.5 / 19 (past the line).
+pub(super) const SMALL: usize = 16 << 10;
+
+/// All-reduce of a small buffer in one phase: every rank sends its whole buffer to every
+/// other, and each folds all `n` in rank order itself (the same fold, so the same bits,
+/// on every rank). One round of `n − 1` messages each way instead of the two of the
+/// segment path: at 8 B the latency is one message's, not two.
+pub(super) fn all_reduce_small(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf: &mut [u8]) -> Result<()> {
+    let (n, me, len) = (c.size, c.rank, buf.len());
+    let mut words = aligned(len * n);
+    let mut slots = blocks(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len * n], &vec![len; n]);
+    slots[me].copy_from_slice(buf);
+    {
+        let sends = (0..n).filter(|&j| j != me).map(|j| (j, &*buf)).collect();
+        let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut **b)).collect();
+        exchange(c, op, recvs, sends)?;
+    }
+    buf.copy_from_slice(slots[0]);
+    for t in &slots[1..] {
+        reduce::reduce_into(d, r, buf, t);
+    }
+    reduce::finish(d, r, n, buf);
+    Ok(())
+}
+
 /// All-reduce in place: a reduce-scatter of the buffer's `n` segments (each reduced by
 /// its owner, in place in the buffer), then an all-gather of the reduced segments
 /// straight into the others' buffers. Copies: this rank's own segment once, on ranks
