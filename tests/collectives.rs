@@ -322,15 +322,8 @@ fn run_with_env(entry: &str, sizes: &[usize], env: &[(&str, &str)]) {
         println!("{entry} with {env:?}: shared-memory knobs; skipped on DIST_BACKEND=mpi");
         return;
     }
-    for &n in sizes {
-        let mut l =
-            dist_runtime::Launch::entry(entry, n).unwrap().capture(true).timeout(std::time::Duration::from_secs(120));
-        for (k, v) in env {
-            l = l.env(k, v);
-        }
-        let r = l.env("DIST_DEBUG", "check").run().unwrap();
-        assert!(r.success(), "{entry} on {n} ranks with {env:?}:\n{}", r.summary());
-    }
+    let env: Vec<(&str, &str)> = env.iter().copied().chain([("DIST_DEBUG", "check")]).collect();
+    launch_each(entry, sizes, &env);
 }
 
 /// The single-copy path (process_vm_readv) normally starts at 16 KiB blocks while ranks
@@ -801,14 +794,5 @@ fn in_place_collectives_in_parts(world: Comm<World>) {
 
 #[test]
 fn in_place_collectives_past_the_count_limit_run_in_parts() {
-    for n in [1, 2, 3] {
-        let r = dist_runtime::Launch::entry("collectives::in_place_collectives_in_parts", n)
-            .unwrap()
-            .env("DIST_MPI_MAX_COUNT", "1000")
-            .capture(true)
-            .timeout(std::time::Duration::from_secs(120))
-            .run()
-            .unwrap();
-        assert!(r.success(), "{n} ranks: {}", r.summary());
-    }
+    launch_each("collectives::in_place_collectives_in_parts", &[1, 2, 3], &[("DIST_MPI_MAX_COUNT", "1000")]);
 }

@@ -312,3 +312,18 @@ macro_rules! for_all_dtypes {
         $f::<bool>($($a),*);
     }};
 }
+
+/// Launches `entry` once on each world size of `sizes` with `env` added (on the backend
+/// `DIST_BACKEND` names), and asserts every run succeeds, naming the size and the
+/// environment with the ranks' output when one fails.
+pub fn launch_each(entry: &str, sizes: &[usize], env: &[(&str, &str)]) {
+    for &n in sizes {
+        let mut l =
+            dist_runtime::Launch::entry(entry, n).unwrap().capture(true).timeout(std::time::Duration::from_secs(120));
+        for (k, v) in env {
+            l = l.env(k, v);
+        }
+        let r = l.run().unwrap();
+        assert!(r.success(), "{entry} on {n} ranks with {env:?}:\n{}", r.summary());
+    }
+}

@@ -789,16 +789,7 @@ fn p2p_in_parts(world: Comm<World>) {
 
 #[test]
 fn messages_past_the_count_limit_go_in_parts() {
-    for n in [1, 2, 3] {
-        let r = dist_runtime::Launch::entry("p2p::p2p_in_parts", n)
-            .unwrap()
-            .env("DIST_MPI_MAX_COUNT", "1000")
-            .capture(true)
-            .timeout(std::time::Duration::from_secs(120))
-            .run()
-            .unwrap();
-        assert!(r.success(), "{n} ranks: {}", r.summary());
-    }
+    launch_each("p2p::p2p_in_parts", &[1, 2, 3], &[("DIST_MPI_MAX_COUNT", "1000")]);
 }
 
 /// On MPI the largest tag is dist's own (its collectives' messages): a user's send with
