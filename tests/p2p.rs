@@ -325,9 +325,11 @@ fn a_receive_posted_before_a_collective_releases_a_blocking_send(world: Comm<Wor
 }
 
 /// The same with messages past the single-copy threshold (8 KiB) that fit the ring (32 KiB
-/// to 200 KB): the sender offers its buffer, nobody reads it while rank 0 sits in the
-/// barrier, so the sender takes the offer back and streams the message instead of
-/// waiting (were it to wait for the read, this would deadlock).
+/// to 200 KB). On shm the sender offers its buffer, nobody reads it while rank 0 sits in
+/// the barrier, so the sender takes the offer back and streams the message instead of
+/// waiting (were it to wait for the read, this would deadlock). On MPI, which completes
+/// such a send only once it is received, rank 0's barrier takes the messages of its
+/// posted receives, as MPI does for an `MPI_Irecv` (before, this deadlocked there).
 #[dist_runtime::test(ranks = [2, 3])]
 fn a_large_send_that_fits_the_ring_is_not_held_by_a_busy_receiver(world: Comm<World>) {
     const P: Tag<u32> = Tag::new(43);

@@ -177,6 +177,16 @@ pub(crate) trait Backend: Send + Sync {
     /// shape its kind takes (anything else is a bug in `comm`, reported as an error).
     fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()>;
 
+    /// Runs `op` after comparing its record across the ranks of communicator `name`
+    /// (`DIST_DEBUG=check` on a backend that does not piggyback every op): by default one
+    /// all-gather of the records through [`run`](Backend::run), then the op. A backend may
+    /// carry the records in the op's own messages where that is one exchange among all
+    /// ranks (the MPI backend's small all-reduce), halving what the check costs there.
+    fn run_agreed(&self, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+        crate::comm::exchange_records(self, name, op)?;
+        self.run(op, bufs)
+    }
+
     /// Blocking send: returns once `data` may be reused (it has been buffered or delivered).
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()>;
     /// Blocking receive of exactly `buf.len()` bytes of `dtype` with `tag` from `src`.

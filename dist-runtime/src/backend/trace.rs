@@ -107,6 +107,18 @@ impl Drop for Traced {
     }
 }
 
+/// A collective's trace arguments: its bytes, root and reduction.
+fn op_args(cx: &Op, bufs: &Bufs<'_>) -> String {
+    let mut args = if matches!(bufs, Bufs::None) { String::new() } else { format!(r#""bytes":{}"#, bufs.bytes()) };
+    if let Some(r) = cx.root_rank() {
+        args.push_str(&format!(r#","root":{r}"#));
+    }
+    if let Some(op) = cx.reduce_op {
+        args.push_str(&format!(r#","op":"{op:?}""#));
+    }
+    args
+}
+
 impl Backend for Traced {
     fn kind(&self) -> &'static str {
         self.inner.kind()
@@ -121,19 +133,19 @@ impl Backend for Traced {
         self.inner.piggybacks_agreement()
     }
     fn run(&self, cx: &Op, bufs: Bufs<'_>) -> Result<()> {
-        let mut args = if matches!(bufs, Bufs::None) { String::new() } else { format!(r#""bytes":{}"#, bufs.bytes()) };
-        if let Some(r) = cx.root_rank() {
-            args.push_str(&format!(r#","root":{r}"#));
-        }
-        if let Some(op) = cx.reduce_op {
-            args.push_str(&format!(r#","op":"{op:?}""#));
-        }
+        let mut args = op_args(cx, &bufs);
         if cx.agreement {
             // The record exchange that checks the op: its own event, next to the op's.
             args.push_str(r#","agreement":true"#);
             return self.timed(&format!("{} (agreement)", cx.name), args, || self.inner.run(cx, bufs));
         }
         self.timed(cx.name, args, || self.inner.run(cx, bufs))
+    }
+    fn run_agreed(&self, name: &str, cx: &Op, bufs: Bufs<'_>) -> Result<()> {
+        // One event for the op and its check, whichever way the inner backend compares
+        // the records (in the op's messages, or an all-gather first).
+        let args = op_args(cx, &bufs) + r#","agreement":true"#;
+        self.timed(cx.name, args, || self.inner.run_agreed(name, cx, bufs))
     }
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
         let args = format!(r#""bytes":{},"peer":{dst},"tag":{tag}"#, data.len());

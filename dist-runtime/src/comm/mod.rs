@@ -180,6 +180,15 @@ pub(crate) fn agree_on(backend: &dyn Backend, check: bool, name: &str, op: &Op) 
     exchange_on(backend, name, op)
 }
 
+/// Runs `op` on `backend`, compared across ranks first under `check` where the backend
+/// does not compare every op itself ([`Backend::run_agreed`]).
+pub(crate) fn run_on(backend: &dyn Backend, check: bool, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+    if !check || backend.piggybacks_agreement() {
+        return backend.run(op, bufs);
+    }
+    backend.run_agreed(name, op, bufs)
+}
+
 /// The record exchange of [`agree`], unconditionally: also how device ops (which never
 /// pass the host backend's barriers) are compared across ranks under `DIST_DEBUG=check`.
 pub(crate) fn exchange(inner: &Inner, op: &Op) -> Result<()> {
@@ -187,6 +196,12 @@ pub(crate) fn exchange(inner: &Inner, op: &Op) -> Result<()> {
 }
 
 fn exchange_on(backend: &dyn Backend, name: &str, op: &Op) -> Result<()> {
+    exchange_records(backend, name, op)
+}
+
+/// The record all-gather and comparison of [`agree`], for any backend (what
+/// [`Backend::run_agreed`] does by default).
+pub(crate) fn exchange_records<B: Backend + ?Sized>(backend: &B, name: &str, op: &Op) -> Result<()> {
     let n = backend.size();
     let record = op.record();
     let mut all = vec![0u8; n * RECORD_LEN];
@@ -466,8 +481,7 @@ impl<G: Group> Comm<G> {
     /// backend does not do that itself.
     pub(crate) fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         self.recorded_as(true, op.name, op.site, || {
-            agree(&self.inner, op)?;
-            self.inner.backend.run(op, bufs)
+            run_on(&*self.inner.backend, self.inner.check, &self.inner.name, op, bufs)
         })
     }
 

@@ -3,7 +3,7 @@
 use crate::backend::{Bufs, ReqId};
 use crate::buffer::{Buf, BufMut, ViewMut};
 use crate::comm::device::DeviceWork;
-use crate::comm::{agree_on, Comm, Inner};
+use crate::comm::{Comm, Inner};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, Site};
 use crate::group::Group;
@@ -461,7 +461,7 @@ impl<G: Group> Comm<G> {
         let inflight = self.inner.inflight.clone();
         self.inner.enqueue(Box::new(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                job(&mut |bufs| agree_on(&*backend, check, &name, &cx).and_then(|()| backend.run(&cx, bufs)))
+                job(&mut |bufs| crate::comm::run_on(&*backend, check, &name, &cx, bufs))
             }));
             let r = outcome.unwrap_or_else(|_| {
                 Err(Error::backend(

@@ -33,6 +33,24 @@ pub(super) fn ptr(b: &[u8]) -> *mut c_void {
     }
 }
 
+/// Whether an all-reduce of `len` bytes per rank takes the one-phase path
+/// ([`super::own::all_reduce_small`]): dist's schedules on this communicator, a built-in
+/// reduction, at most [`super::own::SMALL`] bytes over all ranks.
+pub(super) fn small_all_reduce(c: &MpiComm, op: &Op, len: usize) -> bool {
+    op.kind == OpKind::AllReduce
+        && op.dtype.is_some()
+        && matches!(op.reduce_op, Some(r) if !matches!(r, ReduceOp::User(_)))
+        && len * c.size <= super::own::SMALL
+        && super::own::applies(c)
+}
+
+/// [`small_all_reduce`] under `DIST_DEBUG=check`, its op record carried in its messages
+/// ([`super::own::all_reduce_small_agreed`]).
+pub(super) fn all_reduce_small_agreed(c: &MpiComm, name: &str, op: &Op, buf: &mut [u8]) -> Result<()> {
+    let (d, r) = (op.dtype.ok_or_else(|| wrong_shape("mpi", op))?, op.reduce_op.ok_or_else(|| wrong_shape("mpi", op))?);
+    super::own::all_reduce_small_agreed(c, name, op, d, r, buf)
+}
+
 pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     // In-place collectives past MPI's 32-bit counts run as consecutive calls on parts of
     // the buffer (every rank splits alike: the lengths agree); each part is elementwise
@@ -78,8 +96,11 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         (OpKind::Broadcast, Bufs::InPlace(buf)) if own => {
             return super::own::broadcast(c, op, buf, op.root as usize);
         }
-        (OpKind::AllReduce, Bufs::InPlace(buf)) if own && buf.len() * c.size <= super::own::SMALL => {
+        (OpKind::AllReduce, Bufs::InPlace(buf)) if small_all_reduce(c, op, buf.len()) => {
             return super::own::all_reduce_small(c, op, dt()?, rop()?, buf);
+        }
+        (OpKind::AllGather, Bufs::Gather { send, recv: Some(recv), .. }) if own && op.agreement => {
+            return super::own::agreement_gather(c, op, send, recv);
         }
         // Past 4 ranks on this 2-core machine libnbc's all-reduce was ahead below 1 MiB
         // (docs/performance.md): the direct schedule posts 2(n − 1) messages per phase.

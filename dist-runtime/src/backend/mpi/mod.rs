@@ -464,6 +464,7 @@ impl MpiComm {
             if done()? {
                 return Ok(());
             }
+            p2p::serve_posted(self, site)?;
             let t = start.elapsed();
             if t >= health::FIRST {
                 if let Err(e) = watch.look(self, what, name, site, t) {
@@ -523,6 +524,22 @@ impl Backend for MpiComm {
         self.usable(op.name)?;
         self.colls.fetch_add(1, Ordering::SeqCst);
         coll::run(self, op, bufs)
+    }
+
+    fn run_agreed(&self, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
+        match bufs {
+            Bufs::InPlace(buf) if coll::small_all_reduce(self, op, buf.len()) => {
+                self.usable(op.name)?;
+                // Counted as the record exchange and the op, as on the path below, so
+                // collective numbers agree whichever path a rank takes.
+                self.colls.fetch_add(2, Ordering::SeqCst);
+                coll::all_reduce_small_agreed(self, name, op, buf)
+            }
+            bufs => {
+                crate::comm::exchange_records(self, name, op)?;
+                self.run(op, bufs)
+            }
+        }
     }
 
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {

@@ -21,7 +21,7 @@ use super::{call, count, MpiComm};
 use crate::backend::reduce;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::op::Op;
+use crate::op::{Op, RECORD_LEN};
 use crate::reduce_op::ReduceOp;
 use mpi::ffi;
 use std::ffi::c_int;
@@ -51,22 +51,44 @@ pub(super) fn applies(c: &MpiComm) -> bool {
 /// that many bytes (both ends cut alike; MPI keeps their order), so these collectives
 /// have no 2 GiB limit. On an error the receives still pending are cancelled, so MPI
 /// writes no buffer after this returns.
-fn exchange(c: &MpiComm, op: &Op, mut recvs: Vec<(usize, &mut [u8])>, sends: Vec<(usize, &[u8])>) -> Result<()> {
+fn exchange(c: &MpiComm, op: &Op, recvs: Vec<(usize, &mut [u8])>, sends: Vec<(usize, &[u8])>) -> Result<()> {
+    exchange_counted(c, op, recvs, sends, super::max_count()).map(|_| ())
+}
+
+/// [`exchange`], also giving the bytes each receive got (a message may be shorter than
+/// its buffer: the receives of the agreement path are sized for the longest message a
+/// mismatched peer could send). Blocks are cut into parts of `part` bytes (MPI's largest
+/// count; the agreement path, whose messages are far below it and whose receives are
+/// longer than what they get, never cuts: both ends must cut alike).
+fn exchange_counted(
+    c: &MpiComm,
+    op: &Op,
+    mut recvs: Vec<(usize, &mut [u8])>,
+    sends: Vec<(usize, &[u8])>,
+    part: usize,
+) -> Result<Vec<usize>> {
+    // The agreement path's few KiB pass MPI's counts whatever `DIST_MPI_MAX_COUNT` says.
+    let wire = |len: usize| if part == super::max_count() { count(len, op.name) } else { Ok(len as c_int) };
     let mut reqs: Vec<ffi::MPI_Request> = Vec::with_capacity(recvs.len() + sends.len());
     let mut nrecv = 0;
+    // Which receive each posted part belongs to.
+    let mut part_of: Vec<usize> = Vec::with_capacity(recvs.len());
     let posted = (|| -> Result<()> {
-        for (peer, buf) in recvs.iter_mut().flat_map(|(p, b)| b.chunks_mut(super::max_count()).map(move |c| (*p, c))) {
-            let n = count(buf.len(), op.name)?;
+        for (i, peer, buf) in
+            recvs.iter_mut().enumerate().flat_map(|(i, (p, b))| b.chunks_mut(part).map(move |c| (i, *p, c)))
+        {
+            let n = wire(buf.len())?;
             // SAFETY: placeholder, written by MPI_Irecv.
             let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
             let p = super::coll::ptr(buf);
             // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
             call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), peer as c_int, TAG, c.comm, &mut r) })?;
             reqs.push(r);
+            part_of.push(i);
             nrecv += 1;
         }
-        for (peer, buf) in sends.iter().flat_map(|(p, b)| b.chunks(super::max_count()).map(move |c| (*p, c))) {
-            let n = count(buf.len(), op.name)?;
+        for (peer, buf) in sends.iter().flat_map(|(p, b)| b.chunks(part).map(move |c| (*p, c))) {
+            let n = wire(buf.len())?;
             // SAFETY: placeholder, written by MPI_Isend.
             let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
             let p = super::coll::ptr(buf);
@@ -77,12 +99,15 @@ fn exchange(c: &MpiComm, op: &Op, mut recvs: Vec<(usize, &mut [u8])>, sends: Vec
         }
         Ok(())
     })();
+    // SAFETY: plain C structs, written by MPI_Testall.
+    let mut statuses: Vec<ffi::MPI_Status> = vec![unsafe { std::mem::zeroed() }; reqs.len()];
     let done = posted.and_then(|()| {
         c.poll(super::Wait::Coll, op.name, op.site, &|| super::coll::waiting(c, op), || {
             let mut flag: c_int = 0;
-            // SAFETY: live requests of this process (completed ones are MPI_REQUEST_NULL).
+            // SAFETY: live requests of this process (completed ones are MPI_REQUEST_NULL);
+            // one status per request.
             call("MPI_Testall", || unsafe {
-                ffi::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE)
+                ffi::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, statuses.as_mut_ptr())
             })?;
             Ok(flag != 0)
         })
@@ -94,7 +119,15 @@ fn exchange(c: &MpiComm, op: &Op, mut recvs: Vec<(usize, &mut [u8])>, sends: Vec
             let _ = call("MPI_Wait", || unsafe { ffi::MPI_Wait(r, ffi::RSMPI_STATUS_IGNORE) });
         }
     }
-    done
+    done?;
+    let mut got = vec![0usize; recvs.len()];
+    for (st, &i) in statuses.iter().zip(&part_of) {
+        let mut k: c_int = 0;
+        // SAFETY: the status of a completed receive.
+        call("MPI_Get_count", || unsafe { ffi::MPI_Get_count(st, bytes(), &mut k) })?;
+        got[i] += k.max(0) as usize;
+    }
+    Ok(got)
 }
 
 /// `buf` cut into blocks of `counts[j]` bytes.
@@ -231,6 +264,103 @@ pub(super) fn all_reduce_small(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf:
     }
     reduce::finish(d, r, n, buf);
     Ok(())
+}
+
+/// Longest message an agreement-path receive takes: an op record, and the buffer of a
+/// one-phase all-reduce ([`all_reduce_small_agreed`]), the longest first message of a
+/// collective under `DIST_DEBUG=check` on these schedules.
+const AGREED_MAX: usize = RECORD_LEN + SMALL;
+
+thread_local! {
+    /// The agreement path's receive slots, kept per thread between collectives (n × 16.6
+    /// KiB would otherwise be allocated and zeroed per op).
+    static SLOTS: std::cell::RefCell<Vec<u128>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on `n` receive slots of [`AGREED_MAX`] bytes whose record parts are zeroed
+/// (a short message from a mismatched peer never passes for a stale record).
+fn with_slots<R>(n: usize, f: impl FnOnce(Vec<&mut [u8]>) -> R) -> R {
+    SLOTS.with(|cell| {
+        let mut fresh = Vec::new();
+        let mut held = cell.try_borrow_mut();
+        let words = match held.as_deref_mut() {
+            Ok(w) => w,
+            Err(_) => &mut fresh,
+        };
+        if words.len() < (AGREED_MAX * n).div_ceil(16) {
+            words.resize((AGREED_MAX * n).div_ceil(16), 0);
+        }
+        let bytes = &mut bytemuck::cast_slice_mut::<u128, u8>(words)[..AGREED_MAX * n];
+        let mut slots = blocks(bytes, &vec![AGREED_MAX; n]);
+        for s in slots.iter_mut() {
+            s[..RECORD_LEN].fill(0);
+        }
+        f(slots)
+    })
+}
+
+/// The agreement all-gather of op records (`DIST_DEBUG=check`) on these schedules: the
+/// receives take up to [`AGREED_MAX`] bytes, so a peer that started a one-phase
+/// all-reduce instead (its record in front of its data) is read, and named by the
+/// comparison, rather than failing MPI's length check.
+pub(super) fn agreement_gather(c: &MpiComm, op: &Op, send: &[u8], recv: &mut [u8]) -> Result<()> {
+    let (n, me, k) = (c.size, c.rank, send.len());
+    with_slots(n, |mut slots| {
+        {
+            let sends = (0..n).filter(|&j| j != me).map(|j| (j, send)).collect();
+            let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut b[..])).collect();
+            exchange_counted(c, op, recvs, sends, AGREED_MAX)?;
+        }
+        for (j, out) in recv.chunks_mut(k).enumerate().take(n) {
+            out.copy_from_slice(if j == me { send } else { &slots[j][..k] });
+        }
+        Ok(())
+    })
+}
+
+/// [`all_reduce_small`] under `DIST_DEBUG=check`: each message is the sender's op record
+/// followed by its buffer, so the comparison of every rank's op rides in the one
+/// exchange the all-reduce makes anyway (instead of an all-gather of records first),
+/// and the fold runs only once every peer's record agrees.
+pub(super) fn all_reduce_small_agreed(
+    c: &MpiComm,
+    name: &str,
+    op: &Op,
+    d: DType,
+    r: ReduceOp,
+    buf: &mut [u8],
+) -> Result<()> {
+    let (n, me, len) = (c.size, c.rank, buf.len());
+    let mut msg = Vec::with_capacity(RECORD_LEN + len);
+    msg.extend_from_slice(&op.record());
+    msg.extend_from_slice(buf);
+    with_slots(n, |mut slots| {
+        let got = {
+            let sends = (0..n).filter(|&j| j != me).map(|j| (j, &msg[..])).collect();
+            let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut b[..])).collect();
+            exchange_counted(c, op, recvs, sends, AGREED_MAX)?
+        };
+        let peers: Vec<usize> = (0..n).filter(|&j| j != me).collect();
+        crate::verify::agreement(
+            name,
+            me,
+            op,
+            peers.iter().map(|&j| (j, slots[j][..RECORD_LEN].try_into().expect("one record"))),
+        )?;
+        if let Some((&j, &g)) = peers.iter().zip(&got).find(|(_, &g)| g != RECORD_LEN + len) {
+            return Err(crate::error::Error::backend(
+                "mpi",
+                format!("{}: rank {j} sent {g} bytes where its record promised {}", op.name, RECORD_LEN + len),
+            ));
+        }
+        slots[me][RECORD_LEN..RECORD_LEN + len].copy_from_slice(buf);
+        buf.copy_from_slice(&slots[0][RECORD_LEN..RECORD_LEN + len]);
+        for t in &slots[1..] {
+            reduce::reduce_into(d, r, buf, &t[RECORD_LEN..RECORD_LEN + len]);
+        }
+        reduce::finish(d, r, n, buf);
+        Ok(())
+    })
 }
 
 /// All-reduce in place: a reduce-scatter of the buffer's `n` segments (each reduced by

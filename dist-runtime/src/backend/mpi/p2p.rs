@@ -281,13 +281,67 @@ fn wait_all(c: &MpiComm, site: Site, dst: usize, tag: u32, reqs: &mut [ffi::MPI_
 fn service(c: &MpiComm, site: Site) -> Result<()> {
     // Another thread waiting on a receive is matching already.
     let Ok(_order) = c.recv_order.try_lock() else { return Ok(()) };
+    serve(c, site, None)
+}
+
+thread_local! {
+    /// Set while this thread serves posted receives (no re-entry from the polls inside).
+    static SERVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The (source, tag) a `wait_recv` of this thread is matching while it holds
+    /// `recv_order`: serving takes the other queues' messages, never that one's.
+    static MATCHING: std::cell::Cell<Option<(usize, u32)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Clears [`MATCHING`] when a `wait_recv` ends, however it ends.
+struct Matching;
+
+impl Drop for Matching {
+    fn drop(&mut self) {
+        MATCHING.set(None);
+    }
+}
+
+/// Run from every wait of this communicator (`MpiComm::poll`: collectives, sends,
+/// receives of another source or tag): takes the messages this rank's posted receives
+/// are due into their stashes, as MPI itself does for a receive posted with `MPI_Irecv`.
+/// A blocking send to this rank, which MPI completes only once received (past 4 KiB),
+/// is then released while its receive, posted earlier, waits its turn: `irecv;
+/// barrier; wait` against `send; barrier` completes, as under MPI.
+pub(super) fn serve_posted(c: &MpiComm, site: Site) -> Result<()> {
+    if SERVING.get() {
+        return Ok(());
+    }
+    let pending = {
+        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.queue.values().any(|q| !q.is_empty()) || s.any.values().any(|q| !q.is_empty())
+    };
+    if !pending {
+        return Ok(());
+    }
+    SERVING.set(true);
+    let r = match MATCHING.get() {
+        // This thread's `wait_recv` holds `recv_order`.
+        Some(key) => serve(c, site, Some(key)),
+        None => service(c, site),
+    };
+    SERVING.set(false);
+    r
+}
+
+/// [`service`]'s work, the caller holding `recv_order`; `except`: the (source, tag) this
+/// thread is matching now, left alone.
+fn serve(c: &MpiComm, site: Site, except: Option<(usize, u32)>) -> Result<()> {
     let fronts: Vec<(ReqId, usize, u32)> = {
         let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        s.queue.iter().filter_map(|(&(src, tag), q)| q.front().map(|&id| (id, src, tag))).collect()
+        s.queue
+            .iter()
+            .filter(|(&key, _)| Some(key) != except)
+            .filter_map(|(&(src, tag), q)| q.front().map(|&id| (id, src, tag)))
+            .collect()
     };
     let tags: Vec<u32> = {
         let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        s.any.iter().filter(|(_, q)| !q.is_empty()).map(|(&t, _)| t).collect()
+        s.any.iter().filter(|(&t, q)| !q.is_empty() && Some(t) != except.map(|k| k.1)).map(|(&t, _)| t).collect()
     };
     for tag in tags {
         while take_any(c, site, tag)? {}
@@ -655,6 +709,8 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
         let r = s.recvs.get(&id).ok_or_else(|| Error::backend("mpi", format!("no posted receive {id}")))?;
         (r.src, r.tag)
     };
+    MATCHING.set(Some((src, tag)));
+    let _matching = Matching;
     loop {
         // Our message was taken by an earlier wait (for a later receive).
         let early = {
