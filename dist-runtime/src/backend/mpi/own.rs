@@ -21,7 +21,7 @@ use super::{call, count, MpiComm};
 use crate::backend::reduce;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::op::{Op, RECORD_LEN};
+use crate::op::{Op, KEY_LEN, RECORD_LEN};
 use crate::reduce_op::ReduceOp;
 use mpi::ffi;
 use std::ffi::c_int;
@@ -301,27 +301,59 @@ fn with_slots<R>(n: usize, f: impl FnOnce(Vec<&mut [u8]>) -> R) -> R {
 
 /// The agreement all-gather of op records (`DIST_DEBUG=check`) on these schedules: the
 /// receives take up to [`AGREED_MAX`] bytes, so a peer that started a one-phase
-/// all-reduce instead (its record in front of its data) is read, and named by the
-/// comparison, rather than failing MPI's length check.
+/// all-reduce instead (its key in front of its data) is read rather than failing MPI's
+/// length check. Keys come first in both messages: where they all agree the records
+/// are what came; where one differs, every rank sees a difference, and all exchange
+/// their whole records once more ([`records_after_mismatch`]) so the comparison above
+/// names every call.
 pub(super) fn agreement_gather(c: &MpiComm, op: &Op, send: &[u8], recv: &mut [u8]) -> Result<()> {
     let (n, me, k) = (c.size, c.rank, send.len());
-    with_slots(n, |mut slots| {
+    let key = &send[..KEY_LEN.min(k)];
+    let same = with_slots(n, |mut slots| {
         {
             let sends = (0..n).filter(|&j| j != me).map(|j| (j, send)).collect();
             let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut b[..])).collect();
             exchange_counted(c, op, recvs, sends, AGREED_MAX)?;
         }
-        for (j, out) in recv.chunks_mut(k).enumerate().take(n) {
-            out.copy_from_slice(if j == me { send } else { &slots[j][..k] });
+        let same = (0..n).all(|j| j == me || slots[j][..key.len()] == *key);
+        if same {
+            for (j, out) in recv.chunks_mut(k).enumerate().take(n) {
+                out.copy_from_slice(if j == me { send } else { &slots[j][..k] });
+            }
         }
-        Ok(())
+        Ok::<_, crate::error::Error>(same)
+    })?;
+    if !same {
+        let rec: [u8; RECORD_LEN] =
+            send.try_into().map_err(|_| crate::error::Error::backend("mpi", "a record of another length"))?;
+        for (out, r) in recv.chunks_mut(k).zip(records_after_mismatch(c, op, &rec)?) {
+            out.copy_from_slice(&r);
+        }
+    }
+    Ok(())
+}
+
+/// The second exchange after keys disagreed: every rank's whole record, by rank.
+fn records_after_mismatch(c: &MpiComm, op: &Op, mine: &[u8; RECORD_LEN]) -> Result<Vec<[u8; RECORD_LEN]>> {
+    let (n, me) = (c.size, c.rank);
+    with_slots(n, |mut slots| {
+        {
+            let sends = (0..n).filter(|&j| j != me).map(|j| (j, &mine[..])).collect();
+            let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut b[..])).collect();
+            exchange_counted(c, op, recvs, sends, AGREED_MAX)?;
+        }
+        Ok((0..n)
+            .map(|j| if j == me { *mine } else { slots[j][..RECORD_LEN].try_into().expect("one record") })
+            .collect())
     })
 }
 
-/// [`all_reduce_small`] under `DIST_DEBUG=check`: each message is the sender's op record
-/// followed by its buffer, so the comparison of every rank's op rides in the one
-/// exchange the all-reduce makes anyway (instead of an all-gather of records first),
-/// and the fold runs only once every peer's record agrees.
+/// [`all_reduce_small`] under `DIST_DEBUG=check`: each message is the sender's 32-byte op
+/// key followed by its buffer, so the comparison of every rank's op rides in the one
+/// exchange the all-reduce makes anyway (and an 8-byte all-reduce stays under Open
+/// MPI's 256-byte inline sends: a whole record there cost 0.5 µs); the fold runs only
+/// once every key agrees. Where one differs, the whole records follow
+/// ([`records_after_mismatch`]) and the mismatch is named from them.
 pub(super) fn all_reduce_small_agreed(
     c: &MpiComm,
     name: &str,
@@ -331,36 +363,43 @@ pub(super) fn all_reduce_small_agreed(
     buf: &mut [u8],
 ) -> Result<()> {
     let (n, me, len) = (c.size, c.rank, buf.len());
-    let mut msg = Vec::with_capacity(RECORD_LEN + len);
-    msg.extend_from_slice(&op.record());
+    let key = op.key();
+    let mut msg = Vec::with_capacity(KEY_LEN + len);
+    msg.extend_from_slice(&key);
     msg.extend_from_slice(buf);
-    with_slots(n, |mut slots| {
+    let peers: Vec<usize> = (0..n).filter(|&j| j != me).collect();
+    let same = with_slots(n, |mut slots| {
         let got = {
-            let sends = (0..n).filter(|&j| j != me).map(|j| (j, &msg[..])).collect();
+            let sends = peers.iter().map(|&j| (j, &msg[..])).collect();
             let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut b[..])).collect();
             exchange_counted(c, op, recvs, sends, AGREED_MAX)?
         };
-        let peers: Vec<usize> = (0..n).filter(|&j| j != me).collect();
-        crate::verify::agreement(
-            name,
-            me,
-            op,
-            peers.iter().map(|&j| (j, slots[j][..RECORD_LEN].try_into().expect("one record"))),
-        )?;
-        if let Some((&j, &g)) = peers.iter().zip(&got).find(|(_, &g)| g != RECORD_LEN + len) {
+        if peers.iter().any(|&j| slots[j][..KEY_LEN] != key) {
+            return Ok(false);
+        }
+        if let Some((&j, &g)) = peers.iter().zip(&got).find(|(_, &g)| g != KEY_LEN + len) {
             return Err(crate::error::Error::backend(
                 "mpi",
-                format!("{}: rank {j} sent {g} bytes where its record promised {}", op.name, RECORD_LEN + len),
+                format!("{}: rank {j} sent {g} bytes where its op promised {}", op.name, KEY_LEN + len),
             ));
         }
-        slots[me][RECORD_LEN..RECORD_LEN + len].copy_from_slice(buf);
-        buf.copy_from_slice(&slots[0][RECORD_LEN..RECORD_LEN + len]);
+        slots[me][KEY_LEN..KEY_LEN + len].copy_from_slice(buf);
+        buf.copy_from_slice(&slots[0][KEY_LEN..KEY_LEN + len]);
         for t in &slots[1..] {
-            reduce::reduce_into(d, r, buf, &t[RECORD_LEN..RECORD_LEN + len]);
+            reduce::reduce_into(d, r, buf, &t[KEY_LEN..KEY_LEN + len]);
         }
         reduce::finish(d, r, n, buf);
-        Ok(())
-    })
+        Ok(true)
+    })?;
+    if !same {
+        let recs = records_after_mismatch(c, op, &op.record())?;
+        crate::verify::agreement(name, me, op, peers.iter().map(|&j| (j, recs[j])))?;
+        return Err(crate::error::Error::backend(
+            "mpi",
+            format!("{}: the ranks' op keys differ, their records do not", op.name),
+        ));
+    }
+    Ok(())
 }
 
 /// All-reduce in place: a reduce-scatter of the buffer's `n` segments (each reduced by
