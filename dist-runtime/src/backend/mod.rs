@@ -180,8 +180,9 @@ pub(crate) trait Backend: Send + Sync {
     /// Runs `op` after comparing its record across the ranks of communicator `name`
     /// (`DIST_DEBUG=check` on a backend that does not piggyback every op): by default one
     /// all-gather of the records through [`run`](Backend::run), then the op. A backend may
-    /// carry the records in the op's own messages where that is one exchange among all
-    /// ranks (the MPI backend's small all-reduce), halving what the check costs there.
+    /// carry the check in the op's own messages where that is one exchange among all
+    /// ranks (the MPI backend's small all-reduce: its key, whole records only after a
+    /// mismatch), so the check costs nearly nothing there.
     fn run_agreed(&self, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         crate::comm::exchange_records(self, name, op)?;
         self.run(op, bufs)

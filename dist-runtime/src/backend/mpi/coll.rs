@@ -44,7 +44,7 @@ pub(super) fn small_all_reduce(c: &MpiComm, op: &Op, len: usize) -> bool {
         && super::own::applies(c)
 }
 
-/// [`small_all_reduce`] under `DIST_DEBUG=check`, its op record carried in its messages
+/// [`small_all_reduce`] under `DIST_DEBUG=check`, its op key carried in its messages
 /// ([`super::own::all_reduce_small_agreed`]).
 pub(super) fn all_reduce_small_agreed(c: &MpiComm, name: &str, op: &Op, buf: &mut [u8]) -> Result<()> {
     let (d, r) = (op.dtype.ok_or_else(|| wrong_shape("mpi", op))?, op.reduce_op.ok_or_else(|| wrong_shape("mpi", op))?);

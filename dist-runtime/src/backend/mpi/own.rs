@@ -258,17 +258,24 @@ pub(super) fn all_reduce_small(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf:
         let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut **b)).collect();
         exchange(c, op, recvs, sends)?;
     }
-    buf.copy_from_slice(slots[0]);
-    for t in &slots[1..] {
-        reduce::reduce_into(d, r, buf, t);
-    }
-    reduce::finish(d, r, n, buf);
+    fold(d, r, buf, &slots, 0);
     Ok(())
 }
 
-/// Longest message an agreement-path receive takes: an op record, and the buffer of a
-/// one-phase all-reduce ([`all_reduce_small_agreed`]), the longest first message of a
-/// collective under `DIST_DEBUG=check` on these schedules.
+/// `buf` = every rank's contribution (`slots[j][at..at + buf.len()]`, this rank's among
+/// them) folded in rank order, then the op's post-step: the same bits on every rank.
+fn fold(d: DType, r: ReduceOp, buf: &mut [u8], slots: &[&mut [u8]], at: usize) {
+    let len = buf.len();
+    buf.copy_from_slice(&slots[0][at..at + len]);
+    for t in &slots[1..] {
+        reduce::reduce_into(d, r, buf, &t[at..at + len]);
+    }
+    reduce::finish(d, r, slots.len(), buf);
+}
+
+/// Longest message an agreement-path receive takes: an op record, or a one-phase
+/// all-reduce's key and buffer ([`all_reduce_small_agreed`]) — the longest first message
+/// of a collective under `DIST_DEBUG=check` on these schedules.
 const AGREED_MAX: usize = RECORD_LEN + SMALL;
 
 thread_local! {
@@ -384,11 +391,7 @@ pub(super) fn all_reduce_small_agreed(
             ));
         }
         slots[me][KEY_LEN..KEY_LEN + len].copy_from_slice(buf);
-        buf.copy_from_slice(&slots[0][KEY_LEN..KEY_LEN + len]);
-        for t in &slots[1..] {
-            reduce::reduce_into(d, r, buf, &t[KEY_LEN..KEY_LEN + len]);
-        }
-        reduce::finish(d, r, n, buf);
+        fold(d, r, buf, &slots[..n], KEY_LEN);
         Ok(true)
     })?;
     if !same {
