@@ -43,7 +43,7 @@ done
 
 echo "-- the serial-reference suites on DIST_BACKEND=mpi"
 DIST_BACKEND=mpi cargo test -q -p dist-tests --features dist-runtime/mpi \
-  --test collectives --test p2p --test groups --test errors --test harness --test device
+  --test collectives --test p2p --test groups --test errors --test harness --test device --test shared
 echo "-- a user's crate outside the workspace (tests/user-crate) on mpi: installed launcher, cargo test"
 root=$(pwd)
 . scripts/install-launcher.sh

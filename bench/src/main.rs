@@ -55,6 +55,10 @@ struct Args {
     /// Backend: shm, or nccl (device buffers on GPUs; built with the `nccl` feature).
     #[arg(long, default_value = "shm")]
     backend: String,
+    /// Buffers from `Comm::alloc` (the buffer peers read: all_reduce's and broadcast's,
+    /// the send side of the others), which the shm backend's collectives read in place.
+    #[arg(long)]
+    shared: bool,
     /// Also draw busbw against size, one line per op, into this SVG file.
     #[arg(long)]
     plot: Option<std::path::PathBuf>,
@@ -102,7 +106,7 @@ fn main() -> std::process::ExitCode {
             return Err(format!("unknown dtype {dtype:?}"));
         }
         let spec = format!(
-            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
             ops.join(","),
             lo,
             hi,
@@ -112,7 +116,8 @@ fn main() -> std::process::ExitCode {
             args.reps,
             args.budget,
             args.tsv as u8,
-            sizes.join(",")
+            sizes.join(","),
+            args.shared as u8
         );
         let report = dist_runtime::Launch::entry("bench_rank", args.n)
             .map_err(|e| e.to_string())?
@@ -150,6 +155,8 @@ struct Spec {
     tsv: bool,
     /// `--sizes`, when given (else the harness sizes between `lo` and `hi`).
     sizes: Vec<usize>,
+    /// `--shared`: buffers from `Comm::alloc`.
+    shared: bool,
 }
 
 fn spec() -> Spec {
@@ -166,6 +173,7 @@ fn spec() -> Spec {
         budget: f[7].parse().unwrap(),
         tsv: f[8] == "1",
         sizes: f[9].split(',').filter(|x| !x.is_empty()).map(|x| x.parse().unwrap()).collect(),
+        shared: f[10] == "1",
     }
 }
 
@@ -272,6 +280,9 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
             let count = (bytes / es).max(1);
             let per = (count / n).max(1); // block per rank for gather/scatter-like ops
             let mut case = Case::<T>::new(op, n, me, count, per);
+            if s.shared {
+                case.share(world)?;
+            }
             case.place_on_device(world)?;
             // untimed warm-up, then decide the iteration count on rank 0 and share it
             let t = Instant::now();
@@ -368,7 +379,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
 }
 
 /// One (op, size): its buffers, how to run it, and how to check its result.
-struct Case<T> {
+struct Case<T: Element> {
     op: String,
     n: usize,
     me: usize,
@@ -376,7 +387,7 @@ struct Case<T> {
     count: usize,
     /// Bytes as the peers harness counts them.
     bytes: usize,
-    a: Vec<T>,
+    a: Host<T>,
     b: Vec<T>,
     /// Device copies of `a` and `b` when the job runs NCCL: the ops run on them.
     #[cfg(feature = "nccl")]
@@ -412,13 +423,21 @@ impl<T: BenchElem> Case<T> {
             me,
             count,
             bytes,
-            a,
+            a: Host::Vec(a),
             b,
             #[cfg(feature = "nccl")]
             dev: None,
         };
         c.fill();
         c
+    }
+
+    /// Moves `a` (the buffer peers read) into memory from `Comm::alloc` (`--shared`).
+    fn share(&mut self, w: &Comm<World>) -> dist_runtime::Result<()> {
+        let mut buf = w.alloc::<T>(self.a.len())?;
+        buf.copy_from_slice(&self.a);
+        self.a = Host::Shared(buf);
+        Ok(())
     }
 
     /// With the NCCL backend, moves the buffers to this rank's GPU; the ops then run there.
@@ -497,11 +516,11 @@ impl<T: BenchElem> Case<T> {
         }
         const PING: Tag<u8> = Tag::new(77);
         match self.op.as_str() {
-            "all_reduce" => w.all_reduce(&mut self.a, ReduceOp::Sum),
-            "broadcast" => w.broadcast(&mut self.a, 0),
-            "all_gather" => w.all_gather(&self.a, &mut self.b),
-            "reduce_scatter" => w.reduce_scatter(&self.a, &mut self.b, ReduceOp::Sum),
-            "all_to_all" => w.all_to_all(&self.a, &mut self.b),
+            "all_reduce" => w.all_reduce(&mut self.a[..], ReduceOp::Sum),
+            "broadcast" => w.broadcast(&mut self.a[..], 0),
+            "all_gather" => w.all_gather(&self.a[..], &mut self.b),
+            "reduce_scatter" => w.reduce_scatter(&self.a[..], &mut self.b, ReduceOp::Sum),
+            "all_to_all" => w.all_to_all(&self.a[..], &mut self.b),
             _ => {
                 let (a, b) = (bytemuck::cast_slice::<T, u8>(&self.a), bytemuck_bytes(&mut self.b));
                 match self.me {
@@ -578,6 +597,31 @@ impl<T: BenchElem> Case<T> {
         };
         self.fill();
         Ok(wrong)
+    }
+}
+
+/// Host memory of a bench buffer: a `Vec`, or memory from `Comm::alloc` (`--shared`).
+enum Host<T: Element> {
+    Vec(Vec<T>),
+    Shared(dist_runtime::SharedBuf<T>),
+}
+
+impl<T: Element> std::ops::Deref for Host<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Host::Vec(v) => v,
+            Host::Shared(s) => s,
+        }
+    }
+}
+
+impl<T: Element> std::ops::DerefMut for Host<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            Host::Vec(v) => v,
+            Host::Shared(s) => s,
+        }
     }
 }
 

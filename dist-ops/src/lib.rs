@@ -86,6 +86,7 @@ pub const OPS: &[OpSpec] = &[
     coll("reduce_scatter_v", "reduce_scatter", None, Some(3)),
     coll("scan", "scan", None, Some(1)),
     coll("exscan", "exscan", None, Some(1)),
+    coll("alloc", "alloc", None, None),
     coll("all_gather_object", "all_gather", None, None),
     coll("broadcast_object", "broadcast", Some(1), None),
     coll("gather_object", "gather", Some(1), None),

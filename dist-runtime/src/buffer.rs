@@ -217,6 +217,77 @@ impl<T: Element, X: BufMut<T> + ?Sized> BufMut<T> for &mut X {
     }
 }
 
+// ---------------------------------------------------------------- memory a communicator allocated
+
+/// `len` elements of `T` allocated by a communicator for its ops ([`Comm::alloc`]): a
+/// slice like any other (it derefs to `[T]`), whose collectives on the shared-memory
+/// backend read every rank's buffer in place instead of copying it through the staging
+/// slots — MPI's `MPI_Win_allocate_shared`, torch's symmetric memory.
+///
+/// On the `shm` backend it is a memory file every rank of the communicator maps (read
+/// only on peers); on other backends it is heap memory and ops treat it as any host
+/// buffer ([`zero_copy`](SharedBuf::zero_copy) says which). Dropping it is local: each
+/// rank frees its own view, and the memory goes when the last view does.
+///
+/// [`Comm::alloc`]: crate::Comm::alloc
+pub struct SharedBuf<T: Element> {
+    mem: Box<dyn crate::backend::SharedMem>,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> SharedBuf<T> {
+    pub(crate) fn new(mem: Box<dyn crate::backend::SharedMem>, len: usize) -> SharedBuf<T> {
+        debug_assert!(mem.bytes() == len * std::mem::size_of::<T>());
+        debug_assert!((mem.ptr() as usize).is_multiple_of(std::mem::align_of::<T>()));
+        SharedBuf { mem, len, _t: PhantomData }
+    }
+
+    /// Whether the communicator's collectives read this buffer in place on every rank
+    /// (true on the `shm` backend for a non-empty buffer; false where it is heap memory).
+    pub fn zero_copy(&self) -> bool {
+        self.mem.zero_copy()
+    }
+}
+
+impl<T: Element> std::ops::Deref for SharedBuf<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` initialized (zeroed: a valid value of every element type) and
+        // aligned elements, owned by `mem` for as long as `self`; peers only read them.
+        unsafe { std::slice::from_raw_parts(self.mem.ptr() as *const T, self.len) }
+    }
+}
+
+impl<T: Element> std::ops::DerefMut for SharedBuf<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference in this process.
+        unsafe { std::slice::from_raw_parts_mut(self.mem.ptr() as *mut T, self.len) }
+    }
+}
+
+impl<T: Element> std::fmt::Debug for SharedBuf<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedBuf").field("len", &self.len).field("zero_copy", &self.zero_copy()).finish()
+    }
+}
+
+impl<T: Element> sealed::Sealed for SharedBuf<T> {}
+impl<T: Element> Buf<T> for SharedBuf<T> {
+    type Like = [T];
+    fn elems(&self) -> usize {
+        self.len
+    }
+    fn view(&self) -> View<'_, T> {
+        View::Host(&self[..])
+    }
+}
+impl<T: Element> BufMut<T> for SharedBuf<T> {
+    fn view_mut(&mut self) -> ViewMut<'_, T> {
+        ViewMut::Host(&mut self[..])
+    }
+}
+
 // ---------------------------------------------------------------- the test double
 
 /// Host memory that ops treat as device memory, on a communicator whose device side is

@@ -73,7 +73,7 @@ mod tag;
 pub mod testing;
 mod verify;
 
-pub use buffer::{Buf, BufMut};
+pub use buffer::{Buf, BufMut, SharedBuf};
 #[doc(hidden)]
 pub use comm::MeshPart;
 pub use comm::{wait_all, wait_any, wait_some, Batch, Comm, MeshGroups, RecvAny, Request, Status};

@@ -29,6 +29,8 @@ pub(crate) enum OpKind {
     Scan,
     /// Exclusive prefix reduction (in place): rank r gets the reduction over ranks 0..r.
     Exscan,
+    /// `Comm::alloc`: memory every rank maps (collective, in call order).
+    Alloc,
 }
 
 impl OpKind {
@@ -47,6 +49,7 @@ impl OpKind {
             OpKind::P2p => "point-to-point",
             OpKind::Scan => "scan",
             OpKind::Exscan => "exscan",
+            OpKind::Alloc => "alloc",
         }
     }
 
@@ -66,6 +69,7 @@ impl OpKind {
             P2p,
             Scan,
             Exscan,
+            Alloc,
         ]
         .into_iter()
         .find(|k| *k as u8 == v)

@@ -155,6 +155,69 @@ pub(crate) fn wrong_shape(backend: &'static str, op: &Op) -> crate::error::Error
     )
 }
 
+/// Memory a communicator allocated for its ops (`Comm::alloc`): `bytes()` zeroed bytes
+/// at `ptr()`, 64-byte aligned, owned until dropped.
+pub(crate) trait SharedMem: Send + Sync {
+    fn ptr(&self) -> *mut u8;
+    fn bytes(&self) -> usize;
+    /// Whether the backend's collectives read it in place on peers (the shm backend's
+    /// zero-copy paths), rather than treating it as any host buffer.
+    fn zero_copy(&self) -> bool;
+}
+
+/// [`SharedMem`] from the heap: what a backend without a shared segment hands out.
+pub(crate) struct HeapMem {
+    ptr: std::ptr::NonNull<u8>,
+    bytes: usize,
+}
+
+// SAFETY: plain owned memory; `SharedBuf` hands out access by the borrow rules.
+unsafe impl Send for HeapMem {}
+unsafe impl Sync for HeapMem {}
+
+impl HeapMem {
+    const ALIGN: usize = 64;
+
+    pub(crate) fn new(bytes: usize) -> Result<HeapMem> {
+        if bytes == 0 {
+            #[repr(C, align(64))]
+            struct Line([u8; 64]);
+            return Ok(HeapMem { ptr: std::ptr::NonNull::<Line>::dangling().cast(), bytes });
+        }
+        let layout = std::alloc::Layout::from_size_align(bytes, Self::ALIGN).map_err(|_| {
+            crate::error::Error::invalid("alloc", format!("{bytes} bytes is more than memory can hold"))
+        })?;
+        // SAFETY: a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        match std::ptr::NonNull::new(p) {
+            Some(ptr) => Ok(HeapMem { ptr, bytes }),
+            None => Err(crate::error::Error::invalid("alloc", format!("out of memory allocating {bytes} bytes"))),
+        }
+    }
+}
+
+impl Drop for HeapMem {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            let layout = std::alloc::Layout::from_size_align(self.bytes, Self::ALIGN).expect("checked at new");
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) }
+        }
+    }
+}
+
+impl SharedMem for HeapMem {
+    fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+    fn zero_copy(&self) -> bool {
+        false
+    }
+}
+
 /// Identifies a posted non-blocking send or receive inside a backend.
 pub(crate) type ReqId = u64;
 
@@ -186,6 +249,14 @@ pub(crate) trait Backend: Send + Sync {
     fn run_agreed(&self, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         crate::comm::exchange_records(self, name, op)?;
         self.run(op, bufs)
+    }
+
+    /// Collective over this communicator (`Comm::alloc`, after the typed layer's checks):
+    /// `bytes` zeroed bytes for this rank. By default heap memory; the shm backend maps
+    /// it where every peer can read it, and reads it in place in collectives.
+    fn alloc(&self, cx: &Op, bytes: usize) -> Result<Box<dyn SharedMem>> {
+        let _ = cx;
+        Ok(Box::new(HeapMem::new(bytes)?))
     }
 
     /// Blocking send: returns once `data` may be reused (it has been buffered or delivered).

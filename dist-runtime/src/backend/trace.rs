@@ -147,6 +147,9 @@ impl Backend for Traced {
         let args = op_args(cx, &bufs) + r#","agreement":true"#;
         self.timed(cx.name, args, || self.inner.run_agreed(name, cx, bufs))
     }
+    fn alloc(&self, cx: &Op, bytes: usize) -> Result<Box<dyn crate::backend::SharedMem>> {
+        self.timed(cx.name, format!(r#""bytes":{bytes}"#), || self.inner.alloc(cx, bytes))
+    }
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
         let args = format!(r#""bytes":{},"peer":{dst},"tag":{tag}"#, data.len());
         self.timed("send", args, || self.inner.send(site, dst, tag, dtype, data))

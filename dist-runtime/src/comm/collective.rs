@@ -3,7 +3,7 @@
 //! one argument check and one `Op` per call, then the host backend or the device side.
 
 use crate::backend::{Bufs, DevBufs};
-use crate::buffer::{mixed, Buf, BufMut, View, ViewMut};
+use crate::buffer::{mixed, Buf, BufMut, SharedBuf, View, ViewMut};
 use crate::comm::request::{Request, Shape};
 use crate::comm::{bytes, bytes_mut, hash_usizes, Comm};
 use crate::dtype::Element;
@@ -39,6 +39,50 @@ impl<G: Group> Comm<G> {
     pub fn barrier(&self) -> Result<()> {
         self.inner.drain();
         self.run(&self.cx("barrier", Op::new(OpKind::Barrier)), Bufs::None)
+    }
+
+    /// Allocates `len` zeroed elements of `T` in memory every rank of this communicator
+    /// reads in place (MPI's `MPI_Win_allocate_shared`, torch's symmetric memory).
+    /// Collective: every rank calls it, in the same order, with the same `T` and `len`.
+    ///
+    /// A [`SharedBuf`] is a slice like any other; what changes is the collectives on this
+    /// communicator when every rank passes (a part of) a buffer from the same `alloc`:
+    /// on the shared-memory backend they read peers' buffers directly instead of copying
+    /// through the staging slots — all_reduce reduces each rank's share straight from the
+    /// peers' buffers into its own, broadcast, the gathers and all_to_all read the peers'
+    /// blocks in place, reduce_scatter folds them into `recv`. Which buffer must come
+    /// from `alloc`: the one peers read (all_reduce's and broadcast's `buf`, the `send`
+    /// of the gathers, reduce_scatter and all_to_all). When some ranks pass other
+    /// memory, the op takes the usual path on every rank (correct, not zero-copy). Ops
+    /// on other communicators, the `_v` all-to-all, `reduce`, scans and `_async` forms
+    /// treat it as any host buffer; so do other backends, where it is heap memory
+    /// ([`SharedBuf::zero_copy`] says which).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let mut grad = world.alloc::<f32>(1 << 16)?;
+    /// grad.fill(world.rank() as f32);
+    /// world.all_reduce(&mut grad, ReduceOp::Sum)?; // read in place on every rank
+    /// let n = world.size() as f32;
+    /// assert!(grad.iter().all(|&g| g == n * (n - 1.0) / 2.0));
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn alloc<T: Element>(&self, len: usize) -> Result<SharedBuf<T>> {
+        let bytes =
+            len.checked_mul(std::mem::size_of::<T>()).filter(|&b| b <= isize::MAX as usize).ok_or_else(|| {
+                Error::invalid("alloc", format!("{len} elements of {} are more bytes than memory can hold", T::DTYPE))
+            })?;
+        let cx = self.cx("alloc", Op::new(OpKind::Alloc).dtype(T::DTYPE).count(len));
+        self.inner.drain();
+        let mem = self.recorded_as(true, cx.name, cx.site, || {
+            crate::comm::agree(&self.inner, &cx)?;
+            self.inner.backend.alloc(&cx, bytes)
+        })?;
+        Ok(SharedBuf::new(mem, len))
     }
 
     /// A barrier with its own deadline (torch's `monitored_barrier`): past `timeout` it is

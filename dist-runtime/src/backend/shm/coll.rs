@@ -13,7 +13,7 @@
 //! Reductions always combine contributions in rank order 0, 1, …, n−1, so every rank
 //! gets bitwise the same result, on every path.
 
-use super::{cma, ShmComm};
+use super::{cma, shared, ShmComm};
 use crate::backend::reduce;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -21,7 +21,7 @@ use crate::op::Op;
 use crate::reduce_op::ReduceOp;
 use std::sync::MutexGuard;
 
-fn lock(c: &ShmComm) -> MutexGuard<'_, u32> {
+pub(super) fn lock(c: &ShmComm) -> MutexGuard<'_, u32> {
     c.coll.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -61,7 +61,7 @@ fn parities(epoch: u32) -> (u32, u32) {
 }
 
 /// Splits `len` bytes of `es`-byte elements into `n` near-equal parts; returns part j.
-fn part(len: usize, es: usize, n: usize, j: usize) -> (usize, usize) {
+pub(super) fn part(len: usize, es: usize, n: usize, j: usize) -> (usize, usize) {
     let ce = len / es;
     ((ce * j / n) * es, (ce * (j + 1) / n) * es)
 }
@@ -73,7 +73,7 @@ fn region(c: &ShmComm) -> usize {
 
 /// `x` rounded down to a whole number of 64-byte lines that is also a whole number of
 /// `unit`-byte items (a user reduction's items must never be cut by a chunk).
-fn whole(x: usize, unit: usize) -> usize {
+pub(super) fn whole(x: usize, unit: usize) -> usize {
     let mut step: usize = 64;
     while !step.is_multiple_of(unit) {
         step += 64;
@@ -87,7 +87,7 @@ fn region_of(c: &ShmComm, unit: usize) -> usize {
 }
 
 /// Bytes of the smallest piece a reduction with `op` may be cut into.
-fn unit(dtype: DType, op: ReduceOp) -> usize {
+pub(super) fn unit(dtype: DType, op: ReduceOp) -> usize {
     dtype.size() * op.width()
 }
 
@@ -135,7 +135,22 @@ enum Step {
 /// record is published and compared at step 0, and a zero-chunk op still takes that one
 /// barrier, so a length mismatch is caught; without it (a later phase of an op) there
 /// are exactly `k` barriers.
-fn pipeline(c: &ShmComm, epoch: &mut u32, cx: &Op, first: bool, k: usize, mut step: impl FnMut(Step)) -> Result<()> {
+fn pipeline(c: &ShmComm, epoch: &mut u32, cx: &Op, first: bool, k: usize, step: impl FnMut(Step)) -> Result<()> {
+    pipeline_w(c, epoch, cx, first, false, k, step).map(|_| ())
+}
+
+/// [`pipeline`] as the usual path of an op that may read allocated buffers in place
+/// (`watch`, `shared.rs`): false when a peer published one at the first barrier, and
+/// the op is to restart.
+fn pipeline_w(
+    c: &ShmComm,
+    epoch: &mut u32,
+    cx: &Op,
+    first: bool,
+    watch: bool,
+    k: usize,
+    mut step: impl FnMut(Step),
+) -> Result<bool> {
     for t in 0..=k {
         let (w, r) = parities(*epoch);
         if t < k {
@@ -146,9 +161,54 @@ fn pipeline(c: &ShmComm, epoch: &mut u32, cx: &Op, first: bool, k: usize, mut st
         }
         if t < k || (t == 0 && first) {
             c.sync(epoch, cx, first && t == 0)?;
+            if watch && t == 0 && shared::published(c, *epoch) {
+                return Ok(false);
+            }
         }
     }
-    Ok(())
+    Ok(true)
+}
+
+/// Where `buf` lies if it is allocated and the op `eligible` to read it in place.
+fn find(c: &ShmComm, eligible: bool, buf: &[u8]) -> Option<shared::Mine> {
+    if eligible {
+        shared::find(c, buf)
+    } else {
+        None
+    }
+}
+
+/// Whether a rank whose buffer is not allocated must watch for peers' at its first
+/// barrier, or the in-place path ran: what [`in_place_start`] found.
+enum Start {
+    Done(Result<()>),
+    Usual { watch: bool },
+}
+
+/// The start of an op that may read allocated buffers in place (`eligible`: by sizes
+/// every rank agrees on; `mine`: where this rank's buffer is, if allocated, looked up
+/// with [`find`]): a rank whose buffer is allocated publishes it and, if every
+/// rank's is in the same allocation, runs `direct`; otherwise the usual path, watching
+/// for peers' buffers at its first barrier when this rank's is not allocated.
+fn in_place_start(
+    c: &ShmComm,
+    epoch: &mut u32,
+    cx: &Op,
+    eligible: bool,
+    mine: Option<shared::Mine>,
+    need: impl Fn(usize) -> usize,
+    direct: impl FnOnce(&mut u32, &shared::Peers) -> Result<()>,
+) -> Result<Start> {
+    if !eligible {
+        return Ok(Start::Usual { watch: false });
+    }
+    match mine {
+        None => Ok(Start::Usual { watch: true }),
+        Some(mine) => match shared::begin(c, epoch, cx, mine, need)? {
+            Some(peers) => Ok(Start::Done(direct(epoch, &peers))),
+            None => Ok(Start::Usual { watch: false }),
+        },
+    }
 }
 
 /// All-reduce (`root == None`) or reduce to `root`.
@@ -165,24 +225,50 @@ pub(super) fn reduce(
         return Ok(());
     }
     let mut epoch = lock(c);
-    reduce_locked(c, &mut epoch, cx, true, buf, dtype, op, root)
+    let epoch = &mut *epoch;
+    let b = buf.len();
+    // The in-place all-reduce stands in for the pipelined path only (not the flat one
+    // for small buffers, nor the ring).
+    let ring = c.cfg.algo.ring && !matches!(op, ReduceOp::User(_));
+    let flat = b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY);
+    let eligible = root.is_none() && !ring && !flat && b >= shared::MIN;
+    let mine = find(c, eligible, buf);
+    let watch = match in_place_start(
+        c,
+        epoch,
+        cx,
+        eligible,
+        mine,
+        |_| b,
+        |e, p| shared::all_reduce(c, e, cx, buf, dtype, op, p),
+    )? {
+        Start::Done(r) => return r,
+        Start::Usual { watch } => watch,
+    };
+    if !reduce_locked(c, epoch, cx, true, watch, buf, dtype, op, root)? {
+        reduce_locked(c, epoch, cx, true, false, buf, dtype, op, root)?;
+    }
+    Ok(())
 }
 
+/// Reduce or all-reduce with this rank's collective state held; `fp`: the op's first
+/// barrier compares its record; `watch`: see [`pipeline_w`] (false: restart the op).
 #[allow(clippy::too_many_arguments)]
 fn reduce_locked(
     c: &ShmComm,
     epoch: &mut u32,
     cx: &Op,
     fp: bool,
+    watch: bool,
     buf: &mut [u8],
     dtype: DType,
     op: ReduceOp,
     root: Option<usize>,
-) -> Result<()> {
+) -> Result<bool> {
     let (n, me, b) = (c.n, c.rank, buf.len());
     // The ring combines in ring order; a user reduction is promised rank order.
     if root.is_none() && c.cfg.algo.ring && !matches!(op, ReduceOp::User(_)) {
-        return all_reduce_ring(c, epoch, cx, fp, buf, dtype, op);
+        return all_reduce_ring(c, epoch, cx, fp, buf, dtype, op).map(|_| true);
     }
     let gets_result = |r: usize| root.is_none_or(|x| x == r);
     // At or below `flat_max` (16 KiB unless DIST_ALGO says otherwise), the one-barrier
@@ -227,7 +313,7 @@ fn reduce_locked(
             }
             reduce::finish(dtype, op, n, buf);
         }
-        return Ok(());
+        return Ok(true);
     }
     // Reduce-scatter + all-gather through the slots, pipelined over chunks.
     // Chunks and parts in whole items (one element, or a user reduction's item).
@@ -264,9 +350,12 @@ fn reduce_locked(
         }
         if t <= k {
             c.sync(epoch, cx, fp && t == 0)?;
+            if watch && t == 0 && shared::published(c, *epoch) {
+                return Ok(false);
+            }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Ring all-reduce through the slots (`DIST_ALGO=ring`, for comparison with the
@@ -369,14 +458,29 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let cap = c.seg.layout.slot;
     let b = buf.len();
     let me = c.rank;
-    if (cma::min_block(c, cma::Kind::Broadcast)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)? {
-        return broadcast_cma(c, epoch, cx, buf, root);
+    let single =
+        (cma::min_block(c, cma::Kind::Broadcast)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)?;
+    let eligible = b >= shared::MIN;
+    let mine = find(c, eligible, buf);
+    let watch =
+        match in_place_start(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::broadcast(c, e, cx, buf, root, p))? {
+            Start::Done(r) => return r,
+            Start::Usual { watch } => watch,
+        };
+    let mut usual = |epoch: &mut u32, watch: bool| {
+        if single {
+            return broadcast_cma(c, epoch, cx, buf, root, watch);
+        }
+        pipeline_w(c, epoch, cx, true, watch, b.div_ceil(cap), |step| match step {
+            Step::Write { t, w } if me == root => to_shm(c.slot(root, w), &buf[t * cap..b.min((t + 1) * cap)]),
+            Step::Read { t, r } if me != root => from_shm(&mut buf[t * cap..b.min((t + 1) * cap)], c.slot(root, r)),
+            _ => {}
+        })
+    };
+    if !usual(epoch, watch)? {
+        usual(epoch, false)?;
     }
-    pipeline(c, epoch, cx, true, b.div_ceil(cap), |step| match step {
-        Step::Write { t, w } if me == root => to_shm(c.slot(root, w), &buf[t * cap..b.min((t + 1) * cap)]),
-        Step::Read { t, r } if me != root => from_shm(&mut buf[t * cap..b.min((t + 1) * cap)], c.slot(root, r)),
-        _ => {}
-    })
+    Ok(())
 }
 
 /// Gather (to `root`) or all-gather (`root == None`) of `counts[j]` bytes from each rank j.
@@ -398,30 +502,54 @@ pub(super) fn gather_v(
     }
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
-    if counts.iter().copied().max().unwrap_or(0) >= cma::min_block(c, cma::Kind::Gather) && cma::usable(c, epoch, cx)? {
-        return gather_cma(c, epoch, cx, send, recv, counts, &displs);
+    let largest = counts.iter().copied().max().unwrap_or(0);
+    let single = largest >= cma::min_block(c, cma::Kind::Gather) && cma::usable(c, epoch, cx)?;
+    let eligible = largest >= shared::MIN;
+    let watch = match in_place_start(
+        c,
+        epoch,
+        cx,
+        eligible,
+        find(c, eligible, send),
+        |j| counts[j],
+        |e, p| shared::gather(c, e, cx, recv.as_deref_mut(), (counts, &displs), p),
+    )? {
+        Start::Done(r) => return r,
+        Start::Usual { watch } => watch,
+    };
+    if single {
+        if !gather_cma(c, epoch, cx, send, recv.as_deref_mut(), counts, &displs, watch)? {
+            gather_cma(c, epoch, cx, send, recv, counts, &displs, false)?;
+        }
+        return Ok(());
     }
     let cap = c.seg.layout.slot;
     let k = counts.iter().map(|&x| x.div_ceil(cap)).max().unwrap_or(0);
     let _ = root; // non-roots pass no `recv`: they only write
-    pipeline(c, epoch, cx, true, k, |step| match step {
-        Step::Write { t, w } => {
-            let (s, e) = (t * cap, send.len().min((t + 1) * cap));
-            if s < e {
-                to_shm(c.slot(me, w), &send[s..e]);
+    let mut usual = |epoch: &mut u32, watch: bool| {
+        pipeline_w(c, epoch, cx, true, watch, k, |step| match step {
+            Step::Write { t, w } => {
+                let (s, e) = (t * cap, send.len().min((t + 1) * cap));
+                if s < e {
+                    to_shm(c.slot(me, w), &send[s..e]);
+                }
             }
-        }
-        Step::Read { t, r } => {
-            if let Some(recv) = recv.as_deref_mut() {
-                for j in (0..n).filter(|&j| j != me) {
-                    let (s, e) = (t * cap, counts[j].min((t + 1) * cap));
-                    if s < e {
-                        from_shm(&mut recv[displs[j] + s..displs[j] + e], c.slot(j, r));
+            Step::Read { t, r } => {
+                if let Some(recv) = recv.as_deref_mut() {
+                    for j in (0..n).filter(|&j| j != me) {
+                        let (s, e) = (t * cap, counts[j].min((t + 1) * cap));
+                        if s < e {
+                            from_shm(&mut recv[displs[j] + s..displs[j] + e], c.slot(j, r));
+                        }
                     }
                 }
             }
-        }
-    })
+        })
+    };
+    if !usual(epoch, watch)? {
+        usual(epoch, false)?;
+    }
+    Ok(())
 }
 
 /// Scatter from `root` of blocks of `counts[j]` bytes (the same `counts` on every rank).
@@ -483,26 +611,45 @@ pub(super) fn reduce_scatter(
     let displs = displs(counts);
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
+    let eligible = send.len() >= shared::MIN;
+    let watch = match in_place_start(
+        c,
+        epoch,
+        cx,
+        eligible,
+        find(c, eligible, send),
+        |_| send.len(),
+        |e, p| shared::reduce_scatter(c, e, cx, recv, displs[me], dtype, op, p),
+    )? {
+        Start::Done(r) => return r,
+        Start::Usual { watch } => watch,
+    };
     let reg = region_of(c, unit(dtype, op));
     let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
-    pipeline(c, epoch, cx, true, k, |step| {
-        let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
-        match step {
-            Step::Write { t, w } => write_blocks(c, w, send, (counts, &displs, reg), t, 0..n),
-            Step::Read { t, r } => {
-                let (s, e) = chunk(t);
-                if s >= e {
-                    return;
+    let mut usual = |epoch: &mut u32, watch: bool| {
+        pipeline_w(c, epoch, cx, true, watch, k, |step| {
+            let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
+            match step {
+                Step::Write { t, w } => write_blocks(c, w, send, (counts, &displs, reg), t, 0..n),
+                Step::Read { t, r } => {
+                    let (s, e) = chunk(t);
+                    if s >= e {
+                        return;
+                    }
+                    let out = &mut recv[s..e];
+                    from_shm(out, c.slot(0, r).wrapping_add(me * reg));
+                    for i in 1..n {
+                        reduce::reduce_into(dtype, op, out, shm(c.slot(i, r).wrapping_add(me * reg), e - s));
+                    }
+                    reduce::finish(dtype, op, n, out);
                 }
-                let out = &mut recv[s..e];
-                from_shm(out, c.slot(0, r).wrapping_add(me * reg));
-                for i in 1..n {
-                    reduce::reduce_into(dtype, op, out, shm(c.slot(i, r).wrapping_add(me * reg), e - s));
-                }
-                reduce::finish(dtype, op, n, out);
             }
-        }
-    })
+        })
+    };
+    if !usual(epoch, watch)? {
+        usual(epoch, false)?;
+    }
+    Ok(())
 }
 
 pub(super) fn all_to_all_v(
@@ -526,21 +673,41 @@ pub(super) fn all_to_all_v(
     // count) needs no count exchange; the varying one agrees on its counts first.
     if !cx.varying {
         let m = scounts[0];
-        if m >= cma::min_block(c, cma::Kind::AllToAll) && cma::usable(c, epoch, cx)? {
-            return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
-        }
-        return pipeline(c, epoch, cx, true, m.div_ceil(reg), |step| {
-            let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
-            match step {
-                Step::Write { t, w } => write_blocks(c, w, send, (scounts, &sd, reg), t, 0..n),
-                Step::Read { t, r } => {
-                    let (s, e) = chunk(t);
-                    for j in 0..n {
-                        from_shm(&mut recv[j * m + s..j * m + e], c.slot(j, r).wrapping_add(me * reg));
+        let single = m >= cma::min_block(c, cma::Kind::AllToAll) && cma::usable(c, epoch, cx)?;
+        let eligible = send.len() >= shared::MIN;
+        let watch = match in_place_start(
+            c,
+            epoch,
+            cx,
+            eligible,
+            find(c, eligible, send),
+            |_| send.len(),
+            |e, p| shared::all_to_all(c, e, cx, recv, m, p),
+        )? {
+            Start::Done(r) => return r,
+            Start::Usual { watch } => watch,
+        };
+        let mut usual = |epoch: &mut u32, watch: bool| {
+            if single {
+                return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd, watch);
+            }
+            pipeline_w(c, epoch, cx, true, watch, m.div_ceil(reg), |step| {
+                let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
+                match step {
+                    Step::Write { t, w } => write_blocks(c, w, send, (scounts, &sd, reg), t, 0..n),
+                    Step::Read { t, r } => {
+                        let (s, e) = chunk(t);
+                        for j in 0..n {
+                            from_shm(&mut recv[j * m + s..j * m + e], c.slot(j, r).wrapping_add(me * reg));
+                        }
                     }
                 }
-            }
-        });
+            })
+        };
+        if !usual(epoch, watch)? {
+            usual(epoch, false)?;
+        }
+        return Ok(());
     }
     // Agree on the counts first: what j sends me must be what I expect from j, and every
     // rank must take the same number of steps.
@@ -552,7 +719,7 @@ pub(super) fn all_to_all_v(
         .map(|j| format!("rank {j} sends {} bytes to rank {me}, which expects {}", heard[j], rcounts[j]))
         .collect();
     let mut agree = [scounts.iter().map(|&x| x.div_ceil(reg)).max().unwrap_or(0) as u64, !wrong.is_empty() as u64];
-    reduce_locked(c, epoch, cx, false, bytemuck::cast_slice_mut(&mut agree), DType::U64, ReduceOp::Max, None)?;
+    reduce_locked(c, epoch, cx, false, false, bytemuck::cast_slice_mut(&mut agree), DType::U64, ReduceOp::Max, None)?;
     if agree[1] != 0 {
         return Err(Error::Mismatch {
             comm: c.name.clone(),
@@ -566,7 +733,7 @@ pub(super) fn all_to_all_v(
     let k = agree[0] as usize;
     // every rank knows k, so every rank takes the same path
     if k * reg >= cma::min_block(c, cma::Kind::AllToAll).saturating_add(reg) && cma::usable(c, epoch, cx)? {
-        return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd);
+        return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd, false).map(|_| ());
     }
     // The counts were agreed above (two barriers, op record compared): k barriers now.
     pipeline(c, epoch, cx, false, k, |step| match step {
@@ -608,17 +775,17 @@ fn exchange_fixed(c: &ShmComm, epoch: &mut u32, cx: &Op, send: &mut [u8], recv: 
 
 /// MIN all-reduce of a few bytes (the single-copy probe), with the op's fingerprint.
 pub(super) fn all_reduce_min_u8(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8]) -> Result<()> {
-    reduce_locked(c, epoch, cx, true, buf, DType::U8, ReduceOp::Min, None)
+    reduce_locked(c, epoch, cx, true, false, buf, DType::U8, ReduceOp::Min, None).map(|_| ())
 }
 
 /// Publishes `words` (addresses, offsets) in this rank's write-parity slot.
-fn publish(c: &ShmComm, epoch: u32, words: &[u64]) {
+pub(super) fn publish(c: &ShmComm, epoch: u32, words: &[u64]) {
     let (w, _) = parities(epoch);
     to_shm(c.slot(c.rank, w), bytemuck::cast_slice(words));
 }
 
 /// Reads `n` words rank j published in the step just completed.
-fn published(c: &ShmComm, epoch: u32, j: usize, n: usize) -> Vec<u64> {
+pub(super) fn published(c: &ShmComm, epoch: u32, j: usize, n: usize) -> Vec<u64> {
     let (_, r) = parities(epoch);
     let mut v = vec![0u64; n];
     from_shm(bytemuck::cast_slice_mut(&mut v), c.slot(j, r));
@@ -637,9 +804,13 @@ fn gather_cma(
     recv: Option<&mut [u8]>,
     counts: &[usize],
     displs: &[usize],
-) -> Result<()> {
+    watch: bool,
+) -> Result<bool> {
     publish(c, *epoch, &[send.as_ptr() as u64]);
     c.sync(epoch, cx, true)?;
+    if watch && shared::published(c, *epoch) {
+        return Ok(false);
+    }
     let mut res = Ok(());
     if let Some(recv) = recv {
         for j in (0..c.n).filter(|&j| j != c.rank && counts[j] > 0) {
@@ -651,24 +822,27 @@ fn gather_cma(
         }
     }
     c.sync(epoch, cx, false)?;
-    res
+    res.map(|_| true)
 }
 
 /// Broadcast by reading the root's buffer directly (one copy per byte, every reader at
 /// once). As in [`gather_cma`], the second barrier keeps the root's buffer lent until
 /// every read is done.
-fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: usize) -> Result<()> {
+fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: usize, watch: bool) -> Result<bool> {
     if c.rank == root {
         publish(c, *epoch, &[buf.as_ptr() as u64]);
     }
     c.sync(epoch, cx, true)?;
+    if watch && shared::published(c, *epoch) {
+        return Ok(false);
+    }
     let mut res = Ok(());
     if c.rank != root {
         let addr = published(c, *epoch, root, 1)[0];
         res = cma::read(cma::pid(c, root), addr, buf).map_err(|e| cma::err(root, e));
     }
     c.sync(epoch, cx, false)?;
-    res
+    res.map(|_| true)
 }
 
 /// All-to-all by reading, from each peer j, the block j sends to this rank straight out
@@ -683,13 +857,17 @@ fn all_to_all_cma(
     recv: &mut [u8],
     rcounts: &[usize],
     rd: &[usize],
-) -> Result<()> {
+    watch: bool,
+) -> Result<bool> {
     let (n, me) = (c.n, c.rank);
     let mut words = Vec::with_capacity(n + 1);
     words.push(send.as_ptr() as u64);
     words.extend(sd.iter().map(|&d| d as u64));
     publish(c, *epoch, &words);
     c.sync(epoch, cx, true)?;
+    if watch && shared::published(c, *epoch) {
+        return Ok(false);
+    }
     let mut res = Ok(());
     for j in 0..n {
         let dst = &mut recv[rd[j]..rd[j] + rcounts[j]];
@@ -707,5 +885,5 @@ fn all_to_all_cma(
         }
     }
     c.sync(epoch, cx, false)?;
-    res
+    res.map(|_| true)
 }

@@ -9,6 +9,7 @@ mod epoch;
 mod p2p;
 mod records;
 pub(crate) mod segment;
+mod shared;
 pub(crate) mod sync;
 pub(crate) mod tuning;
 
@@ -55,6 +56,10 @@ pub(crate) struct ShmComm {
     p2p: Mutex<p2p::P2p>,
     /// Single-copy reads of peers' buffers: 0 not probed yet, 1 usable, 2 not usable.
     cma: std::sync::atomic::AtomicU8,
+    /// Allocations made so far (`Comm::alloc`): the next one's number.
+    allocs: std::sync::atomic::AtomicU32,
+    /// This rank's live allocations, looked up by address in collectives (`shared.rs`).
+    regions: Mutex<Vec<std::sync::Weak<shared::Region>>>,
     /// Per parity, the call site last written into this rank's op record: (file
     /// address, file length << 32 | line). See `records.rs`, `write_fp`.
     last_site: [(AtomicU64, AtomicU64); 2],
@@ -131,6 +136,8 @@ impl ShmComm {
             store,
             coll: Mutex::new(0),
             cma: std::sync::atomic::AtomicU8::new(0),
+            allocs: std::sync::atomic::AtomicU32::new(0),
+            regions: Mutex::new(Vec::new()),
             last_site: Default::default(),
         };
         Ok(comm)
@@ -212,6 +219,11 @@ impl Backend for ShmComm {
             }
             _ => Err(wrong_shape("shm", cx)),
         }
+    }
+
+    fn alloc(&self, cx: &Op, bytes: usize) -> Result<Box<dyn crate::backend::SharedMem>> {
+        board::enter();
+        shared::alloc(self, cx, bytes)
     }
 
     fn send(&self, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {

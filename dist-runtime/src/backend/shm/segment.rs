@@ -31,6 +31,10 @@ pub(crate) const RING_CTL: usize = 256;
 
 // ctl[r] field offsets
 pub(crate) const EPOCH: usize = 0;
+/// Where this rank's buffer of the current op lies when it came from `Comm::alloc`
+/// (`shared.rs`): u64 `epoch << 32 | allocation id + 1`, then u64 offset. On the epoch's
+/// cache line: written just before arriving, read by peers just after.
+pub(crate) const SHARED: usize = 8;
 pub(crate) const BELL: usize = 64;
 pub(crate) const BELL_SLEEPERS: usize = 68;
 pub(crate) const PID: usize = 128;
@@ -155,51 +159,15 @@ impl Segment {
 
     /// Maps the segment a peer created, given its pid and fd number.
     pub(crate) fn open(pid: u32, fdnum: i32, layout: Layout) -> Result<Segment> {
-        let path = format!("/proc/{pid}/fd/{fdnum}");
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).map_err(|e| {
-            let why = match e.raw_os_error() {
-                Some(libc::EMFILE) | Some(libc::ENFILE) => {
-                    "this process is out of file descriptors (raise `ulimit -n`, or close some)".to_string()
-                }
-                Some(libc::EACCES) | Some(libc::EPERM) => format!(
-                    "process {pid} belongs to another user, or does not let this one read its descriptors: all \
-                     ranks of a shared-memory job run as one user"
-                ),
-                Some(libc::ENOENT) | Some(libc::ENXIO) => format!(
-                    "process {pid} or its descriptor {fdnum} is gone (it exited, or the address came from another \
-                     job sharing this store: give concurrent jobs their own MASTER_PORT or DIST_JOB_TOKEN), or it \
-                     runs on another host or in another PID namespace"
-                ),
-                _ => "all ranks must run on one machine as one user".to_string(),
-            };
-            Error::Backend {
-                backend: "shm",
-                msg: format!("cannot open the segment of rank 0 at {path}: {e}: {why}"),
-                source: Some(Box::new(e)),
-            }
-        })?;
-        let fd: OwnedFd = f.into();
-        // The segment must be this user's: a stranger's memory would let them read and
-        // forge this rank's data.
-        // SAFETY: a zeroed stat is valid; fstat only writes it.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid descriptor and a valid stat buffer.
-        let (rc, me) = unsafe { (libc::fstat(fd.as_raw_fd(), &mut st), libc::geteuid()) };
-        if rc == 0 && st.st_uid != me {
-            return Err(Error::backend(
-                "shm",
-                format!(
-                    "the segment at {path} belongs to uid {}, not to this rank's user (uid {me}): refusing to map \
-                     another user's memory (a foreign or forged rendezvous key)",
-                    st.st_uid
-                ),
-            ));
-        }
+        let fd = open_peer_fd(pid, fdnum, true, "the segment of rank 0")?;
         let seg = Segment::map(&fd, layout, None)?;
         let magic = seg.u64_at(0).load(std::sync::atomic::Ordering::SeqCst);
         let n = seg.u64_at(8).load(std::sync::atomic::Ordering::SeqCst);
         if magic != MAGIC || n != layout.n as u64 {
-            return Err(Error::backend("shm", format!("{path} is not a dist segment for {} ranks", layout.n)));
+            return Err(Error::backend(
+                "shm",
+                format!("/proc/{pid}/fd/{fdnum} is not a dist segment for {} ranks", layout.n),
+            ));
         }
         Ok(seg)
     }
@@ -249,6 +217,52 @@ impl Segment {
         // SAFETY: aligned, in bounds, and only ever accessed atomically.
         unsafe { &*(self.ptr(off) as *const AtomicU64) }
     }
+}
+
+/// Opens memory a peer process holds as descriptor `fdnum` (`/proc/<pid>/fd/<fdnum>`,
+/// which the kernel allows only to processes of the same user), read-write or read-only;
+/// `what` names it in errors. Refuses a file another user owns: a stranger's memory
+/// would let them read and forge this rank's data.
+pub(crate) fn open_peer_fd(pid: u32, fdnum: i32, write: bool, what: &str) -> Result<OwnedFd> {
+    let path = format!("/proc/{pid}/fd/{fdnum}");
+    let f = std::fs::OpenOptions::new().read(true).write(write).open(&path).map_err(|e| {
+        let why = match e.raw_os_error() {
+            Some(libc::EMFILE) | Some(libc::ENFILE) => {
+                "this process is out of file descriptors (raise `ulimit -n`, or close some)".to_string()
+            }
+            Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                "process {pid} belongs to another user, or does not let this one read its descriptors: all \
+                 ranks of a shared-memory job run as one user"
+            ),
+            Some(libc::ENOENT) | Some(libc::ENXIO) => format!(
+                "process {pid} or its descriptor {fdnum} is gone (it exited, or the address came from another \
+                 job sharing this store: give concurrent jobs their own MASTER_PORT or DIST_JOB_TOKEN), or it \
+                 runs on another host or in another PID namespace"
+            ),
+            _ => "all ranks must run on one machine as one user".to_string(),
+        };
+        Error::Backend {
+            backend: "shm",
+            msg: format!("cannot open {what} at {path}: {e}: {why}"),
+            source: Some(Box::new(e)),
+        }
+    })?;
+    let fd: OwnedFd = f.into();
+    // SAFETY: a zeroed stat is valid; fstat only writes it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor and a valid stat buffer.
+    let (rc, me) = unsafe { (libc::fstat(fd.as_raw_fd(), &mut st), libc::geteuid()) };
+    if rc == 0 && st.st_uid != me {
+        return Err(Error::backend(
+            "shm",
+            format!(
+                "{what} at {path} belongs to uid {}, not to this rank's user (uid {me}): refusing to map \
+                 another user's memory (a foreign or forged rendezvous key)",
+                st.st_uid
+            ),
+        ));
+    }
+    Ok(fd)
 }
 
 impl Drop for Segment {
