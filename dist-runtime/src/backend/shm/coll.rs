@@ -231,7 +231,7 @@ pub(super) fn reduce(
     // for small buffers, nor the ring).
     let ring = c.cfg.algo.ring && !matches!(op, ReduceOp::User(_));
     let flat = b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY);
-    let eligible = root.is_none() && !ring && !flat && b >= shared::MIN;
+    let eligible = root.is_none() && !ring && !flat && b >= shared::ALL_REDUCE_MIN;
     let mine = find(c, eligible, buf);
     let watch = match in_place_start(
         c,
@@ -611,7 +611,8 @@ pub(super) fn reduce_scatter(
     let displs = displs(counts);
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
-    let eligible = send.len() >= shared::MIN;
+    let largest = counts.iter().copied().max().unwrap_or(0);
+    let eligible = send.len() >= shared::MIN && largest >= shared::MIN_BLOCK;
     let watch = match in_place_start(
         c,
         epoch,
@@ -674,7 +675,7 @@ pub(super) fn all_to_all_v(
     if !cx.varying {
         let m = scounts[0];
         let single = m >= cma::min_block(c, cma::Kind::AllToAll) && cma::usable(c, epoch, cx)?;
-        let eligible = send.len() >= shared::MIN;
+        let eligible = send.len() >= shared::MIN && m >= shared::MIN_BLOCK;
         let watch = match in_place_start(
             c,
             epoch,

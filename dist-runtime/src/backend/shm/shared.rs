@@ -40,8 +40,19 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Weak};
 
 /// Smallest buffer (bytes per rank) an op reads in place: below it the staging path's
-/// single barrier costs less than the in-place path's two.
+/// single barrier costs less than the in-place path's two. Measured with `dist-bench
+/// -n N --sizes 16K,32K,64K --shared` against the same without `--shared` (N = 2, 4, 8;
+/// docs/performance.md, "Zero-copy buffers").
 pub(super) const MIN: usize = 16 << 10;
+
+/// The all-reduce's own threshold: its in-place path takes three barriers; below 64 KiB
+/// it measured no faster than the staging path (0.95–1.1×).
+pub(super) const ALL_REDUCE_MIN: usize = 64 << 10;
+
+/// Smallest block of a block-wise op (all_to_all, reduce_scatter) read in place: 2 KiB
+/// blocks from 8 peers measured slower than through the slots (0.77–0.94×), 4 KiB
+/// faster at every n.
+pub(super) const MIN_BLOCK: usize = 4 << 10;
 
 /// Pieces the all-reduce and reduce_scatter fold at a time (stay in cache).
 const PIECE: usize = 64 << 10;
