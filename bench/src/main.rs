@@ -449,7 +449,7 @@ impl<T: BenchElem> Case<T> {
                 msg: format!("bench buffers: {e:?}"),
                 source: None,
             };
-            let a = stream.clone_htod(&self.a).map_err(err)?;
+            let a = stream.clone_htod(&self.a[..]).map_err(err)?;
             let b = if self.b.is_empty() {
                 stream.clone_htod(&self.a[..1]).map_err(err)?
             } else {
@@ -548,7 +548,7 @@ impl<T: BenchElem> Case<T> {
                 msg: format!("bench check: {e:?}"),
                 source: None,
             };
-            d.stream.memcpy_htod(&self.a, &mut d.a).map_err(err)?;
+            d.stream.memcpy_htod(&self.a[..], &mut d.a).map_err(err)?;
         }
         self.run(w)?;
         self.sync()?;
@@ -559,7 +559,7 @@ impl<T: BenchElem> Case<T> {
                 msg: format!("bench check: {e:?}"),
                 source: None,
             };
-            d.stream.memcpy_dtoh(&d.a, &mut self.a).map_err(err)?;
+            d.stream.memcpy_dtoh(&d.a, &mut self.a[..]).map_err(err)?;
             if !self.b.is_empty() {
                 d.stream.memcpy_dtoh(&d.b, &mut self.b).map_err(err)?;
             }

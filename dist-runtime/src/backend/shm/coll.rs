@@ -169,6 +169,16 @@ fn pipeline_w(
     Ok(true)
 }
 
+/// Runs an op's usual path, watching (`watch`) for peers' allocated buffers at its
+/// first barrier; when they were seen, runs it once more from the start, unwatched (every
+/// rank restarts alike: `shared.rs`).
+fn restartable(epoch: &mut u32, watch: bool, mut usual: impl FnMut(&mut u32, bool) -> Result<bool>) -> Result<()> {
+    if !usual(epoch, watch)? {
+        usual(epoch, false)?;
+    }
+    Ok(())
+}
+
 /// Where `buf` lies if it is allocated and the op `eligible` to read it in place.
 fn find(c: &ShmComm, eligible: bool, buf: &[u8]) -> Option<shared::Mine> {
     if eligible {
@@ -460,14 +470,14 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let me = c.rank;
     let single =
         (cma::min_block(c, cma::Kind::Broadcast)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)?;
-    let eligible = b >= shared::MIN;
+    let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.cfg.oversubscribed);
     let mine = find(c, eligible, buf);
     let watch =
         match in_place_start(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::broadcast(c, e, cx, buf, root, p))? {
             Start::Done(r) => return r,
             Start::Usual { watch } => watch,
         };
-    let mut usual = |epoch: &mut u32, watch: bool| {
+    let usual = |epoch: &mut u32, watch: bool| {
         if single {
             return broadcast_cma(c, epoch, cx, buf, root, watch);
         }
@@ -477,10 +487,7 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
             _ => {}
         })
     };
-    if !usual(epoch, watch)? {
-        usual(epoch, false)?;
-    }
-    Ok(())
+    restartable(epoch, watch, usual)
 }
 
 /// Gather (to `root`) or all-gather (`root == None`) of `counts[j]` bytes from each rank j.
@@ -526,7 +533,7 @@ pub(super) fn gather_v(
     let cap = c.seg.layout.slot;
     let k = counts.iter().map(|&x| x.div_ceil(cap)).max().unwrap_or(0);
     let _ = root; // non-roots pass no `recv`: they only write
-    let mut usual = |epoch: &mut u32, watch: bool| {
+    let usual = |epoch: &mut u32, watch: bool| {
         pipeline_w(c, epoch, cx, true, watch, k, |step| match step {
             Step::Write { t, w } => {
                 let (s, e) = (t * cap, send.len().min((t + 1) * cap));
@@ -546,10 +553,7 @@ pub(super) fn gather_v(
             }
         })
     };
-    if !usual(epoch, watch)? {
-        usual(epoch, false)?;
-    }
-    Ok(())
+    restartable(epoch, watch, usual)
 }
 
 /// Scatter from `root` of blocks of `counts[j]` bytes (the same `counts` on every rank).
@@ -627,7 +631,7 @@ pub(super) fn reduce_scatter(
     };
     let reg = region_of(c, unit(dtype, op));
     let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
-    let mut usual = |epoch: &mut u32, watch: bool| {
+    let usual = |epoch: &mut u32, watch: bool| {
         pipeline_w(c, epoch, cx, true, watch, k, |step| {
             let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
             match step {
@@ -647,10 +651,7 @@ pub(super) fn reduce_scatter(
             }
         })
     };
-    if !usual(epoch, watch)? {
-        usual(epoch, false)?;
-    }
-    Ok(())
+    restartable(epoch, watch, usual)
 }
 
 pub(super) fn all_to_all_v(
@@ -688,7 +689,7 @@ pub(super) fn all_to_all_v(
             Start::Done(r) => return r,
             Start::Usual { watch } => watch,
         };
-        let mut usual = |epoch: &mut u32, watch: bool| {
+        let usual = |epoch: &mut u32, watch: bool| {
             if single {
                 return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd, watch);
             }
@@ -705,10 +706,7 @@ pub(super) fn all_to_all_v(
                 }
             })
         };
-        if !usual(epoch, watch)? {
-            usual(epoch, false)?;
-        }
-        return Ok(());
+        return restartable(epoch, watch, usual);
     }
     // Agree on the counts first: what j sends me must be what I expect from j, and every
     // rank must take the same number of steps.
