@@ -369,7 +369,12 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
     let _ = Duration::ZERO;
     if me == 0 {
         if let Some(path) = std::env::var("DIST_BENCH_PLOT").ok().filter(|p| !p.is_empty()) {
-            match plot::busbw(&path, n, &points) {
+            let title = format!(
+                "dist {} busbw, {n} ranks{}",
+                world.backend(),
+                if s.shared { ", buffers from Comm::alloc" } else { "" }
+            );
+            match plot::busbw(&path, &title, &points) {
                 Ok(()) => eprintln!("# wrote {path}"),
                 Err(e) => eprintln!("# cannot write {path}: {e}"),
             }

@@ -3,8 +3,9 @@
 
 use plotters::prelude::*;
 
-/// Draws `points` (op, bytes, busbw GB/s; several reps per size are averaged).
-pub fn busbw(path: &str, n: usize, points: &[(String, usize, f64)]) -> Result<(), Box<dyn std::error::Error>> {
+/// Draws `points` (op, bytes, busbw GB/s; several reps per size are averaged) under
+/// `title`.
+pub fn busbw(path: &str, title: &str, points: &[(String, usize, f64)]) -> Result<(), Box<dyn std::error::Error>> {
     let mut ops: Vec<&str> = Vec::new();
     for (op, _, _) in points {
         if !ops.contains(&op.as_str()) {
@@ -29,7 +30,7 @@ pub fn busbw(path: &str, n: usize, points: &[(String, usize, f64)]) -> Result<()
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("dist shm busbw, {n} ranks"), ("sans-serif", 22))
+        .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)

@@ -172,12 +172,12 @@ pub(super) fn alloc(c: &ShmComm, cx: &Op, bytes: usize) -> Result<Box<dyn Shared
     let epoch = &mut *epoch;
     let id = c.allocs.fetch_add(1, SeqCst);
     let map_len = bytes.div_ceil(4096) * 4096;
-    let mut bases = vec![std::ptr::null_mut(); n];
-    // The region owns the mappings made so far, whatever fails below.
-    let mut made = create(c, id, map_len);
-    let fdnum = match &mut made {
+    // The region owns the mappings made so far (its drop unmaps them), whatever fails below.
+    let mut region = Region { id, bytes, map_len, bases: vec![std::ptr::null_mut(); n], me };
+    let made = create(c, id, map_len);
+    let fdnum = match &made {
         Ok((fd, p)) => {
-            bases[me] = *p;
+            region.bases[me] = *p;
             fd.as_raw_fd() as i64
         }
         Err(_) => -1,
@@ -191,11 +191,10 @@ pub(super) fn alloc(c: &ShmComm, cx: &Op, bytes: usize) -> Result<Box<dyn Shared
             continue;
         }
         match open_peer(j, super::cma::pid(c, j), theirs as i32, map_len) {
-            Ok(p) => bases[j] = p,
+            Ok(p) => region.bases[j] = p,
             Err(e) => failed = Some(e),
         }
     }
-    let region = Region { id, bytes, map_len, bases, me };
     // Every rank has mapped every file it could (so the owners may close theirs), and
     // all learn whether every rank has all n.
     let mut ok = [failed.is_none() as u8];
