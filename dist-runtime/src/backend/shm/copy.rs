@@ -7,6 +7,7 @@
 //! 256 KiB chunks of a 64 MiB buffer: memcpy 28–34 ms, this loop 5.4 ms (see
 //! docs/performance.md). A plain 64-byte SSE2 loop runs at memory speed for every
 //! alignment; SSE2 is part of the x86-64 baseline, so no feature detection is needed.
+//! On Intel, out of cache, glibc's `memcpy` is the faster one (`LARGE`), and is used.
 
 /// Copies `n` bytes from `src` to `dst`.
 ///
@@ -16,13 +17,32 @@
 #[inline]
 pub(crate) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     #[cfg(target_arch = "x86_64")]
-    if n >= 512 {
+    if n >= 512 && (n < LARGE || !memcpy_is_fast()) {
         // SAFETY: forwarded contract; SSE2 is always present on x86_64.
         unsafe { copy_sse2(dst, src, n) };
         return;
     }
     // SAFETY: forwarded contract.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
+}
+
+/// From this size on, where glibc's `memcpy` is not the slow case above, it is used: on
+/// Intel (with fast `rep movsb`) it copies out of cache about twice as fast as the SSE2
+/// loop (one thread, source page-aligned, destination 16 bytes off: 16 MiB 14.6 against
+/// 10.7 GB/s, 32 MiB 14.5 against 7.6; in cache, up to 1 MiB, they are even).
+const LARGE: usize = 1 << 20;
+
+/// Whether glibc's `memcpy` is trusted for large copies: on Intel CPUs. AMD's `rep movsb`
+/// is the slow case in the module docs, and other vendors are unmeasured.
+#[cfg(target_arch = "x86_64")]
+fn memcpy_is_fast() -> bool {
+    static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INTEL.get_or_init(|| {
+        // CPUID leaf 0 (the vendor string) exists on every x86-64 CPU.
+        let id = std::arch::x86_64::__cpuid(0);
+        let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
+        vendor == b"GenuineIntel"
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
