@@ -84,8 +84,8 @@ mod tests {
 
     #[test]
     fn copies_every_length_and_alignment() {
-        let src: Vec<u8> = (0..5000u32).map(|i| (i * 31 % 251) as u8).collect();
-        for len in [0usize, 1, 63, 64, 65, 511, 512, 513, 1000, 4096, 4097] {
+        let src: Vec<u8> = (0..(LARGE as u32 + 5000)).map(|i| (i * 31 % 251) as u8).collect();
+        for len in [0usize, 1, 63, 64, 65, 511, 512, 513, 1000, 4096, 4097, LARGE - 1, LARGE, LARGE + 4097] {
             for so in 0..3 {
                 for d_off in 0..3 {
                     let mut dst = vec![0xAAu8; len + 8];
