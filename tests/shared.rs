@@ -183,3 +183,30 @@ fn a_user_reduction_folds_in_rank_order(world: Comm<World>) {
         assert_same(&format!("user reduce_scatter of {items} items"), &out, &want);
     }
 }
+
+dist_runtime::group!(Half);
+
+/// Allocations on a split communicator (its own numbering of allocations) and a world
+/// allocation passed to an op on the split one (the usual path there), and an `_async`
+/// collective on an allocated buffer (the worker copies it): all against the reference.
+#[dist_runtime::test(ranks = [2, 3, 4, 8], timeout = 120)]
+fn allocations_on_split_communicators_and_async_ops(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    let half = world.split::<Half>((me % 2) as u32, me as i64).unwrap();
+    let (hn, hme) = (half.size(), half.rank());
+    let members: Vec<usize> = (0..n).filter(|r| r % 2 == me % 2).collect();
+    let len = 30_000usize;
+    let want = reduce_ref(&members.iter().map(|&q| data::<f64>(q, len, 3)).collect::<Vec<_>>(), ReduceOp::Sum);
+    let mut on_world = world.alloc::<f64>(len).unwrap();
+    let mut on_half = half.alloc::<f64>(len).unwrap();
+    assert_eq!(on_half.zero_copy(), world.backend() == "shm" && hn > 1);
+    for buf in [&mut on_half, &mut on_world] {
+        buf.copy_from_slice(&data::<f64>(me, len, 3));
+        half.all_reduce(&mut buf[..], ReduceOp::Sum).unwrap();
+        assert_reduced(&format!("all_reduce on a half of {hn} (rank {hme})"), buf, &want, ReduceOp::Sum, hn);
+    }
+    let everyone = reduce_ref(&(0..n).map(|q| data::<f64>(q, len, 4)).collect::<Vec<_>>(), ReduceOp::Sum);
+    on_world.copy_from_slice(&data::<f64>(me, len, 4));
+    world.all_reduce_async(&mut on_world, ReduceOp::Sum).unwrap().wait().unwrap();
+    assert_reduced("all_reduce_async on an allocated buffer", &on_world, &everyone, ReduceOp::Sum, n);
+}
