@@ -181,7 +181,7 @@ fn restartable(epoch: &mut u32, watch: bool, mut usual: impl FnMut(&mut u32, boo
 
 /// Where `buf` lies if it is allocated and the op `eligible` to read it in place.
 fn find(c: &ShmComm, eligible: bool, buf: &[u8]) -> Option<shared::Mine> {
-    if eligible {
+    if eligible && shared::any(c) {
         shared::find(c, buf)
     } else {
         None
@@ -209,7 +209,9 @@ fn in_place_start(
     need: impl Fn(usize) -> usize,
     direct: impl FnOnce(&mut u32, &shared::Peers) -> Result<()>,
 ) -> Result<Start> {
-    if !eligible {
+    // No allocation ever made on this communicator (every rank knows the same count:
+    // allocating is collective): nobody can publish, so nobody watches.
+    if !eligible || !shared::any(c) {
         return Ok(Start::Usual { watch: false });
     }
     match mine {

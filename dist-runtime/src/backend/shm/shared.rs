@@ -216,6 +216,13 @@ pub(super) fn alloc(c: &ShmComm, cx: &Op, bytes: usize) -> Result<Box<dyn Shared
     Ok(Box::new(RegionMem(region)))
 }
 
+/// Whether any allocation was ever made on `c`: the same answer on every rank between
+/// ops, since allocating is collective. Without one, no op looks for peers' words, so
+/// programs that never allocate pay nothing for the in-place paths.
+pub(super) fn any(c: &ShmComm) -> bool {
+    c.allocs.load(SeqCst) > 0
+}
+
 /// This rank's buffer of one op, found in one of its live allocations.
 pub(super) struct Mine {
     region: Arc<Region>,
