@@ -793,6 +793,16 @@ pub(super) fn published(c: &ShmComm, epoch: u32, j: usize, n: usize) -> Vec<u64>
     v
 }
 
+/// Ranks in the order this rank reads them: itself, then the next ones round the ring,
+/// so no two readers start on the same peer's pages (each `process_vm_readv` pins the
+/// pages it reads: readers in step would contend on the same page counts). all_to_all
+/// at 4 and 8 ranks on 2 cores, interleaved A/B: 1 MiB 1.05–1.16× faster, 16–64 MiB
+/// 1.03–1.06×; all_gather measured 0.93–1.04× (noise), so it keeps rank order.
+fn staggered(c: &ShmComm) -> impl Iterator<Item = usize> {
+    let (n, me) = (c.n, c.rank);
+    (0..n).map(move |k| (me + k) % n)
+}
+
 /// Gather / all-gather by reading each peer's send buffer directly (one copy per byte).
 /// Two barriers: after the addresses are published, and after every read is done (no
 /// rank may return, and reuse its buffer, while a peer still reads it).
@@ -870,7 +880,7 @@ fn all_to_all_cma(
         return Ok(false);
     }
     let mut res = Ok(());
-    for j in 0..n {
+    for j in staggered(c) {
         let dst = &mut recv[rd[j]..rd[j] + rcounts[j]];
         if j == me {
             super::copy::copy_slice(dst, &send[sd[me]..sd[me] + rcounts[me]]);
