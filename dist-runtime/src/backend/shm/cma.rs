@@ -50,7 +50,7 @@ pub(super) enum Kind {
 /// `DIST_ALGO=copy` off.
 pub(super) fn min_block(c: &ShmComm, kind: Kind) -> usize {
     let min = c.cfg.algo.cma_min;
-    match (c.cfg.algo.cma, c.cfg.oversubscribed) {
+    match (c.cfg.algo.cma, c.oversubscribed) {
         (Some(false), _) => usize::MAX,
         (Some(true), _) | (None, false) => min,
         (None, true) => match kind {

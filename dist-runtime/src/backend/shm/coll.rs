@@ -161,7 +161,7 @@ fn pipeline_w(
         }
         if t < k || (t == 0 && first) {
             c.sync(epoch, cx, first && t == 0)?;
-            if watch && t == 0 && shared::published(c, *epoch) {
+            if watch && t == 0 && shared::published(c) {
                 return Ok(false);
             }
         }
@@ -362,7 +362,7 @@ fn reduce_locked(
         }
         if t <= k {
             c.sync(epoch, cx, fp && t == 0)?;
-            if watch && t == 0 && shared::published(c, *epoch) {
+            if watch && t == 0 && shared::published(c) {
                 return Ok(false);
             }
         }
@@ -472,7 +472,7 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let me = c.rank;
     let single =
         (cma::min_block(c, cma::Kind::Broadcast)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)?;
-    let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.cfg.oversubscribed);
+    let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.oversubscribed);
     let mine = find(c, eligible, buf);
     let watch =
         match in_place_start(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::broadcast(c, e, cx, buf, root, p))? {
@@ -819,7 +819,7 @@ fn gather_cma(
 ) -> Result<bool> {
     publish(c, *epoch, &[send.as_ptr() as u64]);
     c.sync(epoch, cx, true)?;
-    if watch && shared::published(c, *epoch) {
+    if watch && shared::published(c) {
         return Ok(false);
     }
     let mut res = Ok(());
@@ -844,7 +844,7 @@ fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: us
         publish(c, *epoch, &[buf.as_ptr() as u64]);
     }
     c.sync(epoch, cx, true)?;
-    if watch && shared::published(c, *epoch) {
+    if watch && shared::published(c) {
         return Ok(false);
     }
     let mut res = Ok(());
@@ -876,7 +876,7 @@ fn all_to_all_cma(
     words.extend(sd.iter().map(|&d| d as u64));
     publish(c, *epoch, &words);
     c.sync(epoch, cx, true)?;
-    if watch && shared::published(c, *epoch) {
+    if watch && shared::published(c) {
         return Ok(false);
     }
     let mut res = Ok(());

@@ -22,6 +22,7 @@ impl ShmComm {
         // the central counter, so the last arrival wakes everyone with one syscall.
         self.seg.u32_at(self.ctl(self.rank) + segment::EPOCH).store(next, SeqCst);
         *epoch = next;
+        self.barriers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let gen = self.gen_bell();
         let arrived = self.seg.u32_at(segment::ARRIVALS).fetch_add(1, SeqCst).wrapping_add(1);
         if arrived == next.wrapping_mul(self.n as u32) {

@@ -50,12 +50,18 @@ pub(crate) struct ShmComm {
     /// `Comm::set_timeout`).
     timeout_us: AtomicU64,
     cfg: Arc<Config>,
+    /// Rank 0's `cfg.oversubscribed`, the same on every member (`segment::OVERSUBSCRIBED`):
+    /// what path choices that depend on it read.
+    oversubscribed: bool,
     store: Option<Arc<Store>>,
     /// Collective state: the last epoch this rank arrived at.
     coll: Mutex<u32>,
     p2p: Mutex<p2p::P2p>,
     /// Single-copy reads of peers' buffers: 0 not probed yet, 1 usable, 2 not usable.
     cma: std::sync::atomic::AtomicU8,
+    /// Barriers this rank has arrived at on this communicator (the epoch, never wrapping):
+    /// what `shared.rs` tags its words with.
+    barriers: AtomicU64,
     /// Allocations made so far (`Comm::alloc`): the next one's number.
     allocs: std::sync::atomic::AtomicU32,
     /// This rank's live allocations, looked up by address in collectives (`shared.rs`).
@@ -84,6 +90,7 @@ impl ShmComm {
         let key = format!("shm/{id}");
         let seg = if rank == 0 {
             let mut seg = Segment::create(&format!("dist-{}-{}", cfg.job_id, id), layout)?;
+            seg.u32_at(segment::OVERSUBSCRIBED).store(cfg.oversubscribed as u32, SeqCst);
             if n > 1 {
                 let store = store.as_ref().ok_or_else(|| Error::backend("shm", "a store is needed for n > 1"))?;
                 let fd = seg.fd_number().expect("creator holds the fd");
@@ -106,6 +113,7 @@ impl ShmComm {
             store.add(&format!("shm/{id}/joined"), 1)?;
             seg
         };
+        let oversubscribed = seg.u32_at(segment::OVERSUBSCRIBED).load(SeqCst) != 0;
         let ctl = seg.layout.ctl(rank);
         seg.u32_at(ctl + segment::PID).store(std::process::id(), SeqCst);
         seg.u64_at(ctl + segment::CMA_ADDR).store(cma::probe_addr(), SeqCst);
@@ -133,9 +141,11 @@ impl ShmComm {
             moved: std::sync::atomic::AtomicU32::new(0),
             timeout_us: AtomicU64::new(cfg.timeout.as_micros().min(u64::MAX as u128) as u64),
             cfg,
+            oversubscribed,
             store,
             coll: Mutex::new(0),
             cma: std::sync::atomic::AtomicU8::new(0),
+            barriers: AtomicU64::new(0),
             allocs: std::sync::atomic::AtomicU32::new(0),
             regions: Mutex::new(Vec::new()),
             last_site: Default::default(),

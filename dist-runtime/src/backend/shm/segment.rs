@@ -24,6 +24,11 @@ const HEADER: usize = 4096;
 /// Header words of the central barrier: every arrival adds one to `ARRIVALS`; the rank
 /// that completes epoch e (the n·e-th arrival) stores e in `GEN` and wakes its sleepers.
 pub(crate) const ARRIVALS: usize = 64;
+/// Header word: whether rank 0's host has fewer cores than the job has local ranks (its
+/// `Config::oversubscribed`), written before anyone joins: the one answer every member
+/// uses to choose paths (ranks with different CPU affinities or quotas would otherwise
+/// count cores differently and take different paths through one op).
+pub(crate) const OVERSUBSCRIBED: usize = 16;
 pub(crate) const GEN: usize = 128;
 pub(crate) const GEN_SLEEPERS: usize = 132;
 pub(crate) const CTL: usize = 1536;
@@ -32,8 +37,9 @@ pub(crate) const RING_CTL: usize = 256;
 // ctl[r] field offsets
 pub(crate) const EPOCH: usize = 0;
 /// Where this rank's buffer of the current op lies when it came from `Comm::alloc`
-/// (`shared.rs`): u64 `epoch << 32 | allocation id + 1`, then u64 offset. On the epoch's
-/// cache line: written just before arriving, read by peers just after.
+/// (`shared.rs`): u64 barrier count (the 64-bit epoch it is for), u64 allocation id + 1,
+/// u64 offset. On the epoch's cache line: written just before arriving, read by peers
+/// just after.
 pub(crate) const SHARED: usize = 8;
 pub(crate) const BELL: usize = 64;
 pub(crate) const BELL_SLEEPERS: usize = 68;

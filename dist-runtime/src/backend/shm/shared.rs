@@ -9,14 +9,15 @@
 //! **Choosing the path.** Whether a buffer came from an allocation is each rank's own
 //! knowledge, so an op that could read in place ([`MIN`] bytes and up) decides at its
 //! first barrier, from words every rank publishes in its control block
-//! (`segment::SHARED`: the epoch, the allocation and the offset). A rank whose buffer is
-//! in an allocation publishes them and arrives at the barrier without doing anything
-//! else; a rank whose buffer is not takes its usual path, whose first barrier then looks
+//! (`segment::SHARED`: the 64-bit barrier count, the allocation and the offset). A rank
+//! whose buffer is in an allocation publishes them and arrives at the barrier without
+//! doing anything else; a rank whose buffer is not takes its usual path, whose first barrier then looks
 //! at the peers' words. After that barrier every rank reads the same n words and comes
 //! to the same verdict: all in one allocation — the in-place path; otherwise, if any
 //! rank published, every rank restarts the op on its usual path (one barrier more, the
 //! op's record compared again: only when ranks mix allocated and other memory). Words
-//! carry their epoch, so a word left from an earlier op never counts.
+//! carry their barrier count (64 bits: it never wraps), so a word left from an earlier
+//! op never counts.
 //!
 //! **The in-place paths** (each rank reads peers' buffers, writes only its own):
 //! broadcast, gathers, all_to_all: read the blocks meant for this rank, then a barrier
@@ -255,24 +256,26 @@ impl Peers {
     }
 }
 
-fn publish_words(c: &ShmComm, next: u32, id: Option<u32>, off: usize) {
+fn publish_words(c: &ShmComm, serial: u64, id: u32, off: usize) {
     let ctl = c.seg.layout.ctl(c.rank) + segment::SHARED;
-    let tag = (next as u64) << 32 | id.map_or(0, |i| i as u64 + 1);
-    c.seg.u64_at(ctl + 8).store(off as u64, SeqCst);
-    c.seg.u64_at(ctl).store(tag, SeqCst);
+    c.seg.u64_at(ctl + 16).store(off as u64, SeqCst);
+    c.seg.u64_at(ctl + 8).store(id as u64 + 1, SeqCst);
+    c.seg.u64_at(ctl).store(serial, SeqCst);
 }
 
-/// Rank j's published (allocation + 1, offset) for epoch `e`, or None.
-fn words(c: &ShmComm, j: usize, e: u32) -> Option<(u32, usize)> {
+/// Rank j's published (allocation + 1, offset) for the barrier just passed, or None.
+/// Words carry the 64-bit barrier count they are for, so a word left from any earlier
+/// op never passes for this one.
+fn words(c: &ShmComm, j: usize) -> Option<(u32, usize)> {
     let ctl = c.seg.layout.ctl(j) + segment::SHARED;
-    let tag = c.seg.u64_at(ctl).load(SeqCst);
-    ((tag >> 32) as u32 == e && tag as u32 != 0).then(|| (tag as u32, c.seg.u64_at(ctl + 8).load(SeqCst) as usize))
+    (c.seg.u64_at(ctl).load(SeqCst) == c.barriers.load(SeqCst))
+        .then(|| (c.seg.u64_at(ctl + 8).load(SeqCst) as u32, c.seg.u64_at(ctl + 16).load(SeqCst) as usize))
 }
 
 /// After the first barrier of an op's usual path: whether a peer published an allocated
 /// buffer for it (then every rank restarts the op on its usual path).
-pub(super) fn published(c: &ShmComm, e: u32) -> bool {
-    (0..c.n).any(|j| j != c.rank && words(c, j, e).is_some())
+pub(super) fn published(c: &ShmComm) -> bool {
+    (0..c.n).any(|j| j != c.rank && words(c, j).is_some())
 }
 
 /// The in-place start of an op for a rank whose buffer is `mine`: publishes it and
@@ -286,13 +289,12 @@ pub(super) fn begin(
     mine: Mine,
     need: impl Fn(usize) -> usize,
 ) -> Result<Option<Peers>> {
-    let next = epoch.wrapping_add(1);
-    publish_words(c, next, Some(mine.region.id), mine.off);
+    publish_words(c, c.barriers.load(SeqCst) + 1, mine.region.id, mine.off);
     c.sync(epoch, cx, true)?;
     let want = mine.region.id + 1;
     let mut ptrs = Vec::with_capacity(c.n);
     for j in 0..c.n {
-        match words(c, j, *epoch) {
+        match words(c, j) {
             Some((id, off)) if id == want => {
                 if off.checked_add(need(j)).is_none_or(|end| end > mine.region.bytes) {
                     return Err(Error::Mismatch {
@@ -417,7 +419,9 @@ pub(super) fn all_reduce(
     // starts with its own contribution; any other rank's, for an op that commutes, with
     // its own, then the fold of the ranks before it (rank 0's buffer alone for rank 1),
     // then those after it. Otherwise the fold goes to a scratch piece, then home.
-    let mut scratch = vec![0u8; if me == 0 || (commutes && me == 1) { 0 } else { piece }];
+    // u128 words: the reduction kernels need the element type's alignment (up to 16).
+    let mut words = vec![0u128; if me == 0 || (commutes && me == 1) { 0 } else { piece.div_ceil(16) }];
+    let scratch = bytemuck::cast_slice_mut::<u128, u8>(&mut words);
     let mut s = ps;
     while s < pe {
         let e = pe.min(s + piece);
