@@ -188,6 +188,17 @@ fn find(c: &ShmComm, eligible: bool, buf: &[u8]) -> Option<shared::Mine> {
     }
 }
 
+/// [`in_place_start`] in an op: returns from the op with the in-place path's result
+/// when it ran; otherwise evaluates to whether the usual path must watch.
+macro_rules! in_place_or {
+    ($($arg:expr),+ $(,)?) => {
+        match in_place_start($($arg),+)? {
+            Start::Done(r) => return r,
+            Start::Usual { watch } => watch,
+        }
+    };
+}
+
 /// Whether a rank whose buffer is not allocated must watch for peers' at its first
 /// barrier, or the in-place path ran: what [`in_place_start`] found.
 enum Start {
@@ -245,18 +256,8 @@ pub(super) fn reduce(
     let flat = b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY);
     let eligible = root.is_none() && !ring && !flat && b >= shared::ALL_REDUCE_MIN;
     let mine = find(c, eligible, buf);
-    let watch = match in_place_start(
-        c,
-        epoch,
-        cx,
-        eligible,
-        mine,
-        |_| b,
-        |e, p| shared::all_reduce(c, e, cx, buf, dtype, op, p),
-    )? {
-        Start::Done(r) => return r,
-        Start::Usual { watch } => watch,
-    };
+    let watch =
+        in_place_or!(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::all_reduce(c, e, cx, buf, dtype, op, p));
     if !reduce_locked(c, epoch, cx, true, watch, buf, dtype, op, root)? {
         reduce_locked(c, epoch, cx, true, false, buf, dtype, op, root)?;
     }
@@ -474,11 +475,7 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
         (cma::min_block(c, cma::Kind::Broadcast)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)?;
     let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.oversubscribed);
     let mine = find(c, eligible, buf);
-    let watch =
-        match in_place_start(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::broadcast(c, e, cx, buf, root, p))? {
-            Start::Done(r) => return r,
-            Start::Usual { watch } => watch,
-        };
+    let watch = in_place_or!(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::broadcast(c, e, cx, buf, root, p));
     let usual = |epoch: &mut u32, watch: bool| {
         if single {
             return broadcast_cma(c, epoch, cx, buf, root, watch);
@@ -514,18 +511,14 @@ pub(super) fn gather_v(
     let largest = counts.iter().copied().max().unwrap_or(0);
     let single = largest >= cma::min_block(c, cma::Kind::Gather) && cma::usable(c, epoch, cx)?;
     let eligible = largest >= shared::MIN;
-    let watch = match in_place_start(
+    let watch = in_place_or!(c, epoch, cx, eligible, find(c, eligible, send), |j| counts[j], |e, p| shared::gather(
         c,
-        epoch,
+        e,
         cx,
-        eligible,
-        find(c, eligible, send),
-        |j| counts[j],
-        |e, p| shared::gather(c, e, cx, recv.as_deref_mut(), (counts, &displs), p),
-    )? {
-        Start::Done(r) => return r,
-        Start::Usual { watch } => watch,
-    };
+        recv.as_deref_mut(),
+        (counts, &displs),
+        p
+    ),);
     if single {
         if !gather_cma(c, epoch, cx, send, recv.as_deref_mut(), counts, &displs, watch)? {
             gather_cma(c, epoch, cx, send, recv, counts, &displs, false)?;
@@ -619,18 +612,10 @@ pub(super) fn reduce_scatter(
     let epoch = &mut *epoch;
     let largest = counts.iter().copied().max().unwrap_or(0);
     let eligible = send.len() >= shared::MIN && largest >= shared::MIN_BLOCK;
-    let watch = match in_place_start(
-        c,
-        epoch,
-        cx,
-        eligible,
-        find(c, eligible, send),
-        |_| send.len(),
-        |e, p| shared::reduce_scatter(c, e, cx, recv, displs[me], dtype, op, p),
-    )? {
-        Start::Done(r) => return r,
-        Start::Usual { watch } => watch,
-    };
+    let watch =
+        in_place_or!(c, epoch, cx, eligible, find(c, eligible, send), |_| send.len(), |e, p| shared::reduce_scatter(
+            c, e, cx, recv, displs[me], dtype, op, p
+        ),);
     let reg = region_of(c, unit(dtype, op));
     let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
     let usual = |epoch: &mut u32, watch: bool| {
@@ -679,18 +664,10 @@ pub(super) fn all_to_all_v(
         let m = scounts[0];
         let single = m >= cma::min_block(c, cma::Kind::AllToAll) && cma::usable(c, epoch, cx)?;
         let eligible = send.len() >= shared::MIN && m >= shared::MIN_BLOCK;
-        let watch = match in_place_start(
-            c,
-            epoch,
-            cx,
-            eligible,
-            find(c, eligible, send),
-            |_| send.len(),
-            |e, p| shared::all_to_all(c, e, cx, recv, m, p),
-        )? {
-            Start::Done(r) => return r,
-            Start::Usual { watch } => watch,
-        };
+        let watch =
+            in_place_or!(c, epoch, cx, eligible, find(c, eligible, send), |_| send.len(), |e, p| shared::all_to_all(
+                c, e, cx, recv, m, p
+            ),);
         let usual = |epoch: &mut u32, watch: bool| {
             if single {
                 return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd, watch);
