@@ -251,10 +251,9 @@ pub(super) fn reduce(
     let epoch = &mut *epoch;
     let b = buf.len();
     // The in-place all-reduce stands in for the pipelined path only (not the flat one
-    // for small buffers, nor the ring).
-    let ring = c.cfg.algo.ring && !matches!(op, ReduceOp::User(_));
-    let flat = b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY);
-    let eligible = root.is_none() && !ring && !flat && b >= shared::ALL_REDUCE_MIN;
+    // for small buffers, nor the ring): `reduce_locked` chooses by the same two tests,
+    // and the ranks that do not publish watch only on that path.
+    let eligible = root.is_none() && !rings(c, op) && !flat(c, b) && b >= shared::ALL_REDUCE_MIN;
     let mine = find(c, eligible, buf);
     let watch =
         in_place_or!(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::all_reduce(c, e, cx, buf, dtype, op, p));
@@ -262,6 +261,17 @@ pub(super) fn reduce(
         reduce_locked(c, epoch, cx, true, false, buf, dtype, op, root)?;
     }
     Ok(())
+}
+
+/// Whether an all-reduce with `op` takes the ring (`DIST_ALGO=ring`): the ring combines
+/// in ring order, and a user reduction is promised rank order.
+fn rings(c: &ShmComm, op: ReduceOp) -> bool {
+    c.cfg.algo.ring && !matches!(op, ReduceOp::User(_))
+}
+
+/// Whether a reduction of `b` bytes takes the one-barrier flat path.
+fn flat(c: &ShmComm, b: usize) -> bool {
+    b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY)
 }
 
 /// Reduce or all-reduce with this rank's collective state held; `fp`: the op's first
@@ -279,14 +289,13 @@ fn reduce_locked(
     root: Option<usize>,
 ) -> Result<bool> {
     let (n, me, b) = (c.n, c.rank, buf.len());
-    // The ring combines in ring order; a user reduction is promised rank order.
-    if root.is_none() && c.cfg.algo.ring && !matches!(op, ReduceOp::User(_)) {
+    if root.is_none() && rings(c, op) {
         return all_reduce_ring(c, epoch, cx, fp, buf, dtype, op).map(|_| true);
     }
     let gets_result = |r: usize| root.is_none_or(|x| x == r);
     // At or below `flat_max` (16 KiB unless DIST_ALGO says otherwise), the one-barrier
     // flat path: every rank publishes its whole buffer and reduces all of them itself.
-    if b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY) {
+    if flat(c, b) {
         let (w, _) = parities(*epoch);
         // The slot holds the op's key folded to a word, then the data: the check rides
         // in the cache line peers fetch for the data anyway, instead of a record each
