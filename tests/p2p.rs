@@ -363,7 +363,9 @@ fn single_copy_cases(world: &Comm<World>) {
     const X: Tag<f64> = Tag::new(44);
     const Y: Tag<f64> = Tag::new(45);
     let me = world.rank();
-    let lens = [1000, 1024, 4097, 32 << 10, 40_000, 300_000, 1 << 20];
+    // Around the single-copy threshold (8 KiB), the two-halves threshold (64 KiB: 8192
+    // f64), odd sizes, and past the ring and the 4 MiB where sends used to stream.
+    let lens = [1000, 1024, 4097, 8191, 8192, 8193, 32 << 10, 40_000, 300_000, 1 << 20, 393_217, 2_500_001];
     for (k, &len) in lens.iter().enumerate() {
         let salt = 50 + k as u64;
         if me == 0 {
@@ -414,8 +416,14 @@ fn single_copy_sends_land_where_their_receives_say(world: Comm<World>) {
 
 /// Makes every later `process_vm_readv` of this process fail with EPERM (all threads).
 fn forbid_single_copy_reads() {
-    // classic BPF: load the syscall number; if process_vm_readv, return ERRNO(EPERM)
-    let nr = libc::SYS_process_vm_readv as u32;
+    forbid(libc::SYS_process_vm_readv);
+}
+
+/// Makes every later call of system call `nr` in this process fail with EPERM (all
+/// threads), and checks that `process_vm_readv` does when it is the one forbidden.
+fn forbid(nr: libc::c_long) {
+    // classic BPF: load the syscall number; if it is `nr`, return ERRNO(EPERM)
+    let nr = nr as u32;
     let filter = [
         libc::sock_filter { code: 0x20, jt: 0, jf: 0, k: 0 }, // BPF_LD | BPF_W | BPF_ABS, seccomp_data.nr
         libc::sock_filter { code: 0x15, jt: 0, jf: 1, k: nr }, // BPF_JMP | BPF_JEQ | BPF_K
@@ -428,6 +436,9 @@ fn forbid_single_copy_reads() {
         assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0, "PR_SET_NO_NEW_PRIVS");
         let r = libc::syscall(libc::SYS_seccomp, 1 /* SET_MODE_FILTER */, 1 /* FLAG_TSYNC */, &prog);
         assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
+    }
+    if nr != libc::SYS_process_vm_readv as u32 {
+        return;
     }
     let mut b = [0u8; 8];
     let (l, r) = (
@@ -447,6 +458,28 @@ fn a_receiver_that_cannot_read_its_senders_memory_still_gets_every_message(world
     if world.rank() == 1 {
         forbid_single_copy_reads();
     }
+    world.barrier().unwrap();
+    single_copy_cases(&world);
+}
+
+/// A sender helps its receiver copy a large message by writing half of it into the
+/// receiver's buffer (`process_vm_writev`); where that is forbidden, the receiver reads
+/// the whole message itself, and every message still arrives whole.
+#[dist_runtime::test(ranks = [2])]
+fn a_sender_that_cannot_write_into_its_receiver_still_delivers_every_message(world: Comm<World>) {
+    if world.backend() != "shm" {
+        return; // the shm backend's single-copy path
+    }
+    forbid(libc::SYS_process_vm_writev);
+    let mut b = [0u8; 8];
+    let src = [7u8; 8];
+    let (l, r) = (
+        libc::iovec { iov_base: src.as_ptr().cast_mut().cast(), iov_len: 8 },
+        libc::iovec { iov_base: b.as_mut_ptr().cast(), iov_len: 8 },
+    );
+    // SAFETY: writing our own buffer; the filter makes it fail.
+    let n = unsafe { libc::process_vm_writev(libc::getpid(), &l, 1, &r, 1, 0) };
+    assert_eq!((n, std::io::Error::last_os_error().raw_os_error()), (-1, Some(libc::EPERM)));
     world.barrier().unwrap();
     single_copy_cases(&world);
 }

@@ -76,6 +76,13 @@ pub(super) fn install(seg: Arc<Segment>, me: usize) {
     *BOARD.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(Board { seg, me, write: Mutex::new(()) }));
 }
 
+impl Board {
+    /// The world's segment, where this board lives.
+    pub(super) fn segment(&self) -> Arc<Segment> {
+        self.seg.clone()
+    }
+}
+
 pub(super) fn current() -> Option<Arc<Board>> {
     BOARD.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }

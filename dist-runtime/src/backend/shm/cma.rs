@@ -99,6 +99,28 @@ pub(super) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes `src` at `addr` in process `pid` (the other direction of [`read`]: a sender
+/// helping its receiver copy a message, `p2p.rs`).
+pub(super) fn write(pid: u32, addr: u64, src: &[u8]) -> std::io::Result<()> {
+    let mut done = 0usize;
+    while done < src.len() {
+        let local = libc::iovec { iov_base: src[done..].as_ptr() as *mut libc::c_void, iov_len: src.len() - done };
+        let remote = libc::iovec { iov_base: (addr as usize + done) as *mut libc::c_void, iov_len: src.len() - done };
+        // SAFETY: `local` is our own readable slice (the kernel only reads it); the
+        // kernel checks `remote` against the peer's mappings and fails (EFAULT) rather
+        // than touching anything else.
+        let n = unsafe { libc::process_vm_writev(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "process_vm_writev wrote nothing"));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
 /// This rank's own verdict: can it read every peer's probe word?
 fn probe_local(c: &ShmComm) -> bool {
     (0..c.n).filter(|&r| r != c.rank).all(|r| {

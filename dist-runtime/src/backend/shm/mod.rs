@@ -53,6 +53,9 @@ pub(crate) struct ShmComm {
     /// Rank 0's `cfg.oversubscribed`, the same on every member (`segment::OVERSUBSCRIBED`):
     /// what path choices that depend on it read.
     oversubscribed: bool,
+    /// The world's segment, whose `segment::AWAKE` word counts this host's ranks awake
+    /// (`sync::wait_on`); `None` where the world is not on shared memory.
+    world_seg: Option<Arc<Segment>>,
     store: Option<Arc<Store>>,
     /// Collective state: the last epoch this rank arrived at.
     coll: Mutex<u32>,
@@ -119,9 +122,14 @@ impl ShmComm {
         seg.u64_at(ctl + segment::CMA_ADDR).store(cma::probe_addr(), SeqCst);
         seg.u32_at(ctl + segment::STATE).store(segment::ALIVE, SeqCst);
         let seg = Arc::new(seg);
-        if id == WORLD_ID {
+        let world_seg = if id == WORLD_ID {
             board::install(seg.clone(), rank);
-        }
+            // This rank is awake until it sleeps in a wait or finishes.
+            seg.u32_at(segment::AWAKE).fetch_add(1, SeqCst);
+            Some(seg.clone())
+        } else {
+            board::current().map(|b| b.segment())
+        };
         let weak = Arc::downgrade(&seg);
         crate::verify::failure::register(Box::new(move |reason| match weak.upgrade() {
             Some(seg) => {
@@ -142,6 +150,7 @@ impl ShmComm {
             timeout_us: AtomicU64::new(cfg.timeout.as_micros().min(u64::MAX as u128) as u64),
             cfg,
             oversubscribed,
+            world_seg,
             store,
             coll: Mutex::new(0),
             cma: std::sync::atomic::AtomicU8::new(0),
@@ -165,9 +174,14 @@ impl ShmComm {
     }
 
     /// How this communicator's waiters wait before they sleep.
-    pub(crate) fn pace(&self) -> sync::Pace {
-        let spins = if crate::backend::background() { 0 } else { self.cfg.spins };
-        sync::Pace { spins, yield_budget: self.cfg.yield_budget }
+    pub(crate) fn pace(&self) -> sync::Pace<'_> {
+        let background = crate::backend::background();
+        let spins = if background { 0 } else { self.cfg.spins };
+        let awake = match &self.world_seg {
+            Some(w) if self.cfg.adaptive_spin && !background => Some((w.u32_at(segment::AWAKE), self.cfg.cores)),
+            _ => None,
+        };
+        sync::Pace { spins, yield_budget: self.cfg.yield_budget, awake }
     }
     /// Pointer to rank r's staging slot of `parity`.
     fn slot(&self, r: usize, parity: u32) -> *mut u8 {
@@ -322,6 +336,9 @@ impl Backend for ShmComm {
         let ctl = self.ctl(self.rank);
         if self.seg.u32_at(ctl + segment::STATE).load(SeqCst) == segment::ALIVE {
             self.seg.u32_at(ctl + segment::STATE).store(segment::FINISHED, SeqCst);
+            if self.id == WORLD_ID {
+                self.seg.u32_at(segment::AWAKE).fetch_sub(1, SeqCst);
+            }
         }
         // Flush sends still buffered here so peers get every byte we promised them.
         let _ = p2p::flush(self);

@@ -31,8 +31,13 @@ pub(crate) const ARRIVALS: usize = 64;
 pub(crate) const OVERSUBSCRIBED: usize = 16;
 pub(crate) const GEN: usize = 128;
 pub(crate) const GEN_SLEEPERS: usize = 132;
+/// Header word of the world's segment: how many of the job's ranks on this host are
+/// awake (not asleep in a futex wait of dist's, and not finished). A waiter on a host
+/// with more ranks than cores spins, instead of yielding at once, while this is at most
+/// the core count (`sync::wait_on`). On a cache line of its own.
+pub(crate) const AWAKE: usize = 192;
 pub(crate) const CTL: usize = 1536;
-pub(crate) const RING_CTL: usize = 256;
+pub(crate) const RING_CTL: usize = 320;
 
 // ctl[r] field offsets
 pub(crate) const EPOCH: usize = 0;

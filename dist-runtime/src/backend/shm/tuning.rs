@@ -23,6 +23,13 @@ pub(crate) struct Config {
     pub spins: u32,
     /// More local ranks than cores.
     pub oversubscribed: bool,
+    /// The cores this process may run on; with `oversubscribed` and no `DIST_SPIN`,
+    /// waiters spin while no more ranks than this are awake (`sync::wait_on`), and
+    /// yield or sleep otherwise.
+    pub cores: usize,
+    /// Whether the spin policy follows the ranks awake (above): oversubscribed and
+    /// `DIST_SPIN` unset.
+    pub adaptive_spin: bool,
     /// Algorithm choices (`DIST_ALGO`, `DIST_CMA`, `DIST_CMA_MIN`).
     pub algo: Algo,
     /// Staging slot size in bytes (`DIST_SLOT_KIB`).
@@ -154,6 +161,8 @@ impl Config {
             rendezvous: env.debug != DebugLevel::Off,
             spins,
             oversubscribed: env.local_world_size > cores,
+            cores,
+            adaptive_spin: knobs.spin.is_none() && env.local_world_size > cores,
             algo,
             // 16 KiB to 64 MiB, whole pages; 128 KiB to 4 MiB measured no better than
             // the default (docs/performance.md).
