@@ -21,14 +21,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 const MAGIC: u64 = 0x6469_7374_5f73_686d; // "dist_shm"
 const HEADER: usize = 4096;
-/// Header words of the central barrier: every arrival adds one to `ARRIVALS`; the rank
-/// that completes epoch e (the n·e-th arrival) stores e in `GEN` and wakes its sleepers.
-pub(crate) const ARRIVALS: usize = 64;
 /// Header word: whether rank 0's host has fewer cores than the job has local ranks (its
 /// `Config::oversubscribed`), written before anyone joins: the one answer every member
 /// uses to choose paths (ranks with different CPU affinities or quotas would otherwise
 /// count cores differently and take different paths through one op).
 pub(crate) const OVERSUBSCRIBED: usize = 16;
+/// Header word every barrier's waiters sleep on: an arrival that finds every member
+/// there (each rank's own `EPOCH` word, `epoch.rs`) bumps it and wakes them.
 pub(crate) const GEN: usize = 128;
 pub(crate) const GEN_SLEEPERS: usize = 132;
 /// Header word of the world's segment: how many of the job's ranks on this host are
