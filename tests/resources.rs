@@ -43,3 +43,41 @@ fn a_launch_does_not_print_its_token() {
     assert!(!shown.contains("s3cr3t") && !shown.contains("0th3r"), "{shown}");
     assert!(shown.contains("DIST_JOB_TOKEN"), "{shown}");
 }
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity only writes it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+/// Where a host's ranks outnumber its cores, each rank is bound to one CPU, round robin,
+/// so the ranks spread evenly (left to the kernel, 8 ranks on 2 cores landed 4/4, 5/3 or
+/// 6/2 from launch to launch); where they fit, nothing is bound.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn ranks_that_outnumber_the_cores_are_bound_one_per_cpu(world: Comm<World>) {
+    if std::env::var_os("DIST_PIN").is_some() || world.backend() != "shm" {
+        return; // the default is what is tested (mpirun binds by its own rules)
+    }
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let mine = allowed_cpus();
+    let n = world.size();
+    let me = [if mine.len() == 1 { mine[0] as u64 } else { u64::MAX }];
+    let mut all = vec![0u64; n];
+    world.all_gather(&me, &mut all).unwrap();
+    if n > online {
+        assert!(all.iter().all(|&c| c != u64::MAX), "every rank bound to one CPU: {all:?}");
+        let mut per = std::collections::HashMap::new();
+        for &c in &all {
+            *per.entry(c).or_insert(0usize) += 1;
+        }
+        let (lo, hi) = (per.values().min().unwrap(), per.values().max().unwrap());
+        assert!(per.len() == online.min(n) && hi - lo <= 1, "ranks per CPU as even as can be: {per:?}");
+    } else if online > 1 {
+        assert!(mine.len() > 1, "rank {} was bound to {mine:?} though its job fits the cores", world.rank());
+    }
+}

@@ -180,8 +180,9 @@ pub struct Tuning {
     pub slot_kib: Option<usize>,
     /// `DIST_YIELD_US`: how long a waiter yields before it sleeps (default 500 µs).
     pub yield_us: Option<u64>,
-    /// `DIST_PIN=1`: bind local rank r to the r-th allowed CPU.
-    pub pin: bool,
+    /// `DIST_PIN`: `1` binds local rank r to one allowed CPU (round robin), `0` never;
+    /// unset, ranks are bound only where they outnumber the cores (`init.rs`).
+    pub pin: Option<bool>,
     /// `DIST_STASH_MIB`: how many MiB of messages that no receive has claimed yet a rank
     /// keeps per communicator before its senders wait (default 256).
     pub stash_mib: Option<usize>,
@@ -387,8 +388,9 @@ impl Env {
                 stash_mib: mib("DIST_STASH_MIB")?,
                 isend_mib: mib("DIST_ISEND_MIB")?,
                 pin: match get("DIST_PIN").as_deref() {
-                    None | Some("0") => false,
-                    Some("1") => true,
+                    None | Some("") => None,
+                    Some("0") => Some(false),
+                    Some("1") => Some(true),
                     Some(v) => return Err(Error::Env(format!("DIST_PIN={v:?} is not 0 or 1"))),
                 },
             },

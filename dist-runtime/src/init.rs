@@ -166,8 +166,8 @@ fn join_any(env: Env) -> Result<Comm<World>> {
         },
     };
     let cfg = Arc::new(Config::from_env(&env)?);
-    if env.tuning.pin {
-        pin_to_core(env.local_rank);
+    if env.tuning.pin.unwrap_or(cfg.oversubscribed) {
+        pin_to_core(env.local_rank, &env.job_id);
     }
     let (store, keep): (Option<Arc<Store>>, Option<Box<dyn std::any::Any + Send + Sync>>) = if env.world_size > 1 {
         let port = env.master_port.expect("validated by Env");
@@ -422,21 +422,44 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
     ))
 }
 
-/// `DIST_PIN=1`: binds local rank r to the r-th CPU this process may run on (mod their
-/// count), as `mpirun --bind-to core` does. Off by default (docs/performance.md).
-fn pin_to_core(local_rank: usize) {
+/// Binds local rank r to one CPU this process may run on, round robin from an offset
+/// that depends on the job (so two jobs with an odd number of ranks on one host do not
+/// both crowd the same CPU), as `mpirun --bind-to core` does. By default only where a
+/// host's ranks outnumber its cores (`DIST_PIN=1` always, `DIST_PIN=0` never): left to
+/// the kernel, 8 ranks on 2 cores land 4/4, 5/3 or 6/2 from launch to launch, and every
+/// small collective waits for the crowded core (8 B all_reduce 4.5, 7.5 or 11 µs; bound,
+/// 4.4–5.0 in every launch; docs/performance.md). Threads a rank starts later inherit
+/// the binding.
+fn pin_to_core(local_rank: usize, job: &str) {
+    if let Some(i) = bind(local_rank, job) {
+        PINNED.store(i, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The CPU this process bound itself to (`usize::MAX`: none).
+static PINNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// The CPU this process is bound to (`pin_to_core`).
+pub(crate) fn pinned_cpu() -> Option<usize> {
+    Some(PINNED.load(std::sync::atomic::Ordering::Relaxed)).filter(|&i| i != usize::MAX)
+}
+
+/// Binds this process's thread to the CPU for `local_rank`, which it returns.
+fn bind(local_rank: usize, job: &str) -> Option<usize> {
     // SAFETY: a zeroed cpu_set_t is valid; the calls only read/write it and our affinity.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return;
+            return None;
         }
         let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
         if cpus.is_empty() {
-            return;
+            return None;
         }
+        let offset = job.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+        let cpu = cpus[local_rank.wrapping_add(offset) % cpus.len()];
         let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpus[local_rank % cpus.len()], &mut one);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+        libc::CPU_SET(cpu, &mut one);
+        (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0).then_some(cpu)
     }
 }

@@ -53,9 +53,10 @@ pub(crate) struct ShmComm {
     /// Rank 0's `cfg.oversubscribed`, the same on every member (`segment::OVERSUBSCRIBED`):
     /// what path choices that depend on it read.
     oversubscribed: bool,
-    /// The world's segment, whose `segment::AWAKE` word counts this host's ranks awake
-    /// (`sync::wait_on`); `None` where the world is not on shared memory.
-    world_seg: Option<Arc<Segment>>,
+    /// The world's segment and the offset there of the word counting the ranks awake
+    /// that this rank's waits compete with (`awake_word`), with how many of them leave a
+    /// core to each (`sync::wait_on`); `None` where the world is not on shared memory.
+    world_seg: Option<(Arc<Segment>, usize, usize)>,
     store: Option<Arc<Store>>,
     /// Collective state: the last epoch this rank arrived at.
     coll: Mutex<u32>,
@@ -72,6 +73,17 @@ pub(crate) struct ShmComm {
     /// Per parity, the call site last written into this rank's op record: (file
     /// address, file length << 32 | line). See `records.rs`, `write_fp`.
     last_site: [(AtomicU64, AtomicU64); 2],
+}
+
+/// The world-segment word counting the ranks awake that this rank competes with for a
+/// core, and how many of them may be awake for its waits still to spin: the ranks bound
+/// to its CPU and 1 where ranks are bound (`init.rs`), else every rank of the host and
+/// its core count.
+fn awake_word(cfg: &Config) -> (usize, usize) {
+    match crate::init::pinned_cpu() {
+        Some(i) => (segment::AWAKE_CPU + 4 * (i % segment::AWAKE_CPUS), 1),
+        None => (segment::AWAKE, cfg.cores),
+    }
 }
 
 impl ShmComm {
@@ -124,11 +136,15 @@ impl ShmComm {
         let seg = Arc::new(seg);
         let world_seg = if id == WORLD_ID {
             board::install(seg.clone(), rank);
+            let (at, limit) = awake_word(&cfg);
             // This rank is awake until it sleeps in a wait or finishes.
-            seg.u32_at(segment::AWAKE).fetch_add(1, SeqCst);
-            Some(seg.clone())
+            seg.u32_at(at).fetch_add(1, SeqCst);
+            Some((seg.clone(), at, limit))
         } else {
-            board::current().map(|b| b.segment())
+            board::current().map(|b| {
+                let (at, limit) = awake_word(&cfg);
+                (b.segment(), at, limit)
+            })
         };
         let weak = Arc::downgrade(&seg);
         crate::verify::failure::register(Box::new(move |reason| match weak.upgrade() {
@@ -178,7 +194,7 @@ impl ShmComm {
         let background = crate::backend::background();
         let spins = if background { 0 } else { self.cfg.spins };
         let awake = match &self.world_seg {
-            Some(w) if self.cfg.adaptive_spin && !background => Some((w.u32_at(segment::AWAKE), self.cfg.cores)),
+            Some((w, at, limit)) if self.cfg.adaptive_spin && !background => Some((w.u32_at(*at), *limit)),
             _ => None,
         };
         sync::Pace { spins, yield_budget: self.cfg.yield_budget, awake }
@@ -337,7 +353,7 @@ impl Backend for ShmComm {
         if self.seg.u32_at(ctl + segment::STATE).load(SeqCst) == segment::ALIVE {
             self.seg.u32_at(ctl + segment::STATE).store(segment::FINISHED, SeqCst);
             if self.id == WORLD_ID {
-                self.seg.u32_at(segment::AWAKE).fetch_sub(1, SeqCst);
+                self.seg.u32_at(awake_word(&self.cfg).0).fetch_sub(1, SeqCst);
             }
         }
         // Flush sends still buffered here so peers get every byte we promised them.

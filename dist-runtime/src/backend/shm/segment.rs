@@ -35,6 +35,11 @@ pub(crate) const GEN_SLEEPERS: usize = 132;
 /// with more ranks than cores spins, instead of yielding at once, while this is at most
 /// the core count (`sync::wait_on`). On a cache line of its own.
 pub(crate) const AWAKE: usize = 192;
+/// Header words of the world's segment: where ranks are bound to CPUs (`init.rs`), the
+/// count of ranks awake per CPU (by CPU number modulo `AWAKE_CPUS`): a bound waiter
+/// spins only while it is the one rank awake on its CPU.
+pub(crate) const AWAKE_CPU: usize = 256;
+pub(crate) const AWAKE_CPUS: usize = 64;
 pub(crate) const CTL: usize = 1536;
 pub(crate) const RING_CTL: usize = 320;
 
