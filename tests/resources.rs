@@ -54,16 +54,29 @@ fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Where a host's ranks outnumber its cores, each rank is bound to one CPU, round robin,
-/// so the ranks spread evenly (left to the kernel, 8 ranks on 2 cores landed 4/4, 5/3 or
-/// 6/2 from launch to launch); where they fit, nothing is bound.
+/// How many CPUs the parent process (the launcher) may run on: `Cpus_allowed_list` in
+/// its `/proc/<pid>/status`, e.g. `0-3,8`.
+fn launcher_cpus() -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", std::os::unix::process::parent_id())).unwrap();
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim();
+    list.split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// Where a host's ranks outnumber the CPUs they may use, each rank is bound to one CPU,
+/// round robin, so the ranks spread evenly (left to the kernel, 8 ranks on 2 cores landed
+/// 4/4, 5/3 or 6/2 from launch to launch); where they fit, nothing is bound.
 #[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
 fn ranks_that_outnumber_the_cores_are_bound_one_per_cpu(world: Comm<World>) {
     if std::env::var_os("DIST_PIN").is_some() || world.backend() != "shm" {
         return; // the default is what is tested (mpirun binds by its own rules)
     }
-    // SAFETY: sysconf has no preconditions.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    // The CPUs the job was given: the launching process's, before any rank bound itself.
+    let online = launcher_cpus();
     let mine = allowed_cpus();
     let n = world.size();
     let me = [if mine.len() == 1 { mine[0] as u64 } else { u64::MAX }];

@@ -166,7 +166,10 @@ fn join_any(env: Env) -> Result<Comm<World>> {
         },
     };
     let cfg = Arc::new(Config::from_env(&env)?);
-    if env.tuning.pin.unwrap_or(cfg.oversubscribed) {
+    // By default only where the CPUs this process may use are fewer than the host's
+    // ranks (a CPU quota that makes the job oversubscribed on many allowed CPUs is left
+    // to the kernel: bound ranks alone on their CPUs would each spin through the quota).
+    if env.tuning.pin.unwrap_or(cfg.oversubscribed && allowed_cpus().len() < env.local_world_size) {
         pin_to_core(env.local_rank, &env.job_id);
     }
     let (store, keep): (Option<Arc<Store>>, Option<Box<dyn std::any::Any + Send + Sync>>) = if env.world_size > 1 {
@@ -445,17 +448,25 @@ pub(crate) fn pinned_cpu() -> Option<usize> {
 }
 
 /// Binds this process's thread to the CPU for `local_rank`, which it returns.
-fn bind(local_rank: usize, job: &str) -> Option<usize> {
-    // SAFETY: a zeroed cpu_set_t is valid; the calls only read/write it and our affinity.
+/// The CPUs this thread may run on (none if the kernel will not say).
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity only writes it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return None;
+            return Vec::new();
         }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect();
-        if cpus.is_empty() {
-            return None;
-        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+fn bind(local_rank: usize, job: &str) -> Option<usize> {
+    let cpus = allowed_cpus();
+    if cpus.is_empty() {
+        return None;
+    }
+    // SAFETY: a zeroed cpu_set_t is valid; the call only reads it and sets our affinity.
+    unsafe {
         let offset = job.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
         let cpu = cpus[local_rank.wrapping_add(offset) % cpus.len()];
         let mut one: libc::cpu_set_t = std::mem::zeroed();

@@ -684,6 +684,9 @@ fn read_pieces(ring: &Ring<'_>, seq: u32, pid: u32, addr: u64, dst: &mut [u8]) -
     }
     // The sender is inside its writes (it took its pieces before we ran out): they end
     // in microseconds, unless it died, after which nothing writes into `dst` any more.
+    // No deadline: returning while it may still write would hand the caller a buffer
+    // another process writes into (a sender stopped mid-copy holds this receive until
+    // it continues or dies).
     let mut polls = 0u32;
     let mut last_look = Instant::now();
     loop {
@@ -699,7 +702,11 @@ fn read_pieces(ring: &Ring<'_>, seq: u32, pid: u32, addr: u64, dst: &mut [u8]) -
             std::hint::spin_loop();
             continue;
         }
-        std::thread::yield_now();
+        if polls < 64 + 4096 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
         if last_look.elapsed() >= std::time::Duration::from_millis(10) {
             if !sync::pid_alive(pid) {
                 return false;
@@ -729,6 +736,7 @@ fn help(c: &ShmComm, dst: usize, seq: u32, data: &[u8]) -> bool {
         }
         let (s, e) = (i * piece, data.len().min((i + 1) * piece));
         let ok = super::cma::write(pid, addr + s as u64, &data[s..e]).is_ok();
+        sync::worked();
         done += 1;
         ring.word(HELPED).store((seq as u64) << 32 | done | if ok { 0 } else { HELP_FAILED }, Release);
         if !ok {
@@ -1052,11 +1060,21 @@ fn send_offer(
     });
     if r.is_err() {
         // Take the buffer back before the caller may reuse it: withdraw the offer, or
-        // let a read already under way finish (bounded: the reader may have died).
+        // let a read already under way finish — however long it takes (a message of
+        // any size may be on offer), unless the reader's process is gone.
         if ring.offer.compare_exchange(word(OFFERED), word(WITHDRAWN), AcqRel, Acquire).is_err() {
-            let until = Instant::now() + std::time::Duration::from_secs(1);
-            while ring.offer.load(Acquire) == word(TAKEN) && Instant::now() < until {
-                std::thread::yield_now();
+            let reader = super::cma::pid(c, dst);
+            let mut polls = 0u32;
+            while ring.offer.load(Acquire) == word(TAKEN) {
+                polls += 1;
+                if polls.is_multiple_of(1024) && !sync::pid_alive(reader) {
+                    break;
+                }
+                if polls < 4096 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
             }
         }
         p.out[dst].retain(|o| o.id != id && Some(o.id) != streamed);

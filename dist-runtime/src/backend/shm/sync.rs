@@ -81,6 +81,20 @@ pub(crate) const IDLE_SPINS: u32 = 1_000;
 /// How long a waiter sleeps before it looks at its peers' health and the deadline.
 pub(crate) const SLICE: Duration = Duration::from_millis(50);
 
+thread_local! {
+    static WORKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Says that the current poll of a wait did work of its own (copied data for a peer), so
+/// the wait's yield budget starts again (`wait_on`).
+pub(crate) fn worked() {
+    WORKED.with(|w| w.set(true));
+}
+
+fn take_worked() -> bool {
+    WORKED.with(|w| w.replace(false))
+}
+
 /// Waits until `poll` says done. `poll` is re-run after every wake-up; `check` runs
 /// every `SLICE` of sleep (peer health, deadline) and ends the wait with its error.
 /// `block` runs once, just before the first sleep (the waiter publishes what it waits
@@ -106,18 +120,19 @@ pub(crate) fn wait_on<E>(
     // Then poll with sched_yield: a runnable peer on this core gets it at once (we never
     // hold a core someone needs), and when nobody else wants the core we answer within
     // microseconds instead of paying a futex sleep and wake-up.
-    // The budget counts idle polling: a poll that itself worked for a while (a sender
-    // helping its receiver copy, p2p.rs) starts it again, or the wait would go to sleep
-    // right after that work, and the futex wake-up would pull this process onto its
-    // waker's core (measured: 64 MiB ping-pong at 2 ranks 6.4 ms → 18–24 ms).
+    // The budget counts idle polling: a poll that did work of its own (a sender
+    // helping its receiver copy, p2p.rs, says so with `worked`) starts it again, so the
+    // wait does not go to sleep right after the work while what it waits for is
+    // microseconds away. (Not wall time: a poll preempted on a crowded host would look
+    // busy, and the wait would never sleep.)
     let mut until = Instant::now() + pace.yield_budget;
+    let _ = take_worked();
     loop {
-        let before = Instant::now();
         if poll()? {
             return Ok(());
         }
         let now = Instant::now();
-        if now - before >= pace.yield_budget / 4 {
+        if take_worked() {
             until = now + pace.yield_budget;
         }
         if now >= until {
