@@ -81,40 +81,46 @@ pub(super) fn pid(c: &ShmComm, j: usize) -> u32 {
 
 /// Reads `dst.len()` bytes at `addr` in process `pid` into `dst`.
 pub(super) fn read(pid: u32, addr: u64, dst: &mut [u8]) -> std::io::Result<()> {
-    let mut done = 0usize;
-    while done < dst.len() {
-        let local = libc::iovec { iov_base: dst[done..].as_mut_ptr() as *mut libc::c_void, iov_len: dst.len() - done };
-        let remote = libc::iovec { iov_base: (addr as usize + done) as *mut libc::c_void, iov_len: dst.len() - done };
-        // SAFETY: `local` is our own writable slice; the kernel checks `remote` against
-        // the peer's mappings and fails (EFAULT) rather than touching anything else.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "process_vm_readv read nothing"));
-        }
-        done += n as usize;
-    }
-    Ok(())
+    // SAFETY: `dst` is our own writable slice, for the whole call.
+    unsafe { transfer(pid, addr, dst.as_mut_ptr(), dst.len(), false) }
 }
 
 /// Writes `src` at `addr` in process `pid` (the other direction of [`read`]: a sender
 /// helping its receiver copy a message, `p2p.rs`).
 pub(super) fn write(pid: u32, addr: u64, src: &[u8]) -> std::io::Result<()> {
+    // SAFETY: `src` is our own readable slice, and the kernel only reads it when writing.
+    unsafe { transfer(pid, addr, src.as_ptr() as *mut u8, src.len(), true) }
+}
+
+/// `process_vm_readv` (or, with `write`, `process_vm_writev`) of `len` bytes between
+/// `local` here and `addr` in process `pid`, resumed after partial transfers.
+///
+/// # Safety
+/// `local` is valid for `len` bytes of writes (of reads, with `write`).
+unsafe fn transfer(pid: u32, addr: u64, local: *mut u8, len: usize, write: bool) -> std::io::Result<()> {
     let mut done = 0usize;
-    while done < src.len() {
-        let local = libc::iovec { iov_base: src[done..].as_ptr() as *mut libc::c_void, iov_len: src.len() - done };
-        let remote = libc::iovec { iov_base: (addr as usize + done) as *mut libc::c_void, iov_len: src.len() - done };
-        // SAFETY: `local` is our own readable slice (the kernel only reads it); the
-        // kernel checks `remote` against the peer's mappings and fails (EFAULT) rather
-        // than touching anything else.
-        let n = unsafe { libc::process_vm_writev(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+    while done < len {
+        // SAFETY: within the caller's `local` range.
+        let here = libc::iovec { iov_base: unsafe { local.add(done) } as *mut libc::c_void, iov_len: len - done };
+        let there = libc::iovec { iov_base: (addr as usize + done) as *mut libc::c_void, iov_len: len - done };
+        // SAFETY: `here` is this process's memory as the caller promises; the kernel
+        // checks `there` against the peer's mappings and fails (EFAULT) rather than
+        // touching anything else.
+        let n = unsafe {
+            if write {
+                libc::process_vm_writev(pid as libc::pid_t, &here, 1, &there, 1, 0)
+            } else {
+                libc::process_vm_readv(pid as libc::pid_t, &here, 1, &there, 1, 0)
+            }
+        };
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
         if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "process_vm_writev wrote nothing"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "process_vm_readv/writev moved nothing",
+            ));
         }
         done += n as usize;
     }
