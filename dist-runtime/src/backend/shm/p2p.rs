@@ -381,6 +381,14 @@ impl P2p {
                 let total = front.base + front.data.bytes().len();
                 loop {
                     let free = ring.free();
+                    let len = front.data.bytes().len();
+                    if front.off == 0 && front.base == HDR && len <= PIECE && free >= HDR + len {
+                        // A small message whole: header and payload published at once
+                        // (one head store and one doorbell, each a fence, not two).
+                        ring.write_parts(&front.hdr, front.data.bytes());
+                        front.off = total;
+                        continue;
+                    }
                     if front.off < HDR {
                         if free < HDR - front.off {
                             break;
@@ -817,16 +825,23 @@ impl<'a> Ring<'a> {
     }
     /// Writes `src` (caller checked it fits) and publishes it.
     fn write(&self, src: &[u8]) {
-        debug_assert!(self.writer && src.len() <= self.free());
+        self.write_parts(src, &[]);
+    }
+    /// Writes `a` then `b` (caller checked both fit) and publishes them together.
+    fn write_parts(&self, a: &[u8], b: &[u8]) {
+        debug_assert!(self.writer && a.len() + b.len() <= self.free());
         let h = self.head.load(Acquire);
-        let at = (h % self.cap as u64) as usize;
-        let first = src.len().min(self.cap - at);
-        // SAFETY: bytes [head, head+len) of the ring are free: the reader has released them.
-        unsafe {
-            super::copy::copy(self.data.add(at), src.as_ptr(), first);
-            super::copy::copy(self.data, src.as_ptr().add(first), src.len() - first);
+        for (src, h) in [(a, h), (b, h + a.len() as u64)] {
+            let at = (h % self.cap as u64) as usize;
+            let first = src.len().min(self.cap - at);
+            // SAFETY: bytes [head, head+len) of the ring are free: the reader has
+            // released them.
+            unsafe {
+                super::copy::copy(self.data.add(at), src.as_ptr(), first);
+                super::copy::copy(self.data, src.as_ptr().add(first), src.len() - first);
+            }
         }
-        self.head.store(h + src.len() as u64, Release);
+        self.head.store(h + (a.len() + b.len()) as u64, Release);
         self.c.moved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.c.bell(self.dst).ring();
     }
