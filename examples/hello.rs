@@ -26,7 +26,10 @@ fn main(world: Comm<World>) -> dist_runtime::Result<()> {
         rank: world.rank(),
         pid: std::process::id(),
         host: hostname(),
-        device: format!("cpu ({} backend)", world.backend()),
+        device: match world.device_kind() {
+            Some(dev) => format!("gpu ({dev} for device buffers, {} for host buffers)", world.backend()),
+            None => format!("cpu ({} backend)", world.backend()),
+        },
     };
     let all = world.all_gather_object(&me)?;
     let mut sum = [world.rank() as u64];

@@ -258,7 +258,8 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
         if s.tsv {
             println!("impl\top\tranks\tbytes\trep\titers\tus\talgbw_GBps\tbusbw_GBps");
         } else {
-            println!("# dist-bench: {n} ranks, backend {}, dtype {}", world.backend(), T::DTYPE);
+            let dev = world.device_kind().map(|d| format!(" (device buffers on {d})")).unwrap_or_default();
+            println!("# dist-bench: {n} ranks, backend {}{dev}, dtype {}", world.backend(), T::DTYPE);
             println!(
                 "# {:>14} {:>12} {:>6} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7}",
                 "op", "size(B)", "count", "type", "root", "time(us)", "algbw", "busbw", "#wrong"

@@ -96,6 +96,11 @@ pub struct RunArgs {
     /// placing each rank on a device (NCCL backend; default: $DIST_RANK_TABLE).
     #[arg(long)]
     pub rank_table: Option<PathBuf>,
+    /// Let ranks share GPUs (NCCL backend; `DIST_SHARE_GPU=1`): local ranks take the
+    /// visible devices round robin and NCCL talks over loopback sockets. For testing
+    /// multi-rank device code on one GPU: correct, not fast
+    #[arg(long)]
+    pub share_gpu: bool,
     /// Arguments passed to every rank.
     #[arg(last = true)]
     pub args: Vec<String>,
@@ -344,8 +349,12 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
     if gpus.is_some() && table.is_some() {
         return Err("DIST_GPUS and DIST_RANK_TABLE are both set: give one placement".into());
     }
+    let share = a.share_gpu || flag_or_env(None, "DIST_SHARE_GPU").as_deref() == Some("1");
+    if a.share_gpu {
+        launch = launch.env("DIST_SHARE_GPU", "1");
+    }
     if let Some(g) = &gpus {
-        let list = dist_runtime::placement::parse_gpus(g).map_err(|e| e.to_string())?;
+        let list = dist_runtime::placement::parse_gpus(g, share).map_err(|e| e.to_string())?;
         if list.len() < a.n {
             return Err(format!("--gpus {g} lists {} device(s) for {} ranks: give one per rank", list.len(), a.n));
         }

@@ -113,6 +113,10 @@ pub struct Env {
     pub gpus: Option<String>,
     /// `DIST_RANK_TABLE=FILE`: a rank table mapping ranks to devices (NCCL backend).
     pub rank_table: Option<std::path::PathBuf>,
+    /// `DIST_SHARE_GPU=1` (NCCL backend): ranks may share a GPU, for testing multi-rank
+    /// device code on fewer GPUs than ranks. Each rank tells NCCL it is a host of its own
+    /// and NCCL moves the bytes over its socket transport on loopback: correct, slow.
+    pub share_gpu: bool,
     /// `DIST_AGREEMENT`: `auto` (default) or `exchange`.
     pub agreement: Agreement,
     /// The shared-memory backend's tuning knobs.
@@ -151,6 +155,7 @@ impl std::fmt::Debug for Env {
             .field("trace", &self.trace)
             .field("gpus", &self.gpus)
             .field("rank_table", &self.rank_table)
+            .field("share_gpu", &self.share_gpu)
             .field("agreement", &self.agreement)
             .field("tuning", &self.tuning)
             .field("host_id", &self.host_id)
@@ -199,7 +204,8 @@ impl Env {
         match (&self.rank_table, &self.gpus) {
             (Some(_), Some(_)) => Err(Error::Env("DIST_RANK_TABLE and DIST_GPUS are both set: use one".into())),
             (Some(path), None) => Ok(Placement::Table(RankTable::load(path, self.world_size)?)),
-            (None, Some(g)) => Ok(Placement::Gpus(parse_gpus(g)?)),
+            (None, Some(g)) => Ok(Placement::Gpus(parse_gpus(g, self.share_gpu)?)),
+            (None, None) if self.share_gpu => Ok(Placement::Shared),
             (None, None) => Ok(Placement::LocalRank),
         }
     }
@@ -368,6 +374,11 @@ impl Env {
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
+            share_gpu: match get("DIST_SHARE_GPU").as_deref() {
+                None | Some("0") => false,
+                Some("1") => true,
+                Some(v) => return Err(Error::Env(format!("DIST_SHARE_GPU={v:?} is not 0 or 1"))),
+            },
             agreement: match get("DIST_AGREEMENT").as_deref().map(str::to_ascii_lowercase).as_deref() {
                 None | Some("auto") => Agreement::Auto,
                 Some("exchange") => Agreement::Exchange,
@@ -456,6 +467,7 @@ mod tests {
         assert!(msg(&[("DIST_YIELD_US", "-3")]).contains("DIST_YIELD_US"));
         assert!(msg(&[("DIST_SPIN", "lots")]).contains("DIST_SPIN"));
         assert!(msg(&[("DIST_PIN", "yes")]).contains("DIST_PIN"));
+        assert!(msg(&[("DIST_SHARE_GPU", "yes")]).contains("DIST_SHARE_GPU=\"yes\" is not 0 or 1"));
         assert!(msg(&[("DIST_AGREEMENT", "gossip")]).contains("DIST_AGREEMENT"));
         assert!(msg(&[("DIST_STASH_MIB", "0")]).contains("DIST_STASH_MIB=0 is not a size in MiB"));
         assert!(msg(&[("DIST_STASH_MIB", "lots")]).contains("DIST_STASH_MIB"));

@@ -156,11 +156,11 @@ fn join_any(env: Env) -> Result<Comm<World>> {
         }
         #[cfg(feature = "nccl")]
         BackendChoice::Nccl => {
-            let count = crate::backend::nccl::probe()?;
+            let count = nccl_probe(&env, env.rank)?;
             Some(env.placement()?.device(env.rank, env.local_rank, count)?)
         }
         #[cfg(feature = "nccl")]
-        BackendChoice::Auto => match crate::backend::nccl::probe() {
+        BackendChoice::Auto => match nccl_probe(&env, env.rank) {
             Ok(count) => Some(env.placement()?.device(env.rank, env.local_rank, count)?),
             Err(_) => None,
         },
@@ -209,6 +209,14 @@ fn join_any(env: Env) -> Result<Comm<World>> {
         keep,
     );
     attach_device(world, device, &env)
+}
+
+/// Sets NCCL's variables for this rank (where unset; `backend::nccl::env_defaults`),
+/// then probes the driver, the library and the devices.
+#[cfg(feature = "nccl")]
+fn nccl_probe(env: &Env, rank: usize) -> Result<usize> {
+    crate::backend::nccl::env_defaults(&env.job_id, rank, env.share_gpu);
+    crate::backend::nccl::probe()
 }
 
 /// The world's device side: NCCL when built and every rank found a device, else the
@@ -399,7 +407,7 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
     // Device buffers over NCCL (its own transports across hosts) when built with the
     // feature and every rank sees a GPU; host buffers stay on MPI.
     #[cfg(feature = "nccl")]
-    let device = match crate::backend::nccl::probe() {
+    let device = match nccl_probe(&env, rank) {
         Ok(count) => Some(env.placement()?.device(env.rank, env.local_rank, count)?),
         Err(_) => None,
     };

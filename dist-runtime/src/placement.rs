@@ -1,6 +1,7 @@
 //! Which GPU each rank uses: `LOCAL_RANK` by default, a list (`DIST_GPUS=0,2,4,6`, from
 //! `cargo spmd run --gpus`), or a rank table file (`DIST_RANK_TABLE=FILE`, from
-//! `--rank-table`). Pure logic, so it is tested without a GPU.
+//! `--rank-table`); with `DIST_SHARE_GPU=1`, local ranks take the visible devices round
+//! robin and `DIST_GPUS` may name a device twice. Pure logic, so it is tested without a GPU.
 //!
 //! The rank table is the seed's format:
 //!
@@ -88,8 +89,9 @@ impl RankTable {
     }
 }
 
-/// Parses `DIST_GPUS` (`0,2,4,6`).
-pub fn parse_gpus(s: &str) -> Result<Vec<usize>> {
+/// Parses `DIST_GPUS` (`0,2,4,6`); a device may appear twice only where ranks may share
+/// one (`DIST_SHARE_GPU=1`).
+pub fn parse_gpus(s: &str, share: bool) -> Result<Vec<usize>> {
     let list: Vec<usize> = s
         .split(',')
         .map(str::trim)
@@ -100,8 +102,11 @@ pub fn parse_gpus(s: &str) -> Result<Vec<usize>> {
         return Err(Error::Env("DIST_GPUS: the list is empty".to_string()));
     }
     let mut seen = HashSet::new();
-    if let Some(d) = list.iter().find(|d| !seen.insert(**d)) {
-        return Err(Error::Env(format!("DIST_GPUS: device {d} appears twice in {s:?}")));
+    if let Some(d) = list.iter().find(|d| !seen.insert(**d)).filter(|_| !share) {
+        return Err(Error::Env(format!(
+            "DIST_GPUS: device {d} appears twice in {s:?} (NCCL runs one rank per GPU; \
+             DIST_SHARE_GPU=1 lets ranks share one, slowly, for tests)"
+        )));
     }
     Ok(list)
 }
@@ -111,6 +116,8 @@ pub fn parse_gpus(s: &str) -> Result<Vec<usize>> {
 pub enum Placement {
     /// `LOCAL_RANK` is the device.
     LocalRank,
+    /// `DIST_SHARE_GPU=1`: local rank r takes device r mod the visible count.
+    Shared,
     /// The i-th local rank takes `gpus[i]`.
     Gpus(Vec<usize>),
     /// Rank → device from a table.
@@ -122,6 +129,7 @@ impl Placement {
     pub fn device(&self, rank: usize, local_rank: usize, count: usize) -> Result<usize> {
         let (dev, from) = match self {
             Placement::LocalRank => (local_rank, "LOCAL_RANK".to_string()),
+            Placement::Shared => (local_rank % count.max(1), "DIST_SHARE_GPU".to_string()),
             Placement::Gpus(g) => match g.get(local_rank) {
                 Some(&d) => (d, "DIST_GPUS".to_string()),
                 None => {
@@ -140,7 +148,8 @@ impl Placement {
         if dev >= count {
             return Err(Error::Env(format!(
                 "rank {rank} is placed on device {dev} by {from}, but only {count} device(s) are visible \
-                 (check CUDA_VISIBLE_DEVICES, --gpus or the rank table)"
+                 (check CUDA_VISIBLE_DEVICES, --gpus or the rank table; DIST_SHARE_GPU=1 lets ranks share \
+                 a GPU, slowly, for tests)"
             )));
         }
         Ok(dev)
@@ -194,14 +203,19 @@ mod tests {
 
     #[test]
     fn gpu_lists_and_local_ranks() {
-        assert_eq!(parse_gpus("0, 2,4,6").unwrap(), vec![0, 2, 4, 6]);
-        assert!(parse_gpus("0,x").unwrap_err().to_string().contains("\"x\""));
-        assert!(parse_gpus("1,1").unwrap_err().to_string().contains("device 1 appears twice"));
-        assert!(parse_gpus("").is_err());
+        assert_eq!(parse_gpus("0, 2,4,6", false).unwrap(), vec![0, 2, 4, 6]);
+        assert!(parse_gpus("0,x", false).unwrap_err().to_string().contains("\"x\""));
+        let e = parse_gpus("1,1", false).unwrap_err().to_string();
+        assert!(e.contains("device 1 appears twice") && e.contains("DIST_SHARE_GPU=1"), "{e}");
+        assert_eq!(parse_gpus("1,1", true).unwrap(), vec![1, 1]);
+        assert!(parse_gpus("", false).is_err());
         let p = Placement::Gpus(vec![0, 2]);
         assert_eq!(p.device(5, 1, 4).unwrap(), 2);
         assert!(p.device(5, 2, 4).unwrap_err().to_string().contains("local rank 2 has no entry"));
         assert_eq!(Placement::LocalRank.device(3, 1, 2).unwrap(), 1);
         assert!(Placement::LocalRank.device(3, 2, 2).unwrap_err().to_string().contains("only 2 device(s)"));
+        // Shared: round robin over the visible devices, never out of range.
+        let shared: Vec<usize> = (0..5).map(|l| Placement::Shared.device(l, l, 2).unwrap()).collect();
+        assert_eq!(shared, vec![0, 1, 0, 1, 0]);
     }
 }

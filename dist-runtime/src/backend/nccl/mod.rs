@@ -13,6 +13,7 @@ pub(crate) use comm::NcclComm;
 pub use error::NcclCallError;
 pub(crate) use error::{fail, ok};
 pub(crate) use ops::{CudaRead, CudaWrite};
+pub(crate) use probe::env_defaults;
 pub use probe::probe;
 
 /// A device address, as cudarc's driver layer gives it.

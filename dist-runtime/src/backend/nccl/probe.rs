@@ -58,3 +58,54 @@ pub fn probe() -> Result<usize> {
     }
     Ok(n as usize)
 }
+
+/// NCCL's own variables that dist sets for a rank before NCCL first reads them, each
+/// only where the user has not set it.
+///
+/// - `NCCL_RUNTIME_CONNECT=0`: NCCL 2.22+ connects peers lazily, inside the first
+///   collective that needs them, and that connection blocks the host call itself while
+///   a peer never arrives: a device wait could then not end at `DIST_TIMEOUT` (measured
+///   on an H100 with NCCL 2.28: a rank whose peer never joins an all_reduce stayed in
+///   `ncclAllReduce` past 30 s with a 2 s deadline; connecting at init, where every rank
+///   is present, it returned `Error::Timeout` at 2 s). Set `NCCL_RUNTIME_CONNECT=1` to
+///   trade that bound for a faster init and less device memory for unused algorithms.
+/// - With `share` (`DIST_SHARE_GPU=1`): ranks sharing a GPU each claim a host of their
+///   own (`NCCL_HOSTID`, so NCCL's duplicate-GPU check sees one GPU per host), and talk
+///   over NCCL's socket transport on loopback (no P2P or SHM between "hosts").
+pub(crate) fn env_defaults(job: &str, rank: usize, share: bool) {
+    let mut set = vec![("NCCL_RUNTIME_CONNECT", "0".to_string())];
+    if share {
+        set.extend([
+            ("NCCL_HOSTID", format!("dist-{job}-rank{rank}")),
+            ("NCCL_P2P_DISABLE", "1".into()),
+            ("NCCL_SHM_DISABLE", "1".into()),
+            ("NCCL_NET", "Socket".into()),
+            ("NCCL_SOCKET_IFNAME", "lo".into()),
+        ]);
+    }
+    for (k, v) in set {
+        if std::env::var_os(k).is_none() {
+            // Rust's own readers of the environment take its lock; NCCL has not started
+            // (its threads start at communicator creation, after this).
+            std::env::set_var(k, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The defaults land where unset and leave the user's own values alone. (The only
+    /// test in this binary that touches NCCL's variables.)
+    #[test]
+    fn nccl_env_defaults_fill_only_what_is_unset() {
+        std::env::set_var("NCCL_SOCKET_IFNAME", "eth9");
+        std::env::remove_var("NCCL_RUNTIME_CONNECT");
+        std::env::remove_var("NCCL_HOSTID");
+        super::env_defaults("job7", 3, true);
+        let get = |k: &str| std::env::var(k).unwrap_or_default();
+        assert_eq!(get("NCCL_RUNTIME_CONNECT"), "0");
+        assert_eq!(get("NCCL_HOSTID"), "dist-job7-rank3");
+        assert_eq!(get("NCCL_SOCKET_IFNAME"), "eth9");
+        assert_eq!((get("NCCL_P2P_DISABLE"), get("NCCL_SHM_DISABLE")), ("1".into(), "1".into()));
+    }
+}
