@@ -78,3 +78,48 @@ fn placement_errors_come_before_any_device_work() {
     let missing = Env::from_lookup(|k| (k == "DIST_RANK_TABLE").then(|| "/nonexistent/table.json".into())).unwrap();
     assert!(missing.placement().unwrap_err().to_string().contains("cannot read /nonexistent/table.json"));
 }
+
+/// NCCL installed under its runtime name only (`libnccl.so.2`: Debian's libnccl2, the pip
+/// wheels), which dist's bindings cannot open: the error names the file found and the fix.
+/// Stand-ins for libcuda and libnccl are built here with `cc`, and the probe runs in a
+/// child process whose `LD_LIBRARY_PATH` holds them.
+#[cfg(feature = "nccl")]
+#[test]
+fn nccl_under_its_runtime_name_only_is_named_with_the_fix() {
+    if let Ok(path) = std::env::var("DIST_PROBE_CHILD_LIBS") {
+        // The child: stand-in libraries on LD_LIBRARY_PATH.
+        let err = dist_runtime::nccl::probe().expect_err("only libnccl.so.2 is here").to_string();
+        println!("PROBE-ERROR {err}");
+        assert!(err.contains(&format!("{path}/libnccl.so.2")), "names the file found: {err}");
+        assert!(err.contains("libnccl-dev") && err.contains("ln -sf"), "says how to fix it: {err}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dist-nccl-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("stub.c");
+    std::fs::write(
+        &src,
+        "int ncclGetVersion(int *v) { *v = 22803; return 0; }\nint cuInit(unsigned f) { return 0; }\n",
+    )
+    .unwrap();
+    for lib in ["libcuda.so", "libnccl.so.2"] {
+        let st =
+            std::process::Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(dir.join(lib)).arg(&src).status();
+        match st {
+            Ok(s) if s.success() => {}
+            _ => {
+                println!("no C compiler here: skipped");
+                return;
+            }
+        }
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "nccl_under_its_runtime_name_only_is_named_with_the_fix", "--nocapture"])
+        .env("LD_LIBRARY_PATH", &dir)
+        .env("DIST_PROBE_CHILD_LIBS", &dir)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("PROBE-ERROR"), "child:\n{text}");
+}

@@ -21,11 +21,22 @@ pub fn probe() -> Result<usize> {
         ));
     }
     if !unsafe { cudarc::nccl::sys::is_culib_present() } {
+        // cudarc opens NCCL by its development name (`libnccl.so`); the runtime package
+        // and the pip wheels ship only `libnccl.so.2`.
         return Err(Error::backend(
             "nccl",
-            "the NCCL backend needs libnccl.so.2, which could not be loaded: install NCCL (Debian/Ubuntu: \
-             libnccl2; or the nvidia-nccl-cu12 wheel) and put its directory on LD_LIBRARY_PATH, or use \
-             DIST_BACKEND=shm",
+            match runtime_nccl_path() {
+                Some(path) => format!(
+                    "NCCL is here ({path}), but only under its runtime name libnccl.so.2, and dist's bindings \
+                     (cudarc) load it as libnccl.so: install the development package (Debian/Ubuntu: libnccl-dev), \
+                     or link it: `mkdir -p ~/.local/lib/nccl && ln -sf {path} ~/.local/lib/nccl/libnccl.so` and \
+                     add ~/.local/lib/nccl to LD_LIBRARY_PATH; or use DIST_BACKEND=shm"
+                ),
+                None => "the NCCL backend needs libnccl.so, which could not be loaded: install NCCL (Debian/Ubuntu: \
+                         libnccl-dev; or the nvidia-nccl-cu12 wheel, linking its lib/libnccl.so.2 as libnccl.so) and \
+                         put its directory on LD_LIBRARY_PATH, or use DIST_BACKEND=shm"
+                    .to_string(),
+            },
         ));
     }
     // The bindings are NCCL 2.30's; dist calls ncclCommSplit (2.18) and ncclCommFinalize
@@ -57,6 +68,27 @@ pub fn probe() -> Result<usize> {
         ));
     }
     Ok(n as usize)
+}
+
+/// Where `libnccl.so.2` (NCCL's runtime name) loads from, if it does.
+fn runtime_nccl_path() -> Option<String> {
+    // SAFETY: dlopen/dlsym/dladdr with valid C strings; the handle is closed again and
+    // the path copied out before it is.
+    unsafe {
+        let h = libc::dlopen(c"libnccl.so.2".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        if h.is_null() {
+            return None;
+        }
+        let sym = libc::dlsym(h, c"ncclGetVersion".as_ptr());
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let path = if !sym.is_null() && libc::dladdr(sym, &mut info) != 0 && !info.dli_fname.is_null() {
+            std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned()
+        } else {
+            "libnccl.so.2".to_string()
+        };
+        libc::dlclose(h);
+        Some(path)
+    }
 }
 
 /// NCCL's own variables that dist sets for a rank before NCCL first reads them, each
