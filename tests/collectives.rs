@@ -360,6 +360,40 @@ fn single_copy_works_from_the_first_op() {
     }
 }
 
+/// All-reduces past 1 MiB (many pipeline chunks, parts that do not divide evenly):
+/// every dtype's sum, the float ops whose order shows (Max/Min on ±0, Avg, PreMulSum), a
+/// non-commutative user reduction in items of 2; against the serial reference, bitwise.
+#[spmd]
+fn large_all_reduces(world: Comm<World>) {
+    fn case<T: Num>(world: &Comm<World>, len: usize, ops: &[ReduceOp]) {
+        let (n, me) = (world.size(), world.rank());
+        for (k, &op) in ops.iter().enumerate() {
+            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, 90 + k as u64)).collect();
+            let mut buf = inputs[me].clone();
+            world.all_reduce(&mut buf, op).unwrap();
+            let what = format!("large all_reduce {op:?} {} len {len} n {n} rank {me}", T::DTYPE);
+            assert_reduced(&what, &buf, &reduce_ref(&inputs, op), op, n);
+        }
+    }
+    let floats = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum(0.5)];
+    case::<f32>(&world, (1 << 20) / 4 + 12_345, &floats);
+    case::<f64>(&world, (3 << 20) / 8 + 1, &floats);
+    case::<dist_runtime::bf16>(&world, (1 << 20) / 2 + 999, &[ReduceOp::Sum, ReduceOp::Avg]);
+    case::<u8>(&world, (1 << 20) + 7, &[ReduceOp::Sum, ReduceOp::BXor]);
+    case::<i64>(&world, (2 << 20) / 8 + 3, &[ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max]);
+    let (n, me) = (world.size(), world.rank());
+    let len = 2 * ((1 << 20) / 16 + 5);
+    let inputs: Vec<Vec<u64>> = (0..n).map(|q| data(q, len, 77)).collect();
+    let mut buf = inputs[me].clone();
+    world.all_reduce(&mut buf, ReduceOp::user_items("compose", 2, compose)).unwrap();
+    assert_same(&format!("large all_reduce compose n {n} rank {me}"), &buf, &fold(&inputs, compose));
+}
+
+#[test]
+fn large_all_reduces_match_the_reference() {
+    launch_each("collectives::large_all_reduces", &[1, 2, 3, 8], &[]);
+}
+
 /// And with it turned off, the copy-through path handles every size.
 #[test]
 fn copy_through_path_when_single_copy_is_off() {
