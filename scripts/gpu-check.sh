@@ -2,30 +2,44 @@
 # The checks of the NCCL backend that need a GPU: the probe, every device op against a
 # serial reference on 1, 2 and 4 ranks (ranks share the GPUs where there are fewer, over
 # NCCL's loopback sockets: DIST_SHARE_GPU=1), a mismatch and a deadline, then the bench.
-# Needs the NVIDIA driver (libcuda.so.1) and NCCL >= 2.18 (libnccl.so; e.g. Debian's
-# libnccl-dev, or the nvidia-nccl-cu12/cu13 wheel, whose lib/ this script links).
+# Needs the NVIDIA driver (libcuda.so.1) and NCCL >= 2.18 (Debian's libnccl2/-dev, or the
+# nvidia-nccl-cu12/cu13 wheel: the runner links libnccl.so.2 as libnccl.so where needed).
 #
 #   scripts/gpu-check.sh                 # build here (cargo), then run here
 #   scripts/gpu-check.sh --bundle DIR    # build here into DIR, run nothing: copy DIR to a
-#                                        # GPU machine without Rust and run DIR/run.sh there
+#                                        # GPU machine without Rust (glibc at least as new
+#                                        # as here) and run DIR/run.sh there
 #   BENCH_MAX=1G scripts/gpu-check.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
 bundle=""
-if [ "${1:-}" = "--bundle" ]; then bundle="${2:?--bundle DIR}"; fi
-dir="${bundle:-target/gpu-check}"
+case "${1:-}" in
+  "") ;;
+  --bundle) bundle="${2:?--bundle DIR}"; mkdir -p "$bundle"; bundle=$(cd "$bundle" && pwd) ;;
+  *) echo "usage: $0 [--bundle DIR]" >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/.."
+dir="${bundle:-$PWD/target/gpu-check}"
 mkdir -p "$dir"
 
 echo "== build (release, nccl feature) into $dir"
-cargo build --release -q -p dist-bench --features dist-bench/nccl
-cargo build --release -q --example hello --features dist-runtime/nccl
-test_exe=$(cargo test --release -q -p dist-tests --features nccl --test nccl --no-run --message-format=json 2>/dev/null |
+# Executables as cargo reports them (so CARGO_TARGET_DIR is honoured), diagnostics shown.
+exes() {
   python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "nccl": print(m["executable"])' | tail -1)
-cp target/release/dist-bench target/release/examples/hello "$test_exe" "$dir/"
-mv "$dir/$(basename "$test_exe")" "$dir/nccl-tests"
+    if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["target"]["name"], m["executable"])'
+}
+{
+  cargo build --release -p dist-bench --features dist-bench/nccl --message-format=json-render-diagnostics
+  cargo build --release -p dist-runtime --example hello --features dist-runtime/nccl --message-format=json-render-diagnostics
+  cargo test --release -p dist-tests --features nccl --test nccl --no-run --message-format=json-render-diagnostics
+} | exes > "$dir/.exes"
+for want in dist-bench:dist-bench hello:hello nccl:nccl-tests; do
+  exe=$(awk -v n="${want%%:*}" '$1 == n { print $2 }' "$dir/.exes" | tail -1)
+  [ -n "$exe" ] || { echo "gpu-check: cargo reported no executable for ${want%%:*}" >&2; exit 1; }
+  cp "$exe" "$dir/${want##*:}"
+done
+rm -f "$dir/.exes"
 
 cat > "$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
@@ -36,18 +50,21 @@ cd "$(dirname "$0")"
 fail=0
 step() { local t=$1; shift; echo "== $*"; timeout -k 5 "$t" "$@"; local rc=$?; [ $rc -eq 0 ] || { echo "!! failed ($rc): $*"; fail=1; }; }
 if command -v nvidia-smi >/dev/null; then nvidia-smi -L; else echo "gpu-check: no nvidia-smi (driver tools) here"; fi
-# NCCL: the system's (ldconfig) or a pip wheel's. cudarc loads `libnccl.so` (the dev
-# name), which a wheel lacks: link it in a folder of our own.
-if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so '; then
-  for d in $(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null); do
-    mkdir -p /tmp/dist-nccl-lib && ln -sf "$d/libnccl.so.2" /tmp/dist-nccl-lib/libnccl.so
-    export LD_LIBRARY_PATH="/tmp/dist-nccl-lib:$d:${LD_LIBRARY_PATH:-}"
-  done
+# dist's bindings (cudarc) open NCCL as libnccl.so, the development name; where only the
+# runtime's libnccl.so.2 is installed (Debian's libnccl2, or a pip wheel), link it here.
+if ! ldconfig -p 2>/dev/null | grep 'libnccl\.so ' >/dev/null; then
+  so2=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 / { print $NF; exit }')
+  [ -n "$so2" ] || so2=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
+  if [ -n "$so2" ] && [ -e "$so2" ]; then
+    mkdir -p nccl-lib && ln -sf "$so2" nccl-lib/libnccl.so
+    export LD_LIBRARY_PATH="$PWD/nccl-lib:$(dirname "$so2"):${LD_LIBRARY_PATH:-}"
+    echo "gpu-check: NCCL from $so2"
+  fi
 fi
 export DIST_BACKEND=nccl
 step 60 ./hello
 step 400 ./nccl-tests --ignored --nocapture --test-threads=1
-gpus=$(nvidia-smi -L 2>/dev/null | wc -l); [ "$gpus" -ge 1 ] || gpus=1
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true); [ "${gpus:-0}" -ge 1 ] || gpus=1
 if [ "$gpus" -ge 2 ]; then
   for n in 2 4 8; do [ "$n" -le "$gpus" ] && step 300 ./dist-bench -n "$n" --backend nccl --max-bytes "${BENCH_MAX:-256M}"; done
 else

@@ -321,8 +321,14 @@ pub fn device_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Duration)
         return Ok(());
     }
     let mut d = m.zeros(4)?;
+    let start = std::time::Instant::now();
     let line = line!() + 1;
-    match world.all_reduce(&mut d, ReduceOp::Sum) {
+    let got = world.all_reduce(&mut d, ReduceOp::Sum);
+    // The deadline, not the peer's leaving, must end the wait.
+    if start.elapsed() >= peer_stays {
+        return Err(format!("the wait ended after {:?}, only once the peer had left: {got:?}", start.elapsed()));
+    }
+    match got {
         Err(err @ Error::Timeout { .. }) => {
             let msg = err.to_string();
             if !(msg.contains("all_reduce") && msg.contains(&format!("device_suite.rs:{line}"))) {

@@ -60,7 +60,7 @@ fn device_ops(world: Comm<World>) -> Result<(), String> {
         return Err(format!("all_reduce_async + stream_wait: {:?}, expected {want}", m.down(&x)?));
     }
     if r == 0 {
-        println!("nccl: every device op correct on {n} GPU(s)");
+        println!("nccl: every device op correct on {n} rank(s)");
     }
     Ok(())
 }
@@ -103,7 +103,6 @@ fn nccl_mismatch_and_deadline_report_like_host_ops() {
     let r = nccl_launch("nccl::device_wait_deadline", 2, gpus)
         .env("DIST_DEBUG", "off")
         .env("DIST_TIMEOUT", "2")
-        .capture(true)
         .timeout(Duration::from_secs(120))
         .run()
         .unwrap();

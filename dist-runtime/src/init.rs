@@ -156,11 +156,11 @@ fn join_any(env: Env) -> Result<Comm<World>> {
         }
         #[cfg(feature = "nccl")]
         BackendChoice::Nccl => {
-            let count = nccl_probe(&env, env.rank)?;
+            let count = nccl_probe(&env)?;
             Some(env.placement()?.device(env.rank, env.local_rank, count)?)
         }
         #[cfg(feature = "nccl")]
-        BackendChoice::Auto => match nccl_probe(&env, env.rank) {
+        BackendChoice::Auto => match nccl_probe(&env) {
             Ok(count) => Some(env.placement()?.device(env.rank, env.local_rank, count)?),
             Err(_) => None,
         },
@@ -211,11 +211,12 @@ fn join_any(env: Env) -> Result<Comm<World>> {
     attach_device(world, device, &env)
 }
 
-/// Sets NCCL's variables for this rank (where unset; `backend::nccl::env_defaults`),
-/// then probes the driver, the library and the devices.
+/// Sets NCCL's variables for this rank (`backend::nccl::env_defaults`), then probes the
+/// driver, the library and the devices. Ranks join from a constructor before `main`, so
+/// no other thread of the process reads the environment yet.
 #[cfg(feature = "nccl")]
-fn nccl_probe(env: &Env, rank: usize) -> Result<usize> {
-    crate::backend::nccl::env_defaults(&env.job_id, rank, env.share_gpu);
+fn nccl_probe(env: &Env) -> Result<usize> {
+    crate::backend::nccl::env_defaults(env.share_gpu);
     crate::backend::nccl::probe()
 }
 
@@ -391,6 +392,17 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
     // The shared-memory knobs do not apply, but a misspelt one is still an error.
     Config::from_env(&env)?;
     let expect = env.launcher.map(|_| (env.rank, env.world_size));
+    if env.share_gpu && env.local_world_size < env.world_size {
+        return Err(Error::Env(format!(
+            "DIST_SHARE_GPU=1 lets the ranks of one host share its GPUs, but this job has {} ranks of which {} \
+             are on this host: unset it for jobs across hosts",
+            env.world_size, env.local_world_size
+        )));
+    }
+    // NCCL's variables before MPI starts: its progress threads read the environment
+    // without Rust's lock, and an MPI built with NCCL support may load NCCL itself.
+    #[cfg(feature = "nccl")]
+    crate::backend::nccl::env_defaults(env.share_gpu);
     let mpi = crate::backend::mpi::MpiComm::world(expect, env.timeout, env.local_world_size)?;
     let (rank, size) = (mpi.rank(), mpi.size());
     let mut backend: Box<dyn Backend> = Box::new(mpi);
@@ -407,7 +419,7 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
     // Device buffers over NCCL (its own transports across hosts) when built with the
     // feature and every rank sees a GPU; host buffers stay on MPI.
     #[cfg(feature = "nccl")]
-    let device = match nccl_probe(&env, rank) {
+    let device = match crate::backend::nccl::probe() {
         Ok(count) => Some(env.placement()?.device(env.rank, env.local_rank, count)?),
         Err(_) => None,
     };

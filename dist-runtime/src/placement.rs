@@ -146,10 +146,15 @@ impl Placement {
             },
         };
         if dev >= count {
+            // Sharing helps only where the local rank picks the device.
+            let share = if matches!(self, Placement::LocalRank) {
+                "; DIST_SHARE_GPU=1 lets ranks share a GPU, slowly, for tests"
+            } else {
+                ""
+            };
             return Err(Error::Env(format!(
                 "rank {rank} is placed on device {dev} by {from}, but only {count} device(s) are visible \
-                 (check CUDA_VISIBLE_DEVICES, --gpus or the rank table; DIST_SHARE_GPU=1 lets ranks share \
-                 a GPU, slowly, for tests)"
+                 (check CUDA_VISIBLE_DEVICES, --gpus or the rank table{share})"
             )));
         }
         Ok(dev)

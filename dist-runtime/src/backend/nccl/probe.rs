@@ -72,8 +72,8 @@ pub fn probe() -> Result<usize> {
 
 /// Where `libnccl.so.2` (NCCL's runtime name) loads from, if it does.
 fn runtime_nccl_path() -> Option<String> {
-    // SAFETY: dlopen/dlsym/dladdr with valid C strings; the handle is closed again and
-    // the path copied out before it is.
+    // SAFETY: dlopen/dlsym/dladdr with valid C strings; the path is copied out while the
+    // library is loaded (it stays loaded).
     unsafe {
         let h = libc::dlopen(c"libnccl.so.2".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
         if h.is_null() {
@@ -82,33 +82,43 @@ fn runtime_nccl_path() -> Option<String> {
         let sym = libc::dlsym(h, c"ncclGetVersion".as_ptr());
         let mut info: libc::Dl_info = std::mem::zeroed();
         let path = if !sym.is_null() && libc::dladdr(sym, &mut info) != 0 && !info.dli_fname.is_null() {
-            std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned()
+            let p = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+            std::fs::canonicalize(&p).map(|c| c.to_string_lossy().into_owned()).unwrap_or(p)
         } else {
             "libnccl.so.2".to_string()
         };
-        libc::dlclose(h);
+        // Not closed: unloading a real NCCL (and the CUDA runtime inside it) from a
+        // process that goes on is riskier than keeping it mapped on this error path.
         Some(path)
     }
 }
 
-/// NCCL's own variables that dist sets for a rank before NCCL first reads them, each
-/// only where the user has not set it.
+/// NCCL's own variables that dist sets for a rank before NCCL (or MPI, which may load
+/// it) first reads them, and before any thread that could read the environment
+/// concurrently has started.
 ///
-/// - `NCCL_RUNTIME_CONNECT=0`: NCCL 2.22+ connects peers lazily, inside the first
-///   collective that needs them, and that connection blocks the host call itself while
-///   a peer never arrives: a device wait could then not end at `DIST_TIMEOUT` (measured
-///   on an H100 with NCCL 2.28: a rank whose peer never joins an all_reduce stayed in
-///   `ncclAllReduce` past 30 s with a 2 s deadline; connecting at init, where every rank
-///   is present, it returned `Error::Timeout` at 2 s). Set `NCCL_RUNTIME_CONNECT=1` to
-///   trade that bound for a faster init and less device memory for unused algorithms.
-/// - With `share` (`DIST_SHARE_GPU=1`): ranks sharing a GPU each claim a host of their
-///   own (`NCCL_HOSTID`, so NCCL's duplicate-GPU check sees one GPU per host), and talk
-///   over NCCL's socket transport on loopback (no P2P or SHM between "hosts").
-pub(crate) fn env_defaults(job: &str, rank: usize, share: bool) {
+/// - `NCCL_RUNTIME_CONNECT=0`, unless set: NCCL 2.22+ connects a collective's peers
+///   lazily, inside the first collective that needs them, and that connection blocks
+///   the host call itself while a peer never arrives: a device wait could then not end
+///   at `DIST_TIMEOUT` (measured on an H100 with NCCL 2.28: a rank whose peer never
+///   joined an all_reduce stayed in `ncclAllReduce` past 30 s with a 2 s deadline;
+///   connecting at creation, where every rank is present, it returned `Error::Timeout`
+///   at 2 s). `NCCL_RUNTIME_CONNECT=1` trades that bound for a faster init and less
+///   device memory for unused algorithms. Point-to-point connections stay lazy whatever
+///   the setting (docs/reliability.md).
+/// - With `share` (`DIST_SHARE_GPU=1`, one host): ranks sharing a GPU each claim a host
+///   of their own (`NCCL_HOSTID`, always set: one value exported to every rank would
+///   make NCCL's duplicate-GPU check refuse them), and talk over NCCL's socket transport
+///   on loopback (P2P and SHM off, unless set).
+///
+/// Values set here take precedence over `~/.nccl.conf` and `NCCL_CONF_FILE`, which NCCL
+/// applies only to variables not already in the environment; a rank's child processes
+/// inherit them.
+pub(crate) fn env_defaults(share: bool) {
     let mut set = vec![("NCCL_RUNTIME_CONNECT", "0".to_string())];
     if share {
+        std::env::set_var("NCCL_HOSTID", format!("dist-share-{}", std::process::id()));
         set.extend([
-            ("NCCL_HOSTID", format!("dist-{job}-rank{rank}")),
             ("NCCL_P2P_DISABLE", "1".into()),
             ("NCCL_SHM_DISABLE", "1".into()),
             ("NCCL_NET", "Socket".into()),
@@ -117,8 +127,6 @@ pub(crate) fn env_defaults(job: &str, rank: usize, share: bool) {
     }
     for (k, v) in set {
         if std::env::var_os(k).is_none() {
-            // Rust's own readers of the environment take its lock; NCCL has not started
-            // (its threads start at communicator creation, after this).
             std::env::set_var(k, v);
         }
     }
@@ -130,14 +138,31 @@ mod tests {
     /// test in this binary that touches NCCL's variables.)
     #[test]
     fn nccl_env_defaults_fill_only_what_is_unset() {
+        let keys = [
+            "NCCL_SOCKET_IFNAME",
+            "NCCL_RUNTIME_CONNECT",
+            "NCCL_HOSTID",
+            "NCCL_P2P_DISABLE",
+            "NCCL_SHM_DISABLE",
+            "NCCL_NET",
+        ];
+        let saved: Vec<_> = keys.iter().map(|k| (k, std::env::var_os(k))).collect();
+        for k in keys {
+            std::env::remove_var(k);
+        }
         std::env::set_var("NCCL_SOCKET_IFNAME", "eth9");
-        std::env::remove_var("NCCL_RUNTIME_CONNECT");
-        std::env::remove_var("NCCL_HOSTID");
-        super::env_defaults("job7", 3, true);
+        std::env::set_var("NCCL_HOSTID", "exported-to-every-rank");
+        super::env_defaults(true);
         let get = |k: &str| std::env::var(k).unwrap_or_default();
         assert_eq!(get("NCCL_RUNTIME_CONNECT"), "0");
-        assert_eq!(get("NCCL_HOSTID"), "dist-job7-rank3");
-        assert_eq!(get("NCCL_SOCKET_IFNAME"), "eth9");
+        assert_eq!(get("NCCL_HOSTID"), format!("dist-share-{}", std::process::id()), "one per rank, always");
+        assert_eq!(get("NCCL_SOCKET_IFNAME"), "eth9", "the user's own value stays");
         assert_eq!((get("NCCL_P2P_DISABLE"), get("NCCL_SHM_DISABLE")), ("1".into(), "1".into()));
+        for (k, v) in saved {
+            match v {
+                Some(v) => std::env::set_var(k, v),
+                None => std::env::remove_var(k),
+            }
+        }
     }
 }
