@@ -62,6 +62,11 @@ struct Args {
     /// Also draw busbw against size, one line per op, into this SVG file.
     #[arg(long)]
     plot: Option<std::path::PathBuf>,
+    /// Before anything else, time each of the job's first K calls of the first op and
+    /// size one by one (each rank's slowest of the K, and rank 0's list): what a job's
+    /// first ops cost against its steady state.
+    #[arg(long, default_value_t = 0)]
+    first: usize,
 }
 
 fn parse_bytes(s: &str) -> Result<usize, String> {
@@ -106,7 +111,7 @@ fn main() -> std::process::ExitCode {
             return Err(format!("unknown dtype {dtype:?}"));
         }
         let spec = format!(
-            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
             ops.join(","),
             lo,
             hi,
@@ -117,7 +122,8 @@ fn main() -> std::process::ExitCode {
             args.budget,
             args.tsv as u8,
             sizes.join(","),
-            args.shared as u8
+            args.shared as u8,
+            args.first
         );
         let report = dist_runtime::Launch::entry("bench_rank", args.n)
             .map_err(|e| e.to_string())?
@@ -157,6 +163,8 @@ struct Spec {
     sizes: Vec<usize>,
     /// `--shared`: buffers from `Comm::alloc`.
     shared: bool,
+    /// `--first`: calls of the first case timed one by one.
+    first: usize,
 }
 
 fn spec() -> Spec {
@@ -174,6 +182,7 @@ fn spec() -> Spec {
         tsv: f[8] == "1",
         sizes: f[9].split(',').filter(|x| !x.is_empty()).map(|x| x.parse().unwrap()).collect(),
         shared: f[10] == "1",
+        first: f[11].parse().unwrap(),
     }
 }
 
@@ -267,6 +276,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
         }
     }
     let mut points: Vec<(String, usize, f64)> = Vec::new();
+    let mut first = s.first;
     for op in &s.ops {
         if op == "pingpong" && n < 2 {
             continue;
@@ -285,6 +295,27 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
                 case.share(world)?;
             }
             case.place_on_device(world)?;
+            if first > 0 {
+                let mut us = Vec::with_capacity(first);
+                for _ in 0..std::mem::take(&mut first) {
+                    let t = Instant::now();
+                    case.run(world)?;
+                    case.sync()?;
+                    us.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                let mut worst = vec![0f64; n];
+                world.all_gather(&[us.iter().copied().fold(0.0, f64::max)], &mut worst)?;
+                if me == 0 {
+                    let list: Vec<String> = us.iter().map(|u| format!("{u:.1}")).collect();
+                    let worst: Vec<String> = worst.iter().map(|u| format!("{u:.1}")).collect();
+                    println!(
+                        "# first {} calls of {op} {bytes} B, one by one, µs, rank 0: {}",
+                        us.len(),
+                        list.join(" ")
+                    );
+                    println!("# the slowest of them on each rank, µs: {}", worst.join(" "));
+                }
+            }
             // untimed warm-up, then decide the iteration count on rank 0 and share it
             let t = Instant::now();
             for _ in 0..s.warmup.max(1) {

@@ -460,10 +460,12 @@ impl MpiComm {
         let start = Instant::now();
         let mut nap = Duration::from_micros(2);
         let mut watch = health::Watch::new();
+        let mut polls = 0u32;
         loop {
             if done()? {
                 return Ok(());
             }
+            polls = polls.wrapping_add(1);
             p2p::serve_posted(self, site)?;
             let t = start.elapsed();
             if t >= health::FIRST {
@@ -482,7 +484,11 @@ impl MpiComm {
                     site,
                 });
             }
-            if t < Duration::from_micros(50) && self.spin && !crate::backend::background() {
+            // Spinning yields every 32 polls (a few µs), as shm's waits do: ranks the
+            // scheduler put on one CPU would otherwise each spin out the 50 µs while the
+            // peer they wait for cannot run.
+            if t < Duration::from_micros(50) && self.spin && !crate::backend::background() && !polls.is_multiple_of(32)
+            {
                 std::hint::spin_loop();
             } else if t < Duration::from_millis(2) {
                 std::thread::yield_now();

@@ -129,6 +129,7 @@ impl ShmComm {
             seg
         };
         let oversubscribed = seg.u32_at(segment::OVERSUBSCRIBED).load(SeqCst) != 0;
+        seg.prefault(rank);
         let ctl = seg.layout.ctl(rank);
         seg.u32_at(ctl + segment::PID).store(std::process::id(), SeqCst);
         seg.u64_at(ctl + segment::CMA_ADDR).store(cma::probe_addr(), SeqCst);

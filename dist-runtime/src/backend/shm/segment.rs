@@ -205,6 +205,48 @@ impl Segment {
         Ok(Segment { ptr: ptr as *mut u8, layout, fd: keep })
     }
 
+    /// Faults in, at join, the pages a job's first ops would otherwise fault one by one
+    /// (measured: a first 1 MiB all_reduce at 2 ranks took 0.7-2.4 ms against 0.17 ms
+    /// steady, a first 8 B one at 8 ranks 17 µs against 5): this rank's own two slots and
+    /// its outgoing rings, which only it writes, allocated by writing (each page's first
+    /// word gets `fetch_add(0)`, so nothing a peer already stored changes), and, where
+    /// the slots of all ranks come to at most 64 MiB, its mappings of the peers' slots by
+    /// reading. `MADV_POPULATE_WRITE`/`READ` (Linux 5.14) do it in one call each; older
+    /// kernels get the per-page touch.
+    pub(crate) fn prefault(&self, rank: usize) {
+        let l = self.layout;
+        let own_rings = (l.ring(rank, 0), l.ring(rank, l.n - 1) + RING_CTL + l.ring);
+        let own_slots = (l.slot(rank, 0), l.slot(rank, 1) + l.slot);
+        for (a, b) in [own_slots, own_rings] {
+            self.populate(a, b, true);
+        }
+        if l.n * 2 * l.slot <= 64 << 20 {
+            self.populate(l.slot(0, 0), l.slot(l.n - 1, 1) + l.slot, false);
+        }
+    }
+
+    /// Populates the pages holding bytes `a..b` for writing or reading (the page of `a`
+    /// from its start: a neighbour's bytes there are not changed either).
+    fn populate(&self, a: usize, b: usize, write: bool) {
+        let a = a & !4095;
+        debug_assert!(b <= self.layout.total);
+        let advice = if write { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
+        // SAFETY: a range inside our own mapping; populating changes no byte.
+        let r = unsafe { libc::madvise(self.ptr.add(a) as *mut libc::c_void, b - a, advice) };
+        if r == 0 {
+            return;
+        }
+        let mut at = a;
+        while at + 8 <= b {
+            if write {
+                self.u64_at(at).fetch_add(0, std::sync::atomic::Ordering::Relaxed);
+            } else {
+                self.u64_at(at).load(std::sync::atomic::Ordering::Relaxed);
+            }
+            at += 4096;
+        }
+    }
+
     /// The raw fd number to publish (creator only).
     pub(crate) fn fd_number(&self) -> Option<i32> {
         self.fd.as_ref().map(|f| f.as_raw_fd())
