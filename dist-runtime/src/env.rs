@@ -1,7 +1,7 @@
 //! The environment contract (DESIGN.md), in one place: torchrun's, Slurm's and the MPI
 //! launchers' variables (`OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}`,
 //! `PMI_RANK`/`PMI_SIZE`, `SLURM_PROCID`/`SLURM_NTASKS`),
-//! `DIST_*` for the job (`DIST_AGREEMENT` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
+//! `DIST_*` for the job (`DIST_AGREEMENT` and `DIST_SHARE_GPU` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
 //! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_CMA_P2P_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
 //! here with an error naming the variable when its value is not understood.
 //!
