@@ -205,21 +205,17 @@ impl Segment {
         Ok(Segment { ptr: ptr as *mut u8, layout, fd: keep })
     }
 
-    /// Faults in, at join, the pages a job's first ops would otherwise fault one by one
-    /// (measured: a first 1 MiB all_reduce at 2 ranks took 0.7-2.4 ms against 0.17 ms
-    /// steady, a first 8 B one at 8 ranks 17 µs against 5): this rank's own two slots and
-    /// its outgoing rings, which only it writes, allocated by writing (each page's first
-    /// word gets `fetch_add(0)`, so nothing a peer already stored changes), and, where
-    /// the slots of all ranks come to at most 64 MiB, its mappings of the peers' slots by
-    /// reading. `MADV_POPULATE_WRITE`/`READ` (Linux 5.14) do it in one call each; older
-    /// kernels get the per-page touch.
+    /// Faults in, at join, the staging slots' pages, which a communicator's first
+    /// collectives would otherwise fault one by one: this rank's own two slots, which
+    /// only it writes, allocated by writing (each page's first word gets `fetch_add(0)`,
+    /// so nothing changes), and, where the slots of all ranks come to at most 64 MiB, its
+    /// mappings of the peers' slots by reading. `MADV_POPULATE_WRITE`/`READ` (Linux 5.14)
+    /// do it in one call each; older kernels get the per-page touch. The rings are left
+    /// to fault as messages use them (16 MiB per communicator of 8 or more ranks, mostly
+    /// never used: sends from 8 KiB are read single-copy).
     pub(crate) fn prefault(&self, rank: usize) {
         let l = self.layout;
-        let own_rings = (l.ring(rank, 0), l.ring(rank, l.n - 1) + RING_CTL + l.ring);
-        let own_slots = (l.slot(rank, 0), l.slot(rank, 1) + l.slot);
-        for (a, b) in [own_slots, own_rings] {
-            self.populate(a, b, true);
-        }
+        self.populate(l.slot(rank, 0), l.slot(rank, 1) + l.slot, true);
         if l.n * 2 * l.slot <= 64 << 20 {
             self.populate(l.slot(0, 0), l.slot(l.n - 1, 1) + l.slot, false);
         }
