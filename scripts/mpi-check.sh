@@ -35,6 +35,14 @@ out=$("${mpirun[@]}" -np 4 target/debug/examples/hello 2>&1)
 echo "$out" | tail -6
 grep -q 'sum of ranks = 6 (expected 6)' <<<"$out" && grep -q 'mpi backend' <<<"$out"
 
+echo "-- DIST_SHARE_GPU=1 in a job across hosts (a rank told so by mpirun's variables): one error, before MPI starts"
+if out=$(env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 \
+    DIST_SHARE_GPU=1 timeout 60 target/debug/examples/hello 2>&1); then
+  echo "DIST_SHARE_GPU=1 across hosts was accepted:"; echo "$out"; exit 1
+fi
+grep -q 'DIST_SHARE_GPU=1 lets the ranks of one host share its GPUs, but this job has 4 ranks of which 2' <<<"$out" ||
+  { echo "$out"; exit 1; }
+
 echo "-- every example at 4 ranks: cargo xtask run --backend mpi"
 for ex in hello all_reduce p2p_chain p2p_async groups collectives numerics memory_balance data_parallel \
           tensor_parallel fsdp pipeline sequence_parallel; do
