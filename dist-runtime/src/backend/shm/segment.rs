@@ -221,11 +221,9 @@ impl Segment {
         }
     }
 
-    /// Populates the pages holding bytes `a..b` for writing or reading (the page of `a`
-    /// from its start: a neighbour's bytes there are not changed either).
+    /// Populates the pages of bytes `a..b` (slots: page-aligned) for writing or reading.
     fn populate(&self, a: usize, b: usize, write: bool) {
-        let a = a & !4095;
-        debug_assert!(b <= self.layout.total);
+        debug_assert!(a.is_multiple_of(4096) && b <= self.layout.total);
         let advice = if write { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
         // SAFETY: a range inside our own mapping; populating changes no byte.
         let r = unsafe { libc::madvise(self.ptr.add(a) as *mut libc::c_void, b - a, advice) };
