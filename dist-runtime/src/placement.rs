@@ -105,7 +105,7 @@ pub fn parse_gpus(s: &str, share: bool) -> Result<Vec<usize>> {
     if let Some(d) = list.iter().find(|d| !seen.insert(**d)).filter(|_| !share) {
         return Err(Error::Env(format!(
             "DIST_GPUS: device {d} appears twice in {s:?} (NCCL runs one rank per GPU; \
-             DIST_SHARE_GPU=1 lets ranks share one, slowly, for tests)"
+             DIST_SHARE_GPU=1 or `cargo spmd run --share-gpu` lets ranks share one, slowly, for tests)"
         )));
     }
     Ok(list)
