@@ -847,3 +847,56 @@ fn the_mpi_backend_keeps_one_tag_for_its_collectives(world: Comm<World>) {
     world.all_reduce(&mut v, ReduceOp::Sum).unwrap();
     assert_eq!(v[0] as usize, (1..=world.size()).sum::<usize>());
 }
+
+const LINES: Tag<u8> = Tag::new(32);
+
+/// Message sizes around the ring's layout (a message takes whole 64-byte lines; up to
+/// 24 payload bytes share the header's line) and around the ring's size at 16 ranks
+/// (64 KiB): every size lands intact, whether it goes whole, as a header and pieces, or
+/// read from the sender's memory.
+const AROUND_LINES: [usize; 20] =
+    [0, 1, 23, 24, 25, 63, 64, 65, 87, 88, 89, 4095, 4096, 60_000, 65_495, 65_496, 65_536, 65_537, 131_072, 200_001];
+
+/// Each rank passes messages of every size in [`AROUND_LINES`] to the next (irecv, blocking
+/// send, wait), then a burst of 1500 small ones of odd sizes that nobody receives yet (so
+/// they wait in the receiver's stash, or in its ring while the sender copies the rest),
+/// received after the burst: the ring wraps many times with messages straddling its end.
+#[spmd]
+fn ring_layout_sizes(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (r, n) = (world.rank(), world.size());
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    for (k, &len) in AROUND_LINES.iter().enumerate() {
+        let mut got = vec![0u8; len];
+        let req = world.irecv(prev, LINES, &mut got)?;
+        world.send(next, LINES, &data::<u8>(r, len, k as u64))?;
+        req.wait()?;
+        assert_same(&format!("{len} bytes"), &got, &data::<u8>(prev, len, k as u64));
+    }
+    let burst: Vec<Vec<u8>> = (0..1500).map(|k| data::<u8>(r, (k * 37) % 300, 1000 + k as u64)).collect();
+    let sends = burst.iter().map(|m| world.isend(next, LINES, m)).collect::<dist_runtime::Result<Vec<_>>>()?;
+    for k in 0..1500 {
+        let mut got = vec![0u8; (k * 37) % 300];
+        world.recv(prev, LINES, &mut got)?;
+        assert_same(&format!("burst message {k}"), &got, &data::<u8>(prev, got.len(), 1000 + k as u64));
+    }
+    dist_runtime::wait_all(sends)?;
+    Ok(())
+}
+
+#[test]
+fn messages_of_every_size_around_the_ring_layout_land_intact() {
+    // 16 ranks: the shm rings are 64 KiB there (MPI has no rings; 2 and 3 ranks suffice).
+    let mpi = std::env::var("DIST_BACKEND").is_ok_and(|b| b == "mpi");
+    let cases: &[(usize, &str)] =
+        if mpi { &[(2, "1"), (3, "0")] } else { &[(2, "1"), (2, "0"), (3, "0"), (16, "0"), (16, "1")] };
+    for &(n, cma) in cases {
+        let r = dist_runtime::Launch::entry("p2p::ring_layout_sizes", n)
+            .unwrap()
+            .capture(true)
+            .env("DIST_CMA", cma)
+            .timeout(std::time::Duration::from_secs(120))
+            .run()
+            .unwrap();
+        assert!(r.success(), "{n} ranks, DIST_CMA={cma}: {}", r.summary());
+    }
+}

@@ -129,7 +129,6 @@ fn main() -> std::process::ExitCode {
             .map_err(|e| e.to_string())?
             .env("DIST_BENCH", spec)
             .env("DIST_BACKEND", &args.backend)
-            .env("DIST_DEBUG", std::env::var("DIST_DEBUG").unwrap_or_else(|_| "off".into()))
             .env("DIST_BENCH_PLOT", args.plot.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
             .capture(false)
             .prefix_output(!args.tsv)
@@ -268,7 +267,14 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
             println!("impl\top\tranks\tbytes\trep\titers\tus\talgbw_GBps\tbusbw_GBps");
         } else {
             let dev = world.device_kind().map(|d| format!(" (device buffers on {d})")).unwrap_or_default();
-            println!("# dist-bench: {n} ranks, backend {}{dev}, dtype {}", world.backend(), T::DTYPE);
+            // The ranks run with the caller's DIST_DEBUG, else the library's default
+            // (check): the figures are what a program gets with the checks it runs with.
+            let debug = std::env::var("DIST_DEBUG").unwrap_or_else(|_| "check (the default)".into());
+            println!(
+                "# dist-bench: {n} ranks, backend {}{dev}, dtype {}, DIST_DEBUG={debug}",
+                world.backend(),
+                T::DTYPE
+            );
             println!(
                 "# {:>14} {:>12} {:>6} {:>6} {:>5} {:>11} {:>9} {:>9} {:>7}",
                 "op", "size(B)", "count", "type", "root", "time(us)", "algbw", "busbw", "#wrong"

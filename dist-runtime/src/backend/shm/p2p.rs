@@ -1,9 +1,12 @@
 //! Point-to-point messages over one single-producer/single-consumer byte ring per
 //! ordered pair of ranks.
 //!
-//! A message is a 128-byte header (tag, dtype, length, the sender's call site) followed
-//! by its payload, streamed through the ring as space frees up, so messages of any size
-//! pass through a ring of fixed size. Matching follows MPI: per (source, tag), the k-th
+//! A message is a 40-byte header (tag, dtype, length, the sender's line and an index into
+//! its table of files) followed by its payload, streamed through the ring as space frees
+//! up, so messages of any size pass through a ring of fixed size. Messages start on cache
+//! lines and take whole lines; a header is seen by its mark (its first word, stored
+//! last, a function of its position), so a small message written whole is taken from the
+//! one line it shares with its header, without the ring's head (shm README). Matching follows MPI: per (source, tag), the k-th
 //! receive posted gets the k-th message sent. A message that arrives before its receive
 //! is waited on goes to a stash; a receive being waited on takes its message straight
 //! from the ring into the user's buffer.
@@ -35,7 +38,7 @@
 //! non-blocking receive lands in the stash unless its own `wait` is running. So a
 //! handle that is leaked (`mem::forget`) can leak memory but never corrupt it.
 
-use super::segment::RING_CTL;
+use super::segment::{RING_CTL, SITES, SITE_LEN};
 use super::{sync, ShmComm};
 use crate::backend::ReqId;
 use crate::dtype::DType;
@@ -89,12 +92,46 @@ impl std::hash::Hasher for Fx {
     }
 }
 
-const HDR: usize = 128;
+/// Bytes of a message header (layout at [`Header::encode`]). Every message starts on a
+/// cache line of the ring, and a payload of up to `LINE - HDR` bytes shares the
+/// header's line, so a small message is one line to write and one to read.
+const HDR: usize = 40;
+/// Ring bytes are laid out by cache lines: each message (header, payload, padding) takes
+/// a whole number of them.
+const LINE: usize = 64;
+/// Where the payload of an offered message starts when it follows in the ring after all
+/// (the header's line holds the header alone).
+const OFFER_BODY: usize = LINE;
 /// Largest copy into or out of a ring before publishing it.
 const PIECE: usize = 64 << 10;
-const FILE_MAX: usize = HDR - 32;
+/// Header bytes: the mark (a word the writer stores last, see [`mark`]), tag, dtype,
+/// flags, the sender's file (an index into its table of files), length, line,
+/// rendezvous id, offer.
+const TAG_AT: usize = 8;
+const DTYPE_AT: usize = 12;
+const FLAGS_AT: usize = 13;
+const FILE_AT: usize = 14;
+const LEN_AT: usize = 16;
+const LINE_AT: usize = 24;
 /// Where a header keeps the rendezvous id of a blocking send (0: none).
-const SYNC_AT: usize = HDR - 8;
+const SYNC_AT: usize = 28;
+/// Header bytes holding an offer's sequence number (0: the payload follows the header).
+const OFFER_AT: usize = 32;
+/// Header flag: the payload and padding were published with the header, so a reader
+/// that sees the header may take the whole message without looking at the ring's head.
+const WHOLE: u8 = 1;
+/// The mark of a header at stream position `pos`: a reader at `pos` knows a header was
+/// published there once the first word of the line holds it. Stale bytes at that place
+/// in the ring (an earlier pass's header, whose position differed by a multiple of the
+/// ring's size, or payload) hold it only by a 2⁻⁶⁴ chance: the salt keeps small
+/// integers in a payload from being taken for one.
+fn mark(pos: u64) -> u64 {
+    (pos + 1) ^ 0x6469_7374_6d73_6721
+}
+/// `x` rounded up to whole lines.
+fn lines(x: usize) -> usize {
+    x.next_multiple_of(LINE)
+}
 /// Offset, in a ring's control block, of the word where the receiver acknowledges a
 /// blocking send: it stores the send's rendezvous id once a receive for it is posted.
 const ACK: usize = 96;
@@ -131,11 +168,11 @@ const HELP_FAILED: u64 = 1 << 31;
 /// of these the receiver reads the message alone (a second `process_vm_*` call and the
 /// handshake would cost more than half a copy saves).
 const HELP_PIECE: usize = 32 << 10;
-/// Header bytes holding an offer's sequence number (0: the payload follows the header).
-const OFFER_AT: usize = HDR - 4;
 const _: () = assert!(
-    24 + FILE_MAX <= SYNC_AT
+    LINE_AT + 4 <= SYNC_AT
         && SYNC_AT + 4 <= OFFER_AT
+        && OFFER_AT + 4 <= HDR
+        && HDR <= LINE
         && ACK + 4 <= OFFER
         && OFFER_ADDR + 8 <= POSTED
         && POSTED + 8 * POSTED_SLOTS <= RECV_ADDR
@@ -150,11 +187,12 @@ const WITHDRAW_AFTER: std::time::Duration = std::time::Duration::from_micros(40)
 struct Header {
     tag: u32,
     dtype: u8,
+    flags: u8,
     len: u64,
     line: u32,
-    /// The sender's file, as sent (read with [`Header::file`]; no allocation per message).
-    file_raw: [u8; FILE_MAX],
-    file_len: usize,
+    /// The sender's file: 1 + its index in the sender's table of files (0: not in the
+    /// table; read with [`Header::file`]).
+    file: u16,
     /// The rendezvous id of a blocking send in rendezvous mode, which waits for the
     /// receiver's acknowledgement.
     sync: u32,
@@ -163,35 +201,42 @@ struct Header {
 }
 
 impl Header {
-    fn encode(tag: u32, dtype: DType, len: usize, site: Site, sync: u32) -> [u8; HDR] {
+    /// Bytes [0, 8) are the mark, written by the ring when it publishes the header.
+    fn encode(tag: u32, dtype: DType, len: usize, file: u16, line: u32, sync: u32) -> [u8; HDR] {
         let mut h = [0u8; HDR];
+        h[TAG_AT..TAG_AT + 4].copy_from_slice(&tag.to_le_bytes());
+        h[DTYPE_AT] = dtype as u8;
+        h[FILE_AT..FILE_AT + 2].copy_from_slice(&file.to_le_bytes());
+        h[LEN_AT..LEN_AT + 8].copy_from_slice(&(len as u64).to_le_bytes());
+        h[LINE_AT..LINE_AT + 4].copy_from_slice(&line.to_le_bytes());
         h[SYNC_AT..SYNC_AT + 4].copy_from_slice(&sync.to_le_bytes());
-        h[0..4].copy_from_slice(&tag.to_le_bytes());
-        h[4] = dtype as u8;
-        h[8..16].copy_from_slice(&(len as u64).to_le_bytes());
-        h[16..20].copy_from_slice(&site.0.line().to_le_bytes());
-        let f = site.0.file().as_bytes();
-        let keep = f.len().min(FILE_MAX);
-        h[20..24].copy_from_slice(&(keep as u32).to_le_bytes());
-        h[24..24 + keep].copy_from_slice(&f[f.len() - keep..]);
         h
     }
     fn decode(h: &[u8; HDR]) -> Header {
-        let keep = (u32::from_le_bytes(h[20..24].try_into().unwrap()) as usize).min(FILE_MAX);
+        let u32_at = |at: usize| u32::from_le_bytes(h[at..at + 4].try_into().expect("4 bytes"));
         Header {
-            tag: u32::from_le_bytes(h[0..4].try_into().unwrap()),
-            dtype: h[4],
-            len: u64::from_le_bytes(h[8..16].try_into().unwrap()),
-            line: u32::from_le_bytes(h[16..20].try_into().unwrap()),
-            file_raw: h[24..24 + FILE_MAX].try_into().unwrap(),
-            file_len: keep,
-            sync: u32::from_le_bytes(h[SYNC_AT..SYNC_AT + 4].try_into().unwrap()),
-            offer: u32::from_le_bytes(h[OFFER_AT..OFFER_AT + 4].try_into().unwrap()),
+            tag: u32_at(TAG_AT),
+            dtype: h[DTYPE_AT],
+            flags: h[FLAGS_AT],
+            len: u64::from_le_bytes(h[LEN_AT..LEN_AT + 8].try_into().expect("8 bytes")),
+            line: u32_at(LINE_AT),
+            file: u16::from_le_bytes([h[FILE_AT], h[FILE_AT + 1]]),
+            sync: u32_at(SYNC_AT),
+            offer: u32_at(OFFER_AT),
         }
     }
-    /// The sender's source file (for messages naming its call site).
-    fn file(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.file_raw[..self.file_len])
+    /// The sender's (`src`'s) source file, from its table (for messages naming its call
+    /// site).
+    fn file(&self, c: &ShmComm, src: usize) -> String {
+        if self.file == 0 || self.file as usize > SITES {
+            return format!("(one of the files past the first {SITES} that rank {src} sent from)");
+        }
+        let at = c.seg.layout.site(src, self.file as usize - 1);
+        // SAFETY: the table entry was written before the header naming it was published
+        // (Release on the mark, Acquire when reading it), and is never written again.
+        let entry = unsafe { std::slice::from_raw_parts(c.seg.ptr(at) as *const u8, SITE_LEN) };
+        let n = (entry[0] as usize).min(SITE_LEN - 1);
+        String::from_utf8_lossy(&entry[1..1 + n]).into_owned()
     }
 }
 
@@ -239,6 +284,11 @@ struct Incoming {
     key: (usize, u32, u64),
     got: usize,
     sink: Sink,
+    /// Published whole with its header ([`WHOLE`]): read in place, released at once
+    /// at the end (header, payload and padding).
+    whole: bool,
+    /// Padding after the payload, skipped once it is read.
+    pad: usize,
 }
 
 struct Stashed {
@@ -298,6 +348,12 @@ pub(super) struct P2p {
     offer_off: Vec<bool>,
     /// Destinations this rank failed to write into: it no longer helps them copy.
     help_off: Vec<bool>,
+    /// The tail of the ring to each destination as last read: the writer reads the
+    /// receiver's tail again only when this leaves too little room.
+    tails: Vec<u64>,
+    /// This rank's table of the files it sent from (`Header::file`): by the address and
+    /// length of the `&'static str`, 1 + its entry.
+    sites: HashMap<(usize, usize), u16>,
 }
 
 impl P2p {
@@ -321,7 +377,34 @@ impl P2p {
             offer_seq: vec![0; n],
             offer_off: vec![false; n],
             help_off: vec![false; n],
+            tails: vec![0; n],
+            sites: HashMap::default(),
         }
+    }
+
+    /// The header of a message from `site`, its file entered in this rank's table of
+    /// files when it is not there yet (0 once the table is full).
+    fn header(&mut self, c: &ShmComm, tag: u32, dtype: DType, len: usize, site: Site, sync: u32) -> [u8; HDR] {
+        let f = site.0.file();
+        let next = self.sites.len();
+        let file = match self.sites.get(&(f.as_ptr() as usize, f.len())) {
+            Some(&i) => i,
+            None if next < SITES => {
+                let keep = &f.as_bytes()[f.len().saturating_sub(SITE_LEN - 1)..];
+                let at = c.seg.layout.site(c.rank, next);
+                // SAFETY: entry `next` of this rank's own table, written by this rank
+                // alone (under the p2p lock) and only once; readers look at it only
+                // after a header naming it is published.
+                unsafe {
+                    *c.seg.ptr(at) = keep.len() as u8;
+                    std::ptr::copy_nonoverlapping(keep.as_ptr(), c.seg.ptr(at + 1), keep.len());
+                }
+                self.sites.insert((f.as_ptr() as usize, f.len()), next as u16 + 1);
+                next as u16 + 1
+            }
+            None => 0,
+        };
+        Header::encode(tag, dtype, len, file, site.0.line(), sync)
     }
 
     /// Posts a receive from any source with `tag`: it takes the earliest-arrived message
@@ -353,7 +436,7 @@ impl P2p {
         self.recvs.insert(id, key);
         Ring::new(c, src, c.rank).publish_posted(tag, ord + 1);
         if let Some(s) = self.stash.get(&key) {
-            ack(c, src, s.hdr.sync);
+            ack(c, src, s.hdr.tag, s.hdr.sync);
         }
     }
 
@@ -367,7 +450,7 @@ impl P2p {
         Ring::new(c, src, c.rank).publish_posted(tag, *ord);
         // A blocking send that arrived first waits for this receive: release it.
         if let Some(s) = self.stash.get(&key) {
-            ack(c, src, s.hdr.sync);
+            ack(c, src, s.hdr.tag, s.hdr.sync);
         }
         id
     }
@@ -379,34 +462,70 @@ impl P2p {
             while let Some(front) = self.out[dst].front_mut() {
                 let ring = Ring::new(c, me, dst);
                 let total = front.base + front.data.bytes().len();
+                // The message ends on a line boundary: the padding goes out with its last bytes.
+                let end = lines(total);
                 loop {
-                    let free = ring.free();
                     let len = front.data.bytes().len();
-                    if front.off == 0 && front.base == HDR && len <= PIECE && free >= HDR + len {
-                        // A small message whole: header and payload published at once
-                        // (one head store and one doorbell, each a fence, not two).
-                        ring.write_parts(&front.hdr, front.data.bytes());
-                        front.off = total;
-                        continue;
-                    }
-                    if front.off < HDR {
-                        if free < HDR - front.off {
-                            break;
+                    let whole = front.off == 0 && front.base == HDR && len <= PIECE;
+                    // What the next write needs; the tail is read again only when the
+                    // last one seen leaves less free (it is the receiver's line).
+                    let want = if whole {
+                        end
+                    } else if front.off < HDR {
+                        if total == HDR {
+                            end
+                        } else {
+                            HDR
                         }
-                        ring.write(&front.hdr[front.off..]);
-                        front.off = HDR;
-                        continue;
-                    }
-                    if front.off == total || free == 0 {
+                    } else {
+                        (end - front.off).min(PIECE)
+                    };
+                    let free = ring.free_seen(&mut self.tails[dst], want);
+                    if whole && free >= end {
+                        // A small message whole: header, payload and padding published at
+                        // once (one head store and one doorbell, each a fence, not two).
+                        // (One that does not fit now goes as a header, then pieces.)
+                        ring.write_msg(&front.hdr, WHOLE, front.data.bytes(), end);
+                        front.off = end;
                         break;
                     }
-                    // Publish in pieces so the reader starts copying out while we copy in.
-                    let k = free.min(total - front.off).min(PIECE);
+                    if front.off < HDR {
+                        // The header alone (the payload follows in pieces, or, for an
+                        // offer, is read from the sender's memory): with its padding when
+                        // no payload follows in this message.
+                        let adv = if total == HDR { end } else { HDR };
+                        if free < adv {
+                            break;
+                        }
+                        ring.write_msg(&front.hdr, 0, &[], adv);
+                        front.off = adv;
+                        continue;
+                    }
+                    if front.off >= total {
+                        break;
+                    }
+                    // Publish in pieces so the reader starts copying out while we copy in;
+                    // the last one carries the padding.
+                    let rem = total - front.off;
+                    let pad = end - total;
+                    let mut k = rem.min(PIECE).min(free);
+                    let mut adv = k;
+                    if k == rem {
+                        if free >= k + pad {
+                            adv = k + pad;
+                        } else {
+                            k = free.saturating_sub(pad);
+                            adv = k;
+                        }
+                    }
+                    if k == 0 {
+                        break;
+                    }
                     let at = front.off - front.base;
-                    ring.write(&front.data.bytes()[at..at + k]);
-                    front.off += k;
+                    ring.write_bytes(&front.data.bytes()[at..at + k], adv);
+                    front.off += adv;
                 }
-                if front.off == total {
+                if front.off >= end {
                     let done = self.out[dst].pop_front().expect("front exists");
                     if let Payload::Owned(v) = &done.data {
                         self.copied[dst] -= v.len() as u64;
@@ -421,7 +540,7 @@ impl P2p {
             let ring = Ring::new(c, src, me);
             loop {
                 if self.cur[src].is_none() {
-                    if ring.avail() < HDR {
+                    if !ring.header_ready() {
                         break;
                     }
                     let mut h = [0u8; HDR];
@@ -447,10 +566,19 @@ impl P2p {
                     if !claimed {
                         self.unexpected += hdr.len;
                     }
-                    ring.skip(HDR);
+                    let whole = hdr.flags & WHOLE != 0 && offer == 0;
+                    let len = hdr.len as usize;
+                    let pad = if offer != 0 { lines(len) - len } else { lines(HDR + len) - HDR - len };
+                    if offer != 0 {
+                        // The header's line (published with it); a payload that follows
+                        // in the ring after all starts on the next one.
+                        ring.skip(OFFER_BODY);
+                    } else if !whole {
+                        ring.skip(HDR);
+                    }
                     *self.arrived.entry((src, hdr.tag)).or_insert(0) += 1;
                     if hdr.sync != 0 && claimed {
-                        ack(c, src, hdr.sync);
+                        ack(c, src, hdr.tag, hdr.sync);
                     }
                     let sink = match target.as_deref_mut() {
                         Some(t) if t.key == key => match check_fit(c, t, &hdr) {
@@ -475,7 +603,7 @@ impl P2p {
                             Sink::Stash
                         }
                     };
-                    self.cur[src] = Some(Incoming { hdr, key, got: 0, sink });
+                    self.cur[src] = Some(Incoming { hdr, key, got: 0, sink, whole, pad });
                     if offer != 0 {
                         let inc = self.cur[src].as_mut().expect("set above");
                         let len = inc.hdr.len as usize;
@@ -496,13 +624,15 @@ impl P2p {
                             Sink::Discard => take_offer(c, src, offer, None),
                         };
                         if read {
+                            // Nothing of it follows in the ring (no padding either).
                             inc.got = len;
+                            inc.pad = 0;
                         }
                     }
                 }
                 let inc = self.cur[src].as_mut().expect("set above");
                 let len = inc.hdr.len as usize;
-                let k = ring.avail().min(len - inc.got).min(PIECE);
+                let k = if inc.whole { len - inc.got } else { ring.avail().min(len - inc.got).min(PIECE) };
                 if let Sink::Target(key) = inc.sink {
                     // The receive that took this message gave up (it returned an error):
                     // drop the rest so the stream stays in step.
@@ -510,7 +640,22 @@ impl P2p {
                         inc.sink = Sink::Discard;
                     }
                 }
-                if k > 0 {
+                if k > 0 && inc.whole {
+                    match inc.sink {
+                        Sink::Target(_) => {
+                            let t = target.as_deref_mut().expect("checked above");
+                            ring.peek_at(HDR + inc.got, &mut t.buf[inc.got..inc.got + k]);
+                        }
+                        Sink::Stash => {
+                            let s = self.stash.get_mut(&inc.key).expect("stash entry");
+                            let at = s.data.len();
+                            s.data.resize(at + k, 0);
+                            ring.peek_at(HDR + inc.got, &mut s.data[at..]);
+                        }
+                        Sink::Discard => {}
+                    }
+                    inc.got += k;
+                } else if k > 0 {
                     match inc.sink {
                         Sink::Target(_) => {
                             let t = target.as_deref_mut().expect("checked above");
@@ -533,6 +678,12 @@ impl P2p {
                     break;
                 }
                 let inc = self.cur[src].take().expect("set above");
+                if inc.whole {
+                    ring.skip(HDR + len + inc.pad);
+                } else if inc.pad > 0 && inc.got == len {
+                    // Published with the payload's last bytes.
+                    ring.skip(inc.pad);
+                }
                 match inc.sink {
                     Sink::Target(_) => {
                         let t = target.as_deref_mut().expect("checked above");
@@ -584,7 +735,7 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
                     t.dtype,
                     c.name,
                     hdr.len,
-                    hdr.file(),
+                    hdr.file(c, src),
                     hdr.line
                 ),
             });
@@ -600,7 +751,7 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
                 t.dtype,
                 c.name,
                 hdr.len,
-                hdr.file(),
+                hdr.file(c, src),
                 hdr.line
             ),
         });
@@ -807,6 +958,19 @@ impl<'a> Ring<'a> {
             }
         }
     }
+    /// Sender side: starts loading the receiver's table of posted receives into this
+    /// core's cache (a hint; no effect on what is read).
+    fn prefetch_posted(&self) {
+        #[cfg(target_arch = "x86_64")]
+        for at in (POSTED..POSTED + 8 * POSTED_SLOTS).step_by(LINE) {
+            // SAFETY: a prefetch of a mapped address; it reads nothing into the program.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    self.c.seg.ptr(self.off + at) as *const i8
+                )
+            };
+        }
+    }
     /// Sender side: how many receives for `tag` the receiver has posted, if its table
     /// holds the tag.
     fn posted(&self, tag: u32) -> Option<u64> {
@@ -820,30 +984,73 @@ impl<'a> Ring<'a> {
         let t = self.tail.load(Acquire);
         self.cap - (h - t) as usize
     }
-    fn avail(&self) -> usize {
-        (self.head.load(Acquire) - self.tail.load(Acquire)) as usize
-    }
-    /// Writes `src` (caller checked it fits) and publishes it.
-    fn write(&self, src: &[u8]) {
-        self.write_parts(src, &[]);
-    }
-    /// Writes `a` then `b` (caller checked both fit) and publishes them together.
-    fn write_parts(&self, a: &[u8], b: &[u8]) {
-        debug_assert!(self.writer && a.len() + b.len() <= self.free());
-        let h = self.head.load(Acquire);
-        for (src, h) in [(a, h), (b, h + a.len() as u64)] {
-            let at = (h % self.cap as u64) as usize;
-            let first = src.len().min(self.cap - at);
-            // SAFETY: bytes [head, head+len) of the ring are free: the reader has
-            // released them.
-            unsafe {
-                super::copy::copy(self.data.add(at), src.as_ptr(), first);
-                super::copy::copy(self.data, src.as_ptr().add(first), src.len() - first);
-            }
+    /// Writer side: free bytes as of the tail last seen (`seen`), read again (and
+    /// `seen` updated) when that leaves fewer than `want`.
+    fn free_seen(&self, seen: &mut u64, want: usize) -> usize {
+        let h = self.head.load(Relaxed);
+        let free = self.cap - (h - *seen) as usize;
+        if free >= want {
+            return free;
         }
-        self.head.store(h + (a.len() + b.len()) as u64, Release);
+        *seen = self.tail.load(Acquire);
+        self.cap - (h - *seen) as usize
+    }
+    /// Reader side: bytes published and not yet read. (The head this rank sees may lag
+    /// a tail it moved past a whole message, which it took on its header's mark alone.)
+    fn avail(&self) -> usize {
+        self.head.load(Acquire).saturating_sub(self.tail.load(Acquire)) as usize
+    }
+    /// Copies `src` into the ring at stream position `pos` (caller checked it is free).
+    fn put(&self, pos: u64, src: &[u8]) {
+        let at = (pos % self.cap as u64) as usize;
+        let first = src.len().min(self.cap - at);
+        // SAFETY: bytes [pos, pos+len) of the ring are free: the reader has released
+        // them, and nobody reads them before they are published.
+        unsafe {
+            super::copy::copy(self.data.add(at), src.as_ptr(), first);
+            super::copy::copy(self.data, src.as_ptr().add(first), src.len() - first);
+        }
+    }
+    /// The first word of the line at stream position `pos` (a line boundary), where a
+    /// header's mark goes.
+    fn mark_word(&self, pos: u64) -> &AtomicU64 {
+        debug_assert!(pos.is_multiple_of(LINE as u64));
+        // SAFETY: the ring's data is line-aligned in the segment and its size a whole
+        // number of lines, so the word is in bounds and aligned.
+        unsafe { &*(self.data.add((pos % self.cap as u64) as usize) as *const AtomicU64) }
+    }
+    /// Writer side: publishes a message's header (with `flags`) at the head, and
+    /// `payload` after it, and moves the head `adv` bytes on (the message's lines, or
+    /// the header alone). The header's mark is stored last: a reader that sees it sees
+    /// the rest of the header (and, with [`WHOLE`], the payload).
+    fn write_msg(&self, hdr: &[u8; HDR], flags: u8, payload: &[u8], adv: usize) {
+        debug_assert!(self.writer && adv >= HDR + payload.len() && adv <= self.free());
+        let h = self.head.load(Relaxed);
+        self.put(h + HDR as u64, payload);
+        let mut head = *hdr;
+        head[FLAGS_AT] |= flags;
+        self.put(h + 8, &head[8..]);
+        self.mark_word(h).store(mark(h), Release);
+        self.publish(h + adv as u64);
+    }
+    /// Writer side: writes the next payload bytes `src` and moves the head `adv` (≥
+    /// `src.len()`: with the message's padding) bytes on.
+    fn write_bytes(&self, src: &[u8], adv: usize) {
+        debug_assert!(self.writer && adv >= src.len() && adv <= self.free());
+        let h = self.head.load(Relaxed);
+        self.put(h, src);
+        self.publish(h + adv as u64);
+    }
+    fn publish(&self, head: u64) {
+        self.head.store(head, Release);
         self.c.moved.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.c.bell(self.dst).ring();
+    }
+    /// Reader side: whether a header was published at the tail (a line boundary between
+    /// messages), seen by its mark.
+    fn header_ready(&self) -> bool {
+        let t = self.tail.load(Relaxed);
+        self.mark_word(t).load(Acquire) == mark(t)
     }
     /// Copies the next `dst.len()` bytes without consuming them; returns the tail.
     fn peek(&self, dst: &mut [u8]) -> u64 {
@@ -857,6 +1064,17 @@ impl<'a> Ring<'a> {
             super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
         }
         t
+    }
+    /// Copies `dst.len()` bytes from `off` bytes past the tail, without consuming them.
+    fn peek_at(&self, off: usize, dst: &mut [u8]) {
+        let t = self.tail.load(Acquire) + off as u64;
+        let at = (t % self.cap as u64) as usize;
+        let first = dst.len().min(self.cap - at);
+        // SAFETY: as in `peek`: published bytes (a whole message's, seen by its mark).
+        unsafe {
+            super::copy::copy(dst.as_mut_ptr(), self.data.add(at), first);
+            super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
+        }
     }
     fn read(&self, dst: &mut [u8]) {
         let t = self.peek(dst);
@@ -873,12 +1091,19 @@ impl<'a> Ring<'a> {
     }
 }
 
-/// Tells the sender `src` that a receive for its blocking send `sync` is posted (0: the
-/// message came from a send that waits for nothing).
-fn ack(c: &ShmComm, src: usize, sync: u32) {
+/// Tells the sender `src` that a receive for its blocking send `sync` (on `tag`) is
+/// posted (`sync` 0: the message came from a send that waits for nothing).
+///
+/// Only for a tag beyond the table of posted receives: where the table holds the tag, the
+/// sender sees the receive there (its count covers the message), and a store to a line
+/// the sender then has to read again would only cost both sides a cache miss.
+fn ack(c: &ShmComm, src: usize, tag: u32, sync: u32) {
     if sync != 0 {
-        Ring::new(c, src, c.rank).ack.store(sync, Release);
-        c.bell(src).ring();
+        let ring = Ring::new(c, src, c.rank);
+        if ring.posted(tag).is_none() {
+            ring.ack.store(sync, Release);
+            c.bell(src).ring();
+        }
     }
 }
 
@@ -925,7 +1150,8 @@ fn drive(
 
 pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<ReqId> {
     let mut p = lock(c);
-    let id = enqueue(c, &mut p, dst, Header::encode(tag, dtype, data.len(), site, 0), data);
+    let hdr = p.header(c, tag, dtype, data.len(), site, 0);
+    let id = enqueue(c, &mut p, dst, hdr, data);
     // Whatever did not go out yet must not keep pointing at the caller's buffer.
     // (It is the last queued for `dst`, if it is there at all.)
     if let Some(o) = p.out[dst].back_mut().filter(|o| o.id == id) {
@@ -975,13 +1201,20 @@ pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, 
     } else {
         0
     };
+    if sync != 0 {
+        // The send will read the receiver's table of posted receives once its message
+        // is out: start that read now, so its cache miss overlaps the message's.
+        Ring::new(c, c.rank, dst).prefetch_posted();
+    }
     // This message's place among those to `dst` on `tag` (as the receiver counts them).
     let ord = p.sent.get(&(dst, tag)).copied().unwrap_or(0);
     let acked = move |c: &ShmComm| {
         let ring = Ring::new(c, c.rank, dst);
-        sync == 0 || ring.ack.load(Acquire) == sync || ring.posted(tag).is_some_and(|n| n > ord)
+        // The table first: it usually has the answer, and the ack word shares a line
+        // with the ring's tail, which the receiver keeps writing.
+        sync == 0 || ring.posted(tag).is_some_and(|n| n > ord) || ring.ack.load(Acquire) == sync
     };
-    let hdr = Header::encode(tag, dtype, data.len(), site, sync);
+    let hdr = p.header(c, tag, dtype, data.len(), site, sync);
     if dst != c.rank && !p.offer_off[dst] && data.len() >= super::cma::p2p_min(c) {
         return send_offer(c, &mut p, site, dst, hdr, data, acked);
     }
@@ -1066,8 +1299,8 @@ fn send_offer(
             id: sid,
             hdr,
             data: Payload::Borrowed(data.as_ptr(), data.len()),
-            off: HDR,
-            base: HDR,
+            off: OFFER_BODY,
+            base: OFFER_BODY,
         });
         streamed = Some(sid);
         p.progress(c, None);
@@ -1273,7 +1506,7 @@ pub(super) fn unreceived(c: &ShmComm) -> Vec<String> {
     let mut by_site: std::collections::BTreeMap<(usize, u32, String, u32), (usize, u64)> = Default::default();
     for (key, s) in &p.stash {
         if !claimed.contains(key) {
-            let e = by_site.entry((key.0, key.1, s.hdr.file().into_owned(), s.hdr.line)).or_default();
+            let e = by_site.entry((key.0, key.1, s.hdr.file(c, key.0), s.hdr.line)).or_default();
             e.0 += 1;
             e.1 += s.hdr.len;
         }

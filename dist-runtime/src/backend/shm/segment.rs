@@ -7,11 +7,13 @@
 //!
 //! Layout (all offsets 64-byte aligned, see `Layout`):
 //! ```text
-//! header | ctl[n] | board[n] | slot[n][2] | ring[n*n]
+//! header | ctl[n] | board[n] | sites[n] | slot[n][2] | ring[n*n]
 //! ```
 //! `ctl[r]` holds rank r's futex words, its pid and state, and its fingerprints;
 //! `board[r]` is rank r's job-wide wait record (used in the world's segment only; see
 //! `board.rs`);
+//! `sites[r]` names the source files rank r sends point-to-point messages from (a
+//! message's header carries an index into it, `p2p.rs`);
 //! `slot[r][p]` is rank r's staging area for collectives in epoch parity p;
 //! `ring[s*n+d]` is the byte ring carrying point-to-point messages from s to d.
 
@@ -67,6 +69,11 @@ pub(crate) const REASON_LEN: usize = 320;
 pub(crate) const WAIT: usize = 1024;
 pub(crate) const WAIT_LEN: usize = 256;
 
+/// Entries of a rank's table of source files (`sites[r]`), and the bytes of each: a
+/// length byte, then up to `SITE_LEN - 1` bytes of the path (its end, when longer).
+pub(crate) const SITES: usize = 64;
+pub(crate) const SITE_LEN: usize = 128;
+
 /// Fixed bytes of a board entry (the rank bitmask follows).
 pub(crate) const BOARD_FIXED: usize = 256;
 
@@ -84,6 +91,7 @@ pub(crate) struct Layout {
     board_off: usize,
     /// Bytes of one board entry: `BOARD_FIXED` plus a bit per rank, 64-byte aligned.
     pub board_entry: usize,
+    sites_off: usize,
     slots_off: usize,
     rings_off: usize,
     pub total: usize,
@@ -98,10 +106,11 @@ impl Layout {
         let ctl_off = HEADER;
         let board_off = ctl_off + n * CTL;
         let board_entry = align(BOARD_FIXED + n.div_ceil(8), 64);
-        let slots_off = align(board_off + n * board_entry, 4096);
+        let sites_off = board_off + n * board_entry;
+        let slots_off = align(sites_off + n * SITES * SITE_LEN, 4096);
         let rings_off = align(slots_off + n * 2 * slot, 4096);
         let total = align(rings_off + n * n * (RING_CTL + ring), 4096);
-        Layout { n, slot, ring, ctl_off, board_off, board_entry, slots_off, rings_off, total }
+        Layout { n, slot, ring, ctl_off, board_off, board_entry, sites_off, slots_off, rings_off, total }
     }
     /// Sizes for `n` ranks with staging slots of `slot` bytes (`DIST_SLOT_KIB`, see
     /// `tuning.rs`); rings share 16 MiB, each between 4 KiB and 256 KiB.
@@ -115,6 +124,10 @@ impl Layout {
     }
     pub(crate) fn board(&self, r: usize) -> usize {
         self.board_off + r * self.board_entry
+    }
+    /// Entry `i` of rank r's table of source files.
+    pub(crate) fn site(&self, r: usize, i: usize) -> usize {
+        self.sites_off + (r * SITES + i) * SITE_LEN
     }
     pub(crate) fn slot(&self, r: usize, parity: u32) -> usize {
         self.slots_off + (r * 2 + parity as usize) * self.slot
