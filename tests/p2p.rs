@@ -484,6 +484,34 @@ fn a_sender_that_cannot_write_into_its_receiver_still_delivers_every_message(wor
     single_copy_cases(&world);
 }
 
+/// A broadcast root helps its receivers copy (from 128 KiB on the single-copy path it
+/// writes pieces into their buffers with `process_vm_writev`); a root that cannot write
+/// leaves those pieces to the receivers, and every rank still gets the root's data, for
+/// every root and sizes around the pieces' edges.
+#[dist_runtime::test(ranks = [2, 3])]
+fn a_broadcast_root_that_cannot_write_into_its_receivers_still_delivers(world: Comm<World>) {
+    if world.backend() != "shm" {
+        return; // the shm backend's single-copy path
+    }
+    let (n, me) = (world.size(), world.rank());
+    let sizes = [100_000usize, 131_072, 131_073, 300_001, 1 << 20, (1 << 21) - 8];
+    // First with every rank able to write (the helped path), then with rank 0 unable to.
+    for forbidden in [false, true] {
+        if forbidden && me == 0 {
+            forbid(libc::SYS_process_vm_writev);
+        }
+        world.barrier().unwrap();
+        for root in 0..n {
+            for (k, &len) in sizes.iter().enumerate() {
+                let salt = 100 + k as u64 + forbidden as u64 * 50;
+                let mut buf = if me == root { data::<u8>(root, len, salt) } else { vec![0u8; len] };
+                world.broadcast(&mut buf, root).unwrap();
+                assert_same(&format!("broadcast of {len} bytes from {root}"), &buf, &data::<u8>(root, len, salt));
+            }
+        }
+    }
+}
+
 /// `Request::test` polls without blocking (torch's `is_completed`, MPI's `MPI_Test`):
 /// sends, receives and non-blocking collectives end in `true` with the right data; a
 /// receive whose message does not fit fails in `test` and again in `wait`.

@@ -19,6 +19,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::reduce_op::ReduceOp;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::MutexGuard;
 
 pub(super) fn lock(c: &ShmComm) -> MutexGuard<'_, u32> {
@@ -823,23 +824,155 @@ fn gather_cma(
 }
 
 /// Broadcast by reading the root's buffer directly (one copy per byte, every reader at
-/// once). As in [`gather_cma`], the second barrier keeps the root's buffer lent until
-/// every read is done.
+/// once), the root helping: each receiver's buffer is cut in pieces, which the receiver
+/// reads from the root's buffer and the root, idle otherwise, writes into the receiver's
+/// (`process_vm_writev`), each side taking the next piece with a fetch-add on a claim
+/// word the receiver publishes (as a point-to-point sender helps its receiver, `p2p.rs`).
+/// At 2 ranks two cores copy where one did. As in [`gather_cma`], the second barrier
+/// keeps the root's buffer lent until every read is done; a receiver does not arrive
+/// there before every piece the root took is written, and reads the ones whose write
+/// failed itself.
 fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: usize, watch: bool) -> Result<bool> {
-    if c.rank == root {
-        publish(c, *epoch, &[buf.as_ptr() as u64]);
-    }
+    let (np, piece) = bcast_pieces(buf.len(), c.n);
+    // Words: the buffer's address, the receiver's claim counter, and the count of pieces
+    // the root wrote into it (`HELP_FAILED` set when one of its writes failed).
+    publish(c, *epoch, &[buf.as_ptr() as u64, 0, 0]);
     c.sync(epoch, cx, true)?;
     if watch && shared::published(c) {
         return Ok(false);
     }
+    let (_, r) = parities(*epoch);
+    let word = |j: usize, k: usize| {
+        // SAFETY: the first words of rank j's slot of the read parity, which hold what
+        // j published for this op (3 words, 8-aligned): from the barrier above to the
+        // one below nobody writes them but through these atomics.
+        unsafe { &*(c.slot(j, r).add(8 * k) as *const std::sync::atomic::AtomicU64) }
+    };
     let mut res = Ok(());
-    if c.rank != root {
-        let addr = published(c, *epoch, root, 1)[0];
-        res = cma::read(cma::pid(c, root), addr, buf).map_err(|e| cma::err(root, e));
+    if c.rank == root {
+        if np > 1 {
+            help_broadcast(c, buf, np, piece, &word);
+        }
+    } else {
+        let (pid, addr) = (cma::pid(c, root), word(root, 0).load(Relaxed));
+        if np <= 1 {
+            res = cma::read(pid, addr, buf).map_err(|e| cma::err(root, e));
+        } else {
+            let claim = word(c.rank, 1);
+            let mut mine = 0u64;
+            loop {
+                let i = claim.fetch_add(1, AcqRel) as usize;
+                if i >= np {
+                    break;
+                }
+                mine |= 1 << i;
+                let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
+                if let Err(e) = cma::read(pid, addr + s as u64, &mut buf[s..e]) {
+                    res = Err(cma::err(root, e));
+                    break;
+                }
+            }
+            if res.is_ok() {
+                let theirs = np as u64 - mine.count_ones() as u64;
+                if !wait_helped(word(c.rank, 2), theirs, pid) {
+                    // A write of the root's failed (or the root is gone): read what it took.
+                    for i in (0..np).filter(|&i| mine & (1 << i) == 0) {
+                        let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
+                        if let Err(e) = cma::read(pid, addr + s as u64, &mut buf[s..e]) {
+                            res = Err(cma::err(root, e));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
     }
     c.sync(epoch, cx, false)?;
     res.map(|_| true)
+}
+
+/// Set in a receiver's count of pieces its root wrote when one of those writes failed.
+const HELP_FAILED: u64 = 1 << 63;
+
+/// Smallest single-copy broadcast the root helps copy. `dist-bench -n 2 --ops broadcast`,
+/// µs, receiver alone / with the root's help, interleaved: 64 KiB 3.3 / 4.2 (the claims
+/// and a second system call cost more than half a copy saves), 256 KiB 9.2 / 6.3, 1 MiB
+/// 48–53 / 20–22, 1.9 MiB 160–169 / 47–58.
+const HELPED_BROADCAST_MIN: usize = 128 << 10;
+
+/// How a single-copy broadcast of `len` bytes to `n` ranks is cut (pieces, bytes per
+/// piece): one piece a share of the n ranks' work (the root's included), at least 32
+/// KiB (below that a second system call and the claim's cache line cost more than the
+/// share saves: the point-to-point measurement, `p2p.rs`), so at most 64 pieces below
+/// `cma::BROADCAST_MAX`.
+fn bcast_pieces(len: usize, n: usize) -> (usize, usize) {
+    const MIN: usize = 32 << 10;
+    if len < HELPED_BROADCAST_MIN {
+        return (1, len.max(1));
+    }
+    let piece = len.div_ceil(n).next_multiple_of(4096).max(MIN);
+    (len.div_ceil(piece), piece)
+}
+
+/// The root's share of a single-copy broadcast: round the receivers, it takes one piece
+/// of each in turn (a fetch-add on the receiver's claim word) and writes it from `buf`
+/// into the receiver's buffer, until every receiver's pieces are taken. A receiver it
+/// failed to write into gets no more of its help (and reads the failed piece itself).
+fn help_broadcast<'a>(
+    c: &ShmComm,
+    buf: &[u8],
+    np: usize,
+    piece: usize,
+    word: &impl Fn(usize, usize) -> &'a std::sync::atomic::AtomicU64,
+) {
+    let mut open: Vec<usize> = staggered(c).filter(|&j| j != c.rank).collect();
+    while !open.is_empty() {
+        open.retain(|&j| {
+            let i = word(j, 1).fetch_add(1, AcqRel) as usize;
+            if i >= np {
+                return false;
+            }
+            let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
+            let addr = word(j, 0).load(Relaxed) + s as u64;
+            let ok = cma::write(cma::pid(c, j), addr, &buf[s..e]).is_ok();
+            word(j, 2).fetch_add(1 | if ok { 0 } else { HELP_FAILED }, AcqRel);
+            ok
+        });
+    }
+}
+
+/// A receiver's wait for the `theirs` pieces its root took (`done`: the root's count,
+/// [`HELP_FAILED`] set when a write failed): true when all were written. No deadline: the
+/// root is inside its writes into this rank's buffer, which end in microseconds, unless
+/// it died (then false, and nothing writes into the buffer any more).
+fn wait_helped(done: &std::sync::atomic::AtomicU64, theirs: u64, root_pid: u32) -> bool {
+    let mut polls = 0u32;
+    let mut last_look = std::time::Instant::now();
+    loop {
+        let d = done.load(Acquire);
+        if d & HELP_FAILED != 0 && d & !HELP_FAILED >= theirs {
+            return false;
+        }
+        if d == theirs {
+            return true;
+        }
+        polls += 1;
+        if polls < 64 {
+            std::hint::spin_loop();
+            continue;
+        }
+        if polls < 64 + 4096 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        if last_look.elapsed() >= std::time::Duration::from_millis(10) {
+            if !super::sync::pid_alive(root_pid) {
+                return false;
+            }
+            last_look = std::time::Instant::now();
+        }
+    }
 }
 
 /// All-to-all by reading, from each peer j, the block j sends to this rank straight out
