@@ -487,14 +487,15 @@ fn a_sender_that_cannot_write_into_its_receiver_still_delivers_every_message(wor
 /// A broadcast root helps its receivers copy (from 128 KiB on the single-copy path it
 /// writes pieces into their buffers with `process_vm_writev`); a root that cannot write
 /// leaves those pieces to the receivers, and every rank still gets the root's data, for
-/// every root and sizes around the pieces' edges.
+/// every root and sizes around the pieces' edges (past 2 MiB too: at 2 ranks every size
+/// goes this way).
 #[dist_runtime::test(ranks = [2, 3])]
 fn a_broadcast_root_that_cannot_write_into_its_receivers_still_delivers(world: Comm<World>) {
     if world.backend() != "shm" {
         return; // the shm backend's single-copy path
     }
     let (n, me) = (world.size(), world.rank());
-    let sizes = [100_000usize, 131_072, 131_073, 300_001, 1 << 20, (1 << 21) - 8];
+    let sizes = [100_000usize, 131_072, 131_073, 300_001, 1 << 20, (1 << 21) - 8, (5 << 20) + 3];
     // First with every rank able to write (the helped path), then with rank 0 unable to.
     for forbidden in [false, true] {
         if forbidden && me == 0 {

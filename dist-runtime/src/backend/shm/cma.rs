@@ -25,8 +25,25 @@ pub(super) fn probe_addr() -> u64 {
 /// the root's copy in and the readers' copies out overlap there, and out of cache one
 /// `process_vm_readv` is slower than that pair (2 ranks: 12–15 GB/s through the slots at
 /// 2–8 MiB against 10.5–12 read directly; 20 against 8 at 64 KiB, in cache, the other
-/// way: `DIST_CMA=0|1 dist-bench -n 2 --ops broadcast --sizes 64K,…,8M`).
+/// way: `DIST_CMA=0|1 dist-bench -n 2 --ops broadcast --sizes 64K,…,8M`). Except at 2
+/// ranks, where the root now copies half (`coll.rs`, `broadcast_cma`): two cores copy
+/// there, and the direct path is ahead at every size measured (µs, through the slots /
+/// direct with the root's help: 2 MiB 142–147 / 65–73, 4 MiB 313–321 / 190–202, 16 MiB
+/// 1280–1465 / 840–867, 64 MiB 6640–7550 / 4720–5780). Not measured where ranks past two
+/// have cores of their own, so they keep this limit; where they outnumber the cores the
+/// direct path stays off (4 ranks on 2 cores, helped, `DIST_CMA=1`: 64 KiB 14.2–14.6 µs
+/// against 13.2–13.3 through the slots, 1 MiB 142–149 against 129–135).
 pub(super) const BROADCAST_MAX: usize = 2 << 20;
+
+/// The largest broadcast that reads the root's buffer directly on a communicator of `n`
+/// ranks (see [`BROADCAST_MAX`]).
+pub(super) fn broadcast_max(n: usize) -> usize {
+    if n == 2 {
+        usize::MAX
+    } else {
+        BROADCAST_MAX
+    }
+}
 
 /// Which collective asks [`min_block`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -482,7 +482,7 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let b = buf.len();
     let me = c.rank;
     let single =
-        (cma::min_block(c, cma::Kind::Broadcast)..cma::BROADCAST_MAX).contains(&b) && cma::usable(c, epoch, cx)?;
+        (cma::min_block(c, cma::Kind::Broadcast)..cma::broadcast_max(c.n)).contains(&b) && cma::usable(c, epoch, cx)?;
     let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.oversubscribed);
     let mine = find(c, eligible, buf);
     let watch = in_place_or!(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::broadcast(c, e, cx, buf, root, p));
@@ -903,14 +903,14 @@ const HELPED_BROADCAST_MIN: usize = 128 << 10;
 /// How a single-copy broadcast of `len` bytes to `n` ranks is cut (pieces, bytes per
 /// piece): one piece a share of the n ranks' work (the root's included), at least 32
 /// KiB (below that a second system call and the claim's cache line cost more than the
-/// share saves: the point-to-point measurement, `p2p.rs`), so at most 64 pieces below
-/// `cma::BROADCAST_MAX`.
+/// share saves: the point-to-point measurement, `p2p.rs`), and at most 64 pieces.
 fn bcast_pieces(len: usize, n: usize) -> (usize, usize) {
     const MIN: usize = 32 << 10;
     if len < HELPED_BROADCAST_MIN {
         return (1, len.max(1));
     }
-    let piece = len.div_ceil(n).next_multiple_of(4096).max(MIN);
+    // At most 64 pieces: a receiver keeps the ones it took in a 64-bit mask.
+    let piece = len.div_ceil(n).max(len.div_ceil(64)).next_multiple_of(4096).max(MIN);
     (len.div_ceil(piece), piece)
 }
 
