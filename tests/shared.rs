@@ -210,3 +210,19 @@ fn allocations_on_split_communicators_and_async_ops(world: Comm<World>) {
     world.all_reduce_async(&mut on_world, ReduceOp::Sum).unwrap().wait().unwrap();
     assert_reduced("all_reduce_async on an allocated buffer", &on_world, &everyone, ReduceOp::Sum, n);
 }
+
+/// Large broadcasts of allocated buffers: at 2 ranks from 512 KiB they take the root's
+/// helping hand (read and written with `process_vm_readv/writev`) instead of the in-place
+/// read; every size and root lands the root's data.
+#[dist_runtime::test(ranks = [2, 3])]
+fn large_broadcasts_of_allocated_buffers(world: Comm<World>) {
+    let (n, me) = (world.size(), world.rank());
+    for (k, len) in [(512 << 10) - 1, 512 << 10, 1 << 20, (3 << 20) + 5].into_iter().enumerate() {
+        for root in 0..n {
+            let salt = 70 + k as u64;
+            let mut buf = filled(&world, &data::<u8>(me, len, salt));
+            world.broadcast(&mut buf, root).unwrap();
+            assert_same(&format!("broadcast of {len} allocated bytes from {root}"), &buf, &data::<u8>(root, len, salt));
+        }
+    }
+}

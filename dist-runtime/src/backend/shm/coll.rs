@@ -483,7 +483,12 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let me = c.rank;
     let single =
         (cma::min_block(c, cma::Kind::Broadcast)..cma::broadcast_max(c.n)).contains(&b) && cma::usable(c, epoch, cx)?;
-    let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.oversubscribed);
+    // At 2 ranks from 512 KiB the root's helping hand (`broadcast_cma`) beats reading
+    // its allocated buffer in place, where one core copies (`dist-bench -n 2 --ops
+    // broadcast --shared --sizes 256K,1M,16M`, µs, in place / helped, interleaved: 256
+    // KiB 5.9–7.6 / 6.4–7.8, 1 MiB 32–35 / 22–25, 16 MiB 1213–1259 / 803–878).
+    let helped = single && c.n == 2 && b >= 512 << 10;
+    let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.oversubscribed) && !helped;
     let mine = find(c, eligible, buf);
     let watch = in_place_or!(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::broadcast(c, e, cx, buf, root, p));
     let usual = |epoch: &mut u32, watch: bool| {
