@@ -322,13 +322,23 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
                     println!("# the slowest of them on each rank, µs: {}", worst.join(" "));
                 }
             }
-            // untimed warm-up, then decide the iteration count on rank 0 and share it
-            let t = Instant::now();
+            // Untimed warm-up, then a timed batch after it, from which rank 0 decides the
+            // iteration count and shares it. (Timing the warm-up itself counted a job's
+            // first calls, tens of µs where the steady state is under one: loops of a few
+            // thousand iterations at 8 B, each a few ms, where the ranks idle in a
+            // ping-pong falling asleep skewed the mean 1.5-3x. ../shared/peers/mpi_coll.c
+            // warms up with up to 50 calls.)
             for _ in 0..s.warmup.max(1) {
                 case.run(world)?;
             }
             case.sync()?;
-            let one = t.elapsed().as_secs_f64() / s.warmup.max(1) as f64;
+            let batch = if bytes <= 1 << 20 { 20 } else { 2 };
+            let t = Instant::now();
+            for _ in 0..batch {
+                case.run(world)?;
+            }
+            case.sync()?;
+            let one = t.elapsed().as_secs_f64() / batch as f64;
             let mut iters =
                 [if s.iters > 0 { s.iters } else { ((s.budget / one.max(1e-7)) as usize).clamp(1, 100_000) } as u64];
             world.broadcast(&mut iters, 0)?;
