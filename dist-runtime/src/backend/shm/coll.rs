@@ -947,37 +947,19 @@ fn help_broadcast<'a>(
 }
 
 /// A receiver's wait for the `theirs` pieces its root took (`done`: the root's count,
-/// [`HELP_FAILED`] set when a write failed): true when all were written. No deadline: the
-/// root is inside its writes into this rank's buffer, which end in microseconds, unless
-/// it died (then false, and nothing writes into the buffer any more).
+/// [`HELP_FAILED`] set when a write failed): true when all were written; false when one
+/// failed or the root is gone (`sync::await_writer`: no deadline, the root is inside its
+/// writes into this rank's buffer).
 fn wait_helped(done: &std::sync::atomic::AtomicU64, theirs: u64, root_pid: u32) -> bool {
-    let mut polls = 0u32;
-    let mut last_look = std::time::Instant::now();
-    loop {
+    super::sync::await_writer(root_pid, || {
         let d = done.load(Acquire);
         if d & HELP_FAILED != 0 && d & !HELP_FAILED >= theirs {
-            return false;
-        }
-        if d == theirs {
-            return true;
-        }
-        polls += 1;
-        if polls < 64 {
-            std::hint::spin_loop();
-            continue;
-        }
-        if polls < 64 + 4096 {
-            std::thread::yield_now();
+            Some(false)
         } else {
-            std::thread::sleep(std::time::Duration::from_micros(200));
+            (d == theirs).then_some(true)
         }
-        if last_look.elapsed() >= std::time::Duration::from_millis(10) {
-            if !super::sync::pid_alive(root_pid) {
-                return false;
-            }
-            last_look = std::time::Instant::now();
-        }
-    }
+    })
+    .unwrap_or(false)
 }
 
 /// All-to-all by reading, from each peer j, the block j sends to this rank straight out

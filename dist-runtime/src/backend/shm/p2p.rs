@@ -841,37 +841,17 @@ fn read_pieces(ring: &Ring<'_>, seq: u32, pid: u32, addr: u64, dst: &mut [u8]) -
     if theirs == 0 {
         return ok;
     }
-    // The sender is inside its writes (it took its pieces before we ran out): they end
-    // in microseconds, unless it died, after which nothing writes into `dst` any more.
-    // No deadline: returning while it may still write would hand the caller a buffer
-    // another process writes into (a sender stopped mid-copy holds this receive until
-    // it continues or dies).
-    let mut polls = 0u32;
-    let mut last_look = Instant::now();
-    loop {
+    // The sender is inside its writes (it took its pieces before we ran out). No
+    // deadline (`sync::await_writer`): a sender stopped mid-copy holds this receive
+    // until it continues or dies.
+    let failed = sync::await_writer(pid, || {
         let h = ring.word(HELPED).load(Acquire);
-        if h >> 32 == seq as u64 && h & (HELP_FAILED - 1) == theirs {
-            if h & HELP_FAILED != 0 {
-                ok = ok && super::cma::read(pid, addr, dst).is_ok();
-            }
-            return ok;
-        }
-        polls += 1;
-        if polls < 64 {
-            std::hint::spin_loop();
-            continue;
-        }
-        if polls < 64 + 4096 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-        if last_look.elapsed() >= std::time::Duration::from_millis(10) {
-            if !sync::pid_alive(pid) {
-                return false;
-            }
-            last_look = Instant::now();
-        }
+        (h >> 32 == seq as u64 && h & (HELP_FAILED - 1) == theirs).then_some(h & HELP_FAILED != 0)
+    });
+    match failed {
+        Some(true) => ok && super::cma::read(pid, addr, dst).is_ok(),
+        Some(false) => ok,
+        None => false,
     }
 }
 

@@ -185,6 +185,38 @@ pub(crate) fn wait_on<E>(
     }
 }
 
+/// Waits for writes another process (`pid`) makes into this one's memory on its own
+/// (a point-to-point sender or a broadcast root copying its share, `p2p.rs`, `coll.rs`),
+/// until `done` gives an answer: spins, then yields, then sleeps in 200 µs steps. No
+/// deadline: returning while the writer may still write would hand the caller a buffer
+/// another process writes into; its writes end in microseconds unless it stopped, and
+/// once it is gone nothing writes any more (then `None`).
+pub(crate) fn await_writer<T>(pid: u32, mut done: impl FnMut() -> Option<T>) -> Option<T> {
+    let mut polls = 0u32;
+    let mut last_look = Instant::now();
+    loop {
+        if let Some(v) = done() {
+            return Some(v);
+        }
+        polls += 1;
+        if polls < 64 {
+            std::hint::spin_loop();
+            continue;
+        }
+        if polls < 64 + 4096 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if last_look.elapsed() >= Duration::from_millis(10) {
+            if !pid_alive(pid) {
+                return None;
+            }
+            last_look = Instant::now();
+        }
+    }
+}
+
 /// Whether process `pid` is stopped (state T: SIGSTOP; t: stopped by a tracer).
 pub(crate) fn pid_stopped(pid: u32) -> bool {
     matches!(pid_state(pid), Some('T' | 't'))
