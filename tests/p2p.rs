@@ -877,6 +877,95 @@ fn the_mpi_backend_keeps_one_tag_for_its_collectives(world: Comm<World>) {
     assert_eq!(v[0] as usize, (1..=world.size()).sum::<usize>());
 }
 
+/// With checks on (the shm backend's rendezvous mode), a blocking send returns once its
+/// own receive is posted: each tag's messages are counted on their own, tag 0 included,
+/// whatever went before on other tags; and not before (the last send waits for a receive
+/// its peer posts 300 ms later).
+#[dist_runtime::test(ranks = [2])]
+fn blocking_sends_wait_for_their_own_receive_on_every_tag(world: Comm<World>) {
+    if world.backend() != "shm" {
+        return; // the shm backend's rendezvous mode
+    }
+    const T0: Tag<u32> = Tag::new(0);
+    const T1: Tag<u32> = Tag::new(1);
+    const T2: Tag<u32> = Tag::new(2);
+    let order = [(T1, 1u32), (T0, 2), (T2, 3), (T0, 4), (T1, 5), (T0, 6)];
+    if world.rank() == 0 {
+        for (tag, v) in order {
+            world.send(1, tag, &[v]).unwrap();
+        }
+        let t = std::time::Instant::now();
+        world.send(1, T2, &[7]).unwrap();
+        assert!(t.elapsed() >= std::time::Duration::from_millis(250), "returned after {:?}", t.elapsed());
+    } else {
+        for (tag, v) in order {
+            let mut got = [0u32];
+            world.recv(0, tag, &mut got).unwrap();
+            assert_eq!(got, [v]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut got = [0u32];
+        world.recv(0, T2, &mut got).unwrap();
+        assert_eq!(got, [7]);
+    }
+}
+
+const PARTWAY: Tag<u8> = Tag::new(33);
+const AFTER: Tag<u8> = Tag::new(34);
+
+/// A blocking send of 3 MiB (past the ring) whose receiver is busy past the sender's
+/// deadline: the send fails with the deadline, partway or with its offer untaken, and
+/// the caller may reuse its buffer at once (it is zeroed here); what is left of the
+/// message follows from a copy, so the receiver, once it receives, gets it whole, and
+/// the next message after it.
+#[spmd(unchecked)]
+fn send_times_out_partway(world: Comm<World>) -> Result<(), String> {
+    let len = 3 << 20;
+    if world.rank() == 0 {
+        world.set_timeout(std::time::Duration::from_millis(500)).map_err(|e| e.to_string())?;
+        let mut big = data::<u8>(0, len, 1);
+        match world.send(1, PARTWAY, &big) {
+            Err(dist_runtime::Error::Timeout { .. }) => {}
+            other => return Err(format!("expected the deadline, got {other:?}")),
+        }
+        big.fill(0);
+        world.set_timeout(std::time::Duration::from_secs(60)).map_err(|e| e.to_string())?;
+        world.send(1, AFTER, &[7u8; 5]).map_err(|e| e.to_string())
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let mut got = vec![0u8; len];
+        world.recv(0, PARTWAY, &mut got).map_err(|e| e.to_string())?;
+        if got != data::<u8>(0, len, 1) {
+            return Err("the message of the send that timed out arrived changed".into());
+        }
+        let mut next = [0u8; 5];
+        world.recv(0, AFTER, &mut next).map_err(|e| e.to_string())?;
+        if next != [7u8; 5] {
+            return Err(format!("the next message arrived as {next:?}"));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_send_that_times_out_partway_leaves_the_stream_whole() {
+    if std::env::var("DIST_BACKEND").is_ok_and(|b| b == "mpi") {
+        println!("the shm backend's rings and offers");
+        return;
+    }
+    // Streamed through the ring (single-copy off), and offered (on).
+    for cma in ["0", "1"] {
+        let r = dist_runtime::Launch::entry("p2p::send_times_out_partway", 2)
+            .unwrap()
+            .capture(true)
+            .env("DIST_CMA", cma)
+            .timeout(std::time::Duration::from_secs(60))
+            .run()
+            .unwrap();
+        assert!(r.success(), "DIST_CMA={cma}: {}", r.summary());
+    }
+}
+
 const LINES: Tag<u8> = Tag::new(32);
 
 /// Message sizes around the ring's layout (a message takes whole 64-byte lines; up to

@@ -871,22 +871,23 @@ fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: us
                     break;
                 }
                 mine |= 1 << i;
-                let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
-                if let Err(e) = cma::read(pid, addr + s as u64, &mut buf[s..e]) {
-                    res = Err(cma::err(root, e));
-                    break;
+                // After a failed read the rest are taken unread: every piece then has
+                // an owner, so the root's count below reaches its share.
+                if res.is_ok() {
+                    let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
+                    res = cma::read(pid, addr + s as u64, &mut buf[s..e]).map_err(|e| cma::err(root, e));
                 }
             }
-            if res.is_ok() {
-                let theirs = np as u64 - mine.count_ones() as u64;
-                if !wait_helped(word(c.rank, 2), theirs, pid) {
-                    // A write of the root's failed (or the root is gone): read what it took.
-                    for i in (0..np).filter(|&i| mine & (1 << i) == 0) {
-                        let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
-                        if let Err(e) = cma::read(pid, addr + s as u64, &mut buf[s..e]) {
-                            res = Err(cma::err(root, e));
-                            break;
-                        }
+            // The root's pieces are being written into `buf`: wait for them whatever
+            // happened here, so no write lands after this op returns.
+            let theirs = np as u64 - mine.count_ones() as u64;
+            if !wait_helped(word(c.rank, 2), theirs, pid) && res.is_ok() {
+                // A write of the root's failed (or the root is gone): read what it took.
+                for i in (0..np).filter(|&i| mine & (1 << i) == 0) {
+                    let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
+                    if let Err(e) = cma::read(pid, addr + s as u64, &mut buf[s..e]) {
+                        res = Err(cma::err(root, e));
+                        break;
                     }
                 }
             }

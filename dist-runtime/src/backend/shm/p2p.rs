@@ -382,6 +382,27 @@ impl P2p {
         }
     }
 
+    /// Takes back the caller's buffer from send `id` to `dst` after the send failed
+    /// (deadline, a peer gone): a message nothing of which is in the ring yet is dropped;
+    /// one that started (or, with `started`, one whose header is in the ring) goes on
+    /// from a copy of what is left, tracked by no request, so the ring's stream stays in
+    /// step for whoever reads it next.
+    fn abandon(&mut self, dst: usize, id: ReqId, started: bool) {
+        let Some(at) = self.out[dst].iter().position(|o| o.id == id) else { return };
+        let o = &mut self.out[dst][at];
+        if !started && o.off == 0 {
+            self.out[dst].remove(at);
+            return;
+        }
+        if let Payload::Borrowed(..) = o.data {
+            let rest = o.data.bytes()[o.off.saturating_sub(o.base)..].to_vec();
+            self.copied[dst] += rest.len() as u64;
+            o.base = o.off.max(o.base);
+            o.data = Payload::Owned(rest);
+        }
+        o.id = 0;
+    }
+
     /// The header of a message from `site`, its file entered in this rank's table of
     /// files when it is not there yet (0 once the table is full).
     fn header(&mut self, c: &ShmComm, tag: u32, dtype: DType, len: usize, site: Site, sync: u32) -> [u8; HDR] {
@@ -530,7 +551,9 @@ impl P2p {
                     if let Payload::Owned(v) = &done.data {
                         self.copied[dst] -= v.len() as u64;
                     }
-                    self.done_sends.insert(done.id);
+                    if done.id != 0 {
+                        self.done_sends.insert(done.id);
+                    }
                 } else {
                     break;
                 }
@@ -1156,7 +1179,7 @@ pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DT
 
 /// Queues a send borrowing `data` and pushes out what fits now.
 fn enqueue(c: &ShmComm, p: &mut P2p, dst: usize, hdr: [u8; HDR], data: &[u8]) -> ReqId {
-    let tag = u32::from_le_bytes(hdr[0..4].try_into().expect("4 bytes"));
+    let tag = u32::from_le_bytes(hdr[TAG_AT..TAG_AT + 4].try_into().expect("4 bytes"));
     *p.sent.entry((dst, tag)).or_insert(0) += 1;
     let id = p.next_id;
     p.next_id += 1;
@@ -1207,7 +1230,7 @@ pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, 
     p.send_dst.remove(&id);
     if r.is_err() {
         // Never leave a pointer to the caller's buffer behind.
-        p.out[dst].retain(|o| o.id != id);
+        p.abandon(dst, id, false);
     }
     r
 }
@@ -1305,7 +1328,26 @@ fn send_offer(
                 }
             }
         }
-        p.out[dst].retain(|o| o.id != id && Some(o.id) != streamed);
+        // A header still queued goes unsent. One in the ring was seen, or will be, by a
+        // receiver that finds the offer withdrawn or declined (unless it read the
+        // payload: DONE), and so reads the payload from the ring: it follows, from a
+        // copy, so the ring's stream stays whole.
+        let header_out = p.out[dst].iter().any(|o| o.id == id);
+        p.abandon(dst, id, false);
+        match streamed {
+            Some(sid) => p.abandon(dst, sid, true),
+            None if !header_out && ring.offer.load(Acquire) != word(DONE) => {
+                p.copied[dst] += data.len() as u64;
+                p.out[dst].push_back(Out {
+                    id: 0,
+                    hdr,
+                    data: Payload::Owned(data.to_vec()),
+                    off: OFFER_BODY,
+                    base: OFFER_BODY,
+                });
+            }
+            None => {}
+        }
     }
     p.done_sends.remove(&id);
     p.send_dst.remove(&id);
