@@ -953,16 +953,69 @@ fn a_send_that_times_out_partway_leaves_the_stream_whole() {
         println!("the shm backend's rings and offers");
         return;
     }
-    // Streamed through the ring (single-copy off), and offered (on).
-    for cma in ["0", "1"] {
-        let r = dist_runtime::Launch::entry("p2p::send_times_out_partway", 2)
+    // Streamed through the ring (single-copy off), and offered (on); sent partway, and
+    // never sent at all.
+    for (entry, cma) in [
+        ("p2p::send_times_out_partway", "0"),
+        ("p2p::send_times_out_partway", "1"),
+        ("p2p::send_times_out_queued", "0"),
+        ("p2p::send_times_out_queued", "1"),
+    ] {
+        let r = dist_runtime::Launch::entry(entry, 2)
             .unwrap()
             .capture(true)
             .env("DIST_CMA", cma)
             .timeout(std::time::Duration::from_secs(60))
             .run()
             .unwrap();
-        assert!(r.success(), "DIST_CMA={cma}: {}", r.summary());
+        assert!(r.success(), "{entry}, DIST_CMA={cma}: {}", r.summary());
+    }
+}
+
+const BACKLOG: Tag<u8> = Tag::new(35);
+
+/// A blocking send queued behind more than the ring holds (isends its receiver has not
+/// read), whose receiver is busy past the sender's deadline, fails with the deadline
+/// before any of it reached the ring (an offer withdrawn after 40 µs included): it goes
+/// unsent, the messages before it arrive whole, a retry on its tag is the tag's next
+/// message (not one past it), and the stream carries on.
+#[spmd(unchecked)]
+fn send_times_out_queued(world: Comm<World>) -> Result<(), String> {
+    let chunk = 100 << 10; // four of them: past the 256 KiB ring of 2 ranks
+    let err = |e: dist_runtime::Error| e.to_string();
+    if world.rank() == 0 {
+        let backlog: Vec<Vec<u8>> = (0..4).map(|k| data::<u8>(0, chunk, 10 + k)).collect();
+        let reqs = backlog
+            .iter()
+            .map(|m| world.isend(1, BACKLOG, m))
+            .collect::<dist_runtime::Result<Vec<_>>>()
+            .map_err(err)?;
+        world.set_timeout(std::time::Duration::from_millis(500)).map_err(err)?;
+        match world.send(1, PARTWAY, &data::<u8>(0, chunk, 20)) {
+            Err(dist_runtime::Error::Timeout { .. }) => {}
+            other => return Err(format!("expected the deadline, got {other:?}")),
+        }
+        world.set_timeout(std::time::Duration::from_secs(60)).map_err(err)?;
+        world.send(1, PARTWAY, &[9u8; 3]).map_err(err)?;
+        world.send(1, AFTER, &[7u8; 5]).map_err(err)?;
+        dist_runtime::wait_all(reqs).map_err(err)
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        for k in 0..4 {
+            let mut got = vec![0u8; chunk];
+            world.recv(0, BACKLOG, &mut got).map_err(err)?;
+            if got != data::<u8>(0, chunk, 10 + k) {
+                return Err(format!("backlog message {k} arrived changed"));
+            }
+        }
+        let mut retry = [0u8; 3];
+        world.recv(0, PARTWAY, &mut retry).map_err(err)?;
+        let mut next = [0u8; 5];
+        world.recv(0, AFTER, &mut next).map_err(err)?;
+        if (retry, next) != ([9u8; 3], [7u8; 5]) {
+            return Err(format!("after the failed send: {retry:?}, {next:?}"));
+        }
+        Ok(())
     }
 }
 

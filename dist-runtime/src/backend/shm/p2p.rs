@@ -391,6 +391,11 @@ impl P2p {
         let Some(at) = self.out[dst].iter().position(|o| o.id == id) else { return };
         let o = &mut self.out[dst][at];
         if !started && o.off == 0 {
+            // Never sent: it no longer counts in its tag's order (`enqueue`).
+            let tag = u32::from_le_bytes(o.hdr[TAG_AT..TAG_AT + 4].try_into().expect("4 bytes"));
+            if let Some(k) = self.sent.get_mut(&(dst, tag)) {
+                *k -= 1;
+            }
             self.out[dst].remove(at);
             return;
         }
@@ -1328,15 +1333,21 @@ fn send_offer(
                 }
             }
         }
-        // A header still queued goes unsent. One in the ring was seen, or will be, by a
-        // receiver that finds the offer withdrawn or declined (unless it read the
-        // payload: DONE), and so reads the payload from the ring: it follows, from a
-        // copy, so the ring's stream stays whole.
-        let header_out = p.out[dst].iter().any(|o| o.id == id);
+        // A header still queued goes unsent, and so does a payload queued after it. A
+        // header in the ring was seen, or will be, by a receiver that finds the offer
+        // withdrawn or declined (unless it read the payload: DONE) and then reads the
+        // payload from the ring: that follows, from a copy, so the stream stays whole
+        // (not to a reader that died holding the offer).
+        let header_unsent = p.out[dst].iter().any(|o| o.id == id);
+        let st = ring.offer.load(Acquire);
+        if st == word(DECLINED) {
+            p.offer_off[dst] = true;
+        }
         p.abandon(dst, id, false);
         match streamed {
+            Some(sid) if header_unsent => p.out[dst].retain(|o| o.id != sid),
             Some(sid) => p.abandon(dst, sid, true),
-            None if !header_out && ring.offer.load(Acquire) != word(DONE) => {
+            None if !header_unsent && (st == word(WITHDRAWN) || st == word(DECLINED)) => {
                 p.copied[dst] += data.len() as u64;
                 p.out[dst].push_back(Out {
                     id: 0,
