@@ -1019,6 +1019,32 @@ fn send_times_out_queued(world: Comm<World>) -> Result<(), String> {
     }
 }
 
+const FAR: Tag<u8> = Tag::new(36);
+
+/// MPI's progress rule: an `isend` larger than the ring, then a collective on the sender,
+/// against a blocking `recv` then the collective on the receiver, completes: the
+/// sender's wait in the collective keeps moving its queued bytes.
+#[dist_runtime::test(ranks = [2, 3])]
+fn an_isend_progresses_while_its_sender_waits_in_a_collective(world: Comm<World>) {
+    let (r, n) = (world.rank(), world.size());
+    let len = 3 << 20; // past any ring
+    if r == 0 {
+        let msgs: Vec<Vec<u8>> = (1..n).map(|j| data::<u8>(0, len, j as u64)).collect();
+        let reqs: Vec<_> = msgs.iter().enumerate().map(|(k, m)| world.isend(k + 1, FAR, m).unwrap()).collect();
+        world.barrier().unwrap();
+        let mut x = [1u32];
+        world.all_reduce(&mut x, ReduceOp::Sum).unwrap();
+        dist_runtime::wait_all(reqs).unwrap();
+    } else {
+        let mut got = vec![0u8; len];
+        world.recv(0, FAR, &mut got).unwrap();
+        assert_same("the isend's message", &got, &data::<u8>(0, len, r as u64));
+        world.barrier().unwrap();
+        let mut x = [1u32];
+        world.all_reduce(&mut x, ReduceOp::Sum).unwrap();
+    }
+}
+
 const LINES: Tag<u8> = Tag::new(32);
 
 /// Message sizes around the ring's layout (a message takes whole 64-byte lines; up to

@@ -68,7 +68,15 @@ impl ShmComm {
             let res = sync::wait_on(
                 &gen,
                 self.pace(),
-                || Ok(reached()),
+                || {
+                    // Bytes of this rank's sends still queued move on while it waits
+                    // here (MPI's progress rule): its receiver may be in `recv`, not yet
+                    // here. Moving them is work: the wait keeps yielding, not sleeping.
+                    if super::p2p::push_pending(self) {
+                        sync::worked();
+                    }
+                    Ok(reached())
+                },
                 || self.health(&mut behind(), cx.name, cx.site, started, &waiting, &ws),
                 || {
                     blocked.set(true);

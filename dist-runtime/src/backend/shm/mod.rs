@@ -61,6 +61,10 @@ pub(crate) struct ShmComm {
     /// Collective state: the last epoch this rank arrived at.
     coll: Mutex<u32>,
     p2p: Mutex<p2p::P2p>,
+    /// Whether this rank's point-to-point engine holds bytes not yet in their rings (an
+    /// `isend` larger than the room, the rest of a failed send): a collective's waits then
+    /// keep moving them (MPI's progress rule, `p2p::push_pending`).
+    pending_out: std::sync::atomic::AtomicBool,
     /// Single-copy reads of peers' buffers: 0 not probed yet, 1 usable, 2 not usable.
     cma: std::sync::atomic::AtomicU8,
     /// Barriers this rank has arrived at on this communicator (the epoch, never wrapping):
@@ -157,6 +161,7 @@ impl ShmComm {
         }));
         let comm = ShmComm {
             p2p: Mutex::new(p2p::P2p::new(n)),
+            pending_out: std::sync::atomic::AtomicBool::new(false),
             seg,
             rank,
             n,

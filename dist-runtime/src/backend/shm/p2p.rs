@@ -723,6 +723,12 @@ impl P2p {
                 }
             }
         }
+        self.note_pending(c);
+    }
+
+    /// Says whether bytes wait in this rank's queues (`ShmComm::pending_out`).
+    fn note_pending(&self, c: &ShmComm) {
+        c.pending_out.store(self.out.iter().any(|q| !q.is_empty()), Relaxed);
     }
 
     /// Takes the target's message from the stash if it is there in full.
@@ -1115,6 +1121,22 @@ fn ack(c: &ShmComm, src: usize, tag: u32, sync: u32) {
     }
 }
 
+/// MPI's progress rule for a rank waiting elsewhere (a collective's barrier): moves the
+/// bytes its queues hold into their rings (and reads what arrives meanwhile, as any
+/// progress does), so an `isend` larger than its ring completes while its sender waits
+/// in a collective its receiver reaches only after its `recv`. Whether bytes moved. Free
+/// when nothing is queued; never waits for the engine's lock (a thread inside it moves
+/// the bytes itself).
+pub(super) fn push_pending(c: &ShmComm) -> bool {
+    if !c.pending_out.load(Relaxed) {
+        return false;
+    }
+    let Ok(mut p) = c.p2p.try_lock() else { return false };
+    let before = c.moved.load(Relaxed);
+    p.progress(c, None);
+    c.moved.load(Relaxed) != before
+}
+
 fn lock(c: &ShmComm) -> std::sync::MutexGuard<'_, P2p> {
     c.p2p.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -1236,6 +1258,7 @@ pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, 
     if r.is_err() {
         // Never leave a pointer to the caller's buffer behind.
         p.abandon(dst, id, false);
+        p.note_pending(c);
     }
     r
 }
@@ -1359,6 +1382,7 @@ fn send_offer(
             }
             None => {}
         }
+        p.note_pending(c);
     }
     p.done_sends.remove(&id);
     p.send_dst.remove(&id);
