@@ -955,20 +955,10 @@ fn a_send_that_times_out_partway_leaves_the_stream_whole() {
     }
     // Streamed through the ring (single-copy off), and offered (on); sent partway, and
     // never sent at all.
-    for (entry, cma) in [
-        ("p2p::send_times_out_partway", "0"),
-        ("p2p::send_times_out_partway", "1"),
-        ("p2p::send_times_out_queued", "0"),
-        ("p2p::send_times_out_queued", "1"),
-    ] {
-        let r = dist_runtime::Launch::entry(entry, 2)
-            .unwrap()
-            .capture(true)
-            .env("DIST_CMA", cma)
-            .timeout(std::time::Duration::from_secs(60))
-            .run()
-            .unwrap();
-        assert!(r.success(), "{entry}, DIST_CMA={cma}: {}", r.summary());
+    for entry in ["p2p::send_times_out_partway", "p2p::send_times_out_queued"] {
+        for cma in ["0", "1"] {
+            launch_each(entry, &[2], &[("DIST_CMA", cma)]);
+        }
     }
 }
 
@@ -1087,13 +1077,6 @@ fn messages_of_every_size_around_the_ring_layout_land_intact() {
     let cases: &[(usize, &str)] =
         if mpi { &[(2, "1"), (3, "0")] } else { &[(2, "1"), (2, "0"), (3, "0"), (16, "0"), (16, "1")] };
     for &(n, cma) in cases {
-        let r = dist_runtime::Launch::entry("p2p::ring_layout_sizes", n)
-            .unwrap()
-            .capture(true)
-            .env("DIST_CMA", cma)
-            .timeout(std::time::Duration::from_secs(120))
-            .run()
-            .unwrap();
-        assert!(r.success(), "{n} ranks, DIST_CMA={cma}: {}", r.summary());
+        launch_each("p2p::ring_layout_sizes", &[n], &[("DIST_CMA", cma)]);
     }
 }

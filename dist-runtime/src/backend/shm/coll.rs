@@ -860,8 +860,13 @@ fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: us
         }
     } else {
         let (pid, addr) = (cma::pid(c, root), word(root, 0).load(Relaxed));
+        // Reads piece i of the root's buffer into this rank's.
+        let read = |buf: &mut [u8], i: usize| {
+            let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
+            cma::read(pid, addr + s as u64, &mut buf[s..e]).map_err(|e| cma::err(root, e))
+        };
         if np <= 1 {
-            res = cma::read(pid, addr, buf).map_err(|e| cma::err(root, e));
+            res = read(buf, 0);
         } else {
             let claim = word(c.rank, 1);
             let mut mine = 0u64;
@@ -874,8 +879,7 @@ fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: us
                 // After a failed read the rest are taken unread: every piece then has
                 // an owner, so the root's count below reaches its share.
                 if res.is_ok() {
-                    let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
-                    res = cma::read(pid, addr + s as u64, &mut buf[s..e]).map_err(|e| cma::err(root, e));
+                    res = read(buf, i);
                 }
             }
             // The root's pieces are being written into `buf`: wait for them whatever
@@ -883,13 +887,7 @@ fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: us
             let theirs = np as u64 - mine.count_ones() as u64;
             if !wait_helped(word(c.rank, 2), theirs, pid) && res.is_ok() {
                 // A write of the root's failed (or the root is gone): read what it took.
-                for i in (0..np).filter(|&i| mine & (1 << i) == 0) {
-                    let (s, e) = (i * piece, buf.len().min((i + 1) * piece));
-                    if let Err(e) = cma::read(pid, addr + s as u64, &mut buf[s..e]) {
-                        res = Err(cma::err(root, e));
-                        break;
-                    }
-                }
+                res = (0..np).filter(|&i| mine & (1 << i) == 0).try_for_each(|i| read(buf, i));
             }
         }
     }
@@ -949,10 +947,10 @@ fn help_broadcast<'a>(
 
 /// A receiver's wait for the `theirs` pieces its root took (`done`: the root's count,
 /// [`HELP_FAILED`] set when a write failed): true when all were written; false when one
-/// failed or the root is gone (`sync::await_writer`: no deadline, the root is inside its
+/// failed or the root is gone (`sync::await_peer`: no deadline, the root is inside its
 /// writes into this rank's buffer).
 fn wait_helped(done: &std::sync::atomic::AtomicU64, theirs: u64, root_pid: u32) -> bool {
-    super::sync::await_writer(root_pid, || {
+    super::sync::await_peer(root_pid, || {
         let d = done.load(Acquire);
         if d & HELP_FAILED != 0 && d & !HELP_FAILED >= theirs {
             Some(false)

@@ -668,34 +668,23 @@ impl P2p {
                         inc.sink = Sink::Discard;
                     }
                 }
-                if k > 0 && inc.whole {
+                if k > 0 {
+                    // A whole message is read in place (released at its end), a streamed
+                    // one as it comes.
+                    let (whole, got) = (inc.whole, inc.got);
+                    let take = |dst: &mut [u8]| if whole { ring.peek_at(HDR + got, dst) } else { ring.read(dst) };
                     match inc.sink {
                         Sink::Target(_) => {
                             let t = target.as_deref_mut().expect("checked above");
-                            ring.peek_at(HDR + inc.got, &mut t.buf[inc.got..inc.got + k]);
+                            take(&mut t.buf[got..got + k]);
                         }
                         Sink::Stash => {
                             let s = self.stash.get_mut(&inc.key).expect("stash entry");
-                            let at = s.data.len();
-                            s.data.resize(at + k, 0);
-                            ring.peek_at(HDR + inc.got, &mut s.data[at..]);
+                            s.data.resize(got + k, 0);
+                            take(&mut s.data[got..]);
                         }
+                        Sink::Discard if !whole => ring.skip(k),
                         Sink::Discard => {}
-                    }
-                    inc.got += k;
-                } else if k > 0 {
-                    match inc.sink {
-                        Sink::Target(_) => {
-                            let t = target.as_deref_mut().expect("checked above");
-                            ring.read(&mut t.buf[inc.got..inc.got + k]);
-                        }
-                        Sink::Stash => {
-                            let s = self.stash.get_mut(&inc.key).expect("stash entry");
-                            let at = s.data.len();
-                            s.data.resize(at + k, 0);
-                            ring.read(&mut s.data[at..]);
-                        }
-                        Sink::Discard => ring.skip(k),
                     }
                     inc.got += k;
                 }
@@ -876,9 +865,9 @@ fn read_pieces(ring: &Ring<'_>, seq: u32, pid: u32, addr: u64, dst: &mut [u8]) -
         return ok;
     }
     // The sender is inside its writes (it took its pieces before we ran out). No
-    // deadline (`sync::await_writer`): a sender stopped mid-copy holds this receive
+    // deadline (`sync::await_peer`): a sender stopped mid-copy holds this receive
     // until it continues or dies.
-    let failed = sync::await_writer(pid, || {
+    let failed = sync::await_peer(pid, || {
         let h = ring.word(HELPED).load(Acquire);
         (h >> 32 == seq as u64 && h & (HELP_FAILED - 1) == theirs).then_some(h & HELP_FAILED != 0)
     });
@@ -1066,29 +1055,27 @@ impl<'a> Ring<'a> {
         let t = self.tail.load(Relaxed);
         self.mark_word(t).load(Acquire) == mark(t)
     }
-    /// Copies the next `dst.len()` bytes without consuming them; returns the tail.
-    fn peek(&self, dst: &mut [u8]) -> u64 {
-        let t = self.tail.load(Acquire);
-        let at = (t % self.cap as u64) as usize;
+    /// Copies the ring's bytes at stream position `pos` into `dst` (the other direction
+    /// of [`Ring::put`]).
+    fn get(&self, pos: u64, dst: &mut [u8]) {
+        let at = (pos % self.cap as u64) as usize;
         let first = dst.len().min(self.cap - at);
-        // SAFETY: bytes [tail, tail+len) were published by the writer (Acquire on head),
-        // and stay ours until released.
+        // SAFETY: callers read published bytes not yet released ([tail, head), or a
+        // whole message seen by its mark), which stay theirs until released.
         unsafe {
             super::copy::copy(dst.as_mut_ptr(), self.data.add(at), first);
             super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
         }
+    }
+    /// Copies the next `dst.len()` bytes without consuming them; returns the tail.
+    fn peek(&self, dst: &mut [u8]) -> u64 {
+        let t = self.tail.load(Acquire);
+        self.get(t, dst);
         t
     }
     /// Copies `dst.len()` bytes from `off` bytes past the tail, without consuming them.
     fn peek_at(&self, off: usize, dst: &mut [u8]) {
-        let t = self.tail.load(Acquire) + off as u64;
-        let at = (t % self.cap as u64) as usize;
-        let first = dst.len().min(self.cap - at);
-        // SAFETY: as in `peek`: published bytes (a whole message's, seen by its mark).
-        unsafe {
-            super::copy::copy(dst.as_mut_ptr(), self.data.add(at), first);
-            super::copy::copy(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
-        }
+        self.get(self.tail.load(Acquire) + off as u64, dst);
     }
     fn read(&self, dst: &mut [u8]) {
         let t = self.peek(dst);
@@ -1342,19 +1329,9 @@ fn send_offer(
         // let a read already under way finish — however long it takes (a message of
         // any size may be on offer), unless the reader's process is gone.
         if ring.offer.compare_exchange(word(OFFERED), word(WITHDRAWN), AcqRel, Acquire).is_err() {
+            // No deadline (`sync::await_peer`): a reader stopped mid-read holds the send.
             let reader = super::cma::pid(c, dst);
-            let mut polls = 0u32;
-            while ring.offer.load(Acquire) == word(TAKEN) {
-                polls += 1;
-                if polls.is_multiple_of(1024) && !sync::pid_alive(reader) {
-                    break;
-                }
-                if polls < 4096 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(std::time::Duration::from_micros(200));
-                }
-            }
+            sync::await_peer(reader, || (ring.offer.load(Acquire) != word(TAKEN)).then_some(()));
         }
         // A header still queued goes unsent, and so does a payload queued after it. A
         // header in the ring was seen, or will be, by a receiver that finds the offer

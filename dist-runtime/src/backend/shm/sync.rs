@@ -185,13 +185,14 @@ pub(crate) fn wait_on<E>(
     }
 }
 
-/// Waits for writes another process (`pid`) makes into this one's memory on its own
-/// (a point-to-point sender or a broadcast root copying its share, `p2p.rs`, `coll.rs`),
-/// until `done` gives an answer: spins, then yields, then sleeps in 200 µs steps. No
-/// deadline: returning while the writer may still write would hand the caller a buffer
-/// another process writes into; its writes end in microseconds unless it stopped, and
-/// once it is gone nothing writes any more (then `None`).
-pub(crate) fn await_writer<T>(pid: u32, mut done: impl FnMut() -> Option<T>) -> Option<T> {
+/// Waits for another process (`pid`) to end a copy it makes on its own into or out of
+/// this one's memory (a point-to-point sender or a broadcast root writing its share, a
+/// receiver reading an offered buffer: `p2p.rs`, `coll.rs`), until `done` gives an
+/// answer: spins, then yields, then sleeps in 200 µs steps. No deadline: returning while
+/// the peer may still copy would hand the caller a buffer another process uses; its copy
+/// ends in microseconds unless it stopped, and once it is gone nothing copies any more
+/// (then `None`).
+pub(crate) fn await_peer<T>(pid: u32, mut done: impl FnMut() -> Option<T>) -> Option<T> {
     let mut polls = 0u32;
     let mut last_look = Instant::now();
     loop {
