@@ -1080,3 +1080,65 @@ fn messages_of_every_size_around_the_ring_layout_land_intact() {
         launch_each("p2p::ring_layout_sizes", &[n], &[("DIST_CMA", cma)]);
     }
 }
+
+const REFUSED: Tag<f32> = Tag::new(60);
+const REFUSED_I: Tag<i32> = Tag::new(60);
+const REFUSED_ACK: Tag<u8> = Tag::new(61);
+
+/// A receive that refuses its message (another length or element type) leaves the
+/// stream whole: the next receives get the next messages intact, whether the refused
+/// message was small or large, and whether the next one was already on its way. On MPI
+/// a receive past the inline size posts its payload's receive before it has the header:
+/// a refused small message must neither let it keep the next message's payload nor
+/// lose that payload.
+#[dist_runtime::test(ranks = [2])]
+fn a_refused_message_leaves_the_next_ones_intact(world: Comm<World>) {
+    let msg = |k: usize, n: usize| (0..n).map(|i| (k * 100_000 + i) as f32).collect::<Vec<f32>>();
+    let big = 3000; // 12 KB: past MPI's inline 4 KiB
+    if world.rank() == 0 {
+        // Round 1: every message is on its way before rank 1 receives.
+        let bufs: Vec<Vec<f32>> = [(1, 8), (2, big), (3, 5000), (4, big), (5, 4000), (6, big), (7, big), (8, big)]
+            .map(|(k, n)| msg(k, n))
+            .into();
+        let reqs: Vec<_> = bufs.iter().map(|b| world.isend(1, REFUSED, b).unwrap()).collect();
+        for r in reqs {
+            r.wait().unwrap();
+        }
+        // Round 2: rank 1's receive waits first; the large message follows only after it
+        // refused the small one.
+        world.recv(1, REFUSED_ACK, &mut [0u8]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        world.send(1, REFUSED, &msg(11, 8)).unwrap();
+        world.recv(1, REFUSED_ACK, &mut [0u8]).unwrap();
+        world.send(1, REFUSED, &msg(12, big)).unwrap();
+    } else {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut b = vec![0f32; big];
+        let refused = |e: dist_runtime::Error, want: &str| {
+            let e = e.to_string();
+            assert!(e.contains(want) && e.contains("p2p.rs:"), "{e}");
+        };
+        // small message, large receive
+        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 32 bytes of f32");
+        world.recv(0, REFUSED, &mut b).unwrap();
+        assert_eq!(b, msg(2, big));
+        // large message, small receive
+        refused(world.recv(0, REFUSED, &mut [0f32; 100]).unwrap_err(), "sent 20000 bytes of f32");
+        world.recv(0, REFUSED, &mut b).unwrap();
+        assert_eq!(b, msg(4, big));
+        // large message, longer than the large receive
+        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 16000 bytes of f32");
+        world.recv(0, REFUSED, &mut b).unwrap();
+        assert_eq!(b, msg(6, big));
+        // the same length, another element type
+        refused(world.recv(0, REFUSED_I, &mut vec![0i32; big]).unwrap_err(), "sent 12000 bytes of f32");
+        world.recv(0, REFUSED, &mut b).unwrap();
+        assert_eq!(b, msg(8, big));
+        // round 2
+        world.send(0, REFUSED_ACK, &[1u8]).unwrap();
+        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 32 bytes of f32");
+        world.send(0, REFUSED_ACK, &[1u8]).unwrap();
+        world.recv(0, REFUSED, &mut b).unwrap();
+        assert_eq!(b, msg(12, big));
+    }
+}

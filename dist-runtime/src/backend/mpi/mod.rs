@@ -206,6 +206,9 @@ pub(crate) struct MpiComm {
     /// Set when a wait timed out: the communicator holds an op that may never finish.
     broken: AtomicBool,
     p2p: Mutex<p2p::State>,
+    /// Receives posted and not yet matched (in `p2p`'s queues): the waits' polls look
+    /// here before locking `p2p` to serve them, the common case being none.
+    queued: std::sync::atomic::AtomicUsize,
     /// Held across the messages of one send, so two threads' headers and payloads never
     /// interleave on the wire.
     send_order: Mutex<()>,
@@ -416,6 +419,7 @@ impl MpiComm {
             in_place: in_place(),
             broken: AtomicBool::new(false),
             p2p: Mutex::new(p2p::State::default()),
+            queued: std::sync::atomic::AtomicUsize::new(0),
             send_order: Mutex::new(()),
             recv_order: Mutex::new(Vec::new()),
         };

@@ -22,6 +22,7 @@ use crate::error::{Error, Result, Site};
 use mpi::ffi;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_int;
+use std::sync::atomic::Ordering;
 
 /// A posted send: its requests (the header and an inline payload; a separate payload)
 /// and the buffers MPI reads.
@@ -57,19 +58,42 @@ const INLINE: usize = 4 << 10;
 /// Header byte 1: the payload follows in the same message.
 const INLINE_FLAG: u8 = 1;
 
-/// The header of a message: element type, payload length, the size of the payload's
-/// parts, the sender's call site.
-fn header(dtype: DType, len: usize, site: Site) -> Vec<u8> {
-    let mut h = Vec::with_capacity(HEADER + if len <= INLINE { len } else { 0 });
-    h.resize(HEADER, 0);
+/// Writes the header of a message into `h` (its first [`HEADER`] bytes): element type,
+/// payload length, the size of the payload's parts, the sender's call site ("file:line",
+/// its tail where longer than the room). No allocation or formatting: this is on every
+/// send's path.
+fn write_header(h: &mut [u8], dtype: DType, len: usize, site: Site) {
+    let h = &mut h[..HEADER];
+    h.fill(0);
     h[0] = dtype as u8;
     h[1] = if len <= INLINE { INLINE_FLAG } else { 0 };
     h[2..6].copy_from_slice(&(super::max_count() as u32).to_le_bytes());
     h[8..16].copy_from_slice(&(len as u64).to_le_bytes());
-    let at = site.to_string();
-    let at = at.as_bytes();
-    let k = at.len().min(HEADER - 16);
-    h[16..16 + k].copy_from_slice(&at[at.len() - k..]);
+    let mut digits = [0u8; 10];
+    let (mut line, mut k) = (site.0.line(), digits.len());
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (line % 10) as u8;
+        line /= 10;
+        if line == 0 {
+            break;
+        }
+    }
+    let (file, line) = (site.0.file().as_bytes(), &digits[k..]);
+    let total = file.len() + 1 + line.len();
+    let file = &file[total.saturating_sub(HEADER - 16).min(file.len())..];
+    let at = &mut h[16..16 + file.len() + 1 + line.len()];
+    at[..file.len()].copy_from_slice(file);
+    at[file.len()] = b':';
+    at[file.len() + 1..].copy_from_slice(line);
+}
+
+/// The header of a message, with room reserved for an inline payload (see
+/// [`write_header`]).
+fn header(dtype: DType, len: usize, site: Site) -> Vec<u8> {
+    let mut h = Vec::with_capacity(HEADER + if len <= INLINE { len } else { 0 });
+    h.resize(HEADER, 0);
+    write_header(&mut h, dtype, len, site);
     h
 }
 
@@ -82,11 +106,15 @@ fn part_size(h: &[u8]) -> usize {
     }
 }
 
-/// (dtype, length, "file:line") of a header.
-fn read_header(h: &[u8]) -> (Option<DType>, usize, String) {
+/// (dtype, length) of a header.
+fn read_header(h: &[u8]) -> (Option<DType>, usize) {
     let len = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes")) as usize;
-    let at = String::from_utf8_lossy(&h[16..]).trim_end_matches('\0').to_string();
-    (DType::from_u8(h[0]), len, at)
+    (DType::from_u8(h[0]), len)
+}
+
+/// The sender's "file:line" in a header (read for error messages only).
+fn sender_site(h: &[u8]) -> String {
+    String::from_utf8_lossy(&h[16..HEADER]).trim_end_matches('\0').to_string()
 }
 
 /// A posted receive: where it comes from, and its message (header, payload) once
@@ -279,6 +307,9 @@ fn wait_all(c: &MpiComm, site: Site, dst: usize, tag: u32, reqs: &mut [ffi::MPI_
 /// Takes every message already here for the receive at the front of each (source, tag)
 /// queue into that receive's stash (posting order is kept: only fronts are served).
 fn service(c: &MpiComm, site: Site) -> Result<()> {
+    if c.queued.load(Ordering::Relaxed) == 0 {
+        return Ok(());
+    }
     // Another thread waiting on a receive is matching already.
     let Ok(_order) = c.recv_order.try_lock() else { return Ok(()) };
     serve(c, site, None)
@@ -311,11 +342,7 @@ pub(super) fn serve_posted(c: &MpiComm, site: Site) -> Result<()> {
     if SERVING.get() {
         return Ok(());
     }
-    let pending = {
-        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        s.queue.values().any(|q| !q.is_empty()) || s.any.values().any(|q| !q.is_empty())
-    };
-    if !pending {
+    if c.queued.load(Ordering::Relaxed) == 0 {
         return Ok(());
     }
     SERVING.set(true);
@@ -326,6 +353,13 @@ pub(super) fn serve_posted(c: &MpiComm, site: Site) -> Result<()> {
     };
     SERVING.set(false);
     r
+}
+
+/// Counts a receive out of the queues (`MpiComm::queued`), if one was taken out.
+fn unqueue(c: &MpiComm, taken: Option<ReqId>) {
+    if taken.is_some() {
+        c.queued.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// [`service`]'s work, the caller holding `recv_order`; `except`: the (source, tag) this
@@ -350,9 +384,7 @@ fn serve(c: &MpiComm, site: Site, except: Option<(usize, u32)>) -> Result<()> {
         let Some(header) = try_probe(c, src, tag)? else { continue };
         let (h, v) = take_message(c, site, src, tag, header)?;
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(q) = s.queue.get_mut(&(src, tag)) {
-            q.pop_front();
-        }
+        unqueue(c, s.queue.get_mut(&(src, tag)).and_then(|q| q.pop_front()));
         if let Some(r) = s.recvs.get_mut(&id) {
             r.early = Some((h, v));
         }
@@ -381,6 +413,7 @@ fn take_any(c: &MpiComm, site: Site, tag: u32) -> Result<bool> {
         Some(id) => id,
         None => s.any.get_mut(&tag).and_then(|q| q.pop_front()).expect("checked: one waits"),
     };
+    unqueue(c, Some(id));
     if let Some(r) = s.recvs.get_mut(&id) {
         r.early = Some(whole);
         r.from = src;
@@ -395,6 +428,7 @@ pub(super) fn post_recv_any(c: &MpiComm, tag: u32) -> Result<ReqId> {
     let id = s.next;
     s.recvs.insert(id, Recv { src: usize::MAX, tag, early: None, from: usize::MAX });
     s.any.entry(tag).or_default().push_back(id);
+    c.queued.fetch_add(1, Ordering::Relaxed);
     Ok(id)
 }
 
@@ -411,8 +445,9 @@ fn land_any(
     if h.len() < HEADER {
         return Err(Error::backend("mpi", format!("a message from rank {from} with tag {tag} has no dist header")));
     }
-    let (sent, len, at) = read_header(&h[..HEADER]);
+    let (sent, len) = read_header(&h[..HEADER]);
     if sent != Some(dtype) || len > buf.len() || v.len() != len {
+        let at = sender_site(&h);
         return Err(Error::InvalidArgument {
             op: "recv_any",
             msg: format!(
@@ -473,7 +508,9 @@ pub(super) fn wait_recv_any(
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         s.recvs.remove(&id);
         if let Some(q) = s.any.get_mut(&tag) {
+            let before = q.len();
             q.retain(|&x| x != id);
+            unqueue(c, (q.len() < before).then_some(id));
         }
         return Err(e);
     }
@@ -520,16 +557,44 @@ pub(super) fn flush(c: &MpiComm) {
     }
 }
 
-/// A blocking send: a large payload goes from `data` itself (it is borrowed until the
-/// send completes here), without the copy `post_send` makes.
+/// A blocking send: the header (and an inline payload) goes from this frame and a large
+/// payload from `data` itself (it is borrowed until the send completes here), without
+/// the copies and allocations `post_send` makes.
 pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
+    let t = tag_of(tag)?;
+    let inline = data.len() <= INLINE;
+    let n = HEADER + if inline { data.len() } else { 0 };
+    // Only the bytes sent are written (zeroing all the room would cost a 4 KiB memset
+    // per send).
+    let mut room = std::mem::MaybeUninit::<[u8; HEADER + INLINE]>::uninit();
+    let base = room.as_mut_ptr().cast::<u8>();
+    // SAFETY: `n` ≤ the room's size; the header's bytes are zeroed and an inline payload
+    // copied in before the slice over them is made, so it covers initialized bytes only.
+    let h = unsafe {
+        std::ptr::write_bytes(base, 0, HEADER);
+        if inline {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(HEADER), data.len());
+        }
+        std::slice::from_raw_parts_mut(base, n)
+    };
+    write_header(h, dtype, data.len(), site);
     let one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
-    let (mut reqs, _h) = isend(c, site, dst, tag, dtype, data)?;
-    if data.len() > INLINE {
-        reqs.extend(isend_payload(c, dst, tag, data)?);
+    // SAFETY: placeholders, written by MPI_Isend.
+    let mut reqs: [ffi::MPI_Request; 2] = unsafe { [ffi::RSMPI_REQUEST_NULL; 2] };
+    let p = super::coll::ptr(h);
+    // SAFETY: `h` lives in this frame until the waits below complete the request.
+    call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n as c_int, bytes(), dst as c_int, t, c.comm, &mut reqs[0]) })?;
+    let mut parts = Vec::new();
+    if !inline && data.len() <= super::max_count() {
+        let (p, n) = (super::coll::ptr(data), count(data.len(), "send")?);
+        // SAFETY: `data` is borrowed until the wait below completes the request.
+        call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut reqs[1]) })?;
+    } else if !inline {
+        parts = isend_payload(c, dst, tag, data)?;
     }
     drop(one);
-    wait_all(c, site, dst, tag, &mut reqs)
+    wait_all(c, site, dst, tag, &mut reqs[..if inline { 1 } else { 2 }])?;
+    wait_all(c, site, dst, tag, &mut parts)
 }
 
 pub(super) fn wait_send(c: &MpiComm, site: Site, id: ReqId) -> Result<()> {
@@ -584,6 +649,7 @@ pub(super) fn post_recv(c: &MpiComm, _site: Site, src: usize, tag: u32) -> Resul
     let id = s.next;
     s.recvs.insert(id, Recv { src, tag, early: None, from: src });
     s.queue.entry((src, tag)).or_default().push_back(id);
+    c.queued.fetch_add(1, Ordering::Relaxed);
     Ok(id)
 }
 
@@ -736,9 +802,7 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
         if first == id {
             {
                 let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(q) = s.queue.get_mut(&(src, tag)) {
-                    q.pop_front();
-                }
+                unqueue(c, s.queue.get_mut(&(src, tag)).and_then(|q| q.pop_front()));
                 s.recvs.remove(&id);
             }
             // The next message from (src, tag) is ours: receive its header (and an inline
@@ -755,7 +819,7 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
             }
             if let Err(e) = fits(c, site, src, tag, h, dtype, buf.len()) {
                 // The payload is not for this buffer: take its parts off the wire.
-                let mut left = read_header(h).1;
+                let mut left = if h.len() >= HEADER { read_header(h).1 } else { 0 };
                 while left > 0 {
                     let (mut msg, len) = probe(c, site, src, tag)?;
                     let mut sink = vec![0u8; len];
@@ -782,9 +846,7 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
         // An earlier receive's message: keep it for that receive's wait.
         let whole = take_whole(c, site, src, tag)?;
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(q) = s.queue.get_mut(&(src, tag)) {
-            q.pop_front();
-        }
+        unqueue(c, s.queue.get_mut(&(src, tag)).and_then(|q| q.pop_front()));
         if let Some(r) = s.recvs.get_mut(&first) {
             r.early = Some(whole);
         }
@@ -796,10 +858,11 @@ fn fits(c: &MpiComm, site: Site, src: usize, tag: u32, h: &[u8], dtype: DType, w
     if h.len() < HEADER {
         return Err(Error::backend("mpi", format!("a message from rank {src} with tag {tag} has no dist header")));
     }
-    let (sent, len, at) = read_header(h);
+    let (sent, len) = read_header(h);
     if sent == Some(dtype) && len == want {
         return Ok(());
     }
+    let at = sender_site(h);
     Err(Error::InvalidArgument {
         op: "recv",
         msg: format!(
