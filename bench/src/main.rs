@@ -67,6 +67,11 @@ struct Args {
     /// first ops cost against its steady state.
     #[arg(long, default_value_t = 0)]
     first: usize,
+    /// Buffers at different offsets within a cache line (the source 16 bytes past a page
+    /// boundary, the destination 48), as two `Vec`s often are; by default every buffer
+    /// starts a page, as the peers harness's C allocates its own.
+    #[arg(long)]
+    misaligned: bool,
 }
 
 fn parse_bytes(s: &str) -> Result<usize, String> {
@@ -111,7 +116,7 @@ fn main() -> std::process::ExitCode {
             return Err(format!("unknown dtype {dtype:?}"));
         }
         let spec = format!(
-            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
             ops.join(","),
             lo,
             hi,
@@ -123,7 +128,8 @@ fn main() -> std::process::ExitCode {
             args.tsv as u8,
             sizes.join(","),
             args.shared as u8,
-            args.first
+            args.first,
+            args.misaligned as u8
         );
         let report = dist_runtime::Launch::entry("bench_rank", args.n)
             .map_err(|e| e.to_string())?
@@ -164,6 +170,8 @@ struct Spec {
     shared: bool,
     /// `--first`: calls of the first case timed one by one.
     first: usize,
+    /// `--misaligned`: buffers at different offsets within a cache line.
+    misaligned: bool,
 }
 
 fn spec() -> Spec {
@@ -182,6 +190,7 @@ fn spec() -> Spec {
         sizes: f[9].split(',').filter(|x| !x.is_empty()).map(|x| x.parse().unwrap()).collect(),
         shared: f[10] == "1",
         first: f[11].parse().unwrap(),
+        misaligned: f[12] == "1",
     }
 }
 
@@ -270,8 +279,9 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
             // The ranks run with the caller's DIST_DEBUG, else the library's default
             // (check): the figures are what a program gets with the checks it runs with.
             let debug = std::env::var("DIST_DEBUG").unwrap_or_else(|_| "check (the default)".into());
+            let place = if s.misaligned { "16 and 48 bytes past pages (--misaligned)" } else { "page-aligned" };
             println!(
-                "# dist-bench: {n} ranks, backend {}{dev}, dtype {}, DIST_DEBUG={debug}",
+                "# dist-bench: {n} ranks, backend {}{dev}, dtype {}, DIST_DEBUG={debug}, buffers {place}",
                 world.backend(),
                 T::DTYPE
             );
@@ -296,7 +306,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
             // `bytes` follows nccl-tests / the peers harness; derive per-rank element counts.
             let count = (bytes / es).max(1);
             let per = (count / n).max(1); // block per rank for gather/scatter-like ops
-            let mut case = Case::<T>::new(op, n, me, count, per);
+            let mut case = Case::<T>::new(op, n, me, count, per, s.misaligned);
             if s.shared {
                 case.share(world)?;
             }
@@ -441,7 +451,7 @@ struct Case<T: Element> {
     /// Bytes as the peers harness counts them.
     bytes: usize,
     a: Host<T>,
-    b: Vec<T>,
+    b: Paged<T>,
     /// Device copies of `a` and `b` when the job runs NCCL: the ops run on them.
     #[cfg(feature = "nccl")]
     dev: Option<Device<T>>,
@@ -455,20 +465,24 @@ struct Device<T> {
 }
 
 impl<T: BenchElem> Case<T> {
-    fn new(op: &str, n: usize, me: usize, count: usize, per: usize) -> Case<T> {
+    fn new(op: &str, n: usize, me: usize, count: usize, per: usize, misaligned: bool) -> Case<T> {
         let es = std::mem::size_of::<T>();
         let (a, b, count, bytes) = match op {
             // per-rank buffer of `count`
-            "all_reduce" | "broadcast" => (vec![T::default(); count], Vec::new(), count, count * es),
+            "all_reduce" | "broadcast" => (count, 0, count, count * es),
             // Sent from `a`, received into `b`, as ../shared/peers/mpi_coll.c times it (a
             // rank that received into the buffer it sends back would make the peer read
             // lines just written on another core: ~3x slower at 64 KiB on any transport).
-            "pingpong" => (vec![T::default(); count], vec![T::default(); count], count, count * es),
+            "pingpong" => (count, count, count, count * es),
             // total gathered size n*per
-            "all_gather" => (vec![T::default(); per], vec![T::default(); n * per], n * per, n * per * es),
-            "reduce_scatter" => (vec![T::default(); n * per], vec![T::default(); per], n * per, n * per * es),
+            "all_gather" => (per, n * per, n * per, n * per * es),
+            "reduce_scatter" => (n * per, per, n * per, n * per * es),
             // total send size per rank
-            _ => (vec![T::default(); n * per], vec![T::default(); n * per], n * per, n * per * es),
+            _ => (n * per, n * per, n * per, n * per * es),
+        };
+        let (a, b) = match misaligned {
+            false => (Paged::zeroed(a), Paged::zeroed(b)),
+            true => (Paged::zeroed_at(a, 16), Paged::zeroed_at(b, 48)),
         };
         let mut c = Case {
             op: op.into(),
@@ -476,7 +490,7 @@ impl<T: BenchElem> Case<T> {
             me,
             count,
             bytes,
-            a: Host::Vec(a),
+            a: Host::Paged(a),
             b,
             #[cfg(feature = "nccl")]
             dev: None,
@@ -506,7 +520,7 @@ impl<T: BenchElem> Case<T> {
             let b = if self.b.is_empty() {
                 stream.clone_htod(&self.a[..1]).map_err(err)?
             } else {
-                stream.clone_htod(&self.b).map_err(err)?
+                stream.clone_htod(&self.b[..]).map_err(err)?
             };
             self.dev = Some(Device { stream, a, b });
         }
@@ -571,9 +585,9 @@ impl<T: BenchElem> Case<T> {
         match self.op.as_str() {
             "all_reduce" => w.all_reduce(&mut self.a[..], ReduceOp::Sum),
             "broadcast" => w.broadcast(&mut self.a[..], 0),
-            "all_gather" => w.all_gather(&self.a[..], &mut self.b),
-            "reduce_scatter" => w.reduce_scatter(&self.a[..], &mut self.b, ReduceOp::Sum),
-            "all_to_all" => w.all_to_all(&self.a[..], &mut self.b),
+            "all_gather" => w.all_gather(&self.a[..], &mut self.b[..]),
+            "reduce_scatter" => w.reduce_scatter(&self.a[..], &mut self.b[..], ReduceOp::Sum),
+            "all_to_all" => w.all_to_all(&self.a[..], &mut self.b[..]),
             _ => {
                 let (a, b) = (bytemuck::cast_slice::<T, u8>(&self.a), bytemuck_bytes(&mut self.b));
                 match self.me {
@@ -653,9 +667,10 @@ impl<T: BenchElem> Case<T> {
     }
 }
 
-/// Host memory of a bench buffer: a `Vec`, or memory from `Comm::alloc` (`--shared`).
+/// Host memory of a bench buffer: page-aligned heap memory ([`Paged`]), or memory from
+/// `Comm::alloc` (`--shared`).
 enum Host<T: Element> {
-    Vec(Vec<T>),
+    Paged(Paged<T>),
     Shared(dist_runtime::SharedBuf<T>),
 }
 
@@ -663,7 +678,7 @@ impl<T: Element> std::ops::Deref for Host<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
         match self {
-            Host::Vec(v) => v,
+            Host::Paged(v) => v,
             Host::Shared(s) => s,
         }
     }
@@ -672,11 +687,82 @@ impl<T: Element> std::ops::Deref for Host<T> {
 impl<T: Element> std::ops::DerefMut for Host<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         match self {
-            Host::Vec(v) => v,
+            Host::Paged(v) => v,
             Host::Shared(s) => s,
         }
     }
 }
+
+/// A zeroed buffer at a page boundary, as `../shared/peers/mpi_coll.c` allocates its own
+/// (`aligned_alloc(4096, …)`), so both columns of a comparison copy between buffers that
+/// sit alike. Where a copy's source and destination sit at different offsets within a
+/// cache line, the kernel's single-copy read and memcpy run slower: with Open MPI alone,
+/// 64 KiB ping-pong's `process_vm_readv` took 3.0 µs between buffers 16 bytes apart mod
+/// 64 against 2.7 µs between page-aligned ones (one-way 4.0–4.2 vs 3.5–3.9 µs). Two
+/// `Vec`s land at unrelated offsets (glibc puts a chunk's data 16 bytes past its header,
+/// anywhere in the heap), so Vec buffers measured the allocator's placement, not the
+/// transport. `--misaligned` places them as two `Vec`s often sit, to measure that case.
+struct Paged<T> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+    offset: usize,
+}
+
+impl<T: bytemuck::Pod> Paged<T> {
+    fn zeroed(len: usize) -> Paged<T> {
+        Paged::zeroed_at(len, 0)
+    }
+
+    /// `offset` bytes past a page boundary (a multiple of `T`'s alignment).
+    fn zeroed_at(len: usize, offset: usize) -> Paged<T> {
+        if len == 0 {
+            return Paged { ptr: std::ptr::NonNull::dangling(), len: 0, offset: 0 };
+        }
+        let layout = Paged::<T>::layout(len, offset);
+        // SAFETY: a non-zero size; all-zero bytes are a valid `T` (Pod).
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(base) = std::ptr::NonNull::new(base) else { std::alloc::handle_alloc_error(layout) };
+        // SAFETY: `offset` is within the allocation, which holds `len` elements past it.
+        let ptr = unsafe { base.add(offset) }.cast::<T>();
+        Paged { ptr, len, offset }
+    }
+
+    fn layout(len: usize, offset: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(offset + len * std::mem::size_of::<T>(), 4096)
+            .expect("a bench buffer's size")
+    }
+}
+
+impl<T> Drop for Paged<T> {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            let layout = std::alloc::Layout::from_size_align(self.offset + self.len * std::mem::size_of::<T>(), 4096)
+                .expect("as allocated");
+            // SAFETY: allocated in `zeroed_at` with this layout, `offset` bytes before `ptr`.
+            unsafe { std::alloc::dealloc(self.ptr.cast::<u8>().as_ptr().sub(self.offset), layout) };
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Paged<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` initialized elements at `ptr` (or none, dangling), owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> std::ops::DerefMut for Paged<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as above, borrowed mutably through `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+// SAFETY: owns its elements, like a Vec.
+unsafe impl<T: Send> Send for Paged<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Paged<T> {}
 
 fn bytemuck_bytes<T: Element + bytemuck::Pod>(v: &mut [T]) -> &mut [u8] {
     bytemuck::cast_slice_mut(v)
