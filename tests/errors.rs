@@ -119,6 +119,33 @@ fn mismatched_lengths_and_ops_are_caught(world: Comm<World>) {
     assert!(e.contains("root=0") && e.contains("root=1"), "{e}");
 }
 
+/// Ranks whose calls disagree across a backend's size thresholds (on MPI, small
+/// collectives carry the check in their own messages and larger ones exchange records
+/// first): every rank gets the mismatch naming both calls, whichever path it took.
+#[dist_runtime::test(ranks = [2, 3, 4])]
+fn mismatches_across_size_thresholds_are_caught(world: Comm<World>) {
+    let big = world.rank() == 1;
+    let len = if big { 3000 } else { 100 };
+    let send = vec![1u32; len];
+    let mut recv = vec![0u32; len * world.size()];
+    let e = world.all_gather(&send, &mut recv).unwrap_err().to_string();
+    assert!(e.contains("u32 × 100") && e.contains("u32 × 3000"), "{e}");
+    let mut buf = vec![0u8; if big { 5000 } else { 8 }];
+    let e = world.broadcast(&mut buf, 0).unwrap_err().to_string();
+    assert!(e.contains("u8 × 8") && e.contains("u8 × 5000"), "{e}");
+    // another collective altogether, both small
+    let e = if big {
+        world.all_reduce(&mut [1u64], ReduceOp::Sum).unwrap_err()
+    } else {
+        world.all_gather(&[1u64], &mut vec![0u64; world.size()]).unwrap_err()
+    };
+    assert!(matches!(e, Error::Mismatch { .. }) && e.to_string().contains("all_gather"), "{e}");
+    // and the communicator still works after each
+    let mut v = [world.rank() as u64];
+    world.all_reduce(&mut v, ReduceOp::Sum).unwrap();
+    assert_eq!(v[0], (0..world.size() as u64).sum::<u64>());
+}
+
 #[dist_runtime::test(ranks = [2, 3])]
 fn all_to_all_v_count_disagreement_fails_everywhere(world: Comm<World>) {
     let n = world.size();

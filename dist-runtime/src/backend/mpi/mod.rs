@@ -537,15 +537,15 @@ impl Backend for MpiComm {
     }
 
     fn run_agreed(&self, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
-        match bufs {
-            Bufs::InPlace(buf) if coll::small_all_reduce(self, op, buf.len()) => {
+        match coll::agreed_in_one_phase(self, op, bufs) {
+            Ok(run) => {
                 self.usable(op.name)?;
                 // Counted as the record exchange and the op, as on the path below, so
                 // collective numbers agree whichever path a rank takes.
                 self.colls.fetch_add(2, Ordering::SeqCst);
-                coll::all_reduce_small_agreed(self, name, op, buf)
+                run(name)
             }
-            bufs => {
+            Err(bufs) => {
                 crate::comm::exchange_records(self, name, op)?;
                 self.run(op, bufs)
             }
