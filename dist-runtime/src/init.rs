@@ -403,7 +403,7 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
     // without Rust's lock, and an MPI built with NCCL support may load NCCL itself.
     #[cfg(feature = "nccl")]
     crate::backend::nccl::env_defaults(env.share_gpu);
-    let mpi = crate::backend::mpi::MpiComm::world(expect, env.timeout, env.local_world_size)?;
+    let mpi = crate::backend::mpi::MpiComm::world(expect, env.timeout)?;
     let (rank, size) = (mpi.rank(), mpi.size());
     let mut backend: Box<dyn Backend> = Box::new(mpi);
     if let Some(dir) = &env.trace {

@@ -200,8 +200,6 @@ pub(crate) struct MpiComm {
     colls: std::sync::atomic::AtomicU64,
     /// The deadline of a wait, in microseconds (`DIST_TIMEOUT`, or `Comm::set_timeout`).
     timeout_us: std::sync::atomic::AtomicU64,
-    /// Whether a waiter may spin (ranks on this host ≤ its cores), else it yields.
-    spin: bool,
     in_place: Option<*mut c_void>,
     /// Set when a wait timed out: the communicator holds an op that may never finish.
     broken: AtomicBool,
@@ -292,7 +290,7 @@ pub(crate) fn at_exit() {
 impl MpiComm {
     /// Starts MPI (once per process) and returns this rank's world communicator: a
     /// duplicate of `MPI_COMM_WORLD`, returning errors instead of aborting the job.
-    pub(crate) fn world(expect: Option<(usize, usize)>, timeout: Duration, local_ranks: usize) -> Result<MpiComm> {
+    pub(crate) fn world(expect: Option<(usize, usize)>, timeout: Duration) -> Result<MpiComm> {
         let mut done: c_int = 0;
         call("MPI_Finalized", || unsafe { ffi::MPI_Finalized(&mut done) })?;
         if done != 0 {
@@ -339,7 +337,7 @@ impl MpiComm {
             })
         })?
         .0;
-        let mut c = MpiComm::wrap(comm, "World".into(), timeout, local_ranks)?;
+        let mut c = MpiComm::wrap(comm, "World".into(), timeout)?;
         c.world = (0..c.size).collect();
         c.uid = WORLD_UID;
         // The deadlock detector's board: a duplicate of the world of its own.
@@ -400,7 +398,7 @@ impl MpiComm {
         Ok(c)
     }
 
-    fn wrap(comm: ffi::MPI_Comm, name: String, timeout: Duration, local_ranks: usize) -> Result<MpiComm> {
+    fn wrap(comm: ffi::MPI_Comm, name: String, timeout: Duration) -> Result<MpiComm> {
         LIVE.fetch_add(1, Ordering::SeqCst);
         let (mut rank, mut size) = (0, 0);
         let mut c = MpiComm {
@@ -412,10 +410,6 @@ impl MpiComm {
             uid: 0,
             colls: std::sync::atomic::AtomicU64::new(0),
             timeout_us: std::sync::atomic::AtomicU64::new(timeout.as_micros().min(u64::MAX as u128) as u64),
-            // The host's cores, not this process's affinity: mpirun binds each rank to a
-            // core of its own, where spinning is right.
-            // SAFETY: sysconf has no preconditions.
-            spin: local_ranks <= (unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).max(1) as usize,
             in_place: in_place(),
             broken: AtomicBool::new(false),
             p2p: Mutex::new(p2p::State::default()),
@@ -452,7 +446,8 @@ impl MpiComm {
 
     /// Calls `done` until it says so or the deadline passes (then `Error::Timeout`, and
     /// the communicator refuses further ops). MPI progresses only inside MPI calls:
-    /// spin while the cores allow, else let the peer run, and sleep once the wait is long.
+    /// spin for the first 50 µs, yielding every 32 polls, then yield on every poll, and
+    /// sleep once the wait is long.
     fn poll(
         &self,
         what: Wait,
@@ -490,9 +485,13 @@ impl MpiComm {
             }
             // Spinning yields every 32 polls (a few µs), as shm's waits do: ranks the
             // scheduler put on one CPU would otherwise each spin out the 50 µs while the
-            // peer they wait for cannot run.
-            if t < Duration::from_micros(50) && self.spin && !crate::backend::background() && !polls.is_multiple_of(32)
-            {
+            // peer they wait for cannot run. So where ranks outnumber the cores too: there
+            // a yield on every poll (a system call each, and MPI moves messages only
+            // inside its calls) measured slower (`dist-bench -n N --backend mpi --ops
+            // all_reduce,all_gather,broadcast --sizes 8,64K`, µs, a yield every poll /
+            // every 32: n = 4, 8 B all_reduce 5.9–6.0 / 4.3–4.4, 64 KiB 62–64 / 55–57;
+            // n = 8, 8 B 29–36 / 16–17, broadcast 64 KiB 53–54 / 43).
+            if t < Duration::from_micros(50) && !crate::backend::background() && !polls.is_multiple_of(32) {
                 std::hint::spin_loop();
             } else if t < Duration::from_millis(2) {
                 std::thread::yield_now();
@@ -627,8 +626,7 @@ impl Backend for MpiComm {
         if pos.is_none() {
             return Ok(None);
         }
-        let local = if self.spin { 1 } else { usize::MAX };
-        let mut child = MpiComm::wrap(new, name.to_string(), self.timeout(), local)?;
+        let mut child = MpiComm::wrap(new, name.to_string(), self.timeout())?;
         child.world = members.iter().map(|&m| self.world.get(m).copied().unwrap_or(usize::MAX)).collect();
         child.uid = health::mix(self.uid, key_word(key));
         Ok(Some(Box::new(child)))
