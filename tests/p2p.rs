@@ -1142,3 +1142,36 @@ fn a_refused_message_leaves_the_next_ones_intact(world: Comm<World>) {
         assert_eq!(b, msg(12, big));
     }
 }
+
+const MIXED: Tag<u32> = Tag::new(62);
+
+/// A receive naming its source and a receive from any source, both posted on one tag and
+/// served while this rank waits in a collective: the named one gets its source's first
+/// message, the one from any source the next, and a later receive the third, none lost
+/// (on MPI a wait used to hand a message taken for the receive from any source on to
+/// the named receive, then probe again for it).
+#[dist_runtime::test(ranks = [2, 3])]
+fn named_and_any_source_receives_served_in_a_collective_keep_every_message(world: Comm<World>) {
+    if world.rank() == 1 {
+        let sent = [[1u32], [2], [3]];
+        let reqs: Vec<_> = sent.iter().map(|m| world.isend(0, MIXED, m).unwrap()).collect();
+        world.barrier().unwrap();
+        for r in reqs {
+            r.wait().unwrap();
+        }
+    } else if world.rank() == 0 {
+        // Let every message arrive before the receives are posted.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let (mut named, mut any, mut last) = ([0u32], [0u32], [0u32]);
+        let rn = world.irecv(1, MIXED, &mut named).unwrap();
+        let ra = world.irecv_any(MIXED, &mut any).unwrap();
+        world.barrier().unwrap();
+        let st = ra.wait().unwrap();
+        rn.wait().unwrap();
+        world.recv(1, MIXED, &mut last).unwrap();
+        assert_eq!((named[0], any[0], last[0]), (1, 2, 3));
+        assert_eq!((st.source, st.count), (1, 1));
+    } else {
+        world.barrier().unwrap();
+    }
+}

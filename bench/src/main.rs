@@ -628,7 +628,7 @@ impl<T: BenchElem> Case<T> {
             };
             d.stream.memcpy_dtoh(&d.a, &mut self.a[..]).map_err(err)?;
             if !self.b.is_empty() {
-                d.stream.memcpy_dtoh(&d.b, &mut self.b).map_err(err)?;
+                d.stream.memcpy_dtoh(&d.b, &mut self.b[..]).map_err(err)?;
             }
         }
         let (n, me) = (self.n, self.me);

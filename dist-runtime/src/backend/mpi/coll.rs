@@ -47,7 +47,8 @@ pub(super) fn small_all_reduce(c: &MpiComm, op: &Op, len: usize) -> bool {
 /// A small collective under `DIST_DEBUG=check` whose op key rides in its own messages
 /// (`own::exchange_agreed`: one phase where the generic path exchanges records first):
 /// the op to run, given the user's call name, or the buffers back for the generic path.
-/// Small: every message (the key and a block) within Open MPI's eager size, on a
+/// Small: every message (the key and a block) within Open MPI's eager size (the
+/// all-reduce's own rule: up to 16 KiB of all ranks' bytes, whose fold is the cost), on a
 /// communicator where dist's own schedules run; user reductions keep the generic path,
 /// and so does all_to_all_v (each rank's counts are its own, so the pairs' agreement is
 /// an exchange of counts the key cannot stand for). Past the eager size a message is a rendezvous read into the receive slot and then a

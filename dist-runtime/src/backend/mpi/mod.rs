@@ -539,10 +539,15 @@ impl Backend for MpiComm {
         match coll::agreed_in_one_phase(self, op, bufs) {
             Ok(run) => {
                 self.usable(op.name)?;
-                // Counted as the record exchange and the op, as on the path below, so
-                // collective numbers agree whichever path a rank takes.
-                self.colls.fetch_add(2, Ordering::SeqCst);
-                run(name)
+                // Counted as the record exchange and, once the ranks agree, the op, as on
+                // the path below (whose op never runs after a mismatch), so collective
+                // numbers agree whichever path a rank took, a mismatch included.
+                self.colls.fetch_add(1, Ordering::SeqCst);
+                let ran = run(name);
+                if ran.is_ok() {
+                    self.colls.fetch_add(1, Ordering::SeqCst);
+                }
+                ran
             }
             Err(bufs) => {
                 crate::comm::exchange_records(self, name, op)?;

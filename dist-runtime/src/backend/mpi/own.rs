@@ -274,8 +274,8 @@ fn fold(d: DType, r: ReduceOp, buf: &mut [u8], slots: &[&mut [u8]], at: usize) {
 }
 
 /// Longest message an agreement-path receive takes: an op record, or a one-phase
-/// all-reduce's key and buffer ([`all_reduce_small_agreed`]) — the longest first message
-/// of a collective under `DIST_DEBUG=check` on these schedules.
+/// collective's key and block ([`exchange_agreed`]: at most 16 KiB behind the key) — the
+/// longest first message of a collective under `DIST_DEBUG=check` on these schedules.
 const AGREED_MAX: usize = RECORD_LEN + SMALL;
 
 thread_local! {
@@ -308,8 +308,8 @@ fn with_slots<R>(n: usize, f: impl FnOnce(Vec<&mut [u8]>) -> R) -> R {
 
 /// The agreement all-gather of op records (`DIST_DEBUG=check`) on these schedules: the
 /// receives take up to [`AGREED_MAX`] bytes, so a peer that started a one-phase
-/// all-reduce instead (its key in front of its data) is read rather than failing MPI's
-/// length check. Keys come first in both messages: where they all agree the records
+/// collective instead (its key in front of its data, [`exchange_agreed`]) is read rather
+/// than failing MPI's length check. Keys come first in both messages: where they all agree the records
 /// are what came; where one differs, every rank sees a difference, and all exchange
 /// their whole records once more ([`records_after_mismatch`]) so the comparison above
 /// names every call.
@@ -362,7 +362,8 @@ fn records_after_mismatch(c: &MpiComm, op: &Op, mine: &[u8; RECORD_LEN]) -> Resu
 /// path exchanges whole records first (a second round: 8 B all_gather at 2 ranks 1.5 µs
 /// against 0.7 with checks off). Receives take up to [`AGREED_MAX`] bytes, the longest
 /// first message of any collective under the checks, so a peer in another op is read,
-/// never written past (see `p2p.rs` on Open MPI and receives shorter than their message).
+/// never written past (docs/design.md, "No receive is posted before its message's length
+/// is known": Open MPI writes a longer message past a shorter receive's end).
 /// Where every key agrees, `finish` gets the slots (rank j's bytes at `KEY_LEN..KEY_LEN +
 /// expect[j]`; this rank's slot free for its own use). Where one differs, every rank sees
 /// a difference, and the whole records follow ([`records_after_mismatch`]) to name the

@@ -365,6 +365,15 @@ fn unqueue(c: &MpiComm, taken: Option<ReqId>) {
 /// [`service`]'s work, the caller holding `recv_order`; `except`: the (source, tag) this
 /// thread is matching now, left alone.
 fn serve(c: &MpiComm, site: Site, except: Option<(usize, u32)>) -> Result<()> {
+    let tags: Vec<u32> = {
+        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
+        s.any.iter().filter(|(&t, q)| !q.is_empty() && Some(t) != except.map(|k| k.1)).map(|(&t, _)| t).collect()
+    };
+    for tag in tags {
+        while take_any(c, site, tag)? {}
+    }
+    // The fronts as they are now: a message taken for a receive from any source may have
+    // gone to the front receive of its source, which then has its message already.
     let fronts: Vec<(ReqId, usize, u32)> = {
         let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         s.queue
@@ -373,13 +382,6 @@ fn serve(c: &MpiComm, site: Site, except: Option<(usize, u32)>) -> Result<()> {
             .filter_map(|(&(src, tag), q)| q.front().map(|&id| (id, src, tag)))
             .collect()
     };
-    let tags: Vec<u32> = {
-        let s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
-        s.any.iter().filter(|(&t, q)| !q.is_empty() && Some(t) != except.map(|k| k.1)).map(|(&t, _)| t).collect()
-    };
-    for tag in tags {
-        while take_any(c, site, tag)? {}
-    }
     for (id, src, tag) in fronts {
         let Some(header) = try_probe(c, src, tag)? else { continue };
         let (h, v) = take_message(c, site, src, tag, header)?;
@@ -557,44 +559,51 @@ pub(super) fn flush(c: &MpiComm) {
     }
 }
 
-/// A blocking send: the header (and an inline payload) goes from this frame and a large
-/// payload from `data` itself (it is borrowed until the send completes here), without
-/// the copies and allocations `post_send` makes.
+thread_local! {
+    /// A blocking send's room for its header and an inline payload, reused from send to
+    /// send (one allocation per thread; no 4 KiB zeroing per message).
+    static ROOM: std::cell::Cell<Option<Box<[u8; HEADER + INLINE]>>> = const { std::cell::Cell::new(None) };
+}
+
+/// A blocking send: the header (and an inline payload) goes from this thread's reused
+/// room and a large payload from `data` itself (it is borrowed until the send completes
+/// here), without the copies and allocations `post_send` makes.
 pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, data: &[u8]) -> Result<()> {
     let t = tag_of(tag)?;
     let inline = data.len() <= INLINE;
     let n = HEADER + if inline { data.len() } else { 0 };
-    // Only the bytes sent are written (zeroing all the room would cost a 4 KiB memset
-    // per send).
-    let mut room = std::mem::MaybeUninit::<[u8; HEADER + INLINE]>::uninit();
-    let base = room.as_mut_ptr().cast::<u8>();
-    // SAFETY: `n` ≤ the room's size; the header's bytes are zeroed and an inline payload
-    // copied in before the slice over them is made, so it covers initialized bytes only.
-    let h = unsafe {
-        std::ptr::write_bytes(base, 0, HEADER);
+    let mut room = ROOM.take().unwrap_or_else(|| Box::new([0u8; HEADER + INLINE]));
+    let sent = (|| {
+        let h = &mut room[..n];
+        write_header(h, dtype, data.len(), site);
         if inline {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(HEADER), data.len());
+            h[HEADER..].copy_from_slice(data);
         }
-        std::slice::from_raw_parts_mut(base, n)
-    };
-    write_header(h, dtype, data.len(), site);
-    let one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
-    // SAFETY: placeholders, written by MPI_Isend.
-    let mut reqs: [ffi::MPI_Request; 2] = unsafe { [ffi::RSMPI_REQUEST_NULL; 2] };
-    let p = super::coll::ptr(h);
-    // SAFETY: `h` lives in this frame until the waits below complete the request.
-    call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n as c_int, bytes(), dst as c_int, t, c.comm, &mut reqs[0]) })?;
-    let mut parts = Vec::new();
-    if !inline && data.len() <= super::max_count() {
-        let (p, n) = (super::coll::ptr(data), count(data.len(), "send")?);
-        // SAFETY: `data` is borrowed until the wait below completes the request.
-        call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut reqs[1]) })?;
-    } else if !inline {
-        parts = isend_payload(c, dst, tag, data)?;
+        let one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: placeholders, written by MPI_Isend.
+        let mut reqs: [ffi::MPI_Request; 2] = unsafe { [ffi::RSMPI_REQUEST_NULL; 2] };
+        let p = super::coll::ptr(h);
+        // SAFETY: the room outlives the request: it is kept for the next send only once
+        // the waits below completed it, and left to MPI (leaked) otherwise.
+        call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n as c_int, bytes(), dst as c_int, t, c.comm, &mut reqs[0]) })?;
+        let mut parts = Vec::new();
+        if !inline && data.len() <= super::max_count() {
+            let (p, n) = (super::coll::ptr(data), count(data.len(), "send")?);
+            // SAFETY: `data` is borrowed until the wait below completes the request.
+            call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut reqs[1]) })?;
+        } else if !inline {
+            parts = isend_payload(c, dst, tag, data)?;
+        }
+        drop(one);
+        wait_all(c, site, dst, tag, &mut reqs[..if inline { 1 } else { 2 }])?;
+        wait_all(c, site, dst, tag, &mut parts)
+    })();
+    match sent {
+        Ok(()) => ROOM.set(Some(room)),
+        // A request may still read the room (a send that timed out): MPI keeps it.
+        Err(_) => std::mem::forget(room),
     }
-    drop(one);
-    wait_all(c, site, dst, tag, &mut reqs[..if inline { 1 } else { 2 }])?;
-    wait_all(c, site, dst, tag, &mut parts)
+    sent
 }
 
 pub(super) fn wait_send(c: &MpiComm, site: Site, id: ReqId) -> Result<()> {
