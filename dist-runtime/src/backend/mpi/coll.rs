@@ -49,7 +49,7 @@ pub(super) fn small_all_reduce(c: &MpiComm, op: &Op, len: usize) -> bool {
 /// the op to run, given the user's call name, or the buffers back for the generic path.
 /// Small: every message (the key and a block) within Open MPI's eager size (the
 /// all-reduce's own rule: up to 16 KiB of all ranks' bytes, whose fold is the cost), on a
-/// communicator where dist's own schedules run; user reductions keep the generic path,
+/// communicator of up to 16 ranks, across hosts too (`own::applies_agreed`); user reductions keep the generic path,
 /// and so does all_to_all_v (each rank's counts are its own, so the pairs' agreement is
 /// an exchange of counts the key cannot stand for). Past the eager size a message is a rendezvous read into the receive slot and then a
 /// copy out, and the record round it saves costs less: `dist-bench -n 2 --backend mpi
@@ -70,12 +70,12 @@ pub(super) fn agreed_in_one_phase<'a>(
     let most = |counts: &[usize]| counts.iter().copied().max().unwrap_or(0);
     let small = |block: usize, total: usize| block <= BLOCK && total <= own::SMALL;
     let reduction = op.dtype.zip(op.reduce_op).filter(|(_, r)| !matches!(r, ReduceOp::User(_)));
-    if !own::applies(c) {
+    if !own::applies_agreed(c) {
         return Err(bufs);
     }
     match (op.kind, bufs) {
-        (OpKind::AllReduce, Bufs::InPlace(buf)) if small_all_reduce(c, op, buf.len()) => {
-            let (d, r) = reduction.expect("checked by small_all_reduce");
+        (OpKind::AllReduce, Bufs::InPlace(buf)) if reduction.is_some() && buf.len() * c.size <= own::SMALL => {
+            let (d, r) = reduction.expect("checked above");
             Ok(Box::new(move |name| own::all_reduce_small_agreed(c, name, op, d, r, buf)))
         }
         (OpKind::Broadcast, Bufs::InPlace(buf)) if small(buf.len(), buf.len()) => {

@@ -37,13 +37,28 @@ pub(super) const MAX_RANKS: usize = 16;
 /// all_to_all: docs/performance.md). `DIST_MPI_COLL=mpi` keeps MPI's, for comparison;
 /// `own` forces these everywhere.
 pub(super) fn applies(c: &MpiComm) -> bool {
+    forced().unwrap_or_else(|| c.size <= MAX_RANKS && super::health::on_this_host(&c.world))
+}
+
+/// Whether `c` runs its small collectives under `DIST_DEBUG=check` here, in one phase
+/// ([`exchange_agreed`]): up to [`MAX_RANKS`] ranks, across hosts too. Over TCP between
+/// two hosts the one phase beat Open MPI's nonblocking schedules after a record exchange
+/// in every small cell (`DIST_MPI_COLL=own|… scripts/two-hosts.sh --bench`, µs at 8 B,
+/// records then libnbc / one phase: n = 2 all_reduce 18.4 / 5.6, broadcast 10.9 / 5.6;
+/// n = 4 all_gather 48.7 / 19.4; n = 8 all_reduce 158 / 83, broadcast 116 / 86; raw Open
+/// MPI 5.1, 2.4, 15.2, 32.6, 4.0).
+pub(super) fn applies_agreed(c: &MpiComm) -> bool {
+    forced().unwrap_or(c.size <= MAX_RANKS)
+}
+
+/// `DIST_MPI_COLL`: `mpi` keeps Open MPI's collectives, `own` forces dist's.
+fn forced() -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    let forced = *MODE.get_or_init(|| match std::env::var("DIST_MPI_COLL").ok().as_deref().map(str::trim) {
+    *MODE.get_or_init(|| match std::env::var("DIST_MPI_COLL").ok().as_deref().map(str::trim) {
         Some("mpi") => Some(false),
         Some("own") => Some(true),
         _ => None,
-    });
-    forced.unwrap_or_else(|| c.size <= MAX_RANKS && super::health::on_this_host(&c.world))
+    })
 }
 
 /// Posts every receive, then every send, and polls them all to completion against the
