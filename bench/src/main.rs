@@ -726,7 +726,9 @@ impl<T: bytemuck::Pod> Paged<T> {
         let ptr = unsafe { base.add(offset) }.cast::<T>();
         Paged { ptr, len, offset }
     }
+}
 
+impl<T> Paged<T> {
     fn layout(len: usize, offset: usize) -> std::alloc::Layout {
         std::alloc::Layout::from_size_align(offset + len * std::mem::size_of::<T>(), 4096)
             .expect("a bench buffer's size")
@@ -736,8 +738,7 @@ impl<T: bytemuck::Pod> Paged<T> {
 impl<T> Drop for Paged<T> {
     fn drop(&mut self) {
         if self.len > 0 {
-            let layout = std::alloc::Layout::from_size_align(self.offset + self.len * std::mem::size_of::<T>(), 4096)
-                .expect("as allocated");
+            let layout = Paged::<T>::layout(self.len, self.offset);
             // SAFETY: allocated in `zeroed_at` with this layout, `offset` bytes before `ptr`.
             unsafe { std::alloc::dealloc(self.ptr.cast::<u8>().as_ptr().sub(self.offset), layout) };
         }

@@ -145,6 +145,11 @@ fn exchange_counted(
     Ok(got)
 }
 
+/// `buf` cut into blocks of `counts[j]` bytes, to read ([`blocks`] to write).
+fn pieces<'b>(buf: &'b [u8], counts: &[usize]) -> Vec<&'b [u8]> {
+    offsets(counts).into_iter().zip(counts).map(|(o, &k)| &buf[o..o + k]).collect()
+}
+
 /// `buf` cut into blocks of `counts[j]` bytes.
 fn blocks<'b>(mut buf: &'b mut [u8], counts: &[usize]) -> Vec<&'b mut [u8]> {
     let mut out = Vec::with_capacity(counts.len());
@@ -177,7 +182,7 @@ pub(super) fn all_to_all(
     recv_counts: &[usize],
 ) -> Result<()> {
     let me = c.rank;
-    let outs: Vec<&[u8]> = offsets(send_counts).into_iter().zip(send_counts).map(|(o, &k)| &send[o..o + k]).collect();
+    let outs = pieces(send, send_counts);
     let mut slots = blocks(recv, recv_counts);
     slots[me].copy_from_slice(outs[me]);
     let sends = outs.into_iter().enumerate().filter(|(j, _)| *j != me).collect();
@@ -230,8 +235,8 @@ pub(super) fn reduce_scatter(
     counts: &[usize],
 ) -> Result<()> {
     let (n, me) = (c.size, c.rank);
-    let (offs, mine) = (offsets(counts), counts[me]);
-    let block = |j: usize| &send[offs[j]..offs[j] + counts[j]];
+    let (outs, mine) = (pieces(send, counts), counts[me]);
+    let block = |j: usize| outs[j];
     let mut words = aligned(mine * n);
     let mut theirs = blocks(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..mine * n], &vec![mine; n]);
     if me == 0 {
@@ -512,7 +517,7 @@ pub(super) fn all_to_all_agreed(
     recv_counts: &[usize],
 ) -> Result<()> {
     let me = c.rank;
-    let outs: Vec<&[u8]> = offsets(send_counts).into_iter().zip(send_counts).map(|(o, &k)| &send[o..o + k]).collect();
+    let outs = pieces(send, send_counts);
     exchange_agreed(
         c,
         name,
@@ -563,8 +568,7 @@ pub(super) fn reduce_scatter_agreed(
     counts: &[usize],
 ) -> Result<()> {
     let me = c.rank;
-    let offs = offsets(counts);
-    let outs: Vec<&[u8]> = (0..c.size).map(|j| &send[offs[j]..offs[j] + counts[j]]).collect();
+    let outs = pieces(send, counts);
     let mine = counts[me];
     exchange_agreed(
         c,
