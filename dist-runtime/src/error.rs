@@ -216,12 +216,22 @@ fn callers_in(bt: &str, file: &str, line: u32) -> Option<String> {
         Some(rest) => format!("{prefix}{rest}"),
         None => p.to_string(),
     };
-    let up: Vec<String> = user[here + 1..]
-        .iter()
-        .take_while(|(f, _, _)| !f.contains("__dist_entry_") && !f.contains("__dist_dispatch_"))
-        .take(4)
-        .map(|(_, p, l)| format!("{}:{l}", shown(p)))
-        .collect();
+    // The walk stops at the entry: an `#[spmd]` function's generated callers, or above the
+    // body of an `#[spmd] fn main` (`__dist_spmd_main`: what calls it is the generated
+    // `main`, then the C runtime).
+    let mut up: Vec<String> = Vec::new();
+    let mut below = &user[here];
+    for frame in &user[here + 1..] {
+        let (f, p, l) = frame;
+        if below.0.contains("__dist_spmd_main") || f.contains("__dist_entry_") || f.contains("__dist_dispatch_") {
+            break;
+        }
+        up.push(format!("{}:{l}", shown(p)));
+        if up.len() == 4 {
+            break;
+        }
+        below = frame;
+    }
     (!up.is_empty()).then(|| up.join(", called from "))
 }
 
@@ -345,6 +355,23 @@ mod callers_tests {
         );
         // The site called from the entry itself: nothing above it worth naming.
         assert_eq!(callers_in(BT, "src/main.rs", 60), None);
+        // An `#[spmd] fn main`: its body is `__dist_spmd_main`; the generated `main` and the
+        // C runtime above it are not the user's calls.
+        let main_bt = "   0: trainer::helpers::sync
+             at ./src/helpers.rs:9:5
+   1: trainer::__dist_spmd_main
+             at ./src/main.rs:12:5
+   2: trainer::main::{{closure}}
+             at ./src/main.rs:5:1
+   3: dist_runtime::entry::run_rank
+             at /work/main/dist-runtime/src/entry.rs:144:19
+   4: trainer::main
+             at ./src/main.rs:5:1
+   5: __libc_start_call_main
+             at ./csu/../sysdeps/nptl/libc_start_call_main.h:58:16
+";
+        assert_eq!(callers_in(main_bt, "src/helpers.rs", 9).as_deref(), Some("src/main.rs:12"));
+        assert_eq!(callers_in(main_bt, "src/main.rs", 12), None);
         // No debug info: no chain.
         assert_eq!(callers_in("   0: trainer::step\n   1: trainer::main\n", "src/main.rs", 42), None);
     }
