@@ -338,37 +338,67 @@ fn reduce_locked(
         }
         return Ok(true);
     }
-    // Reduce-scatter + all-gather through the slots, pipelined over chunks.
+    // Reduce-scatter + all-gather through the slots, pipelined over chunks of n regions
+    // of a slot (`region_of`), region j for part j. Step t: a rank writes the parts of
+    // chunk t its peers reduce into their regions of its slot (never its own part, which
+    // it reads from its buffer); reduces its own part of chunk t−1 from its buffer and the
+    // peers' regions for it, in its buffer where the order allows (rank 0, and rank 1 for
+    // an op that commutes: `shared::commutes`) and otherwise in its own region, and
+    // publishes the result there; copies its peers' results of chunk t−2 home. At 2 ranks
+    // a chunk of c bytes costs each rank 4.5c of reads and writes, where writing its
+    // whole chunk and folding into a separate out-area cost 6.5c (docs/performance.md).
     // Chunks and parts in whole items (one element, or a user reduction's item).
     let es = unit(dtype, op);
-    let cin = whole(c.seg.layout.slot * n / (n + 1), es);
+    let reg = region_of(c, es);
+    let cin = reg * n;
     let k = b.div_ceil(cin);
     let chunk = |t: usize| (t * cin, b.min((t + 1) * cin));
+    let in_place = gets_result(me) && (me == 0 || (me == 1 && shared::commutes(dtype, op)));
+    let at = |i: usize, p: u32, j: usize| c.slot(i, p).wrapping_add(j * reg);
     for t in 0..=k + 1 {
         let (w, r) = parities(*epoch);
         if t < k {
             let (s, e) = chunk(t);
-            to_shm(c.slot(me, w), &buf[s..e]);
+            for j in (0..n).filter(|&j| j != me) {
+                let (ps, pe) = part(e - s, es, n, j);
+                to_shm(at(me, w, j), &buf[s + ps..s + pe]);
+            }
         }
         if (1..=k).contains(&t) {
             let (s, e) = chunk(t - 1);
             let (ps, pe) = part(e - s, es, n, me);
-            // SAFETY (shm_mut): the out-area of our own write-parity slot.
-            let acc = shm_mut(c.slot(me, w).wrapping_add(cin), pe - ps);
-            from_shm(acc, c.slot(0, r).wrapping_add(ps));
-            for i in 1..n {
-                reduce::reduce_into(dtype, op, acc, shm(c.slot(i, r).wrapping_add(ps), pe - ps));
-            }
-            reduce::finish(dtype, op, n, acc);
-            if gets_result(me) {
-                super::copy::copy_slice(&mut buf[s + ps..s + pe], acc);
+            let (mine, len) = (s + ps..s + pe, pe - ps);
+            // SAFETY (shm_mut): our own region of our write-parity slot, which no peer
+            // reads before we arrive; we wrote no input there.
+            let out = shm_mut(at(me, w, me), len);
+            if in_place {
+                let acc = &mut buf[mine];
+                for i in (0..n).filter(|&i| i != me) {
+                    reduce::reduce_into(dtype, op, acc, shm(at(i, r, me), len));
+                }
+                reduce::finish(dtype, op, n, acc);
+                to_shm(out.as_mut_ptr(), acc);
+            } else {
+                if me == 0 {
+                    to_shm(out.as_mut_ptr(), &buf[mine.clone()]);
+                } else {
+                    from_shm(out, at(0, r, me));
+                }
+                for i in 1..n {
+                    let theirs = if i == me { &buf[mine.clone()] } else { shm(at(i, r, me), len) };
+                    reduce::reduce_into(dtype, op, out, theirs);
+                }
+                reduce::finish(dtype, op, n, out);
+                if gets_result(me) {
+                    super::copy::copy_slice(&mut buf[mine], out);
+                }
             }
         }
         if t >= 2 && gets_result(me) {
             let (s, e) = chunk(t - 2);
             for j in (0..n).filter(|&j| j != me) {
                 let (ps, pe) = part(e - s, es, n, j);
-                from_shm(&mut buf[s + ps..s + pe], c.slot(j, r).wrapping_add(cin));
+                from_shm(&mut buf[s + ps..s + pe], at(j, r, j));
             }
         }
         if t <= k {

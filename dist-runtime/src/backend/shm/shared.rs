@@ -390,7 +390,7 @@ pub(super) fn reduce_scatter(
 /// and multiplication commute; where two ranks hold NaN in one element, which NaN's
 /// payload survives may differ from the staging path's). Not Max and Min on floats
 /// (which of +0 and −0 wins depends on the order), nor a user reduction.
-fn commutes(dtype: DType, op: ReduceOp) -> bool {
+pub(super) fn commutes(dtype: DType, op: ReduceOp) -> bool {
     let float = matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128);
     match op {
         ReduceOp::User(_) => false,
