@@ -152,6 +152,31 @@ fn reduce_typed<T: Arith + bytemuck::Pod>(op: ReduceOp, acc: &mut [u8], src: &[u
     }
 }
 
+/// `acc ⊕= src` with each result also stored in `out`: one pass where a fold's last
+/// step and a copy of its result took two.
+fn reduce_copy_typed<T: Arith + bytemuck::Pod>(op: ReduceOp, acc: &mut [u8], src: &[u8], out: &mut [u8]) {
+    let acc: &mut [T] = bytemuck::cast_slice_mut(acc);
+    let src: &[T] = bytemuck::cast_slice(src);
+    let out: &mut [T] = bytemuck::cast_slice_mut(out);
+    debug_assert!(acc.len() == src.len() && acc.len() == out.len());
+    match op {
+        ReduceOp::Sum => {
+            for ((a, b), o) in acc.iter_mut().zip(src).zip(out.iter_mut()) {
+                let v = a.add(*b);
+                *a = v;
+                *o = v;
+            }
+        }
+        _ => {
+            for ((a, b), o) in acc.iter_mut().zip(src).zip(out.iter_mut()) {
+                let v = combine(op, *a, *b);
+                *a = v;
+                *o = v;
+            }
+        }
+    }
+}
+
 fn finish_typed<T: Arith + bytemuck::Pod>(op: ReduceOp, n: usize, acc: &mut [u8]) {
     let acc: &mut [T] = bytemuck::cast_slice_mut(acc);
     match op {
@@ -253,6 +278,23 @@ pub(crate) fn reduce_into(dtype: DType, op: ReduceOp, acc: &mut [u8], src: &[u8]
     dispatch!(dtype, reduce_typed, op, acc, src)
 }
 
+/// The last step of a fold over `n` contributions: `acc ⊕= src`, the post-step of `op`
+/// (`finish`), and the result copied to `out` as well (in one pass over the three
+/// slices where there is no post-step and the op is built in). `out` must be aligned for
+/// `dtype` like the others.
+pub(crate) fn fold_last(dtype: DType, op: ReduceOp, n: usize, acc: &mut [u8], src: &[u8], out: &mut [u8]) {
+    let post = matches!(op, ReduceOp::Avg | ReduceOp::PreMulSum(_));
+    if post || matches!(op, ReduceOp::User(_)) {
+        reduce_into(dtype, op, acc, src);
+        finish(dtype, op, n, acc);
+        return out.copy_from_slice(acc);
+    }
+    if dtype == DType::Bool {
+        return reduce_copy_typed::<u8>(op.on_bool(), acc, src, out);
+    }
+    dispatch!(dtype, reduce_copy_typed, op, acc, src, out)
+}
+
 /// Applies the post-step of `op` once all `n` contributions are combined
 /// (division for `Avg`, scaling for `PreMulSum`; nothing otherwise).
 pub(crate) fn finish(dtype: DType, op: ReduceOp, n: usize, acc: &mut [u8]) {
@@ -295,6 +337,33 @@ mod tests {
             reduce_into(DType::BF16, op, bytemuck::cast_slice_mut(&mut h), bytemuck::cast_slice(&[bf16::NAN]));
             assert!(h[0].is_nan());
         }
+    }
+
+    /// `fold_last` gives `acc` and `out` what a fold, `finish` and a copy give.
+    #[test]
+    fn fold_last_matches_fold_finish_and_copy() {
+        let ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum(0.5)];
+        for op in ops {
+            let a0 = [1.5f32, -0.0, 7.25, f32::NAN, 3.0];
+            let src = [2.0f32, 0.0, -1.0, 1.0, f32::INFINITY];
+            let (mut want, mut acc, mut out) = (a0, a0, [9.0f32; 5]);
+            let bytes = |x: &mut [f32; 5]| bytemuck::cast_slice_mut::<f32, u8>(x).to_vec();
+            reduce_into(DType::F32, op, bytemuck::cast_slice_mut(&mut want), bytemuck::cast_slice(&src));
+            finish(DType::F32, op, 3, bytemuck::cast_slice_mut(&mut want));
+            fold_last(
+                DType::F32,
+                op,
+                3,
+                bytemuck::cast_slice_mut(&mut acc),
+                bytemuck::cast_slice(&src),
+                bytemuck::cast_slice_mut(&mut out),
+            );
+            assert_eq!(bytes(&mut acc), bytes(&mut want), "{op:?}");
+            assert_eq!(bytes(&mut out), bytes(&mut want), "{op:?}");
+        }
+        let (mut acc, mut out) = ([250u8, 1], [0u8; 2]);
+        fold_last(DType::U8, ReduceOp::Sum, 2, &mut acc, &[10, 2], &mut out);
+        assert_eq!((acc, out), ([4, 3], [4, 3]));
     }
 
     #[test]

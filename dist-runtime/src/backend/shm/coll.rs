@@ -372,12 +372,15 @@ fn reduce_locked(
             // reads before we arrive; we wrote no input there.
             let out = shm_mut(at(me, w, me), len);
             if in_place {
+                // The fold's last step writes the result to the buffer and the region at
+                // once (`fold_last`): 4 S of traffic at 2 ranks, where a fold and then a
+                // copy took 4.5 S.
                 let acc = &mut buf[mine];
-                for i in (0..n).filter(|&i| i != me) {
+                let last = if me == n - 1 { n - 2 } else { n - 1 };
+                for i in (0..n).filter(|&i| i != me && i != last) {
                     reduce::reduce_into(dtype, op, acc, shm(at(i, r, me), len));
                 }
-                reduce::finish(dtype, op, n, acc);
-                to_shm(out.as_mut_ptr(), acc);
+                reduce::fold_last(dtype, op, n, acc, shm(at(last, r, me), len), out);
             } else {
                 if me == 0 {
                     to_shm(out.as_mut_ptr(), &buf[mine.clone()]);
