@@ -265,6 +265,20 @@ pub(crate) fn identity(dtype: DType, op: ReduceOp, buf: &mut [u8]) {
     dispatch!(dtype, identity_typed, op, buf)
 }
 
+/// Whether `a ⊕ b` and `b ⊕ a` are the same value for `op`, so a rank may fold its own
+/// contribution out of rank order: the built-in arithmetic and bitwise ops (IEEE addition
+/// and multiplication commute; where two ranks hold NaN in one element, which NaN's
+/// payload survives may differ from the staging path's). Not Max and Min on floats
+/// (which of +0 and −0 wins depends on the order), nor a user reduction.
+pub(crate) fn commutes(dtype: DType, op: ReduceOp) -> bool {
+    let float = matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128);
+    match op {
+        ReduceOp::User(_) => false,
+        ReduceOp::Max | ReduceOp::Min => !float,
+        _ => true,
+    }
+}
+
 /// `acc[i] = acc[i] ⊕ src[i]` over elements of `dtype`. Both slices hold whole elements
 /// and are aligned for `dtype` (the backends guarantee it).
 pub(crate) fn reduce_into(dtype: DType, op: ReduceOp, acc: &mut [u8], src: &[u8]) {

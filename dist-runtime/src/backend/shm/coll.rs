@@ -343,7 +343,7 @@ fn reduce_locked(
     // chunk t its peers reduce into their regions of its slot (never its own part, which
     // it reads from its buffer); reduces its own part of chunk t−1 from its buffer and the
     // peers' regions for it, in its buffer where the order allows (rank 0, and rank 1 for
-    // an op that commutes: `shared::commutes`) and otherwise in its own region, and
+    // an op that commutes: `reduce::commutes`) and otherwise in its own region, and
     // publishes the result there; copies its peers' results of chunk t−2 home. At 2 ranks
     // a chunk of c bytes costs each rank 4.5c of reads and writes, where writing its
     // whole chunk and folding into a separate out-area cost 6.5c (docs/performance.md).
@@ -353,7 +353,7 @@ fn reduce_locked(
     let cin = reg * n;
     let k = b.div_ceil(cin);
     let chunk = |t: usize| (t * cin, b.min((t + 1) * cin));
-    let in_place = gets_result(me) && (me == 0 || (me == 1 && shared::commutes(dtype, op)));
+    let in_place = gets_result(me) && (me == 0 || (me == 1 && reduce::commutes(dtype, op)));
     let at = |i: usize, p: u32, j: usize| c.slot(i, p).wrapping_add(j * reg);
     for t in 0..=k + 1 {
         let (w, r) = parities(*epoch);

@@ -385,20 +385,6 @@ pub(super) fn reduce_scatter(
     c.sync(epoch, cx, false)
 }
 
-/// Whether `a ⊕ b` and `b ⊕ a` are the same value for `op`, so a rank may fold its own
-/// contribution out of rank order: the built-in arithmetic and bitwise ops (IEEE addition
-/// and multiplication commute; where two ranks hold NaN in one element, which NaN's
-/// payload survives may differ from the staging path's). Not Max and Min on floats
-/// (which of +0 and −0 wins depends on the order), nor a user reduction.
-pub(super) fn commutes(dtype: DType, op: ReduceOp) -> bool {
-    let float = matches!(dtype, DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128);
-    match op {
-        ReduceOp::User(_) => false,
-        ReduceOp::Max | ReduceOp::Min => !float,
-        _ => true,
-    }
-}
-
 /// All-reduce in place: fold this rank's share from every buffer into its own, then
 /// copy the other shares from their owners (module docs).
 pub(super) fn all_reduce(
@@ -414,7 +400,7 @@ pub(super) fn all_reduce(
     let unit = super::coll::unit(dtype, op);
     let (ps, pe) = super::coll::part(b, unit, n, me);
     let piece = super::coll::whole(PIECE, unit).max(unit).min(pe - ps);
-    let commutes = commutes(dtype, op);
+    let commutes = reduce::commutes(dtype, op);
     // Where the order allows, the fold runs in this rank's own buffer: rank 0's share
     // starts with its own contribution; any other rank's, for an op that commutes, with
     // its own, then the fold of the ranks before it (rank 0's buffer alone for rank 1),
