@@ -727,11 +727,21 @@ fn fold<T: Copy>(inputs: &[Vec<T>], f: fn(&mut [T], &[T])) -> Vec<T> {
 }
 
 fn user_case<T: Num>(world: &Comm<World>, f: fn(&mut [T], &[T]), name: &'static str, width: usize) {
+    // Lengths in whole items of `width` elements: empty, one, odd, and past the slot.
+    let items = [0usize, 1, 7, 1001, (300 << 10) / (width * std::mem::size_of::<T>()) + 3];
+    user_items_case(world, f, name, width, &items);
+}
+
+fn user_items_case<T: Num>(
+    world: &Comm<World>,
+    f: fn(&mut [T], &[T]),
+    name: &'static str,
+    width: usize,
+    lengths: &[usize],
+) {
     let (n, me) = (world.size(), world.rank());
     let op = ReduceOp::user_items(name, width, f);
-    // Lengths in whole items of `width` elements: empty, one, odd, and past the slot.
-    for (k, items) in [0usize, 1, 7, 1001, (300 << 10) / (width * std::mem::size_of::<T>()) + 3].into_iter().enumerate()
-    {
+    for (k, &items) in lengths.iter().enumerate() {
         let len = items * width;
         let salt = 40 + k as u64;
         let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
@@ -781,6 +791,9 @@ fn user_case<T: Num>(world: &Comm<World>, f: fn(&mut [T], &[T]), name: &'static 
 fn user_reductions_fold_in_rank_order(world: Comm<World>) {
     user_case::<u64>(&world, compose, "compose", 2);
     user_case::<f32>(&world, abs_max, "abs_max", 1);
+    // Items larger than a rank's share of a staging slot (160 KB each; a 256 KiB slot's
+    // share is 128 KiB at 2 ranks, 32 KiB at 8): one to a few of them per buffer.
+    user_items_case::<u64>(&world, compose, "compose", 20_000, &[1, 2, 5]);
     // Buffers of part items are refused before anything moves.
     let mut odd = [1u64, 2, 3];
     let e = world.all_reduce(&mut odd, ReduceOp::user_items("compose", 2, compose)).unwrap_err().to_string();

@@ -356,7 +356,8 @@ mod tests {
     /// `fold_last` gives `acc` and `out` what a fold, `finish` and a copy give.
     #[test]
     fn fold_last_matches_fold_finish_and_copy() {
-        let ops = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum(0.5)];
+        let ops =
+            [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg, ReduceOp::PreMulSum(0.5)];
         for op in ops {
             let a0 = [1.5f32, -0.0, 7.25, f32::NAN, 3.0];
             let src = [2.0f32, 0.0, -1.0, 1.0, f32::INFINITY];
@@ -378,6 +379,19 @@ mod tests {
         let (mut acc, mut out) = ([250u8, 1], [0u8; 2]);
         fold_last(DType::U8, ReduceOp::Sum, 2, &mut acc, &[10, 2], &mut out);
         assert_eq!((acc, out), ([4, 3], [4, 3]));
+        // bool (Max is OR), an integer Avg (truncating), a complex product
+        let (mut acc, mut out) = ([0u8, 1, 0], [7u8; 3]);
+        fold_last(DType::Bool, ReduceOp::Max, 2, &mut acc, &[0, 0, 1], &mut out);
+        assert_eq!((acc, out), ([0, 1, 1], [0, 1, 1]));
+        let (mut acc, mut out) = ([7i32, -7], [0i32; 2]);
+        let (a, o) = (bytemuck::cast_slice_mut(&mut acc), bytemuck::cast_slice_mut(&mut out));
+        fold_last(DType::I32, ReduceOp::Avg, 2, a, bytemuck::cast_slice(&[2i32, 0]), o);
+        assert_eq!((acc, out), ([4, -3], [4, -3]));
+        let z = |re: f32, im: f32| Complex::new(re, im);
+        let (mut acc, mut out) = ([z(1.0, 2.0)], [z(0.0, 0.0)]);
+        let (a, o) = (bytemuck::cast_slice_mut(&mut acc), bytemuck::cast_slice_mut(&mut out));
+        fold_last(DType::C64, ReduceOp::Prod, 2, a, bytemuck::cast_slice(&[z(3.0, -1.0)]), o);
+        assert_eq!((acc[0], out[0]), (z(5.0, 5.0), z(5.0, 5.0)));
     }
 
     #[test]

@@ -216,17 +216,32 @@ const SCRATCH_KEEP: usize = 16 << 20;
 /// Runs `f` on `len` bytes of this communicator's scratch, aligned for every element
 /// type: the buffer of the last call, grown (and zeroed) only when it is too short, so a
 /// call pays no allocation, zeroing or page faults of fresh memory (a 64 KiB all-reduce
-/// at 2 ranks spent ~3 µs of its 25 there). Two threads at once (never on one
-/// communicator in a correct program: collectives are ordered) each get a buffer.
-fn scratch<R>(c: &MpiComm, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
-    let mut words = std::mem::take(&mut *c.scratch.lock().unwrap_or_else(|p| p.into_inner()));
-    if words.len() * 16 < len {
-        words = aligned(len);
+/// at 2 ranks spent ~3 µs of its 25 there). A buffer past [`SCRATCH_KEEP`] is used once
+/// and freed, the kept one staying. When `f` fails, the buffer it used is leaked, never
+/// reused or freed: a receive whose cancellation failed may still land in it. Two threads
+/// at once (never on one communicator in a correct program: collectives are ordered) each
+/// get a buffer.
+fn scratch<R>(c: &MpiComm, len: usize, f: impl FnOnce(&mut [u8]) -> Result<R>) -> Result<R> {
+    let mut kept = std::mem::take(&mut *c.scratch.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut once = Vec::new();
+    let words = if kept.len() * 16 >= len {
+        &mut kept
+    } else if len <= SCRATCH_KEEP {
+        kept = aligned(len);
+        &mut kept
+    } else {
+        once = aligned(len);
+        &mut once
+    };
+    let r = f(&mut bytemuck::cast_slice_mut::<u128, u8>(words)[..len]);
+    if r.is_err() {
+        if once.is_empty() {
+            std::mem::forget(std::mem::take(&mut kept));
+        } else {
+            std::mem::forget(once);
+        }
     }
-    let r = f(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut words)[..len]);
-    if words.len() * 16 <= SCRATCH_KEEP {
-        *c.scratch.lock().unwrap_or_else(|p| p.into_inner()) = words;
-    }
+    *c.scratch.lock().unwrap_or_else(|p| p.into_inner()) = kept;
     r
 }
 
@@ -269,9 +284,8 @@ pub(super) fn reduce_scatter(
             if me != 0 {
                 recvs.push((0, &mut *recv));
             }
-            recvs.extend(
-                theirs.iter_mut().enumerate().filter(|(j, _)| *j != 0 && *j != me).map(|(j, b)| (j, &mut **b)),
-            );
+            recvs
+                .extend(theirs.iter_mut().enumerate().filter(|(j, _)| *j != 0 && *j != me).map(|(j, b)| (j, &mut **b)));
             let sends = (0..n).filter(|&j| j != me).map(|j| (j, block(j))).collect();
             exchange(c, op, recvs, sends)?;
         }
@@ -302,9 +316,12 @@ pub(super) fn all_reduce_small(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf:
             let recvs = slots.iter_mut().enumerate().filter(|(j, _)| *j != me).map(|(j, b)| (j, &mut **b)).collect();
             exchange(c, op, recvs, sends)?;
         }
-        if me == 0 || (me == 1 && reduce::commutes(d, r)) {
-            // In this rank's own buffer: x0 ⊕ x1 ⊕ …, or x1 ⊕ x0 ⊕ x2 … where that is the same.
-            for (_, t) in slots.iter().enumerate().filter(|(j, _)| *j != me) {
+        // Rank 0 folds in its own buffer (x0 ⊕ x1 ⊕ …); the others copy theirs into its
+        // slot and fold the same way. Not rank 1's x1 ⊕ x0 even for an op that commutes:
+        // every rank folds here, and where two ranks hold NaNs in one element, which
+        // payload survives depends on the order, so ranks would differ in their bits.
+        if me == 0 {
+            for t in &slots[1..] {
                 reduce::reduce_into(d, r, buf, t);
             }
             reduce::finish(d, r, n, buf);
@@ -621,7 +638,9 @@ pub(super) fn reduce_scatter_agreed(
 /// All-reduce in place: a reduce-scatter of the buffer's `n` segments (each reduced by
 /// its owner, in place in the buffer), then an all-gather of the reduced segments
 /// straight into the others' buffers. Copies: this rank's own segment once, on ranks
-/// other than 0 (it must survive until its turn in the fold).
+/// that cannot start the fold with it (all but rank 0, and rank 1 for an op that
+/// commutes: it must survive until its turn in the fold). Each segment's owner folds it
+/// and sends it to every rank, so all get the same bits.
 pub(super) fn all_reduce(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf: &mut [u8]) -> Result<()> {
     let (n, me, es) = (c.size, c.rank, d.size());
     let counts: Vec<usize> = segments(buf.len() / es, n).into_iter().map(|k| k * es).collect();
@@ -630,13 +649,13 @@ pub(super) fn all_reduce(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf: &mut 
     let seg: &mut [u8] = std::mem::take(&mut slots[me]);
     // The fold starts in this rank's own segment on rank 0, and on rank 1 for an op that
     // commutes (x1 ⊕ x0 = x0 ⊕ x1); on the others rank 0's block lands in the segment
-    // and this rank's own contribution is kept aside (block n of the scratch).
+    // and this rank's own contribution is kept aside, in its own block of the scratch
+    // (no peer's lands there).
     let in_place = me == 0 || (me == 1 && reduce::commutes(d, r));
-    scratch(c, mine * (n + 1), |words| {
-        let mut theirs = blocks(words, &vec![mine; n + 1]);
-        let kept = theirs.pop().expect("n + 1 blocks");
+    scratch(c, mine * n, |words| {
+        let mut theirs = blocks(words, &vec![mine; n]);
         if !in_place {
-            kept.copy_from_slice(seg);
+            theirs[me].copy_from_slice(seg);
         }
         {
             let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(n);
@@ -653,8 +672,8 @@ pub(super) fn all_reduce(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf: &mut 
                 reduce::reduce_into(d, r, seg, t);
             }
         } else {
-            for (j, t) in theirs.iter().enumerate().skip(1) {
-                reduce::reduce_into(d, r, seg, if j == me { &*kept } else { t });
+            for t in &theirs[1..] {
+                reduce::reduce_into(d, r, seg, t);
             }
         }
         reduce::finish(d, r, n, seg);

@@ -345,11 +345,14 @@ fn reduce_locked(
     // peers' regions for it, in its buffer where the order allows (rank 0, and rank 1 for
     // an op that commutes: `reduce::commutes`) and otherwise in its own region, and
     // publishes the result there; copies its peers' results of chunk t−2 home. At 2 ranks
-    // a chunk of c bytes costs each rank 4.5c of reads and writes, where writing its
-    // whole chunk and folding into a separate out-area cost 6.5c (docs/performance.md).
+    // an all-reduce of S bytes costs each rank 4 S of reads and writes, where writing its
+    // whole chunk and folding into a separate out-area cost 5.5 S (docs/performance.md).
     // Chunks and parts in whole items (one element, or a user reduction's item).
     let es = unit(dtype, op);
     let reg = region_of(c, es);
+    if reg == 0 {
+        return reduce_gathered(c, epoch, cx, fp, watch, buf, dtype, op, root);
+    }
     let cin = reg * n;
     let k = b.div_ceil(cin);
     let chunk = |t: usize| (t * cin, b.min((t + 1) * cin));
@@ -375,6 +378,7 @@ fn reduce_locked(
                 // The fold's last step writes the result to the buffer and the region at
                 // once (`fold_last`): 4 S of traffic at 2 ranks, where a fold and then a
                 // copy took 4.5 S.
+                debug_assert!(n >= 2, "n == 1 returns before the slots");
                 let acc = &mut buf[mine];
                 let last = if me == n - 1 { n - 2 } else { n - 1 };
                 for i in (0..n).filter(|&i| i != me && i != last) {
@@ -412,6 +416,71 @@ fn reduce_locked(
         }
     }
     Ok(true)
+}
+
+/// [`reduce_locked`] for items larger than a rank's share of a slot (a user reduction
+/// of wide items: a share must hold whole items): every rank's buffer is copied through
+/// the slots in byte chunks to the ranks that get the result, which fold all of them in
+/// rank order on the heap. `size` times the traffic of the shared-out fold.
+#[allow(clippy::too_many_arguments)]
+fn reduce_gathered(
+    c: &ShmComm,
+    epoch: &mut u32,
+    cx: &Op,
+    fp: bool,
+    watch: bool,
+    buf: &mut [u8],
+    dtype: DType,
+    op: ReduceOp,
+    root: Option<usize>,
+) -> Result<bool> {
+    let (n, me, b) = (c.n, c.rank, buf.len());
+    let gets = root.is_none_or(|x| x == me);
+    let cap = c.seg.layout.slot;
+    let mut all = Gathered::new(if gets { n * b } else { 0 });
+    let ran = pipeline_w(c, epoch, cx, fp, watch, b.div_ceil(cap), |step| {
+        let chunk = |t: usize| (t * cap, b.min((t + 1) * cap));
+        match step {
+            Step::Write { t, w } => {
+                let (s, e) = chunk(t);
+                to_shm(c.slot(me, w), &buf[s..e]);
+            }
+            Step::Read { t, r } if gets => {
+                let (s, e) = chunk(t);
+                for j in 0..n {
+                    from_shm(&mut all.bytes()[j * b + s..j * b + e], c.slot(j, r));
+                }
+            }
+            Step::Read { .. } => {}
+        }
+    })?;
+    if ran && gets {
+        all.fold_into(buf, n, dtype, op);
+    }
+    Ok(ran)
+}
+
+/// Every rank's contribution of `m` bytes, end to end on the heap, aligned for every
+/// element type (the reduction kernels need it): what the paths for wide items fold.
+struct Gathered(Vec<u128>, usize);
+
+impl Gathered {
+    fn new(len: usize) -> Gathered {
+        Gathered(vec![0u128; len.div_ceil(16)], len)
+    }
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut::<u128, u8>(&mut self.0)[..self.1]
+    }
+    /// `out` = the `n` contributions folded in rank order, then the op's post-step.
+    fn fold_into(&mut self, out: &mut [u8], n: usize, dtype: DType, op: ReduceOp) {
+        let m = out.len();
+        let all = self.bytes();
+        super::copy::copy_slice(out, &all[..m]);
+        for j in 1..n {
+            reduce::reduce_into(dtype, op, out, &all[j * m..(j + 1) * m]);
+        }
+        reduce::finish(dtype, op, n, out);
+    }
 }
 
 /// Ring all-reduce through the slots (`DIST_ALGO=ring`, for comparison with the
@@ -664,9 +733,13 @@ pub(super) fn reduce_scatter(
         in_place_or!(c, epoch, cx, eligible, find(c, eligible, send), |_| send.len(), |e, p| shared::reduce_scatter(
             c, e, cx, recv, displs[me], dtype, op, p
         ),);
-    let reg = region_of(c, unit(dtype, op));
+    // Items wider than a rank's share of a slot (`region_of` is 0) cannot be folded chunk
+    // by chunk: the blocks then come through in byte chunks and are folded on the heap.
+    let wide = region_of(c, unit(dtype, op)) == 0;
+    let reg = if wide { region(c) } else { region_of(c, unit(dtype, op)) };
     let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
-    let usual = |epoch: &mut u32, watch: bool| {
+    let mut all = Gathered::new(if wide { n * m } else { 0 });
+    let mut usual = |epoch: &mut u32, watch: bool| {
         pipeline_w(c, epoch, cx, true, watch, k, |step| {
             let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
             match step {
@@ -674,6 +747,12 @@ pub(super) fn reduce_scatter(
                 Step::Read { t, r } => {
                     let (s, e) = chunk(t);
                     if s >= e {
+                        return;
+                    }
+                    if wide {
+                        for j in 0..n {
+                            from_shm(&mut all.bytes()[j * m + s..j * m + e], c.slot(j, r).wrapping_add(me * reg));
+                        }
                         return;
                     }
                     let out = &mut recv[s..e];
@@ -686,7 +765,11 @@ pub(super) fn reduce_scatter(
             }
         })
     };
-    restartable(epoch, watch, usual)
+    restartable(epoch, watch, &mut usual)?;
+    if wide {
+        all.fold_into(recv, n, dtype, op);
+    }
+    Ok(())
 }
 
 pub(super) fn all_to_all_v(
