@@ -113,11 +113,13 @@ impl Layout {
         Layout { n, slot, ring, ctl_off, board_off, board_entry, sites_off, slots_off, rings_off, total }
     }
     /// Sizes for `n` ranks with staging slots of `slot` bytes (`DIST_SLOT_KIB`, see
-    /// `tuning.rs`); rings share 16 MiB, each between 4 KiB and 256 KiB.
+    /// `tuning.rs`), but at least a 64-byte line per rank (the collectives give each rank
+    /// a region of a slot: past 4096 ranks at the default, 256 with `DIST_SLOT_KIB=16`, a
+    /// region would have been empty); rings share 16 MiB, each between 4 KiB and 256 KiB.
     pub(crate) fn for_size(n: usize, slot: usize) -> Layout {
         let r = ((16usize << 20) / (n * n)).clamp(4 << 10, 256 << 10);
         let ring = 1usize << (usize::BITS - 1 - r.leading_zeros()); // round down to a power of two
-        Layout::new(n, slot, ring)
+        Layout::new(n, slot.max(align(64 * n, 4096)), ring)
     }
     pub(crate) fn ctl(&self, r: usize) -> usize {
         self.ctl_off + r * CTL
@@ -341,6 +343,16 @@ impl Drop for Segment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rank's region of a slot holds at least a line, whatever the slot asked for.
+    #[test]
+    fn slots_hold_a_line_per_rank() {
+        assert_eq!(Layout::for_size(4, 256 << 10).slot, 256 << 10);
+        for (n, slot) in [(300, 16 << 10), (5000, 256 << 10), (4096, 256 << 10)] {
+            let l = Layout::for_size(n, slot);
+            assert!(l.slot / n >= 64 && l.slot.is_multiple_of(4096), "{n} ranks: slot {}", l.slot);
+        }
+    }
 
     /// A segment another user owns is refused (a forged rendezvous key cannot make a
     /// rank map a stranger's memory). Needs root to give the segment away; skipped
