@@ -34,14 +34,14 @@ pub(super) fn ptr(b: &[u8]) -> *mut c_void {
 }
 
 /// Whether an all-reduce of `len` bytes per rank takes the one-phase path
-/// ([`super::own::all_reduce_small`]): dist's schedules on this communicator, a built-in
+/// ([`super::own::all_reduce_small`]): dist's reductions on this communicator, a built-in
 /// reduction, at most [`super::own::SMALL`] bytes over all ranks.
 pub(super) fn small_all_reduce(c: &MpiComm, op: &Op, len: usize) -> bool {
     op.kind == OpKind::AllReduce
         && op.dtype.is_some()
         && matches!(op.reduce_op, Some(r) if !matches!(r, ReduceOp::User(_)))
         && len * c.size <= super::own::SMALL
-        && super::own::applies(c)
+        && super::own::applies_to_reductions(c)
 }
 
 /// A small collective under `DIST_DEBUG=check` whose op key rides in its own messages
@@ -140,6 +140,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         return user(c, op, u, bufs);
     }
     let own = super::own::applies(c);
+    let own_reductions = super::own::applies_to_reductions(c);
     match (op.kind, bufs) {
         (OpKind::Broadcast, Bufs::InPlace(buf)) if own => {
             return super::own::broadcast(c, op, buf, op.root as usize);
@@ -152,10 +153,10 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         }
         // Past 4 ranks on this 2-core machine libnbc's all-reduce was ahead below 1 MiB
         // (docs/performance.md): the direct schedule posts 2(n − 1) messages per phase.
-        (OpKind::AllReduce, Bufs::InPlace(buf)) if own && (c.size <= 4 || buf.len() >= 1 << 20) => {
+        (OpKind::AllReduce, Bufs::InPlace(buf)) if own_reductions && (c.size <= 4 || buf.len() >= 1 << 20) => {
             return super::own::all_reduce(c, op, dt()?, rop()?, buf);
         }
-        (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv, counts }) if own => {
+        (OpKind::ReduceScatter, Bufs::ReduceScatter { send, recv, counts }) if own_reductions => {
             return super::own::reduce_scatter(c, op, dt()?, rop()?, send, recv, counts);
         }
         (OpKind::AllGather, Bufs::Gather { send, recv: Some(recv), counts }) if own => {

@@ -51,6 +51,16 @@ pub(super) fn applies_agreed(c: &MpiComm) -> bool {
     forced().unwrap_or(c.size <= MAX_RANKS)
 }
 
+/// Whether `c` runs its reductions (all_reduce, reduce_scatter) here: up to
+/// [`MAX_RANKS`] ranks, across hosts too. Over TCP between two hosts these beat Open
+/// MPI's nonblocking schedules by about two (`RUNS=1 RANKS="2 4" MAXB=1048576
+/// scripts/two-hosts.sh --bench`, with and without `DIST_MPI_COLL=own`, µs, libnbc /
+/// here: all_reduce 64 KiB n = 2 63 / 33, n = 4 130 / 104, 1 MiB 1102 / 566 and 1955 /
+/// 1280; reduce_scatter 64 KiB 46 / 22 and 130 / 62, 1 MiB 821 / 247 and 1660 / 850).
+pub(super) fn applies_to_reductions(c: &MpiComm) -> bool {
+    forced().unwrap_or(c.size <= MAX_RANKS)
+}
+
 /// `DIST_MPI_COLL`: `mpi` keeps Open MPI's collectives, `own` forces dist's.
 fn forced() -> Option<bool> {
     static MODE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
