@@ -292,6 +292,22 @@ pub(crate) fn reduce_into(dtype: DType, op: ReduceOp, acc: &mut [u8], src: &[u8]
     dispatch!(dtype, reduce_typed, op, acc, src)
 }
 
+/// `out` = the contributions `parts` (each `out.len()` bytes, in rank order) folded left
+/// to right, then the post-step of `op` over their count: the fold every rank that holds
+/// all contributions runs, so all of them get the same bits.
+pub(crate) fn fold_in_order<'a>(dtype: DType, op: ReduceOp, out: &mut [u8], parts: impl IntoIterator<Item = &'a [u8]>) {
+    let mut n = 0;
+    for p in parts {
+        if n == 0 {
+            out.copy_from_slice(p);
+        } else {
+            reduce_into(dtype, op, out, p);
+        }
+        n += 1;
+    }
+    finish(dtype, op, n, out);
+}
+
 /// The last step of a fold over `n` contributions: `acc ⊕= src`, the post-step of `op`
 /// (`finish`), and the result copied to `out` as well (in one pass over the three
 /// slices where there is no post-step and the op is built in). `out` must be aligned for

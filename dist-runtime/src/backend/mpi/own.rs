@@ -347,11 +347,7 @@ pub(super) fn all_reduce_small(c: &MpiComm, op: &Op, d: DType, r: ReduceOp, buf:
 /// them) folded in rank order, then the op's post-step: the same bits on every rank.
 fn fold(d: DType, r: ReduceOp, buf: &mut [u8], slots: &[&mut [u8]], at: usize) {
     let len = buf.len();
-    buf.copy_from_slice(&slots[0][at..at + len]);
-    for t in &slots[1..] {
-        reduce::reduce_into(d, r, buf, &t[at..at + len]);
-    }
-    reduce::finish(d, r, slots.len(), buf);
+    reduce::fold_in_order(d, r, buf, slots.iter().map(|t| &t[at..at + len]));
 }
 
 /// Longest message an agreement-path receive takes: an op record, or a one-phase

@@ -475,11 +475,7 @@ impl Gathered {
     fn fold_into(&mut self, out: &mut [u8], n: usize, dtype: DType, op: ReduceOp) {
         let m = out.len();
         let all = self.bytes();
-        super::copy::copy_slice(out, &all[..m]);
-        for j in 1..n {
-            reduce::reduce_into(dtype, op, out, &all[j * m..(j + 1) * m]);
-        }
-        reduce::finish(dtype, op, n, out);
+        reduce::fold_in_order(dtype, op, out, (0..n).map(|j| &all[j * m..(j + 1) * m]));
     }
 }
 
@@ -735,8 +731,9 @@ pub(super) fn reduce_scatter(
         ),);
     // Items wider than a rank's share of a slot (`region_of` is 0) cannot be folded chunk
     // by chunk: the blocks then come through in byte chunks and are folded on the heap.
-    let wide = region_of(c, unit(dtype, op)) == 0;
-    let reg = if wide { region(c) } else { region_of(c, unit(dtype, op)) };
+    let reg = region_of(c, unit(dtype, op));
+    let wide = reg == 0;
+    let reg = if wide { region(c) } else { reg };
     let k = counts.iter().map(|x| x.div_ceil(reg)).max().unwrap_or(0);
     let mut all = Gathered::new(if wide { n * m } else { 0 });
     let mut usual = |epoch: &mut u32, watch: bool| {
