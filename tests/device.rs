@@ -6,7 +6,7 @@
 use dist_runtime::prelude::*;
 use dist_runtime::testing::SimBuf;
 use dist_runtime::Launch;
-use dist_tests::device::{device_deadline, device_mismatch, device_ops, Mem};
+use dist_tests::device::{device_deadline, device_mismatch, device_ops, device_p2p_deadline, Mem};
 use std::time::Duration;
 
 struct Sim;
@@ -37,6 +37,11 @@ fn sim_mismatch(world: Comm<World>) -> Result<(), String> {
 #[spmd(unchecked)]
 fn sim_deadline(world: Comm<World>) -> Result<(), String> {
     device_deadline(&world, &Sim, Duration::from_secs(4))
+}
+
+#[spmd(unchecked)]
+fn sim_p2p_deadline(world: Comm<World>) -> Result<(), String> {
+    device_p2p_deadline(&world, &Sim, Duration::from_secs(4))
 }
 
 /// A device buffer on a communicator without a device side: a clear error.
@@ -78,6 +83,16 @@ fn a_mismatched_device_collective_is_a_mismatch_error() {
 fn a_device_wait_past_its_deadline_is_a_timeout_and_aborts() {
     let r =
         launch("device::sim_deadline", 2, &[("DIST_SIM_DEVICE", "1"), ("DIST_DEBUG", "off"), ("DIST_TIMEOUT", "1")]);
+    assert!(r.success(), "{}", r.summary());
+}
+
+#[test]
+fn a_device_send_without_its_receiver_is_a_timeout_and_aborts() {
+    let r = launch(
+        "device::sim_p2p_deadline",
+        2,
+        &[("DIST_SIM_DEVICE", "1"), ("DIST_DEBUG", "off"), ("DIST_TIMEOUT", "1")],
+    );
     assert!(r.success(), "{}", r.summary());
 }
 

@@ -344,3 +344,40 @@ pub fn device_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Duration)
         other => Err(format!("after a device timeout, expected a refusal, got {other:?}")),
     }
 }
+
+/// A device send whose peer never makes the matching receive ends at `DIST_TIMEOUT` too.
+/// NCCL connects two ranks only at the first send or receive between them, inside the
+/// call that posts it: a peer that never comes must not hold that call past the deadline.
+/// (4 MiB, so that a device that buffers small messages must wait here as well.)
+pub fn device_p2p_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Duration) -> Result<(), String> {
+    if world.rank() == 1 {
+        // Never receives; stays alive past the peer's deadline.
+        std::thread::sleep(peer_stays);
+        return Ok(());
+    }
+    if world.rank() != 0 {
+        return Ok(());
+    }
+    let d = m.up(&vec![1.0; 1 << 20])?;
+    let start = std::time::Instant::now();
+    let line = line!() + 1;
+    let got = world.send(1, T, &d);
+    if start.elapsed() >= peer_stays {
+        return Err(format!("the send ended after {:?}, only once the peer had left: {got:?}", start.elapsed()));
+    }
+    match got {
+        Err(err @ Error::Timeout { .. }) => {
+            let msg = err.to_string();
+            if !(msg.contains("send") && msg.contains(&format!("device_suite.rs:{line}")) && msg.contains("World")) {
+                return Err(format!("the timeout names neither the op, its line {line} nor the communicator: {msg}"));
+            }
+        }
+        Err(other) => return Err(format!("expected a timeout naming send, got {other}")),
+        Ok(()) => return Err("a 4 MiB device send without its receiver completed".into()),
+    }
+    let mut d = d;
+    match world.broadcast(&mut d, 0) {
+        Err(err) if err.to_string().contains("timed out, so its device side was aborted") => Ok(()),
+        other => Err(format!("after a device timeout, expected a refusal, got {other:?}")),
+    }
+}

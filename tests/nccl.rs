@@ -8,7 +8,7 @@
 
 use dist_runtime::prelude::*;
 use dist_runtime::Launch;
-use dist_tests::device::{device_deadline, device_mismatch, device_ops as device_ops_on, Mem};
+use dist_tests::device::{device_deadline, device_mismatch, device_ops as device_ops_on, device_p2p_deadline, Mem};
 use std::time::Duration;
 
 /// Device memory on this rank's GPU, on the communicator's stream.
@@ -88,6 +88,13 @@ fn device_wait_deadline(world: Comm<World>) -> Result<(), String> {
     device_deadline(&world, &cuda(&world)?, Duration::from_secs(6))
 }
 
+/// A first device send to a peer that never receives ends at `DIST_TIMEOUT` (NCCL would
+/// wait inside `ncclGroupEnd` for the connection on a blocking communicator).
+#[spmd(unchecked)]
+fn device_p2p_wait_deadline(world: Comm<World>) -> Result<(), String> {
+    device_p2p_deadline(&world, &cuda(&world)?, Duration::from_secs(8))
+}
+
 #[test]
 #[ignore = "needs a GPU, the CUDA driver and libnccl: run scripts/gpu-check.sh"]
 fn nccl_mismatch_and_deadline_report_like_host_ops() {
@@ -107,4 +114,11 @@ fn nccl_mismatch_and_deadline_report_like_host_ops() {
         .run()
         .unwrap();
     assert!(r.success(), "deadline:\n{}", r.summary());
+    let r = nccl_launch("nccl::device_p2p_wait_deadline", 2, gpus)
+        .env("DIST_DEBUG", "off")
+        .env("DIST_TIMEOUT", "2")
+        .timeout(Duration::from_secs(120))
+        .run()
+        .unwrap();
+    assert!(r.success(), "p2p deadline:\n{}", r.summary());
 }

@@ -247,7 +247,7 @@ fn with_nccl(world: Comm<World>, device: Option<usize>, env: &Env) -> Result<(Co
     }
     let (Some(dev), 1) = (device, all[0]) else { return Ok((world, false)) };
     let share = |id: &mut [u8; 128]| world.broadcast(&mut id[..], 0);
-    let nccl = crate::backend::nccl::NcclComm::world(dev, env.rank, env.world_size, &share)?;
+    let nccl = crate::backend::nccl::NcclComm::world(dev, env.rank, env.world_size, &share, env.timeout)?;
     let side = DeviceSide { dev: Arc::new(nccl), timeout: env.timeout };
     Ok((world.with_device(Some(side)), true))
 }

@@ -140,7 +140,14 @@ impl<G: Group> Comm<G> {
             self.inner.drain();
             crate::comm::exchange(&self.inner, op)?;
         }
-        let done = side.dev.enqueue(op, dtype, bufs)?;
+        // NCCL's deadline on connecting peers comes back from the device without the
+        // communicator's name: it is this one.
+        let done = side.dev.enqueue(op, dtype, bufs).map_err(|e| match e {
+            Error::Timeout { op, comm, waiting_for, secs, site } if comm.is_empty() => {
+                Error::Timeout { op, comm: self.name().to_string(), waiting_for, secs, site }
+            }
+            e => e,
+        })?;
         Ok(DeviceWork {
             done,
             op: op.name,

@@ -1,14 +1,22 @@
 //! `NcclComm`: one NCCL communicator and its stream, over cudarc's `result` layer, with
 //! RAII teardown (finalize then destroy; abort when unwinding, when finalize fails, or
 //! after a timed-out wait left a kernel that will never finish).
+//!
+//! Every communicator is NCCL's non-blocking kind (`ncclConfig_t::blocking = 0`): a call
+//! that must wait for peers (creation, a split, the first send or receive to a peer, which
+//! NCCL connects lazily inside `ncclGroupEnd`) returns `ncclInProgress` at once, and dist
+//! polls `ncclCommGetAsyncError` until it is done or the communicator's deadline passes.
+//! A blocking communicator would wait inside NCCL with no bound: a first device send to a
+//! peer that never posts its receive hung there forever.
 
 use super::{fail, ok, DevPtr};
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaStream};
 use cudarc::nccl::{result, sys};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// One NCCL communicator and the stream its ops go on.
 pub(crate) struct NcclComm {
@@ -22,6 +30,8 @@ pub(crate) struct NcclComm {
     /// Set when a wait on one of its ops timed out: the communicator holds a kernel that
     /// will never finish, so it is aborted (not finalized) on drop and refuses new ops.
     pub(crate) broken: Arc<std::sync::atomic::AtomicBool>,
+    /// How long a call may wait for NCCL to finish in the background (`DIST_TIMEOUT`).
+    pub(crate) timeout: Duration,
 }
 
 // SAFETY: an ncclComm_t may be used from any thread as long as calls on it are not
@@ -37,12 +47,75 @@ impl Drop for NcclComm {
         // SAFETY: `comm` was created by ncclCommInitRank/Split and is dropped once.
         unsafe {
             let broken = self.broken.load(std::sync::atomic::Ordering::SeqCst);
-            if broken || std::thread::panicking() || result::comm_finalize(self.comm).is_err() {
-                let _ = result::comm_abort(self.comm);
-            } else {
+            // Finalizing a non-blocking communicator goes on in the background: it is
+            // destroyed once that is done, aborted if it fails or outlasts the deadline.
+            let finalized = !broken
+                && !std::thread::panicking()
+                && result::comm_finalize(self.comm).is_ok()
+                && matches!(ready(self.comm, Instant::now() + self.timeout, "ncclCommFinalize"), Ok(true));
+            if finalized {
                 let _ = result::comm_destroy(self.comm);
+            } else {
+                let _ = result::comm_abort(self.comm);
             }
         }
+    }
+}
+
+/// `NCCL_CONFIG_UNDEF_INT`: "NCCL's default" for an integer field of `ncclConfig_t`.
+const UNDEF: std::ffi::c_int = i32::MIN;
+
+/// `NCCL_CONFIG_INITIALIZER` with `blocking = 0`: every other field NCCL's default. NCCL
+/// reads `min(size, its own size)` bytes, so a library older than the bindings takes the
+/// fields it knows.
+fn nonblocking_config() -> Result<sys::ncclConfig_t> {
+    let version = result::get_nccl_version().map_err(|e| fail("ncclGetVersion", e))?;
+    let null = std::ptr::null();
+    Ok(sys::ncclConfig_t {
+        size: std::mem::size_of::<sys::ncclConfig_t>(),
+        magic: 0xcafe_beef,
+        version: version as std::ffi::c_uint,
+        blocking: 0,
+        cgaClusterSize: UNDEF,
+        minCTAs: UNDEF,
+        maxCTAs: UNDEF,
+        netName: null,
+        splitShare: UNDEF,
+        trafficClass: UNDEF,
+        commName: null,
+        collnetEnable: UNDEF,
+        CTAPolicy: UNDEF,
+        shrinkShare: UNDEF,
+        nvlsCTAs: UNDEF,
+        nChannelsPerNetPeer: UNDEF,
+        nvlinkCentricSched: UNDEF,
+        graphUsageMode: UNDEF,
+        numRmaCtx: UNDEF,
+        maxP2pPeers: UNDEF,
+    })
+}
+
+/// Waits until a non-blocking communicator has carried out the calls made on it (its
+/// state leaves `ncclInProgress`): `Ok(true)` once it has, `Ok(false)` if `until` passed
+/// first, the error if NCCL reports one (`what` names the call).
+pub(crate) fn ready(comm: sys::ncclComm_t, until: Instant, what: &str) -> Result<bool> {
+    let mut nap = Duration::from_micros(2);
+    loop {
+        let mut state = sys::ncclResult_t::ncclSuccess;
+        // SAFETY: `comm` is a live communicator; `state` is written by NCCL.
+        unsafe { sys::ncclCommGetAsyncError(comm, &mut state) }
+            .result()
+            .map_err(|e| fail("ncclCommGetAsyncError", e))?;
+        match state {
+            sys::ncclResult_t::ncclSuccess => return Ok(true),
+            sys::ncclResult_t::ncclInProgress => {}
+            e => return Err(fail(what, result::NcclError(e))),
+        }
+        if Instant::now() >= until {
+            return Ok(false);
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(1));
     }
 }
 
@@ -87,6 +160,7 @@ impl NcclComm {
         rank: usize,
         size: usize,
         share: &dyn Fn(&mut [u8; 128]) -> Result<()>,
+        timeout: Duration,
     ) -> Result<NcclComm> {
         let ctx = CudaContext::new(device).map_err(|e| fail(&format!("opening device {device}"), e))?;
         let stream = ctx.new_stream().map_err(|e| fail("creating a stream", e))?;
@@ -103,38 +177,98 @@ impl NcclComm {
             *d = *b as std::ffi::c_char;
         }
         let id = sys::ncclUniqueId { internal };
-        let mut comm = std::mem::MaybeUninit::uninit();
-        // SAFETY: `comm` is written by NCCL on success; the context is current on this
-        // thread (CudaContext::new binds it).
-        let comm = unsafe {
+        let mut config = nonblocking_config()?;
+        let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+        // SAFETY: `comm` is written by NCCL before it returns (the creation itself goes on
+        // in the background); the context is current on this thread (CudaContext::new
+        // binds it); `config` is read during the call.
+        unsafe {
             ctx.bind_to_thread().map_err(|e| fail("binding the CUDA context", e))?;
-            result::comm_init_rank(comm.as_mut_ptr(), size as i32, id, rank as i32)
-                .map_err(|e| fail("ncclCommInitRank", e))?;
-            comm.assume_init()
-        };
-        Ok(NcclComm { comm, stream, size, rank, lock: Mutex::new(()), broken: Default::default() })
+            result::comm_init_rank_config(&mut comm, size as i32, id, rank as i32, &mut config)
+                .map_err(|e| fail("ncclCommInitRankConfig", e))?;
+        }
+        let done = ready(comm, Instant::now() + timeout, "ncclCommInitRankConfig");
+        if !matches!(done, Ok(true)) {
+            // SAFETY: `comm` was created above and is not used again.
+            unsafe {
+                let _ = result::comm_abort(comm);
+            }
+            done?;
+            return Err(Error::backend(
+                "nccl",
+                format!(
+                    "creating the NCCL communicator of {size} ranks did not finish within DIST_TIMEOUT ({:.0} s): \
+                     a rank never joined, or NCCL could not connect them (NCCL_DEBUG=WARN says why)",
+                    timeout.as_secs_f64()
+                ),
+            ));
+        }
+        Ok(NcclComm { comm, stream, size, rank, lock: Mutex::new(()), broken: Default::default(), timeout })
     }
 
     /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
     /// form one communicator per color, ordered by `key`; `None` takes no part.
     pub(crate) fn split(&self, color: Option<u32>, key: usize) -> Result<Option<NcclComm>> {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut new: sys::ncclComm_t = std::ptr::null_mut();
+        // NCCL writes the new communicator when the split has finished, in the
+        // background: into memory that outlives a split abandoned at the deadline.
+        let new: *mut sys::ncclComm_t = Box::into_raw(Box::new(std::ptr::null_mut()));
         let c = color.map_or(-1, |c| c as i32); // NCCL_SPLIT_NOCOLOR
-                                                // SAFETY: valid parent comm; `new` is written by NCCL (null for no color).
-        unsafe {
-            sys::ncclCommSplit(self.comm, c, key as i32, &mut new, std::ptr::null_mut())
-                .result()
-                .map_err(|e| fail("ncclCommSplit", e))?;
+        let until = Instant::now() + self.timeout;
+        // SAFETY: valid parent comm; `new` stays valid until the split is over (leaked
+        // otherwise); a null config makes the child inherit the parent's (non-blocking).
+        let called = unsafe { sys::ncclCommSplit(self.comm, c, key as i32, new, std::ptr::null_mut()).result() };
+        let done = match called {
+            Ok(_) => ready(self.comm, until, "ncclCommSplit"),
+            Err(e) => Err(fail("ncclCommSplit", e)),
+        };
+        match done {
+            Ok(true) => {}
+            Ok(false) => {
+                // Still running: the parent is aborted on drop, `new` is left to NCCL.
+                self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Err(Error::backend(
+                    "nccl",
+                    format!(
+                        "splitting the NCCL communicator did not finish within DIST_TIMEOUT ({:.0} s): a member \
+                         never made the matching split; the communicator's device side is aborted",
+                        self.timeout.as_secs_f64()
+                    ),
+                ));
+            }
+            Err(e) => {
+                // SAFETY: the split is over (failed): NCCL no longer writes `new`.
+                drop(unsafe { Box::from_raw(new) });
+                return Err(e);
+            }
         }
+        // SAFETY: the split is over: `new` is ours again.
+        let new = *unsafe { Box::from_raw(new) };
         if new.is_null() {
             return Ok(None);
+        }
+        let ok = ready(new, until, "ncclCommSplit");
+        if !matches!(ok, Ok(true)) {
+            // SAFETY: `new` is ours and not used again.
+            unsafe {
+                let _ = result::comm_abort(new);
+            }
+            ok?;
+            return Err(Error::backend("nccl", "the communicator split off did not become ready within DIST_TIMEOUT"));
         }
         // SAFETY: `new` is a valid communicator just created.
         let size = unsafe { result::comm_count(new).map_err(|e| fail("ncclCommCount", e))? as usize };
         // SAFETY: as above.
         let rank = unsafe { result::comm_user_rank(new).map_err(|e| fail("ncclCommUserRank", e))? as usize };
         let stream = self.stream.context().new_stream().map_err(|e| fail("creating a stream", e))?;
-        Ok(Some(NcclComm { comm: new, stream, size, rank, lock: Mutex::new(()), broken: Default::default() }))
+        Ok(Some(NcclComm {
+            comm: new,
+            stream,
+            size,
+            rank,
+            lock: Mutex::new(()),
+            broken: Default::default(),
+            timeout: self.timeout,
+        }))
     }
 }

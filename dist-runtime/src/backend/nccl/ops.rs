@@ -13,6 +13,7 @@ use cudarc::nccl::{result, sys};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// NCCL's type of a dist element type (the same ten; `i16`/`u16`, which NCCL lacks,
 /// travel as 16-bit words of another type, which ops that only move data never read —
@@ -129,8 +130,39 @@ fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
 }
 
 impl NcclComm {
-    /// Runs `f` with `op` as NCCL's reduction (creating a PreMulSum op for the call).
-    fn with_op(&self, dt: DType, op: ReduceOp, f: impl FnOnce(sys::ncclRedOp_t) -> Result<()>) -> Result<()> {
+    /// Waits, until `until` at most, for NCCL to have carried out what was just called on
+    /// this non-blocking communicator (see `comm.rs`): past the deadline, `Error::Timeout`
+    /// naming `cx` (its communicator is filled in by the typed layer), and the device side
+    /// is aborted.
+    pub(crate) fn settle(&self, cx: &Op, until: Instant) -> Result<()> {
+        if super::comm::ready(self.comm, until, cx.name)? {
+            return Ok(());
+        }
+        self.broken.store(true, Ordering::SeqCst);
+        Err(Error::Timeout {
+            op: cx.name,
+            comm: String::new(),
+            waiting_for: format!(
+                "NCCL to connect {} to its peers (NCCL connects two ranks at the first send or receive between \
+                 them, and waits for the peer to make its matching call: one that never does hangs it); the \
+                 communicator's device side is aborted",
+                cx.name
+            ),
+            secs: self.timeout.as_secs_f64(),
+            site: cx.site,
+        })
+    }
+
+    /// Runs `f` with `op` as NCCL's reduction (creating a PreMulSum op for the call, and
+    /// destroying it once NCCL has taken the call: `settle`d by `until`).
+    fn with_op(
+        &self,
+        cx: &Op,
+        until: Instant,
+        dt: DType,
+        op: ReduceOp,
+        f: impl FnOnce(sys::ncclRedOp_t) -> Result<()>,
+    ) -> Result<()> {
         // bool as bytes 0/1: a logical or is their max, a logical and their min (as torch
         // maps them for NCCL).
         let op = match (dt, op.on_bool()) {
@@ -182,8 +214,9 @@ impl NcclComm {
             .map_err(|e| fail("ncclRedOpCreatePreMulSum", e))?;
             o.assume_init()
         };
-        let r = f(o);
-        // SAFETY: the op was created on this comm and the call using it is enqueued.
+        let r = f(o).and_then(|()| self.settle(cx, until));
+        // SAFETY: the op was created on this comm and the call using it is enqueued (or
+        // failed, or the communicator is abandoned).
         unsafe {
             let _ = result::reduce_op_destroy(o, self.comm);
         }
@@ -218,7 +251,7 @@ impl NcclComm {
         })
     }
 
-    fn launch(&self, op: &Op, dt: DType, bufs: DevBufs) -> Result<()> {
+    fn launch(&self, op: &Op, dt: DType, bufs: DevBufs, until: Instant) -> Result<()> {
         let (t, es) = (nccl_type(dt), nccl_size(dt));
         let (comm, cu) = (self.comm, self.cu());
         let root = op.root as i32;
@@ -245,7 +278,7 @@ impl NcclComm {
             ));
         }
         match (op.kind, bufs) {
-            (OpKind::AllReduce, DevBufs::InPlace(b)) => self.with_op(dt, reduce, |o| {
+            (OpKind::AllReduce, DevBufs::InPlace(b)) => self.with_op(op, until, dt, reduce, |o| {
                 // SAFETY: `b` is a device buffer of `b.bytes` bytes on this comm's device.
                 ok(
                     unsafe {
@@ -254,7 +287,7 @@ impl NcclComm {
                     "ncclAllReduce",
                 )
             }),
-            (OpKind::Reduce, DevBufs::InPlace(b)) => self.with_op(dt, reduce, |o| {
+            (OpKind::Reduce, DevBufs::InPlace(b)) => self.with_op(op, until, dt, reduce, |o| {
                 // SAFETY: as above; NCCL writes only on the root.
                 ok(
                     unsafe {
@@ -322,7 +355,7 @@ impl NcclComm {
                 if counts.iter().any(|&c| c != recv.bytes) =>
             {
                 // Uneven blocks: one ncclReduce per block to its owner, in one group.
-                self.with_op(dt, reduce, |o| {
+                self.with_op(op, until, dt, reduce, |o| {
                     NcclComm::group(|| {
                         let mut off = 0u64;
                         for (j, &c) in counts.iter().enumerate() {
@@ -350,23 +383,25 @@ impl NcclComm {
                     })
                 })
             }
-            (OpKind::ReduceScatter, DevBufs::ReduceScatter { send, recv, .. }) => self.with_op(dt, reduce, |o| {
-                ok(
-                    // SAFETY: the typed layer checked send holds size × recv bytes.
-                    unsafe {
-                        result::reduce_scatter(
-                            send.addr as *const c_void,
-                            recv.addr as *mut c_void,
-                            recv.bytes / es,
-                            t,
-                            o,
-                            comm,
-                            cu,
-                        )
-                    },
-                    "ncclReduceScatter",
-                )
-            }),
+            (OpKind::ReduceScatter, DevBufs::ReduceScatter { send, recv, .. }) => {
+                self.with_op(op, until, dt, reduce, |o| {
+                    ok(
+                        // SAFETY: the typed layer checked send holds size × recv bytes.
+                        unsafe {
+                            result::reduce_scatter(
+                                send.addr as *const c_void,
+                                recv.addr as *mut c_void,
+                                recv.bytes / es,
+                                t,
+                                o,
+                                comm,
+                                cu,
+                            )
+                        },
+                        "ncclReduceScatter",
+                    )
+                })
+            }
             (OpKind::AllToAll, DevBufs::AllToAll { send, send_counts, recv, recv_counts }) => {
                 let mut p2p: Vec<DevP2p> = Self::blocks(true, dt, send, &send_counts).collect();
                 p2p.extend(Self::blocks(false, dt, recv, &recv_counts));
@@ -387,7 +422,9 @@ impl Device for NcclComm {
         // NCCL requires one caller at a time per communicator.
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         self.stream.context().bind_to_thread().map_err(|e| fail("binding the CUDA context", e))?;
-        self.launch(op, dtype, bufs)?;
+        let until = Instant::now() + self.timeout;
+        self.launch(op, dtype, bufs, until)?;
+        self.settle(op, until)?;
         let event =
             self.stream.record_event(None).map_err(|e| fail(&format!("recording an event after {}", op.name), e))?;
         Ok(Box::new(Event(event)))

@@ -103,9 +103,11 @@ fn runtime_nccl_path() -> Option<String> {
 ///   at `DIST_TIMEOUT` (measured on an H100 with NCCL 2.28: a rank whose peer never
 ///   joined an all_reduce stayed in `ncclAllReduce` past 30 s with a 2 s deadline;
 ///   connecting at creation, where every rank is present, it returned `Error::Timeout`
-///   at 2 s). `NCCL_RUNTIME_CONNECT=1` trades that bound for a faster init and less
-///   device memory for unused algorithms. Point-to-point connections stay lazy whatever
-///   the setting (docs/reliability.md).
+///   at 2 s). The communicators are non-blocking now (`comm.rs`), which bounds a lazy
+///   connection too (point-to-point connections stay lazy whatever the setting);
+///   connecting collectives at creation stays the default that was measured.
+///   `NCCL_RUNTIME_CONNECT=1` buys a faster init and less device memory for unused
+///   algorithms.
 /// - With `share` (`DIST_SHARE_GPU=1`, one host): ranks sharing a GPU each claim a host
 ///   of their own (`NCCL_HOSTID`, always set: one value exported to every rank would
 ///   make NCCL's duplicate-GPU check refuse them), and talk over NCCL's socket transport
