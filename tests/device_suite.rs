@@ -348,8 +348,9 @@ pub fn device_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Duration)
 /// A device send whose peer never makes the matching receive ends at `DIST_TIMEOUT` too.
 /// NCCL connects two ranks only at the first send or receive between them, inside the
 /// call that posts it: a peer that never comes must not hold that call past the deadline.
-/// (4 MiB, so that a device that buffers small messages must wait here as well.)
-pub fn device_p2p_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Duration) -> Result<(), String> {
+/// (4 MiB, so that a device that buffers small messages must wait here as well.) The
+/// timeout's text must contain `says` (NCCL's names the connection it waited for).
+pub fn device_p2p_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Duration, says: &str) -> Result<(), String> {
     if world.rank() == 1 {
         // Never receives; stays alive past the peer's deadline.
         std::thread::sleep(peer_stays);
@@ -370,6 +371,9 @@ pub fn device_p2p_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Durat
             let msg = err.to_string();
             if !(msg.contains("send") && msg.contains(&format!("device_suite.rs:{line}")) && msg.contains("World")) {
                 return Err(format!("the timeout names neither the op, its line {line} nor the communicator: {msg}"));
+            }
+            if !msg.contains(says) {
+                return Err(format!("the timeout does not say {says:?}: {msg}"));
             }
         }
         Err(other) => return Err(format!("expected a timeout naming send, got {other}")),

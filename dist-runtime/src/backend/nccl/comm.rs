@@ -27,9 +27,13 @@ pub(crate) struct NcclComm {
     pub(crate) rank: usize,
     /// NCCL requires one caller at a time per communicator.
     pub(crate) lock: Mutex<()>,
-    /// Set when a wait on one of its ops timed out: the communicator holds a kernel that
-    /// will never finish, so it is aborted (not finalized) on drop and refuses new ops.
+    /// Set when a wait on one of its ops timed out, or NCCL reported an error: the
+    /// communicator holds work that will never finish (or is in an unknown state), so it
+    /// is aborted (not finalized) and refuses new ops.
     pub(crate) broken: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once `ncclCommAbort` has been called on it (at a timeout in the background,
+    /// under `lock`): nothing may call NCCL on `comm` again, the drop included.
+    pub(crate) aborted: std::sync::atomic::AtomicBool,
     /// How long a call may wait for NCCL to finish in the background (`DIST_TIMEOUT`).
     pub(crate) timeout: Duration,
 }
@@ -46,6 +50,9 @@ impl Drop for NcclComm {
         // Abort only when unwinding or when finalizing failed.
         // SAFETY: `comm` was created by ncclCommInitRank/Split and is dropped once.
         unsafe {
+            if self.aborted.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
             let broken = self.broken.load(std::sync::atomic::Ordering::SeqCst);
             // Finalizing a non-blocking communicator goes on in the background: it is
             // destroyed once that is done, aborted if it fails or outlasts the deadline.
@@ -65,41 +72,57 @@ impl Drop for NcclComm {
 /// `NCCL_CONFIG_UNDEF_INT`: "NCCL's default" for an integer field of `ncclConfig_t`.
 const UNDEF: std::ffi::c_int = i32::MIN;
 
+/// The NCCL version of the header cudarc's bindings were made from (2.30.0 to 2.30.4:
+/// their `ncclConfig_t` ends at `maxP2pPeers`, which 2.30.0 added, before 2.30.5's
+/// `graphStreamOrdering`). `NCCL_CONFIG_INITIALIZER` puts the header's version in
+/// `version`, and NCCL resets to its defaults the fields a caller of that version could
+/// not know: the loaded library's version there would let a newer NCCL read fields past
+/// the bindings' struct.
+const BINDINGS_NCCL_VERSION: std::ffi::c_uint = 23000;
+
+// The struct of NCCL 2.30.0–2.30.4 (92 bytes of fields, padded to 96): a cudarc upgrade
+// that changes it must revisit `BINDINGS_NCCL_VERSION` and the fields below.
+const _: () = assert!(std::mem::size_of::<sys::ncclConfig_t>() == 96);
+
 /// `NCCL_CONFIG_INITIALIZER` with `blocking = 0`: every other field NCCL's default. NCCL
 /// reads `min(size, its own size)` bytes, so a library older than the bindings takes the
-/// fields it knows.
-fn nonblocking_config() -> Result<sys::ncclConfig_t> {
-    let version = result::get_nccl_version().map_err(|e| fail("ncclGetVersion", e))?;
+/// fields it knows; a newer one takes the bindings' and, by `version`, defaults the rest.
+fn nonblocking_config() -> sys::ncclConfig_t {
     let null = std::ptr::null();
-    Ok(sys::ncclConfig_t {
-        size: std::mem::size_of::<sys::ncclConfig_t>(),
-        magic: 0xcafe_beef,
-        version: version as std::ffi::c_uint,
-        blocking: 0,
-        cgaClusterSize: UNDEF,
-        minCTAs: UNDEF,
-        maxCTAs: UNDEF,
-        netName: null,
-        splitShare: UNDEF,
-        trafficClass: UNDEF,
-        commName: null,
-        collnetEnable: UNDEF,
-        CTAPolicy: UNDEF,
-        shrinkShare: UNDEF,
-        nvlsCTAs: UNDEF,
-        nChannelsPerNetPeer: UNDEF,
-        nvlinkCentricSched: UNDEF,
-        graphUsageMode: UNDEF,
-        numRmaCtx: UNDEF,
-        maxP2pPeers: UNDEF,
-    })
+    // Zeroed first, so the padding NCCL copies is defined.
+    // SAFETY: every field is an integer or a raw pointer, for which zero is valid.
+    let mut c: sys::ncclConfig_t = unsafe { std::mem::MaybeUninit::zeroed().assume_init() };
+    c.size = std::mem::size_of::<sys::ncclConfig_t>();
+    c.magic = 0xcafe_beef;
+    c.version = BINDINGS_NCCL_VERSION;
+    c.blocking = 0;
+    c.cgaClusterSize = UNDEF;
+    c.minCTAs = UNDEF;
+    c.maxCTAs = UNDEF;
+    c.netName = null;
+    c.splitShare = UNDEF;
+    c.trafficClass = UNDEF;
+    c.commName = null;
+    c.collnetEnable = UNDEF;
+    c.CTAPolicy = UNDEF;
+    c.shrinkShare = UNDEF;
+    c.nvlsCTAs = UNDEF;
+    c.nChannelsPerNetPeer = UNDEF;
+    c.nvlinkCentricSched = UNDEF;
+    c.graphUsageMode = UNDEF;
+    c.numRmaCtx = UNDEF;
+    c.maxP2pPeers = UNDEF;
+    c
 }
 
 /// Waits until a non-blocking communicator has carried out the calls made on it (its
 /// state leaves `ncclInProgress`): `Ok(true)` once it has, `Ok(false)` if `until` passed
 /// first, the error if NCCL reports one (`what` names the call).
 pub(crate) fn ready(comm: sys::ncclComm_t, until: Instant, what: &str) -> Result<bool> {
-    let mut nap = Duration::from_micros(2);
+    // Spin for the first 50 µs (an op's launch on NCCL's thread), then nap: a 2 µs sleep
+    // is tens of µs in practice (timer slack), too long for a short op.
+    let start = Instant::now();
+    let mut nap = Duration::from_micros(20);
     loop {
         let mut state = sys::ncclResult_t::ncclSuccess;
         // SAFETY: `comm` is a live communicator; `state` is written by NCCL.
@@ -111,11 +134,16 @@ pub(crate) fn ready(comm: sys::ncclComm_t, until: Instant, what: &str) -> Result
             sys::ncclResult_t::ncclInProgress => {}
             e => return Err(fail(what, result::NcclError(e))),
         }
-        if Instant::now() >= until {
+        let now = Instant::now();
+        if now >= until {
             return Ok(false);
         }
-        std::thread::sleep(nap);
-        nap = (nap * 2).min(Duration::from_millis(1));
+        if now - start < Duration::from_micros(50) {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(1));
+        }
     }
 }
 
@@ -177,7 +205,7 @@ impl NcclComm {
             *d = *b as std::ffi::c_char;
         }
         let id = sys::ncclUniqueId { internal };
-        let mut config = nonblocking_config()?;
+        let mut config = nonblocking_config();
         let mut comm: sys::ncclComm_t = std::ptr::null_mut();
         // SAFETY: `comm` is written by NCCL before it returns (the creation itself goes on
         // in the background); the context is current on this thread (CudaContext::new
@@ -203,44 +231,64 @@ impl NcclComm {
                 ),
             ));
         }
-        Ok(NcclComm { comm, stream, size, rank, lock: Mutex::new(()), broken: Default::default(), timeout })
+        Ok(NcclComm {
+            comm,
+            stream,
+            size,
+            rank,
+            lock: Mutex::new(()),
+            broken: Default::default(),
+            aborted: Default::default(),
+            timeout,
+        })
     }
 
     /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
     /// form one communicator per color, ordered by `key`; `None` takes no part.
     pub(crate) fn split(&self, color: Option<u32>, key: usize) -> Result<Option<NcclComm>> {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::backend(
+                "nccl",
+                "splitting a communicator whose device side was aborted (an earlier device op timed out or failed)",
+            ));
+        }
         // NCCL writes the new communicator when the split has finished, in the
-        // background: into memory that outlives a split abandoned at the deadline.
+        // background: into memory that outlives a split NCCL may still be running.
         let new: *mut sys::ncclComm_t = Box::into_raw(Box::new(std::ptr::null_mut()));
         let c = color.map_or(-1, |c| c as i32); // NCCL_SPLIT_NOCOLOR
         let until = Instant::now() + self.timeout;
         // SAFETY: valid parent comm; `new` stays valid until the split is over (leaked
         // otherwise); a null config makes the child inherit the parent's (non-blocking).
         let called = unsafe { sys::ncclCommSplit(self.comm, c, key as i32, new, std::ptr::null_mut()).result() };
-        let done = match called {
-            Ok(_) => ready(self.comm, until, "ncclCommSplit"),
-            Err(e) => Err(fail("ncclCommSplit", e)),
-        };
-        match done {
-            Ok(true) => {}
-            Ok(false) => {
-                // Still running: the parent is aborted on drop, `new` is left to NCCL.
-                self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
-                return Err(Error::backend(
-                    "nccl",
-                    format!(
-                        "splitting the NCCL communicator did not finish within DIST_TIMEOUT ({:.0} s): a member \
-                         never made the matching split; the communicator's device side is aborted",
-                        self.timeout.as_secs_f64()
-                    ),
-                ));
+        if let Err(e) = called {
+            // Refused at the call: `new` is left to NCCL (8 bytes), whose failure paths
+            // may still write it.
+            self.abort_now();
+            return Err(fail("ncclCommSplit", e));
+        }
+        let done = ready(self.comm, until, "ncclCommSplit");
+        if !matches!(done, Ok(true)) {
+            // Still running, or failed: aborting the parent joins the split's job, after
+            // which NCCL has written whatever it writes into `new` (a failed child too).
+            self.abort_now();
+            // SAFETY: the split's job is over (joined by the abort): `new` is ours again.
+            let child = *unsafe { Box::from_raw(new) };
+            if !child.is_null() {
+                // SAFETY: a communicator NCCL made and nobody else holds.
+                unsafe {
+                    let _ = result::comm_abort(child);
+                }
             }
-            Err(e) => {
-                // SAFETY: the split is over (failed): NCCL no longer writes `new`.
-                drop(unsafe { Box::from_raw(new) });
-                return Err(e);
-            }
+            done?;
+            return Err(Error::backend(
+                "nccl",
+                format!(
+                    "splitting the NCCL communicator did not finish within DIST_TIMEOUT ({:.0} s): a member \
+                     never made the matching split; the communicator's device side is aborted",
+                    self.timeout.as_secs_f64()
+                ),
+            ));
         }
         // SAFETY: the split is over: `new` is ours again.
         let new = *unsafe { Box::from_raw(new) };
@@ -268,7 +316,23 @@ impl NcclComm {
             rank,
             lock: Mutex::new(()),
             broken: Default::default(),
+            aborted: Default::default(),
             timeout: self.timeout,
         }))
+    }
+
+    /// Aborts the communicator now (the caller holds `lock`): NCCL stops what runs in its
+    /// background (a connection to a peer that never came) and joins it, so nothing is
+    /// enqueued on the stream after this returns; the communicator refuses every op
+    /// after, and its drop leaves it alone.
+    pub(crate) fn abort_now(&self) {
+        self.broken.store(true, std::sync::atomic::Ordering::SeqCst);
+        if !self.aborted.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            // SAFETY: `comm` is live, not aborted before (the swap), and the caller holds
+            // the lock, so no other call on it runs.
+            unsafe {
+                let _ = result::comm_abort(self.comm);
+            }
+        }
     }
 }

@@ -131,26 +131,33 @@ fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
 
 impl NcclComm {
     /// Waits, until `until` at most, for NCCL to have carried out what was just called on
-    /// this non-blocking communicator (see `comm.rs`): past the deadline, `Error::Timeout`
-    /// naming `cx` (its communicator is filled in by the typed layer), and the device side
-    /// is aborted.
+    /// this non-blocking communicator (see `comm.rs`). Past the deadline, or on NCCL's
+    /// error, the communicator is aborted at once (so NCCL enqueues nothing after the
+    /// caller has released the op's buffers) and refuses every later op; a timeout is
+    /// `Error::Timeout` naming `cx` (its communicator is filled in by the typed layer).
     pub(crate) fn settle(&self, cx: &Op, until: Instant) -> Result<()> {
-        if super::comm::ready(self.comm, until, cx.name)? {
-            return Ok(());
+        match super::comm::ready(self.comm, until, cx.name) {
+            Ok(true) => Ok(()),
+            Err(e) => {
+                self.abort_now();
+                Err(e)
+            }
+            Ok(false) => {
+                self.abort_now();
+                Err(Error::Timeout {
+                    op: cx.name,
+                    comm: String::new(),
+                    waiting_for: format!(
+                        "NCCL to connect {} to its peers (NCCL connects two ranks at the first send or receive \
+                         between them, and waits for the peer to make its matching call: one that never does \
+                         hangs it); the communicator's device side is aborted",
+                        cx.name
+                    ),
+                    secs: self.timeout.as_secs_f64(),
+                    site: cx.site,
+                })
+            }
         }
-        self.broken.store(true, Ordering::SeqCst);
-        Err(Error::Timeout {
-            op: cx.name,
-            comm: String::new(),
-            waiting_for: format!(
-                "NCCL to connect {} to its peers (NCCL connects two ranks at the first send or receive between \
-                 them, and waits for the peer to make its matching call: one that never does hangs it); the \
-                 communicator's device side is aborted",
-                cx.name
-            ),
-            secs: self.timeout.as_secs_f64(),
-            site: cx.site,
-        })
     }
 
     /// Runs `f` with `op` as NCCL's reduction (creating a PreMulSum op for the call, and
@@ -215,10 +222,13 @@ impl NcclComm {
             o.assume_init()
         };
         let r = f(o).and_then(|()| self.settle(cx, until));
-        // SAFETY: the op was created on this comm and the call using it is enqueued (or
-        // failed, or the communicator is abandoned).
-        unsafe {
-            let _ = result::reduce_op_destroy(o, self.comm);
+        // An aborted communicator is not called again (its op goes with it).
+        if !self.aborted.load(Ordering::SeqCst) {
+            // SAFETY: the op was created on this comm, and the call using it has been
+            // taken (or failed without leaving the communicator in progress).
+            unsafe {
+                let _ = result::reduce_op_destroy(o, self.comm);
+            }
         }
         r
     }
@@ -423,7 +433,12 @@ impl Device for NcclComm {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         self.stream.context().bind_to_thread().map_err(|e| fail("binding the CUDA context", e))?;
         let until = Instant::now() + self.timeout;
-        self.launch(op, dtype, bufs, until)?;
+        if let Err(e) = self.launch(op, dtype, bufs, until) {
+            // What NCCL took before the failure (a group closed after a refused call)
+            // still goes on: wait for it, or abort.
+            let _ = self.settle(op, until);
+            return Err(e);
+        }
         self.settle(op, until)?;
         let event =
             self.stream.record_event(None).map_err(|e| fail(&format!("recording an event after {}", op.name), e))?;
