@@ -7,7 +7,8 @@
 //! 256 KiB chunks of a 64 MiB buffer: memcpy 28–34 ms, this loop 5.4 ms (see
 //! docs/performance.md). A plain 64-byte SSE2 loop runs at memory speed for every
 //! alignment; SSE2 is part of the x86-64 baseline, so no feature detection is needed.
-//! On Intel, out of cache, glibc's `memcpy` is the faster one (`LARGE`), and is used.
+//! On Intel glibc's `memcpy` is the faster one from a few KiB (`INTEL_MEMCPY_FROM`), and
+//! is used there.
 
 /// Copies `n` bytes from `src` to `dst`.
 ///
@@ -17,7 +18,7 @@
 #[inline]
 pub(crate) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     #[cfg(target_arch = "x86_64")]
-    if n >= 512 && (n < LARGE || !memcpy_is_fast()) {
+    if n >= 512 && (n < INTEL_MEMCPY_FROM || !memcpy_is_fast()) {
         // SAFETY: forwarded contract; SSE2 is always present on x86_64.
         unsafe { copy_sse2(dst, src, n) };
         return;
@@ -26,11 +27,20 @@ pub(crate) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     unsafe { std::ptr::copy_nonoverlapping(src, dst, n) }
 }
 
-/// From this size on, where glibc's `memcpy` is not the slow case above, it is used: on
-/// Intel (with fast `rep movsb`) it copies out of cache about twice as fast as the SSE2
-/// loop (one thread, source page-aligned, destination 16 bytes off: 16 MiB 14.6 against
-/// 10.7 GB/s, 32 MiB 14.5 against 7.6; in cache, up to 1 MiB, they are even).
-const LARGE: usize = 1 << 20;
+/// From this size on, where glibc's `memcpy` is not the slow case above (Intel), it is
+/// used. Out of cache it copies about twice as fast as the SSE2 loop (one thread, source
+/// page-aligned, destination 16 bytes off: 16 MiB 14.6 against 10.7 GB/s). In cache, in a
+/// loop of one process, the two are even from 64 KiB (~50 GB/s in L2) and `memcpy` is
+/// ahead below; inside the collectives, where a copy reads lines another core has just
+/// written (a slot's chunk, a peer's ring), `memcpy` (AVX-512 and `rep movsb` on this
+/// Sapphire Rapids) is far ahead from 4 KiB: the limit was 1 MiB, so every slot chunk (at
+/// most 256 KiB) took the loop. `dist-bench -n N --sizes 1K,…,16M`, interleaved, three
+/// rounds (two at n = 8), busbw, 1 MiB → 4 KiB: broadcast 64 KiB n = 4 4.68 → 6.65 GB/s,
+/// n = 8 3.03 → 4.16; all_gather 64 KiB n = 4 3.47 → 4.59; all_reduce 64 KiB n = 2 4.09 →
+/// 4.69, n = 4 3.27 → 3.78; reduce_scatter 64 KiB n = 2 3.57 → 4.29; broadcast 16 MiB n = 8
+/// 1.95 → 2.34; all_reduce 16 MiB n = 8 1.62 → 1.85; nothing lost past the spread. Below
+/// 4 KiB the loop stays: `memcpy` everywhere cost 1 KiB ping-pong 10% (1.93 → 1.74 GB/s).
+const INTEL_MEMCPY_FROM: usize = 4 << 10;
 
 /// Whether glibc's `memcpy` is trusted for large copies: on Intel CPUs. AMD's `rep movsb`
 /// is the slow case in the module docs, and other vendors are unmeasured.
@@ -84,8 +94,9 @@ mod tests {
 
     #[test]
     fn copies_every_length_and_alignment() {
-        let src: Vec<u8> = (0..(LARGE as u32 + 5000)).map(|i| (i * 31 % 251) as u8).collect();
-        for len in [0usize, 1, 63, 64, 65, 511, 512, 513, 1000, 4096, 4097, LARGE - 1, LARGE, LARGE + 4097] {
+        const M: usize = INTEL_MEMCPY_FROM;
+        let src: Vec<u8> = (0..((1u32 << 20) + 5000)).map(|i| (i * 31 % 251) as u8).collect();
+        for len in [0usize, 1, 63, 64, 65, 511, 512, 513, 1000, M - 1, M, M + 1, 65537, 1 << 20, (1 << 20) + 4097] {
             for so in 0..3 {
                 for d_off in 0..3 {
                     let mut dst = vec![0xAAu8; len + 8];
