@@ -338,6 +338,45 @@ fn single_copy_gathers_broadcast_and_all_to_all() {
     run_with_env("collectives::broadcast_from_random_roots", &[2, 3, 8], &env);
 }
 
+/// With the checks off nothing compares the calls before data moves. Ranks whose lengths
+/// disagree at a single-copy collective (rank 0 passes half of what the others pass) get
+/// `Error::Mismatch` from the lengths each rank lends, and nobody reads or writes past what
+/// a peer lent (was: an all_gather read past the end of rank 0's buffer, and returned its
+/// neighbour's bytes); the communicator goes on after it.
+#[spmd(unchecked)]
+fn single_copy_lengths_that_disagree(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (me, n) = (world.rank(), world.size());
+    // u32, a multiple of n (all_to_all): about 256 KiB and 512 KiB a block.
+    let len = n * if me == 0 { 1 << 16 } else { 1 << 17 };
+    let lent = |r: dist_runtime::Result<()>, what: &str| match r {
+        Err(e @ dist_runtime::Error::Mismatch { .. }) if e.to_string().contains("lent a buffer of") => {}
+        other => panic!("{what} with lengths that disagree: expected a mismatch of lent lengths, got {other:?}"),
+    };
+    let send = data::<u32>(me, len, 1);
+    let mut all = vec![0u32; len * n];
+    lent(world.all_gather(&send, &mut all), "all_gather");
+    let mut buf = data::<u32>(me, len, 2);
+    lent(world.broadcast(&mut buf, 0), "broadcast");
+    let mut recv = vec![0u32; len];
+    lent(world.all_to_all(&send, &mut recv), "all_to_all");
+    // Every rank left each of them in step: the communicator still works.
+    let mut x = [me as u64 + 1];
+    world.all_reduce(&mut x, ReduceOp::Sum)?;
+    assert_eq!(x[0], (n * (n + 1) / 2) as u64);
+    Ok(())
+}
+
+#[test]
+fn single_copy_reads_nothing_past_a_lent_buffer_when_lengths_disagree() {
+    if std::env::var("DIST_BACKEND").is_ok_and(|b| b.eq_ignore_ascii_case("mpi")) {
+        // Open MPI's own behaviour with the checks off (docs/reliability.md row 72).
+        println!("single-copy reads are the shared-memory backend's; skipped on DIST_BACKEND=mpi");
+        return;
+    }
+    let env = [("DIST_CMA", "1"), ("DIST_DEBUG", "off"), ("DIST_BACKEND", "shm")];
+    launch_each("collectives::single_copy_lengths_that_disagree", &[2, 3], &env);
+}
+
 /// A job whose very first op takes the single-copy path: every peer must be seen as
 /// joined by the probe (it once read a peer still joining as pid 0, and quietly turned
 /// single-copy reads off; forced, that is now an error).

@@ -798,7 +798,7 @@ pub(super) fn all_to_all_v(
             ),);
         let usual = |epoch: &mut u32, watch: bool| {
             if single {
-                return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd, watch);
+                return all_to_all_cma(c, epoch, cx, send, (scounts, &sd), recv, rcounts, &rd, watch);
             }
             pipeline_w(c, epoch, cx, true, watch, m.div_ceil(reg), |step| {
                 let chunk = |t: usize| (t * reg, m.min((t + 1) * reg));
@@ -839,7 +839,7 @@ pub(super) fn all_to_all_v(
     let k = agree[0] as usize;
     // every rank knows k, so every rank takes the same path
     if k * reg >= cma::min_block(c, cma::Kind::AllToAll).saturating_add(reg) && cma::usable(c, epoch, cx)? {
-        return all_to_all_cma(c, epoch, cx, send, &sd, recv, rcounts, &rd, false).map(|_| ());
+        return all_to_all_cma(c, epoch, cx, send, (scounts, &sd), recv, rcounts, &rd, false).map(|_| ());
     }
     // The counts were agreed above (two barriers, op record compared): k barriers now.
     pipeline(c, epoch, cx, false, k, |step| match step {
@@ -908,6 +908,20 @@ fn staggered(c: &ShmComm) -> impl Iterator<Item = usize> {
     (0..n).map(move |k| (me + k) % n)
 }
 
+/// The error of a single-copy collective whose ranks disagree on a length: rank `j` lent
+/// `lent` bytes where this rank's call reads `want`. Under `DIST_DEBUG=check` the calls
+/// were compared before (and this never happens); with the checks off it stands for them.
+fn lengths_differ(c: &ShmComm, cx: &Op, j: usize, lent: usize, want: usize) -> Error {
+    Error::Mismatch {
+        comm: c.name.clone(),
+        msg: format!(
+            "{} at {}: rank {j} lent a buffer of {lent} bytes where this rank's call reads {want}: the ranks' calls \
+             disagree (DIST_DEBUG=off compares nothing; DIST_DEBUG=check names both calls)",
+            cx.name, cx.site
+        ),
+    }
+}
+
 /// Gather / all-gather by reading each peer's send buffer directly (one copy per byte).
 /// Two barriers: after the addresses are published, and after every read is done (no
 /// rank may return, and reuse its buffer, while a peer still reads it).
@@ -922,13 +936,19 @@ fn gather_cma(
     displs: &[usize],
     watch: bool,
 ) -> Result<bool> {
-    publish(c, *epoch, &[send.as_ptr() as u64]);
+    publish(c, *epoch, &[send.as_ptr() as u64, send.len() as u64]);
     c.sync(epoch, cx, true)?;
     if watch && shared::published(c) {
         return Ok(false);
     }
-    let mut res = Ok(());
-    if let Some(recv) = recv {
+    // Nothing is read past what a peer lent, whatever the calls say (`DIST_DEBUG=off`
+    // compares nothing before this): a length that disagrees is an error, read from none.
+    let lent = |j: usize| published(c, *epoch, j, 2)[1] as usize;
+    let mut res = match (0..c.n).find(|&j| j != c.rank && lent(j) != counts[j]) {
+        Some(j) => Err(lengths_differ(c, cx, j, lent(j), counts[j])),
+        None => Ok(()),
+    };
+    if let (Some(recv), true) = (recv, res.is_ok()) {
         for j in (0..c.n).filter(|&j| j != c.rank && counts[j] > 0) {
             let addr = published(c, *epoch, j, 1)[0];
             if let Err(e) = cma::read(cma::pid(c, j), addr, &mut recv[displs[j]..displs[j] + counts[j]]) {
@@ -952,17 +972,24 @@ fn gather_cma(
 /// failed itself.
 fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: usize, watch: bool) -> Result<bool> {
     let (np, piece) = bcast_pieces(buf.len(), c.n);
-    // Words: the buffer's address, the receiver's claim counter, and the count of pieces
-    // the root wrote into it (`HELP_FAILED` set when one of its writes failed).
-    publish(c, *epoch, &[buf.as_ptr() as u64, 0, 0]);
+    // Words: the buffer's address, the receiver's claim counter, the count of pieces the
+    // root wrote into it (`HELP_FAILED` set when one of its writes failed), its length.
+    publish(c, *epoch, &[buf.as_ptr() as u64, 0, 0, buf.len() as u64]);
     c.sync(epoch, cx, true)?;
     if watch && shared::published(c) {
         return Ok(false);
     }
+    // Every rank sees every length: where they are not all equal, every rank finds one
+    // that differs from its own, and none reads or writes (nothing past what was lent).
+    if let Some(j) = (0..c.n).find(|&j| published(c, *epoch, j, 4)[3] as usize != buf.len()) {
+        let lent = published(c, *epoch, j, 4)[3] as usize;
+        c.sync(epoch, cx, false)?;
+        return Err(lengths_differ(c, cx, j, lent, buf.len()));
+    }
     let (_, r) = parities(*epoch);
     let word = |j: usize, k: usize| {
         // SAFETY: the first words of rank j's slot of the read parity, which hold what
-        // j published for this op (3 words, 8-aligned): from the barrier above to the
+        // j published for this op (4 words, 8-aligned): from the barrier above to the
         // one below nobody writes them but through these atomics.
         unsafe { &*(c.slot(j, r).add(8 * k) as *const std::sync::atomic::AtomicU64) }
     };
@@ -1082,23 +1109,30 @@ fn all_to_all_cma(
     epoch: &mut u32,
     cx: &Op,
     send: &[u8],
-    sd: &[usize],
+    (scounts, sd): (&[usize], &[usize]),
     recv: &mut [u8],
     rcounts: &[usize],
     rd: &[usize],
     watch: bool,
 ) -> Result<bool> {
     let (n, me) = (c.n, c.rank);
-    let mut words = Vec::with_capacity(n + 1);
+    // Words: the buffer's address, then the offset and the length of each block.
+    let mut words = Vec::with_capacity(2 * n + 1);
     words.push(send.as_ptr() as u64);
     words.extend(sd.iter().map(|&d| d as u64));
+    words.extend(scounts.iter().map(|&x| x as u64));
     publish(c, *epoch, &words);
     c.sync(epoch, cx, true)?;
     if watch && shared::published(c) {
         return Ok(false);
     }
-    let mut res = Ok(());
-    for j in staggered(c) {
+    // What j lends this rank must be what this rank reads (nothing past a peer's block).
+    let lent = |j: usize| published(c, *epoch, j, 2 * n + 1)[1 + n + me] as usize;
+    let mut res = match (0..n).find(|&j| j != me && lent(j) != rcounts[j]) {
+        Some(j) => Err(lengths_differ(c, cx, j, lent(j), rcounts[j])),
+        None => Ok(()),
+    };
+    for j in staggered(c).filter(|_| res.is_ok()) {
         let dst = &mut recv[rd[j]..rd[j] + rcounts[j]];
         if j == me {
             super::copy::copy_slice(dst, &send[sd[me]..sd[me] + rcounts[me]]);
