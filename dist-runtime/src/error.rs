@@ -2,6 +2,27 @@
 
 use std::panic::Location;
 
+/// `{:?}` (what `.unwrap()` and a failed `assert!` print) shows the variant and what
+/// `Display` says, so a failing test reads `Timeout: recv at src/step.rs:9 timed out
+/// after 3.0s on World: …` rather than the struct with its `Location`.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self {
+            Error::InvalidArgument { .. } => "InvalidArgument",
+            Error::Mismatch { .. } => "Mismatch",
+            Error::Timeout { .. } => "Timeout",
+            Error::PeerFailed { .. } => "PeerFailed",
+            Error::Deadlock { .. } => "Deadlock",
+            Error::Backend { .. } => "Backend",
+            Error::Env(_) => "Env",
+            Error::Store { .. } => "Store",
+            Error::RankFailed { .. } => "RankFailed",
+            Error::Serde { .. } => "Serde",
+        };
+        write!(f, "{kind}: {self}")
+    }
+}
+
 /// Result alias used across dist.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -11,7 +32,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// an `InvalidArgument` leaves the communicator usable. A `Mismatch`, `Timeout` or
 /// `PeerFailed` means the ranks no longer agree on where they are: treat the
 /// communicator as broken and exit.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An argument breaks the op's contract (a length, a rank or root out of range,
@@ -391,5 +412,13 @@ mod peer_text_tests {
             Error::PeerFailed { rank: 3, comm: "World".into(), reason: "left World (returned from its entry)".into() };
         assert_eq!(left.to_string(), "rank 3 (of World) left World (returned from its entry)");
         assert_eq!(e(0, "Tp{4,5}"), "world rank 4 (rank 0 of Tp{4,5}) failed: boom");
+    }
+
+    /// `{:?}` (what `.unwrap()` prints) is the variant and the message, not the struct.
+    #[test]
+    fn debug_reads_like_the_message() {
+        let e = Error::PeerFailed { rank: 2, comm: "World".into(), reason: "boom".into() };
+        assert_eq!(format!("{e:?}"), "PeerFailed: rank 2 (of World) failed: boom");
+        assert_eq!(format!("{:?}", Error::Env("DIST_TIMEOUT=x".into())), "Env: environment: DIST_TIMEOUT=x");
     }
 }

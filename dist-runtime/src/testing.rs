@@ -7,7 +7,9 @@ use std::time::Duration;
 /// Runs the registered entry `entry` once per world size in `sizes`, as real rank
 /// processes re-executed from the test binary, with cross-rank checks on and a
 /// deadline of `timeout_secs` per size. Panics (failing the test) with the failing
-/// rank, its status and every failing rank's output.
+/// rank, its status and every failing rank's output; the panic is reported at the
+/// test's own line (`#[track_caller]`), not here.
+#[track_caller]
 pub fn run_test(entry: &str, sizes: &[usize], timeout_secs: f64) {
     // One seed for every rank of the job, so property tests draw the same cases; printed
     // on failure, and taken from DIST_TEST_SEED when set, to replay a failure.
