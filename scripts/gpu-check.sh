@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks of the NCCL backend that need a GPU: the probe, every device op against a
 # serial reference on 1, 2 and 4 ranks (ranks share the GPUs where there are fewer, over
-# NCCL's loopback sockets: DIST_SHARE_GPU=1), a mismatch and a deadline, then the bench.
+# NCCL's loopback sockets: DIST_SHARE_GPU=1), a mismatch, the deadlines of a collective and
+# of a first send whose peer never comes, then the bench.
 # Needs the NVIDIA driver (libcuda.so.1) and NCCL >= 2.18 (Debian's libnccl2/-dev, or the
 # nvidia-nccl-cu12/cu13 wheel: the runner links libnccl.so.2 as libnccl.so where needed).
 #
