@@ -342,7 +342,7 @@ fn single_copy_gathers_broadcast_and_all_to_all() {
 /// disagree at a single-copy collective (rank 0 passes half of what the others pass) get
 /// `Error::Mismatch` from the lengths each rank lends, and nobody reads or writes past what
 /// a peer lent (was: an all_gather read past the end of rank 0's buffer, and returned its
-/// neighbour's bytes); the communicator goes on after it.
+/// neighbour's bytes); every rank leaves the op in step.
 #[spmd(unchecked)]
 fn single_copy_lengths_that_disagree(world: Comm<World>) -> dist_runtime::Result<()> {
     let (me, n) = (world.rank(), world.size());
@@ -359,7 +359,7 @@ fn single_copy_lengths_that_disagree(world: Comm<World>) -> dist_runtime::Result
     lent(world.broadcast(&mut buf, 0), "broadcast");
     let mut recv = vec![0u32; len];
     lent(world.all_to_all(&send, &mut recv), "all_to_all");
-    // Every rank left each of them in step: the communicator still works.
+    // Every rank left each of them in step: a collective after them completes.
     let mut x = [me as u64 + 1];
     world.all_reduce(&mut x, ReduceOp::Sum)?;
     assert_eq!(x[0], (n * (n + 1) / 2) as u64);

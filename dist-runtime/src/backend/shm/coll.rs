@@ -979,13 +979,6 @@ fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: us
     if watch && shared::published(c) {
         return Ok(false);
     }
-    // Every rank sees every length: where they are not all equal, every rank finds one
-    // that differs from its own, and none reads or writes (nothing past what was lent).
-    if let Some(j) = (0..c.n).find(|&j| published(c, *epoch, j, 4)[3] as usize != buf.len()) {
-        let lent = published(c, *epoch, j, 4)[3] as usize;
-        c.sync(epoch, cx, false)?;
-        return Err(lengths_differ(c, cx, j, lent, buf.len()));
-    }
     let (_, r) = parities(*epoch);
     let word = |j: usize, k: usize| {
         // SAFETY: the first words of rank j's slot of the read parity, which hold what
@@ -993,6 +986,14 @@ fn broadcast_cma(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8], root: us
         // one below nobody writes them but through these atomics.
         unsafe { &*(c.slot(j, r).add(8 * k) as *const std::sync::atomic::AtomicU64) }
     };
+    // Every rank sees every length: where they are not all equal, every rank finds one
+    // that differs from its own, and none reads or writes (nothing past what was lent).
+    // Read through the atomics: a faster rank may already be claiming pieces (words 1, 2).
+    let lent = |j: usize| word(j, 3).load(Relaxed) as usize;
+    if let Some(j) = (0..c.n).find(|&j| lent(j) != buf.len()) {
+        c.sync(epoch, cx, false)?;
+        return Err(lengths_differ(c, cx, j, lent(j), buf.len()));
+    }
     let mut res = Ok(());
     if c.rank == root {
         if np > 1 {
