@@ -41,7 +41,7 @@ fn sim_deadline(world: Comm<World>) -> Result<(), String> {
 
 #[spmd(unchecked)]
 fn sim_p2p_deadline(world: Comm<World>) -> Result<(), String> {
-    device_p2p_deadline(&world, &Sim, Duration::from_secs(4), "the device to finish send")
+    device_p2p_deadline(&world, &Sim, Duration::from_secs(4), "timed out after")
 }
 
 /// A device buffer on a communicator without a device side: a clear error.

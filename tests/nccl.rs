@@ -92,7 +92,7 @@ fn device_wait_deadline(world: Comm<World>) -> Result<(), String> {
 /// wait inside `ncclGroupEnd` for the connection on a blocking communicator).
 #[spmd(unchecked)]
 fn device_p2p_wait_deadline(world: Comm<World>) -> Result<(), String> {
-    device_p2p_deadline(&world, &cuda(&world)?, Duration::from_secs(8), "NCCL to connect send")
+    device_p2p_deadline(&world, &cuda(&world)?, Duration::from_secs(8), "on World: NCCL to connect send")
 }
 
 #[test]
