@@ -324,22 +324,38 @@ pub fn device_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Duration)
     let start = std::time::Instant::now();
     let line = line!() + 1;
     let got = world.all_reduce(&mut d, ReduceOp::Sum);
-    // The deadline, not the peer's leaving, must end the wait.
+    timed_out_then_refused(world, (start, peer_stays), got, ("all_reduce", line, ""), &mut d)
+}
+
+/// The end of a deadline test on rank 0: `got` (the op `what` called at `line`) must be
+/// `Error::Timeout` naming the op and its line (and saying `says`), returned before the
+/// peer left (`start` + `peer_stays`: the deadline, not the peer's leaving, ended the
+/// wait); then the communicator's device side is aborted and the next device op (a
+/// broadcast of `d`) is refused at once.
+fn timed_out_then_refused<D: BufMut<f32> + Buf<f32, Like = D>>(
+    world: &Comm<World>,
+    (start, peer_stays): (std::time::Instant, Duration),
+    got: dist_runtime::Result<()>,
+    (what, line, says): (&str, u32, &str),
+    d: &mut D,
+) -> Result<(), String> {
     if start.elapsed() >= peer_stays {
-        return Err(format!("the wait ended after {:?}, only once the peer had left: {got:?}", start.elapsed()));
+        return Err(format!("the {what} ended after {:?}, only once the peer had left: {got:?}", start.elapsed()));
     }
     match got {
         Err(err @ Error::Timeout { .. }) => {
             let msg = err.to_string();
-            if !(msg.contains("all_reduce") && msg.contains(&format!("device_suite.rs:{line}"))) {
+            if !(msg.contains(what) && msg.contains(&format!("device_suite.rs:{line}"))) {
                 return Err(format!("the timeout names neither the op nor its line {line}: {msg}"));
             }
+            if !msg.contains(says) {
+                return Err(format!("the timeout does not say {says:?}: {msg}"));
+            }
         }
-        Err(other) => return Err(format!("expected a timeout naming all_reduce, got {other}")),
-        Ok(()) => return Err("a device all_reduce without its peer completed".into()),
+        Err(other) => return Err(format!("expected a timeout naming {what}, got {other}")),
+        Ok(()) => return Err(format!("a device {what} without its peer completed")),
     }
-    // The communicator's device side is aborted: the next device op is refused at once.
-    match world.broadcast(&mut d, 0) {
+    match world.broadcast(d, 0) {
         Err(err) if err.to_string().contains("timed out, so its device side was aborted") => Ok(()),
         other => Err(format!("after a device timeout, expected a refusal, got {other:?}")),
     }
@@ -361,29 +377,9 @@ pub fn device_p2p_deadline<M: Mem>(world: &Comm<World>, m: &M, peer_stays: Durat
     if world.rank() != 0 {
         return Ok(());
     }
-    let d = m.up(&vec![1.0; 1 << 20])?;
+    let mut d = m.up(&vec![1.0; 1 << 20])?;
     let start = std::time::Instant::now();
     let line = line!() + 1;
     let got = world.send(1, T, &d);
-    if start.elapsed() >= peer_stays {
-        return Err(format!("the send ended after {:?}, only once the peer had left: {got:?}", start.elapsed()));
-    }
-    match got {
-        Err(err @ Error::Timeout { .. }) => {
-            let msg = err.to_string();
-            if !(msg.contains("send") && msg.contains(&format!("device_suite.rs:{line}"))) {
-                return Err(format!("the timeout names neither the op nor its line {line}: {msg}"));
-            }
-            if !msg.contains(says) {
-                return Err(format!("the timeout does not say {says:?}: {msg}"));
-            }
-        }
-        Err(other) => return Err(format!("expected a timeout naming send, got {other}")),
-        Ok(()) => return Err("a 4 MiB device send without its receiver completed".into()),
-    }
-    let mut d = d;
-    match world.broadcast(&mut d, 0) {
-        Err(err) if err.to_string().contains("timed out, so its device side was aborted") => Ok(()),
-        other => Err(format!("after a device timeout, expected a refusal, got {other:?}")),
-    }
+    timed_out_then_refused(world, (start, peer_stays), got, ("send", line, says), &mut d)
 }

@@ -106,19 +106,15 @@ fn nccl_mismatch_and_deadline_report_like_host_ops() {
         .unwrap();
     assert!(r.success(), "mismatch:\n{}", r.summary());
     // The peer never joins: the wait must end at DIST_TIMEOUT (2 s), not inside NCCL's
-    // connection to a peer that never comes (see `NCCL_RUNTIME_CONNECT` in the backend).
-    let r = nccl_launch("nccl::device_wait_deadline", 2, gpus)
-        .env("DIST_DEBUG", "off")
-        .env("DIST_TIMEOUT", "2")
-        .timeout(Duration::from_secs(120))
-        .run()
-        .unwrap();
-    assert!(r.success(), "deadline:\n{}", r.summary());
-    let r = nccl_launch("nccl::device_p2p_wait_deadline", 2, gpus)
-        .env("DIST_DEBUG", "off")
-        .env("DIST_TIMEOUT", "2")
-        .timeout(Duration::from_secs(120))
-        .run()
-        .unwrap();
-    assert!(r.success(), "p2p deadline:\n{}", r.summary());
+    // connection to a peer that never comes (see `NCCL_RUNTIME_CONNECT` in the backend and
+    // the non-blocking communicators of `comm.rs`): a collective, then a first send.
+    for entry in ["nccl::device_wait_deadline", "nccl::device_p2p_wait_deadline"] {
+        let r = nccl_launch(entry, 2, gpus)
+            .env("DIST_DEBUG", "off")
+            .env("DIST_TIMEOUT", "2")
+            .timeout(Duration::from_secs(120))
+            .run()
+            .unwrap();
+        assert!(r.success(), "{entry}:\n{}", r.summary());
+    }
 }

@@ -147,6 +147,21 @@ pub(crate) fn ready(comm: sys::ncclComm_t, until: Instant, what: &str) -> Result
     }
 }
 
+/// [`ready`] for a communicator nothing else holds yet (one just created or split off):
+/// past `until` or on NCCL's error it is aborted, and the error is NCCL's, or `late`.
+fn ready_or_abort(comm: sys::ncclComm_t, until: Instant, what: &str, late: impl FnOnce() -> Error) -> Result<()> {
+    let done = ready(comm, until, what);
+    if matches!(done, Ok(true)) {
+        return Ok(());
+    }
+    // SAFETY: `comm` is live and ours alone, and not used again.
+    unsafe {
+        let _ = result::comm_abort(comm);
+    }
+    done?;
+    Err(late())
+}
+
 impl NcclComm {
     pub(crate) fn cu(&self) -> sys::cudaStream_t {
         self.stream.cu_stream() as _
@@ -215,32 +230,17 @@ impl NcclComm {
             result::comm_init_rank_config(&mut comm, size as i32, id, rank as i32, &mut config)
                 .map_err(|e| fail("ncclCommInitRankConfig", e))?;
         }
-        let done = ready(comm, Instant::now() + timeout, "ncclCommInitRankConfig");
-        if !matches!(done, Ok(true)) {
-            // SAFETY: `comm` was created above and is not used again.
-            unsafe {
-                let _ = result::comm_abort(comm);
-            }
-            done?;
-            return Err(Error::backend(
+        ready_or_abort(comm, Instant::now() + timeout, "ncclCommInitRankConfig", || {
+            Error::backend(
                 "nccl",
                 format!(
                     "creating the NCCL communicator of {size} ranks did not finish within DIST_TIMEOUT ({:.0} s): \
                      a rank never joined, or NCCL could not connect them (NCCL_DEBUG=WARN says why)",
                     timeout.as_secs_f64()
                 ),
-            ));
-        }
-        Ok(NcclComm {
-            comm,
-            stream,
-            size,
-            rank,
-            lock: Mutex::new(()),
-            broken: Default::default(),
-            aborted: Default::default(),
-            timeout,
-        })
+            )
+        })?;
+        Ok(NcclComm::new(comm, stream, size, rank, timeout))
     }
 
     /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
@@ -295,30 +295,29 @@ impl NcclComm {
         if new.is_null() {
             return Ok(None);
         }
-        let ok = ready(new, until, "ncclCommSplit");
-        if !matches!(ok, Ok(true)) {
-            // SAFETY: `new` is ours and not used again.
-            unsafe {
-                let _ = result::comm_abort(new);
-            }
-            ok?;
-            return Err(Error::backend("nccl", "the communicator split off did not become ready within DIST_TIMEOUT"));
-        }
+        ready_or_abort(new, until, "ncclCommSplit", || {
+            Error::backend("nccl", "the communicator split off did not become ready within DIST_TIMEOUT")
+        })?;
         // SAFETY: `new` is a valid communicator just created.
         let size = unsafe { result::comm_count(new).map_err(|e| fail("ncclCommCount", e))? as usize };
         // SAFETY: as above.
         let rank = unsafe { result::comm_user_rank(new).map_err(|e| fail("ncclCommUserRank", e))? as usize };
         let stream = self.stream.context().new_stream().map_err(|e| fail("creating a stream", e))?;
-        Ok(Some(NcclComm {
-            comm: new,
+        Ok(Some(NcclComm::new(new, stream, size, rank, self.timeout)))
+    }
+
+    /// The handle of a ready communicator: not broken, not aborted.
+    fn new(comm: sys::ncclComm_t, stream: Arc<CudaStream>, size: usize, rank: usize, timeout: Duration) -> NcclComm {
+        NcclComm {
+            comm,
             stream,
             size,
             rank,
             lock: Mutex::new(()),
             broken: Default::default(),
             aborted: Default::default(),
-            timeout: self.timeout,
-        }))
+            timeout,
+        }
     }
 
     /// Aborts the communicator now (the caller holds `lock`): NCCL stops what runs in its

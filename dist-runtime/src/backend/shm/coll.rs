@@ -890,12 +890,14 @@ pub(super) fn publish(c: &ShmComm, epoch: u32, words: &[u64]) {
     to_shm(c.slot(c.rank, w), bytemuck::cast_slice(words));
 }
 
-/// Reads `n` words rank j published in the step just completed.
-pub(super) fn published(c: &ShmComm, epoch: u32, j: usize, n: usize) -> Vec<u64> {
+/// Word `k` of what rank j published in the step just completed (no copy of the rest:
+/// this is on every single-copy op's path, once or twice per peer).
+pub(super) fn published(c: &ShmComm, epoch: u32, j: usize, k: usize) -> u64 {
     let (_, r) = parities(epoch);
-    let mut v = vec![0u64; n];
-    from_shm(bytemuck::cast_slice_mut(&mut v), c.slot(j, r));
-    v
+    // SAFETY: word k of rank j's slot of the read parity, which j wrote before arriving at
+    // the epoch we waited for and won't touch until we arrive (`from_shm`'s contract); the
+    // callers read no further than what `publish` wrote, inside the slot.
+    unsafe { std::ptr::read_unaligned(c.slot(j, r).add(8 * k) as *const u64) }
 }
 
 /// Ranks in the order this rank reads them: itself, then the next ones round the ring,
@@ -943,14 +945,14 @@ fn gather_cma(
     }
     // Nothing is read past what a peer lent, whatever the calls say (`DIST_DEBUG=off`
     // compares nothing before this): a length that disagrees is an error, read from none.
-    let lent = |j: usize| published(c, *epoch, j, 2)[1] as usize;
+    let lent = |j: usize| published(c, *epoch, j, 1) as usize;
     let mut res = match (0..c.n).find(|&j| j != c.rank && lent(j) != counts[j]) {
         Some(j) => Err(lengths_differ(c, cx, j, lent(j), counts[j])),
         None => Ok(()),
     };
     if let (Some(recv), true) = (recv, res.is_ok()) {
         for j in (0..c.n).filter(|&j| j != c.rank && counts[j] > 0) {
-            let addr = published(c, *epoch, j, 1)[0];
+            let addr = published(c, *epoch, j, 0);
             if let Err(e) = cma::read(cma::pid(c, j), addr, &mut recv[displs[j]..displs[j] + counts[j]]) {
                 res = Err(cma::err(j, e));
                 break;
@@ -1128,7 +1130,7 @@ fn all_to_all_cma(
         return Ok(false);
     }
     // What j lends this rank must be what this rank reads (nothing past a peer's block).
-    let lent = |j: usize| published(c, *epoch, j, 2 * n + 1)[1 + n + me] as usize;
+    let lent = |j: usize| published(c, *epoch, j, 1 + n + me) as usize;
     let mut res = match (0..n).find(|&j| j != me && lent(j) != rcounts[j]) {
         Some(j) => Err(lengths_differ(c, cx, j, lent(j), rcounts[j])),
         None => Ok(()),
@@ -1142,8 +1144,8 @@ fn all_to_all_cma(
         if rcounts[j] == 0 {
             continue;
         }
-        let theirs = published(c, *epoch, j, n + 1);
-        if let Err(e) = cma::read(cma::pid(c, j), theirs[0] + theirs[1 + me], dst) {
+        let at = published(c, *epoch, j, 0) + published(c, *epoch, j, 1 + me);
+        if let Err(e) = cma::read(cma::pid(c, j), at, dst) {
             res = Err(cma::err(j, e));
             break;
         }

@@ -187,7 +187,7 @@ pub(super) fn alloc(c: &ShmComm, cx: &Op, bytes: usize) -> Result<Box<dyn Shared
     c.sync(epoch, cx, true)?;
     let mut failed: Option<Error> = made.as_ref().err().map(|e| Error::backend("shm", e.to_string()));
     for j in (0..n).filter(|&j| j != me) {
-        let theirs = super::coll::published(c, *epoch, j, 1)[0] as i64;
+        let theirs = super::coll::published(c, *epoch, j, 0) as i64;
         if theirs < 0 || failed.is_some() {
             continue;
         }
