@@ -801,13 +801,18 @@ fn a_monitored_barrier_names_the_ranks_that_did_not_arrive() {
     assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
 }
 
+/// The helper the entry below sends through: the error names its line and the caller's.
+fn send_sevens(world: &Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(4);
+    world.send(1, T, &[7u8; 100]) // @send-to-left
+}
+
 // Wrong on purpose: rank 1 leaves at once; rank 0 sends to it after it has gone.
 #[spmd(unchecked)]
 fn send_to_a_rank_that_left(world: Comm<World>) -> dist_runtime::Result<()> {
-    const T: Tag<u8> = Tag::new(4);
     if world.rank() == 0 {
         std::thread::sleep(Duration::from_millis(500));
-        world.send(1, T, &[7u8; 100])?;
+        send_sevens(&world)?; // @send-to-left-call
     }
     Ok(())
 }
@@ -828,11 +833,12 @@ fn sends_to_a_rank_that_left_are_an_error() {
     // Rendezvous sends (the default): the send itself fails, naming the rank that left.
     let r = run("send_to_a_rank_that_left", 2, 60.0);
     let zero = &r.ranks[0].output;
-    assert!(
-        zero.contains("left World (returned from its entry) while rank 0 still waits on it in send"),
-        "{}",
-        r.summary()
+    let want = format!(
+        "left World (returned from its entry) while rank 0 still waits on it in send at {}, called from {}",
+        at("@send-to-left"),
+        at("@send-to-left-call")
     );
+    assert!(zero.contains(&want), "{want}: {}", r.summary());
 }
 
 // Wrong on purpose: rank 0 panics with a large isend in flight; rank 1 waits for it.

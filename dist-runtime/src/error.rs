@@ -36,7 +36,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// An argument breaks the op's contract (a length, a rank or root out of range,
-    /// duplicate ranks in a subgroup, `Avg` on integers, …).
+    /// duplicate ranks in a subgroup, `PreMulSum` on integers, …).
     #[error("invalid argument to {op} at {site}: {msg}")]
     InvalidArgument {
         /// The op that refused its arguments.

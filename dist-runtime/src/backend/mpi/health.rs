@@ -303,8 +303,10 @@ impl Watch {
                 };
                 if now.duration_since(since) >= crate::verify::deadlock::CONFIRM {
                     let reason = format!(
-                        "left {} (returned from its entry) while rank {} still waits on it in {op} at {site}",
-                        c.name, c.rank
+                        "left {} (returned from its entry) while rank {} still waits on it in {op} at {}",
+                        c.name,
+                        c.rank,
+                        site.with_callers()
                     );
                     return Err(crate::verify::failure::peer_left(c.local_of(q), c.name.clone(), reason));
                 }

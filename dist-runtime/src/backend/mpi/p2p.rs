@@ -454,12 +454,12 @@ fn land_any(
             op: "recv_any",
             msg: format!(
                 "rank {} receives up to {} × {dtype} with tag {tag} from any rank on {}, and got the message rank \
-                 {from} sent ({len} bytes of {}, {at}); a receive from any source takes a message of its element \
+                 {from} sent ({}, {at}); a receive from any source takes a message of its element \
                  type no longer than its buffer",
                 c.rank,
                 buf.len() / dtype.size(),
                 c.name,
-                sent.map_or("?", |d| d.name()),
+                crate::dtype::sent_as(sent, len),
             ),
             site,
         });
@@ -875,12 +875,12 @@ fn fits(c: &MpiComm, site: Site, src: usize, tag: u32, h: &[u8], dtype: DType, w
     Err(Error::InvalidArgument {
         op: "recv",
         msg: format!(
-            "rank {} receives {} × {dtype} with tag {tag} from rank {src} on {}, but rank {src} sent {len} bytes of \
-             {} ({at}); the receive buffer must match the message exactly",
+            "rank {} receives {} × {dtype} with tag {tag} from rank {src} on {}, but rank {src} sent {} \
+             ({at}); the receive buffer must match the message exactly",
             c.rank,
             want / dtype.size(),
             c.name,
-            sent.map_or("?", |d| d.name()),
+            crate::dtype::sent_as(sent, len),
         ),
         site,
     })

@@ -741,7 +741,7 @@ impl P2p {
 
 fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
     let (src, tag, _) = t.key;
-    let sent = DType::from_u8(hdr.dtype).map(|d| d.name()).unwrap_or("?");
+    let sent = DType::from_u8(hdr.dtype);
     let fits = if t.up_to { hdr.len as usize <= t.buf.len() } else { hdr.len as usize == t.buf.len() };
     if hdr.dtype != t.dtype as u8 || !fits {
         let es = t.dtype.size();
@@ -751,13 +751,13 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
                 site: t.site,
                 msg: format!(
                     "rank {} receives up to {} × {} with tag {tag} from any rank on {}, and got the message rank {src} \
-                     sent ({} bytes of {sent}, {}:{}); a receive from any source takes a message of its element \
+                     sent ({}, {}:{}); a receive from any source takes a message of its element \
                      type no longer than its buffer",
                     c.rank,
                     t.buf.len() / es,
                     t.dtype,
                     c.name,
-                    hdr.len,
+                    crate::dtype::sent_as(sent, hdr.len as usize),
                     hdr.file(c, src),
                     hdr.line
                 ),
@@ -767,13 +767,13 @@ fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()> {
             op: "recv",
             site: t.site,
             msg: format!(
-                "rank {} receives {} × {} with tag {tag} from rank {src} on {}, but rank {src} sent {} bytes of {sent} \
+                "rank {} receives {} × {} with tag {tag} from rank {src} on {}, but rank {src} sent {} \
                  ({}:{}); the receive buffer must match the message exactly",
                 c.rank,
                 t.buf.len() / es,
                 t.dtype,
                 c.name,
-                hdr.len,
+                crate::dtype::sent_as(sent, hdr.len as usize),
                 hdr.file(c, src),
                 hdr.line
             ),
@@ -1494,8 +1494,9 @@ fn drive_any(c: &ShmComm, p: &mut P2p, site: Site, mut done: impl FnMut(&mut P2p
                     c.name.clone(),
                     format!(
                         "every other rank of {} left (returned from its entry) while rank {me} still waits in \
-                         recv_any at {site}",
-                        c.name
+                         recv_any at {}",
+                        c.name,
+                        site.with_callers()
                     ),
                 ));
             }

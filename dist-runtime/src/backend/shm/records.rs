@@ -89,8 +89,10 @@ impl ShmComm {
                 segment::FAILED => Some(read_reason(&self.seg, r)),
                 segment::FINISHED => {
                     let reason = format!(
-                        "left {} (returned from its entry) while rank {} still waits on it in {op} at {site}",
-                        self.name, self.rank
+                        "left {} (returned from its entry) while rank {} still waits on it in {op} at {}",
+                        self.name,
+                        self.rank,
+                        site.with_callers()
                     );
                     return Err(crate::verify::failure::peer_left(r, self.name.clone(), reason));
                 }
