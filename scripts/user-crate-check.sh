@@ -18,6 +18,10 @@ out=$(cargo spmd run -n 8 2>/dev/null) || fail "cargo spmd run -n 8 failed (reru
 echo "$out"
 grep -q "trainer: sum of ranks 28 on 8 ranks" <<<"$out" || fail "main did not report the sum on 8 ranks"
 
+echo "-- a job whose main is #[spmd] gets no note that no rank joined it"
+err=$(cargo spmd run -n 2 2>&1 >/dev/null) || fail "cargo spmd run -n 2 failed: $err"
+if grep -q "no rank joined" <<<"$err"; then fail "an #[spmd] main was taken for a plain one: $err"; fi
+
 echo "-- cargo spmd run --list"
 list=$(cargo spmd run --list 2>/dev/null)
 echo "$list"

@@ -179,7 +179,7 @@ fn recv_of_wrong_length_or_type_names_both_ends(world: Comm<World>) {
     } else {
         let e = world.recv(0, T, &mut [0.0; 5]).unwrap_err().to_string();
         assert!(
-            e.contains("receives 5 × f32") && e.contains("sent 4 × f32 (16 bytes)") && e.contains("errors.rs:"),
+            e.contains("receives 5 × f32") && e.contains("sent 4 × f32, 16 bytes") && e.contains("errors.rs:"),
             "{e}"
         );
         // same tag number, other element type

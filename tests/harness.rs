@@ -980,3 +980,24 @@ fn a_rank_that_returns_early_is_named_as_the_cause() {
     }
     assert!(r.summary().contains("rank 3 (of World) left World (returned from its entry)"), "{}", r.summary());
 }
+
+#[spmd]
+fn barrier_and_return(world: Comm<World>) -> dist_runtime::Result<()> {
+    world.barrier()
+}
+
+/// The launcher tells a job whose processes never joined it (a plain program: what a
+/// binary whose `main` is not `#[spmd]` runs) from one whose ranks did; `cargo spmd run`
+/// notes the former instead of reporting a job that ran nothing as a plain success.
+#[test]
+fn the_report_counts_the_ranks_that_joined() {
+    if shm_only("the_report_counts_the_ranks_that_joined") {
+        return;
+    }
+    let r = Launch::new("true", 3).capture(true).timeout(Duration::from_secs(30)).run().unwrap();
+    assert!(r.success(), "{}", r.summary());
+    assert_eq!(r.ranks_joined(), Some(0));
+    let r = run("barrier_and_return", 3, 60.0);
+    assert!(r.success(), "{}", r.summary());
+    assert_eq!(r.ranks_joined(), Some(3));
+}

@@ -1119,24 +1119,24 @@ fn a_refused_message_leaves_the_next_ones_intact(world: Comm<World>) {
             assert!(e.contains(want) && e.contains("p2p.rs:"), "{e}");
         };
         // small message, large receive
-        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 8 × f32 (32 bytes)");
+        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 8 × f32, 32 bytes");
         world.recv(0, REFUSED, &mut b).unwrap();
         assert_eq!(b, msg(2, big));
         // large message, small receive
-        refused(world.recv(0, REFUSED, &mut [0f32; 100]).unwrap_err(), "sent 5000 × f32 (20000 bytes)");
+        refused(world.recv(0, REFUSED, &mut [0f32; 100]).unwrap_err(), "sent 5000 × f32, 20000 bytes");
         world.recv(0, REFUSED, &mut b).unwrap();
         assert_eq!(b, msg(4, big));
         // large message, longer than the large receive
-        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 4000 × f32 (16000 bytes)");
+        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 4000 × f32, 16000 bytes");
         world.recv(0, REFUSED, &mut b).unwrap();
         assert_eq!(b, msg(6, big));
         // the same length, another element type
-        refused(world.recv(0, REFUSED_I, &mut vec![0i32; big]).unwrap_err(), "sent 3000 × f32 (12000 bytes)");
+        refused(world.recv(0, REFUSED_I, &mut vec![0i32; big]).unwrap_err(), "sent 3000 × f32, 12000 bytes");
         world.recv(0, REFUSED, &mut b).unwrap();
         assert_eq!(b, msg(8, big));
         // round 2
         world.send(0, REFUSED_ACK, &[1u8]).unwrap();
-        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 8 × f32 (32 bytes)");
+        refused(world.recv(0, REFUSED, &mut b).unwrap_err(), "sent 8 × f32, 32 bytes");
         world.send(0, REFUSED_ACK, &[1u8]).unwrap();
         world.recv(0, REFUSED, &mut b).unwrap();
         assert_eq!(b, msg(12, big));

@@ -275,21 +275,17 @@ pub fn list_entries(exe: &Path) -> Result<Vec<String>, String> {
     ask(exe, "DIST_LIST_ENTRIES", "1")
 }
 
-/// What to tell a user who runs, without `--entry`, a binary that has `#[spmd]` entries
-/// while its `main` is not one: each rank then runs a plain `main`, which may run no
-/// entry at all (a job that does nothing and succeeds). `None` when `main` is an entry
-/// (`<crate>::main`) or the binary has none.
-fn plain_main_note(exe: &Path, entries: &[String]) -> Option<String> {
-    let root_main = |e: &String| e.strip_suffix("::main").is_some_and(|head| !head.is_empty() && !head.contains("::"));
-    if entries.is_empty() || entries.iter().any(root_main) {
-        return None;
-    }
+/// What to tell a user whose job succeeded without any rank joining it (no `--entry`,
+/// more than one rank): every process ran a `main` that is not `#[spmd]` and never
+/// called `dist_runtime::init`, so no entry ran. Known from the job's store (each rank
+/// that joins publishes its host there), without running the program again: a binary
+/// without `#[spmd]` items would run its whole `main` to answer a question.
+fn plain_main_note(exe: &Path) -> String {
     let name = exe.file_name().map_or_else(|| exe.display().to_string(), |f| f.to_string_lossy().into_owned());
-    Some(format!(
-        "note: the main of {name} is not #[spmd], so every rank runs it as a plain program; its #[spmd] \
-         entries: {} (run one with --entry NAME)",
-        entries.join(", ")
-    ))
+    format!(
+        "note: no rank joined the job: the main of {name} is not #[spmd] (nor calls dist_runtime::init), so every \
+         rank ran it as a plain program; run one of its #[spmd] entries with --entry NAME (--list shows them)"
+    )
 }
 
 /// Builds the target and runs it on `a.n` ranks; `tool` names the command in messages
@@ -349,10 +345,9 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         let abs = std::fs::canonicalize(h).map_err(|e| format!("--hostfile {}: {e}", h.display()))?;
         launch = launch.mpirun_arg("--hostfile").mpirun_arg(abs);
     }
-    if let Some(e) = flag_or_env(a.entry.clone(), "DIST_ENTRY") {
-        launch = launch.env("DIST_ENTRY", resolve_entry(&exe, &e)?);
-    } else if let Some(note) = list_entries(&exe).ok().and_then(|entries| plain_main_note(&exe, &entries)) {
-        eprintln!("{tool}: {note}");
+    let entry = flag_or_env(a.entry.clone(), "DIST_ENTRY");
+    if let Some(e) = &entry {
+        launch = launch.env("DIST_ENTRY", resolve_entry(&exe, e)?);
     }
     if let Some(t) = a.timeout {
         let d = std::time::Duration::try_from_secs_f64(t)
@@ -405,6 +400,9 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         }
     }
     if report.success() {
+        if entry.is_none() && report.ranks_joined() == Some(0) {
+            eprintln!("{tool}: {}", plain_main_note(&exe));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if report.timed_out {
@@ -432,23 +430,6 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
 mod tests {
     use super::executables;
 
-    /// A binary whose `main` is a plain function while it has entries gets a note naming
-    /// them; one whose `main` is `#[spmd]` (or without entries) gets none.
-    #[test]
-    fn a_plain_main_beside_entries_is_noted() {
-        let exe = std::path::Path::new("/tmp/target/debug/trainer");
-        let e = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let note = super::plain_main_note(exe, &e(&["trainer::train::quick", "trainer::odd"])).unwrap();
-        assert!(note.contains("the main of trainer is not #[spmd]"), "{note}");
-        assert!(note.contains("trainer::train::quick, trainer::odd (run one with --entry NAME)"), "{note}");
-        // A `main` in a module is not the binary's main.
-        assert!(super::plain_main_note(exe, &e(&["trainer::comms::main"])).is_some());
-        assert_eq!(super::plain_main_note(exe, &e(&["trainer::main", "trainer::comms::share"])), None);
-        assert_eq!(super::plain_main_note(exe, &[]), None);
-    }
-
-    /// Cargo's artifact messages: only executables count, examples are told from bins,
-    /// and a library or build script (no `executable`) is never picked.
     #[test]
     fn executables_come_from_artifact_messages() {
         let json = [

@@ -46,11 +46,11 @@ pub enum DType {
     Bool = 15,
 }
 
-/// A message of `len` bytes of `dtype` (when known), in the receiver's terms: "8 × f32 (32
-/// bytes)", or "32 bytes of ?" for a type the header does not name.
+/// A message of `len` bytes of `dtype` (when known), in the receiver's terms: "8 × f32, 32
+/// bytes", or "32 bytes of an unknown type" for a type the header does not name.
 pub(crate) fn sent_as(dtype: Option<DType>, len: usize) -> String {
     match dtype {
-        Some(d) if len.is_multiple_of(d.size()) => format!("{} × {} ({len} bytes)", len / d.size(), d.name()),
+        Some(d) if len.is_multiple_of(d.size()) => format!("{} × {}, {len} bytes", len / d.size(), d.name()),
         Some(d) => format!("{len} bytes of {}", d.name()),
         None => format!("{len} bytes of an unknown type"),
     }

@@ -133,9 +133,20 @@ pub struct Report {
     pub elapsed: Duration,
     /// Each rank's serialised result, when the ranks published one (`DIST_RESULTS=1`).
     pub(crate) results: Vec<Option<Vec<u8>>>,
+    /// How many ranks joined the job (see [`Report::ranks_joined`]).
+    pub(crate) joined: Option<usize>,
 }
 
 impl Report {
+    /// How many ranks joined the job (reached the job's store from `dist_runtime::init`,
+    /// which an `#[spmd]` entry calls first), where this launcher hosts the store and the
+    /// job has more than one rank; `None` where it cannot tell (one rank, a multi-node
+    /// job, mpirun). `Some(0)` after a successful job: its processes ran a plain `main`
+    /// and never used dist.
+    pub fn ranks_joined(&self) -> Option<usize> {
+        self.joined
+    }
+
     /// Whether every rank succeeded.
     pub fn success(&self) -> bool {
         !self.timed_out && self.ranks.iter().all(RankExit::success)
@@ -542,6 +553,10 @@ impl Launch {
             })
             .collect();
         let flight = Some(crate::verify::recorder::line_up(&dumps)).filter(|s| !s.is_empty());
+        // Every rank that joins publishes its host under `host/RANK` (`init`'s check that
+        // the job is on one host).
+        let joined = (server.is_some() && self.n > 1)
+            .then(|| (0..self.n).filter(|r| stored(&server, &link, &format!("host/{r}")).is_some()).count());
         Ok(Report {
             ranks,
             first_failure,
@@ -552,6 +567,7 @@ impl Launch {
             timed_out,
             elapsed: start.elapsed(),
             results,
+            joined,
         })
     }
 }

@@ -204,6 +204,7 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         timed_out,
         elapsed: start.elapsed(),
         results,
+        joined: None,
     })
 }
 

@@ -64,7 +64,7 @@ fn memcpy_is_fast() -> bool {
 
 /// From this size on a copy writes around the caches (non-temporal stores): its
 /// destination cannot stay in cache anyway, and ordinary stores first read every line they
-/// write (a third more memory traffic). Out of cache that is the difference: a C loop of
+/// write (three line transfers per line copied instead of two). Out of cache that is the difference: a C loop of
 /// two processes, each copying its own block and reading its peer's with
 /// `process_vm_readv` (all_gather at 2 ranks), own copy per block, ordinary → streaming:
 /// 32 MiB 4.2 → 2.7 ms, 24 MiB 2.7–2.9 → 1.8–2.2, 16 MiB even, 8 MiB 3% slower. In dist
@@ -73,6 +73,7 @@ fn memcpy_is_fast() -> bool {
 /// are copied out of the peers' mappings, all_gather 64 MiB 3.5 → 5.5, all_to_all 3.35 →
 /// 4.6, all_reduce 7.6 → 8.4. From 4 MiB instead, all_reduce 16 MiB on `--shared` buffers
 /// lost a fifth (13.8 → 10.7), so the limit stays at 16 MiB.
+#[cfg(target_arch = "x86_64")]
 const STREAM_FROM: usize = 16 << 20;
 
 /// Copies with non-temporal stores (AVX, 32 bytes each, whole 64-byte lines), then a
