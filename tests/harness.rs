@@ -1001,3 +1001,41 @@ fn the_report_counts_the_ranks_that_joined() {
     assert!(r.success(), "{}", r.summary());
     assert_eq!(r.ranks_joined(), Some(3));
 }
+
+// Wrong on purpose where an isend waits for its receiver (MPI past its eager size):
+// rank 0 drops an isend's request while rank 1 sends to it first.
+#[spmd(unchecked)]
+fn dropped_isend_while_the_peer_sends(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<f32> = Tag::new(9);
+    let n = 16384;
+    let x = vec![1.0 + world.rank() as f32; n];
+    let mut y = vec![0f32; n];
+    if world.rank() == 0 {
+        let _ = world.isend(1, T, &x)?; // @dropped-isend
+        world.recv(1, T, &mut y)?;
+    } else {
+        world.send(0, T, &x)?;
+        world.recv(0, T, &mut y)?;
+    }
+    let want = 2.0 - world.rank() as f32;
+    if let Some(i) = y.iter().position(|&v| v != want) {
+        return Err(dist_runtime::Error::Env(format!("rank {} received {} at {i}", world.rank(), y[i])));
+    }
+    Ok(())
+}
+
+/// A request dropped without a wait never lets a peer read freed memory, and an op
+/// that failed is not swallowed by the drop: the job either delivers every byte right
+/// (shm: the isend's copy is out at once) or fails naming the isend's line (MPI: its
+/// drop waits for a receiver that sends first, a deadlock under rendezvous semantics).
+#[test]
+fn a_dropped_request_never_delivers_wrong_data() {
+    let r = run("dropped_isend_while_the_peer_sends", 2, 60.0);
+    let all = r.summary();
+    println!("{all}");
+    assert!(!all.contains(" received "), "{all}");
+    if !r.success() {
+        let want = format!("the request posted at {} was dropped without a wait", at("@dropped-isend"));
+        assert!(all.contains(&want), "{want}: {all}");
+    }
+}

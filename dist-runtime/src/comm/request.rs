@@ -523,8 +523,10 @@ impl Shape {
 // ---------------------------------------------------------------- requests
 
 /// A non-blocking op in flight. It borrows the op's buffer until [`wait`](Self::wait);
-/// dropping it waits too (and drops any error), so a buffer is never touched after the
-/// borrow ends.
+/// dropping it waits too, so a buffer is never touched after the borrow ends. An error
+/// the dropped op ends with is dropped too, except one after which the job cannot go on
+/// (a deadlock, a deadline, a peer's failure: [`Error::is_fatal`]): the drop panics with
+/// it, naming the request's line, rather than let the rank carry on past it.
 #[must_use = "a request must be waited on; dropping it blocks until the op completes"]
 pub struct Request<'a> {
     pub(crate) state: ReqState<'a>,
@@ -790,7 +792,17 @@ impl Request<'_> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        let _ = self.complete();
+        // An error already handed out (by `test`, `wait_timeout`) is not raised again.
+        let seen = matches!(self.state, ReqState::Failed(_));
+        if let Err(e) = self.complete() {
+            if !seen && e.is_fatal() && !std::thread::panicking() {
+                panic!(
+                    "the request posted at {} was dropped without a wait, and its op failed: {e} (wait on it to \
+                     handle the error)",
+                    self.site
+                );
+            }
+        }
     }
 }
 

@@ -611,7 +611,14 @@ pub(super) fn wait_send(c: &MpiComm, site: Site, id: ReqId) -> Result<()> {
         let mut s = c.p2p.lock().unwrap_or_else(|p| p.into_inner());
         s.remove_send(id).ok_or_else(|| Error::backend("mpi", format!("no posted send {id}")))?
     };
-    wait_all(c, site, send.dst, send.tag, &mut send.reqs)
+    let r = wait_all(c, site, send.dst, send.tag, &mut send.reqs);
+    if r.is_err() {
+        // A request MPI has not completed may still be read (a peer that posts its receive
+        // later reads the copy straight from this process): the copies stay with MPI
+        // (leaked), never freed under it.
+        std::mem::forget(send);
+    }
+    r
 }
 
 /// `wait_send` without the wait: `MPI_Test` on its requests (taking what this rank's
