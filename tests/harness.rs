@@ -1039,3 +1039,30 @@ fn a_dropped_request_never_delivers_wrong_data() {
         assert!(all.contains(&want), "{want}: {all}");
     }
 }
+
+// Wrong on purpose: rank 1 fails at once; rank 0's barrier reports it while rank 0 has a
+// receive from rank 1 pending, which the error's `?` drops.
+#[spmd(unchecked)]
+fn an_error_leaves_with_a_request_pending(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u32> = Tag::new(11);
+    if world.rank() == 1 {
+        return Err(dist_runtime::Error::Env("rank 1 fails on purpose".into()));
+    }
+    let mut a = [0u32];
+    let _pending = world.irecv(1, T, &mut a)?;
+    world.barrier()?;
+    Ok(())
+}
+
+/// A request dropped as an op's error leaves the function does not turn that error into
+/// a panic: the rank reports the error it got, as a victim of the rank that failed.
+#[test]
+fn a_request_dropped_by_an_errors_return_keeps_the_error() {
+    let r = run("an_error_leaves_with_a_request_pending", 2, 60.0);
+    let all = r.summary();
+    assert!(!r.success(), "{all}");
+    assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(1), "{all}");
+    let zero = &r.ranks[0];
+    assert!(!zero.output.contains("dropped without a wait"), "{all}");
+    assert!(zero.code == Some(3) || zero.killed_by_launcher, "{all}");
+}

@@ -144,6 +144,19 @@ pub enum Error {
     },
 }
 
+thread_local! {
+    /// Whether an op on this thread has handed its caller a fatal error (as errors leave
+    /// ops, through [`Error::with_callers`]).
+    static FATAL_HANDED_OUT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether an op on this thread has already handed its caller a fatal error: the rank is
+/// failing, and what fails after (a request dropped as that error leaves the caller's
+/// function) is its consequence.
+pub(crate) fn fatal_handed_out() -> bool {
+    FATAL_HANDED_OUT.with(|f| f.get())
+}
+
 /// A source location (`file:line:col`) of a communication call, and, once an error has
 /// been through the op's exit, the user's calls that led there ("src/grads.rs:17,
 /// called from src/main.rs:42") where the program's debug info says so.
@@ -315,6 +328,9 @@ impl Error {
     /// where it has a site: called as an error leaves an op, while the user's frames are
     /// still on the stack.
     pub(crate) fn with_callers(self) -> Error {
+        if self.is_fatal() {
+            FATAL_HANDED_OUT.with(|f| f.set(true));
+        }
         match self {
             Error::InvalidArgument { op, msg, site } => Error::InvalidArgument { op, msg, site: site.with_callers() },
             Error::Timeout { op, comm, waiting_for, secs, site } => {

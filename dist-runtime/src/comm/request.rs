@@ -525,8 +525,9 @@ impl Shape {
 /// A non-blocking op in flight. It borrows the op's buffer until [`wait`](Self::wait);
 /// dropping it waits too, so a buffer is never touched after the borrow ends. An error
 /// the dropped op ends with is dropped too, except one after which the job cannot go on
-/// (a deadlock, a deadline, a peer's failure: [`Error::is_fatal`]): the drop panics with
-/// it, naming the request's line, rather than let the rank carry on past it.
+/// (a deadlock, a deadline, a peer's failure: [`Error::is_fatal`]) when no op of this
+/// thread has returned a fatal error before: the drop panics with it, naming the
+/// request's line, rather than let the rank carry on past it.
 #[must_use = "a request must be waited on; dropping it blocks until the op completes"]
 pub struct Request<'a> {
     pub(crate) state: ReqState<'a>,
@@ -792,10 +793,12 @@ impl Request<'_> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        // An error already handed out (by `test`, `wait_timeout`) is not raised again.
+        // An error already handed out (by `test`, `wait_timeout`) is not raised again, nor
+        // one after another op's fatal error (a request dropped as that error leaves the
+        // caller's function: the rank is failing already, and its first error says why).
         let seen = matches!(self.state, ReqState::Failed(_));
         if let Err(e) = self.complete() {
-            if !seen && e.is_fatal() && !std::thread::panicking() {
+            if !seen && e.is_fatal() && !std::thread::panicking() && !crate::error::fatal_handed_out() {
                 panic!(
                     "the request posted at {} was dropped without a wait, and its op failed: {e} (wait on it to \
                      handle the error)",
