@@ -430,6 +430,8 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
 mod tests {
     use super::executables;
 
+    /// Cargo's artifact messages: only executables count, examples are told from bins,
+    /// and a library or build script (no `executable`) is never picked.
     #[test]
     fn executables_come_from_artifact_messages() {
         let json = [

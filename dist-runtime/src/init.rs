@@ -309,6 +309,12 @@ fn host_identity(env: &Env) -> String {
     format!("{} (boot {})", read("/proc/sys/kernel/hostname"), read("/proc/sys/kernel/random/boot_id"))
 }
 
+/// The store key under which rank `r` publishes its host as it joins (read by
+/// [`one_host`], and by the launcher to count the ranks that joined).
+pub(crate) fn host_key(r: usize) -> String {
+    format!("host/{r}")
+}
+
 /// The shared-memory backend joins ranks of one host: every rank publishes its host at
 /// the rendezvous and compares (rank 0 with everyone, the others with rank 0), so a job
 /// spanning hosts stops here with one error naming them, instead of failing to open a
@@ -316,15 +322,14 @@ fn host_identity(env: &Env) -> String {
 fn one_host(store: &Store, env: &Env) -> Result<()> {
     let me = host_identity(env);
     // The store is this job's (torchrun-style ranks started by hand share no job id).
-    let key = |r: usize| format!("host/{r}");
     let verdict = "host/verdict".to_string();
-    store.set(&key(env.rank), me.as_bytes())?;
+    store.set(&host_key(env.rank), me.as_bytes())?;
     // Rank 0 compares every rank's host with its own and publishes the verdict, so every
     // rank (those on rank 0's host too) stops with the same message.
     let msg = if env.rank == 0 {
         let mut hosts: Vec<(String, Vec<usize>)> = vec![(me.clone(), vec![0])];
         for r in 1..env.world_size {
-            let h = String::from_utf8_lossy(&store.get(&key(r), env.timeout)?).into_owned();
+            let h = String::from_utf8_lossy(&store.get(&host_key(r), env.timeout)?).into_owned();
             match hosts.iter_mut().find(|(x, _)| *x == h) {
                 Some((_, ranks)) => ranks.push(r),
                 None => hosts.push((h, vec![r])),

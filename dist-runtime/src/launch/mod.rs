@@ -553,10 +553,9 @@ impl Launch {
             })
             .collect();
         let flight = Some(crate::verify::recorder::line_up(&dumps)).filter(|s| !s.is_empty());
-        // Every rank that joins publishes its host under `host/RANK` (`init`'s check that
-        // the job is on one host).
+        // Every rank that joins publishes its host (`init`'s check that the job is on one host).
         let joined = (server.is_some() && self.n > 1)
-            .then(|| (0..self.n).filter(|r| stored(&server, &link, &format!("host/{r}")).is_some()).count());
+            .then(|| (0..self.n).filter(|&r| stored(&server, &link, &crate::init::host_key(r)).is_some()).count());
         Ok(Report {
             ranks,
             first_failure,
