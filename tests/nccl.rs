@@ -5,6 +5,9 @@
 //! them (`DIST_SHARE_GPU=1`: NCCL over loopback sockets, since NCCL refuses two ranks of
 //! one host on one device), so 1, 2 and 4 ranks run on any machine with a GPU.
 #![cfg(feature = "nccl")]
+// Entries here exercise the run-time checks: what the compile-time check cannot follow
+// in them is expected (its warnings are `deprecated` uses; docs/static-checks.md).
+#![allow(deprecated)]
 
 use dist_runtime::prelude::*;
 use dist_runtime::Launch;

@@ -4,6 +4,9 @@
 //! shared-memory job; a failure on one node stops the other's ranks; launchers that
 //! disagree on the job's shape, or a node that never comes, are errors before any rank
 //! runs.
+// Entries here exercise the run-time checks: what the compile-time check cannot follow
+// in them is expected (its warnings are `deprecated` uses; docs/static-checks.md).
+#![allow(deprecated)]
 
 use dist_runtime::prelude::*;
 use dist_runtime::{Launch, Nodes, Report};

@@ -1,6 +1,9 @@
 //! Programs the compile-time communication check accepts (it checks each at world sizes
 //! 1..=8 when this file compiles), run for real at every one of those sizes. Each
 //! computes something its ranks verify, so "accepted" also means "correct".
+// Entries here exercise the run-time checks: what the compile-time check cannot follow
+// in them is expected (its warnings are `deprecated` uses; docs/static-checks.md).
+#![allow(deprecated)]
 
 use dist_runtime::prelude::*;
 

@@ -18,6 +18,7 @@
 //! environment (`DIST_*` variables already set are honoured unless a flag overrides
 //! them) and the command line.
 
+pub mod check;
 pub mod trace;
 
 use std::path::{Path, PathBuf};

@@ -19,6 +19,10 @@ enum Cmd {
     /// into DIR/trace.json for Perfetto, one track per rank, print a summary, and line up
     /// the flight recorders of ranks that failed (where each one last was).
     Trace(cargo_spmd::TraceArgs),
+    /// Report what the compile-time communication check proved: for every #[spmd] entry
+    /// of the package, the world sizes checked, and each construct it could not follow
+    /// with its file, line and why.
+    Check(cargo_spmd::check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(args);
     let result = match cli.cmd {
         Cmd::Run(a) => cargo_spmd::run(*a, "cargo spmd"),
+        Cmd::Check(a) => cargo_spmd::check::check(a),
         Cmd::Trace(cargo_spmd::TraceArgs { dir, out }) => {
             cargo_spmd::trace::merge(&dir, out).map(|()| ExitCode::SUCCESS)
         }

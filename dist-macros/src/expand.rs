@@ -85,27 +85,133 @@ pub fn spmd(attr: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = spmd_expand(&f);
     if !a.unchecked {
         let (t, s0) = (std::time::Instant::now(), check::steps());
-        let r = check::communication(&f, &check::sizes(a.sizes), a.strict);
+        let v = check::communication(&f, &check::sizes(a.sizes), a.strict);
         // `DIST_CHECK_TIMES=FILE`: one line per checked entry (for docs/static-checks.md).
         if let Some(path) = std::env::var_os("DIST_CHECK_TIMES") {
-            use std::io::Write;
             let file = f.sig.ident.span().local_file().map(|p| p.display().to_string()).unwrap_or_default();
             let line = format!(
                 "{file}\t{}\t{:.1} ms\t{} steps\t{}\n",
                 f.sig.ident,
                 t.elapsed().as_secs_f64() * 1e3,
                 check::steps() - s0,
-                if r.is_ok() { "ok" } else { "error" }
+                if v.errors.is_none() { "ok" } else { "error" }
             );
-            if let Ok(mut out) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-                let _ = out.write_all(line.as_bytes());
-            }
+            append(&path, &line);
         }
-        if let Err(e) = r {
-            return with_error(expanded, e);
+        // `DIST_CHECK_REPORT=FILE` (set by `cargo spmd check`): what was proven, per entry.
+        if let Some(path) = std::env::var_os("DIST_CHECK_REPORT") {
+            append(&path, &report_line(&f.sig.ident.to_string(), a.strict, &v));
         }
+        let warnings = unfollowed_warnings(&v);
+        if let Some(e) = v.errors {
+            return with_error(quote! { #expanded #warnings }, e);
+        }
+        return quote! { #expanded #warnings };
     }
     expanded
+}
+
+fn append(path: &std::ffi::OsStr, line: &str) {
+    use std::io::Write;
+    if let Ok(mut out) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = out.write_all(line.as_bytes());
+    }
+}
+
+/// A JSON string.
+fn json(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn json_sizes(v: &[usize]) -> String {
+    format!("[{}]", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","))
+}
+
+/// One line of JSON for `cargo spmd check`: the entry, the sizes proven, unsupported and
+/// left open, each construct not followed (line, sizes, why) and the first error.
+fn report_line(entry: &str, strict: bool, v: &check::Verdict) -> String {
+    let unfollowed: Vec<String> = v
+        .unfollowed
+        .iter()
+        .map(|u| format!("{{\"line\":{},\"sizes\":{},\"what\":{}}}", u.line, json_sizes(&u.sizes), json(&u.what)))
+        .collect();
+    let error = v.errors.as_ref().map_or("null".to_string(), |e| {
+        let line = e.span().start().line;
+        json(&format!("line {line}: {e}"))
+    });
+    format!(
+        "{{\"file\":{},\"entry\":{},\"strict\":{strict},\"proven\":{},\"unsupported\":{},\"open\":{},\"unfollowed\":[{}],\"error\":{error}}}\n",
+        json(&v.file),
+        json(entry),
+        json_sizes(&v.proven),
+        json_sizes(&v.unsupported),
+        json_sizes(&v.open),
+        unfollowed.join(",")
+    )
+}
+
+/// World sizes as ranges: "2..=8, 12, 16".
+fn sizes_text(v: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i + 1 {
+            format!("{}..={}", v[i], v[j])
+        } else if j == i + 1 {
+            format!("{}, {}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// Warnings on stable Rust for what the check could not follow: each a use of a
+/// deprecated constant, spanned at the construct (rustc prints the note). The check is
+/// never silently off: `#[spmd(strict)]` makes these errors, `#[spmd(unchecked)]`
+/// turns the check off.
+fn unfollowed_warnings(v: &check::Verdict) -> TokenStream {
+    let proven = if v.proven.is_empty() {
+        "no world size".to_string()
+    } else {
+        format!("world sizes {}", sizes_text(&v.proven))
+    };
+    let items = v.unfollowed.iter().take(8).map(|u| {
+        let note = format!(
+            "the compile-time communication check cannot follow {} at world size {}: those sizes are left to the \
+             run-time checks ({proven} proven; `cargo spmd check` lists what was; #[spmd(strict)] makes this an error)",
+            u.what,
+            sizes_text(&u.sizes)
+        );
+        let (a, b) = u.span;
+        let first = quote::quote_spanned!(a => dist_check_incomplete);
+        let last = quote::quote_spanned!(b => ;);
+        quote! {
+            const _: () = {
+                #[deprecated(note = #note)]
+                #[allow(non_upper_case_globals)]
+                const dist_check_incomplete: () = ();
+                let _ = #first #last
+            };
+        }
+    });
+    quote! { #(#items)* }
 }
 
 fn spmd_expand(f: &ItemFn) -> TokenStream {

@@ -30,6 +30,9 @@ enum Cmd {
     /// into DIR/trace.json for Perfetto, one track per rank, print a summary, and line up
     /// the flight recorders of ranks that failed (where each one last was).
     Trace(cargo_spmd::TraceArgs),
+    /// What the compile-time communication check proved for each #[spmd] entry
+    /// (`cargo spmd check` inside dist's workspace).
+    Check(cargo_spmd::check::CheckArgs),
 }
 
 #[derive(clap::Args)]
@@ -48,6 +51,13 @@ struct ChaosArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Check(a) => match cargo_spmd::check::check(a) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Run(a) => match cargo_spmd::run(*a, "xtask") {
             Ok(code) => code,
             Err(e) => {

@@ -80,23 +80,182 @@ pub fn sizes(range: Option<(usize, usize)>) -> Vec<usize> {
     v
 }
 
+/// A place in a source file: (line, column), as proc-macro2 reports them.
+type Pos = (usize, usize);
+
+/// What the check gave for one entry point.
+pub struct Verdict {
+    /// The problems found (spanned at the entry's own tokens), if any.
+    pub errors: Option<syn::Error>,
+    /// What the check could not follow, each at its construct (or at the call in the
+    /// entry that leads there), with the world sizes it stopped at.
+    pub unfollowed: Vec<Unfollowed>,
+    /// The world sizes whose communication was proven, those the program does not
+    /// support by design (a rank panics or returns `Err` on every run), and those left
+    /// to the run-time checks.
+    pub proven: Vec<usize>,
+    pub unsupported: Vec<usize>,
+    pub open: Vec<usize>,
+    /// "src/main.rs", for reports.
+    pub file: String,
+}
+
+/// A construct the check could not follow.
+pub struct Unfollowed {
+    /// The first and last tokens' spans in the entry.
+    pub span: (proc_macro2::Span, proc_macro2::Span),
+    /// The line of the construct in the entry's file.
+    pub line: usize,
+    /// What it is and why, naming its own file and line when it is in a helper.
+    pub what: String,
+    pub sizes: Vec<usize>,
+}
+
+/// What a check found, before its places are turned into the entry's tokens.
+#[derive(Default)]
+struct Raw {
+    errors: Vec<(String, Pos, Pos)>,
+    unfollowed: Vec<(String, Pos, Pos, Vec<usize>)>,
+    proven: Vec<usize>,
+    unsupported: Vec<usize>,
+    open: Vec<usize>,
+}
+
+/// The first token's start and the last token's end of `ts`.
+fn range_of(ts: &proc_macro2::TokenStream) -> (Pos, Pos) {
+    let mut it = ts.clone().into_iter();
+    let first = it.next();
+    let last = it.last().or_else(|| first.clone());
+    let p = |l: proc_macro2::LineColumn| (l.line, l.column);
+    match (first, last) {
+        (Some(a), Some(b)) => (p(a.span().start()), p(b.span().end())),
+        _ => ((0, 0), (0, 0)),
+    }
+}
+
 /// Checks the communication of `f` at the world sizes `sizes`. Reports the problems of
 /// the smallest failing size. In `strict` mode, a size the check cannot decide is an
-/// error naming the construct; otherwise it is left to the run-time checks.
-pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> syn::Result<()> {
-    interp::reset_caches();
-    let start = interp::total_steps();
-    let default = sizes.len() == 8 + SPREAD.len() && sizes[8..] == SPREAD;
+/// error naming the construct; otherwise it is left to the run-time checks, and the
+/// verdict says what was not followed and where (the macro turns that into warnings).
+///
+/// Where the entry's file can be read, the check runs on that file as proc-macro2's
+/// own lexer reads it (so the package's helpers, read from their files, carry their
+/// lines too, and no token of two lexers is ever mixed), and the places it reports
+/// are mapped back to the entry's tokens as the compiler gave them.
+pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
     let source = SourceAccess::of(f);
     trace::set_lines_known(source.lines);
-    let (file, consts) = if source.file { same_file_items(f) } else { Default::default() };
+    let path = f.sig.ident.span().local_file().filter(|p| p.is_file() && source.file && source.lines);
+    let entry_name = f.sig.ident.to_string();
+    let file = path.as_deref().map(relative).unwrap_or_default();
+    let tokens = Tokens::of(f);
+    let raw = path.and_then(|path| {
+        proc_macro2::fallback::force();
+        let at = f.sig.ident.span().start();
+        let mut items = PackageItems { entry_at: Some((at.line, at.column)), ..Default::default() };
+        items.file(&path, &entry_name, 0);
+        // A binary of a package with a library crate: the library's module tree too
+        // (`use trainer::comms::ParallelState` in src/main.rs).
+        let binary = path.file_stem().is_some_and(|s| s == "main") || path.parent().is_some_and(|p| p.ends_with("bin"));
+        if let Some(lib) = library_of(&path).filter(|_| binary) {
+            if lib != path {
+                items.file(&lib, "", 0);
+            }
+        }
+        let raw = items.entry.take().map(|entry| {
+            trace::set_files(trace::Files {
+                entry: (relative(&path), entry_name.clone()),
+                helpers: std::mem::take(&mut items.files),
+            });
+            check_entry(&entry, &items.fns, &items.consts, sizes, strict, &source)
+        });
+        proc_macro2::fallback::unforce();
+        raw
+    });
+    let raw = raw.unwrap_or_else(|| {
+        trace::set_files(trace::Files { entry: (file.clone(), entry_name.clone()), ..Default::default() });
+        check_entry(f, &HashMap::new(), &[], sizes, strict, &source)
+    });
+    let errors = raw.errors.into_iter().map(|(msg, a, b)| tokens.error(a, b, msg)).reduce(|mut a, b| {
+        a.combine(b);
+        a
+    });
+    let unfollowed = raw
+        .unfollowed
+        .into_iter()
+        .map(|(what, a, b, sizes)| Unfollowed { span: tokens.spans(a, b), line: a.0, what, sizes })
+        .collect();
+    Verdict { errors, unfollowed, proven: raw.proven, unsupported: raw.unsupported, open: raw.open, file }
+}
+
+/// The entry's tokens as the compiler gave them, by their place, so that a place the
+/// check reports (read from the file by proc-macro2's lexer) becomes a span rustc shows.
+struct Tokens {
+    starts: HashMap<Pos, proc_macro2::Span>,
+    ends: HashMap<Pos, proc_macro2::Span>,
+    /// The function's name: where a place that matches no token is reported.
+    name: proc_macro2::Span,
+}
+
+impl Tokens {
+    fn of(f: &ItemFn) -> Tokens {
+        fn walk(ts: proc_macro2::TokenStream, t: &mut Tokens) {
+            let p = |l: proc_macro2::LineColumn| (l.line, l.column);
+            for tt in ts {
+                if let proc_macro2::TokenTree::Group(g) = &tt {
+                    t.starts.entry(p(g.span_open().start())).or_insert(g.span_open());
+                    t.ends.insert(p(g.span_close().end()), g.span_close());
+                    walk(g.stream(), t);
+                } else {
+                    t.starts.entry(p(tt.span().start())).or_insert(tt.span());
+                    t.ends.insert(p(tt.span().end()), tt.span());
+                }
+            }
+        }
+        let mut t = Tokens { starts: HashMap::new(), ends: HashMap::new(), name: f.sig.ident.span() };
+        walk(quote::ToTokens::to_token_stream(f), &mut t);
+        t
+    }
+
+    fn spans(&self, a: Pos, b: Pos) -> (proc_macro2::Span, proc_macro2::Span) {
+        match self.starts.get(&a) {
+            Some(&s) => (s, self.ends.get(&b).copied().unwrap_or(s)),
+            None => (self.name, self.name),
+        }
+    }
+
+    fn error(&self, a: Pos, b: Pos, msg: String) -> syn::Error {
+        let (s, e) = self.spans(a, b);
+        let mut first = proc_macro2::Punct::new('*', proc_macro2::Spacing::Alone);
+        first.set_span(s);
+        let mut last = first.clone();
+        last.set_span(e);
+        syn::Error::new_spanned(quote::quote!(#first #last), msg)
+    }
+}
+
+/// The check of one entry (`f`, with the package's functions `file` and constants
+/// `consts`), its places as (line, column).
+fn check_entry(
+    f: &ItemFn,
+    file: &HashMap<String, ItemFn>,
+    consts: &[syn::ItemConst],
+    sizes: &[usize],
+    strict: bool,
+    source: &SourceAccess,
+) -> Raw {
+    interp::reset_caches();
+    interp::set_strict(strict);
+    let start = interp::total_steps();
+    let default = sizes.len() == 8 + SPREAD.len() && sizes[8..] == SPREAD;
     let mut macros = parse_macros(f);
     for g in file.values() {
         macros.extend(parse_macros(g));
     }
     let no_splits = Splits::new();
-    let consts = interp::eval_consts(&consts, &no_splits, &macros, &file);
+    let consts = interp::eval_consts(consts, &no_splits, &macros, file);
     let memo = std::rc::Rc::new(std::cell::RefCell::new(interp::Memo::default()));
+    let mut raw = Raw::default();
     // The last two sizes checked and their steps, to foresee the next one's.
     let mut seen: Vec<(usize, u64)> = Vec::new();
     for &n in sizes {
@@ -104,27 +263,44 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> syn::Result<(
             break;
         }
         let s0 = interp::total_steps();
-        let res = check_size_for_inputs(f, n, &macros, &file, &consts, &memo);
+        let res = check_size_for_inputs(f, n, &macros, file, &consts, &memo);
         seen.push((n, interp::total_steps() - s0));
         match res {
-            SizeResult::Clean | SizeResult::Fails => {}
+            SizeResult::Clean => raw.proven.push(n),
+            SizeResult::Fails => raw.unsupported.push(n),
             SizeResult::Undecidable(at, what) => {
+                let (a, b) = range_of(&at);
                 if strict {
-                    return Err(syn::Error::new_spanned(
-                        at,
+                    raw.errors.push((
                         format!(
                             "#[spmd(strict)]: the communication check cannot follow {what} (world size {n}); \
-                             make it depend only on `rank()`, `size()` and constants, or drop `strict` to \
-                             leave it to the run-time checks{}",
+                             make it depend only on `rank()`, `size()`, constants and the program's inputs, or \
+                             drop `strict` to leave it to the run-time checks{}",
                             source.note()
                         ),
+                        a,
+                        b,
                     ));
+                    return raw;
+                }
+                raw.open.push(n);
+                match raw.unfollowed.iter_mut().find(|u| u.1 == a) {
+                    Some(u) => u.3.push(n),
+                    None => raw.unfollowed.push((what, a, b, vec![n])),
                 }
             }
-            SizeResult::Problems(errs) => return crate::args::combine(errs),
+            SizeResult::Problems(errs) => {
+                for e in errs {
+                    for e in e {
+                        let (a, b) = range_of(&e.to_compile_error());
+                        raw.errors.push((e.to_string(), a, b));
+                    }
+                }
+                return raw;
+            }
         }
     }
-    Ok(())
+    raw
 }
 
 /// The numbers a program reads from its inputs (arguments, environment, files) are
@@ -193,7 +369,7 @@ fn check_size<'a>(
                 Outcome::Done => {}
                 Outcome::Fails => return SizeResult::Fails,
                 Outcome::Stop(Stop::Invalid { site, msg }) => {
-                    invalid.get_or_insert_with(|| site.error(msg));
+                    invalid.get_or_insert_with(|| site.error(format!("{msg}{}", site.helper_note())));
                 }
                 Outcome::Stop(Stop::Undecidable { at, what, .. }) => {
                     undecidable.get_or_insert((at, what));
@@ -280,24 +456,10 @@ impl SourceAccess {
     }
 }
 
-/// The free functions of the source file that holds `f` (other than `f` and other
-/// entry points), so that helpers taking a `Comm` are checked inline where called, and
-/// its `const` items (`const STEPS: usize = 5;`, `const ACT: Tag<f32> = Tag::new(1);`).
-/// Empty when the file cannot be read (a macro-generated function, say).
-fn same_file_items(f: &ItemFn) -> (HashMap<String, ItemFn>, Vec<syn::ItemConst>) {
-    let Some(path) = f.sig.ident.span().local_file() else { return Default::default() };
-    let mut items = PackageItems::default();
-    items.file(&path, &f.sig.ident.to_string(), 0);
-    // A binary of a package with a library crate: the library's module tree too
-    // (`use trainer::comms::ParallelState` in src/main.rs).
-    let binary = path.file_stem().is_some_and(|s| s == "main") || path.parent().is_some_and(|p| p.ends_with("bin"));
-    if let Some(lib) = library_of(&path).filter(|_| binary) {
-        if lib != path {
-            items.file(&lib, "", 0);
-        }
-    }
-    trace::set_helpers_at(items.at);
-    (items.fns, items.consts)
+/// `path` relative to the package being built, as messages name files.
+fn relative(path: &std::path::Path) -> String {
+    let base = std::env::var("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from).unwrap_or_default();
+    path.strip_prefix(&base).unwrap_or(path).display().to_string()
 }
 
 /// `src/lib.rs` of the package holding `file`, if it has one.
@@ -323,25 +485,19 @@ struct PackageItems {
     fns: HashMap<String, ItemFn>,
     consts: Vec<syn::ItemConst>,
     seen: std::collections::HashSet<std::path::PathBuf>,
-    /// Where the functions of files other than the entry's are defined ("file:line").
-    at: HashMap<String, String>,
-    /// The text of the file being read, and its name for messages (None: the entry's).
-    text: String,
-    name: Option<String>,
+    /// The file of each function, by key (for messages).
+    files: HashMap<String, String>,
+    /// The file being read, for messages (`src/comms.rs`).
+    name: String,
+    /// Where the entry's name is (line, column), and the entry as read from its file.
+    entry_at: Option<Pos>,
+    entry: Option<ItemFn>,
 }
 
 impl PackageItems {
-    /// Remembers where `name` is defined, when it is in another file than the entry's.
-    fn note_at(&mut self, name: &str) {
-        let Some(file) = &self.name else { return };
-        let needle = format!("fn {name}");
-        let line = self.text.lines().position(|l| {
-            l.find(&needle)
-                .is_some_and(|i| !l[i + needle.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
-        });
-        if let Some(l) = line {
-            self.at.entry(name.to_string()).or_insert_with(|| format!("{file}:{}", l + 1));
-        }
+    /// Remembers the file `key` is defined in (the first definition wins).
+    fn note_at(&mut self, key: &str) {
+        self.files.entry(key.to_string()).or_insert_with(|| self.name.clone());
     }
 
     fn file(&mut self, path: &std::path::Path, entry: &str, depth: usize) {
@@ -350,12 +506,7 @@ impl PackageItems {
         }
         let Some(text) = std::fs::read_to_string(path).ok() else { return };
         let Some(file) = syn::parse_file(&text).ok() else { return };
-        let (saved_text, saved_name) = (std::mem::replace(&mut self.text, text), self.name.clone());
-        if depth > 0 || entry.is_empty() {
-            // Another file than the entry's: name it in messages, relative to the crate.
-            let base = std::env::var("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from).unwrap_or_default();
-            self.name = Some(path.strip_prefix(&base).unwrap_or(path).display().to_string());
-        }
+        let saved_name = std::mem::replace(&mut self.name, relative(path));
         // Where `mod x;` of this file looks: beside it for main.rs, lib.rs and mod.rs,
         // else in the directory named after it.
         // A crate root (main.rs, lib.rs, a file of bin/, examples/, tests/, benches/, or
@@ -368,7 +519,6 @@ impl PackageItems {
             || !path.components().any(|c| c.as_os_str() == "src");
         let here = if root { dir.clone() } else { dir.join(stem) };
         self.items(file.items, &here, &dir, entry, depth);
-        self.text = saved_text;
         self.name = saved_name;
     }
 
@@ -387,19 +537,29 @@ impl PackageItems {
         };
         for item in items {
             match item {
+                syn::Item::Fn(g)
+                    if g.sig.ident == entry
+                        && self.entry.is_none()
+                        && self.entry_at
+                            == Some((g.sig.ident.span().start().line, g.sig.ident.span().start().column)) =>
+                {
+                    self.entry = Some(g);
+                }
                 syn::Item::Fn(g) if g.sig.ident != entry && !is_entry(&g) => {
                     let name = g.sig.ident.to_string();
                     self.note_at(&name);
                     self.fns.entry(name).or_insert(g);
                 }
                 syn::Item::Const(c) => self.consts.push(c),
-                syn::Item::Impl(imp) if imp.trait_.is_none() => {
+                // Inherent impls, and trait impls of the package's types (`impl Default
+                // for Config`): `Config::default()` is followed like `Config::new()`.
+                syn::Item::Impl(imp) => {
                     let syn::Type::Path(tp) = &*imp.self_ty else { continue };
                     let Some(ty) = tp.path.segments.last().map(|s| s.ident.to_string()) else { continue };
                     for it in imp.items {
                         if let syn::ImplItem::Fn(m) = it {
                             let key = format!("{ty}::{}", m.sig.ident);
-                            self.note_at(&m.sig.ident.to_string());
+                            self.note_at(&key);
                             let f = ItemFn { attrs: m.attrs, vis: m.vis, sig: m.sig, block: Box::new(m.block) };
                             self.fns.entry(key).or_insert(f);
                         }
@@ -492,7 +652,15 @@ fn parse_macros(f: &ItemFn) -> Macros {
 
 #[cfg(test)]
 mod tests {
-    use super::{communication, sizes};
+    use super::sizes;
+
+    /// The check's errors as one `Result`, as the macro reports them.
+    fn communication(f: &syn::ItemFn, sizes: &[usize], strict: bool) -> syn::Result<()> {
+        match super::communication(f, sizes, strict).errors {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
     use std::fmt::Write;
 
     /// A 200-line entry point with loops: pipeline stages over microbatches, a ring

@@ -5,14 +5,64 @@ use syn::Expr;
 
 thread_local! {
     static LINES_KNOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-    /// Where each helper of another file is defined ("src/comms.rs:12"), by name.
-    static HELPERS_AT: std::cell::RefCell<std::collections::HashMap<String, String>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    /// The source file of each helper the check read (`src/comms.rs`), by its key
+    /// (`exchange`, `Trainer::step`), and the entry's own file and name.
+    static FILES: std::cell::RefCell<Files> = std::cell::RefCell::new(Files::default());
+    /// Locations of calls inside helpers, rendered once ("src/pipeline.rs:42, in
+    /// `forward`, called from `main` at src/main.rs:17"), by [`Site::at`].
+    static LOCS: std::cell::RefCell<(Vec<String>, std::collections::HashMap<u64, u32>)> =
+        std::cell::RefCell::new(Default::default());
 }
 
-/// Records where the helpers of other files are defined (for messages).
-pub fn set_helpers_at(at: std::collections::HashMap<String, String>) {
-    HELPERS_AT.with(|h| *h.borrow_mut() = at);
+/// Where the code the check reads comes from, for messages.
+#[derive(Default)]
+pub struct Files {
+    /// The entry's file, relative to the package (`src/main.rs`), and its name.
+    pub entry: (String, String),
+    /// The file of each helper, by key (`exchange`, `Trainer::step`).
+    pub helpers: std::collections::HashMap<String, String>,
+}
+
+/// Records where the entry and the helpers of the package are (for messages).
+pub fn set_files(files: Files) {
+    FILES.with(|h| *h.borrow_mut() = files);
+    LOCS.with(|l| *l.borrow_mut() = Default::default());
+}
+
+/// The file a helper is defined in ("?" when unknown).
+pub fn helper_file(key: &str) -> String {
+    FILES.with(|f| f.borrow().helpers.get(key).cloned().unwrap_or_else(|| "?".into()))
+}
+
+/// The entry's file and name.
+pub fn entry_file() -> (String, String) {
+    FILES.with(|f| f.borrow().entry.clone())
+}
+
+/// The line of the first token of `t` (1-based; 0 when unknown). Helpers read from
+/// their files carry their own lines (they are parsed with positions, see `check::mod`).
+pub fn line_of(t: &dyn ToTokens) -> usize {
+    t.to_token_stream().into_iter().next().map(|t| t.span().start().line).unwrap_or(0)
+}
+
+/// Interns a location rendered by the interpreter, under `key` (a hash of what it
+/// was rendered from), rendering it only the first time.
+pub fn intern_loc(key: u64, render: impl FnOnce() -> String) -> u32 {
+    LOCS.with(|l| {
+        let mut l = l.borrow_mut();
+        if let Some(&i) = l.1.get(&key) {
+            return i;
+        }
+        let i = l.0.len() as u32;
+        let s = render();
+        l.0.push(s);
+        l.1.insert(key, i);
+        i
+    })
+}
+
+fn loc_text(i: u32) -> String {
+    LOCS.with(|l| l.borrow().0.get(i as usize).cloned().unwrap_or_default())
 }
 
 /// Whether spans carry real line numbers in this expansion (set once per check).
@@ -25,49 +75,50 @@ fn lines_known() -> bool {
 }
 
 /// Where a call is in the source: the expression, for spans and line numbers. A call
-/// inside a helper defined elsewhere in the file is reported at the helper's call in
-/// the checked function, naming the helper.
+/// inside a helper of the package is reported at the helper's call in the checked
+/// function (the only tokens the compiler lets a macro point at), and its message
+/// names the call's own file and line and the chain of calls that led there.
 #[derive(Clone, Copy)]
 pub struct Site<'a> {
     node: &'a dyn ToTokens,
-    inside: Option<&'a syn::Ident>,
+    /// Inside a helper: the call's own place and the chain (interned, see [`intern_loc`]).
+    at: Option<u32>,
 }
 
 impl<'a> Site<'a> {
     pub fn new(e: &'a Expr) -> Self {
-        Site { node: e, inside: None }
+        Site { node: e, at: None }
     }
     pub fn binary(b: &'a syn::ExprBinary) -> Self {
-        Site { node: b, inside: None }
+        Site { node: b, at: None }
     }
-    /// The call `call` of the helper `helper`, standing for what happens inside it.
-    pub fn via(call: &'a Expr, helper: &'a syn::Ident) -> Self {
-        Site { node: call, inside: Some(helper) }
+    /// The call `call` in the checked function, standing for what happens inside the
+    /// helper it calls, at the place `at` (from [`intern_loc`]).
+    pub fn via(call: &'a Expr, at: u32) -> Self {
+        Site { node: call, at: Some(at) }
     }
-    /// The line of the call's first token (1-based).
+    /// The line of the call's first token in the checked function (1-based).
     pub fn line(&self) -> usize {
-        self.node.to_token_stream().into_iter().next().map(|t| t.span().start().line).unwrap_or(0)
+        line_of(self.node)
     }
-    /// "line 12", or "line 12, inside `exchange`"; where the front-end gives no line
-    /// numbers (rust-analyzer), "the call marked here" instead of a wrong line.
+    /// "line 12", or "src/pipeline.rs:42, in `forward`, called from `main` at
+    /// src/main.rs:12"; where the front-end gives no line numbers (rust-analyzer), "the
+    /// call marked here" instead of a wrong line.
     pub fn loc(&self) -> String {
-        let at = if lines_known() { format!("line {}", self.line()) } else { "the call marked here".into() };
-        match self.inside {
-            Some(h) => match HELPERS_AT.with(|m| m.borrow().get(&h.to_string()).cloned()) {
-                Some(def) => format!("{at}, inside `{h}` ({def})"),
-                None => format!("{at}, inside `{h}`"),
-            },
-            None => at,
+        if !lines_known() {
+            return "the call marked here".into();
+        }
+        match self.at {
+            Some(i) => loc_text(i),
+            None => format!("line {}", self.line()),
         }
     }
-    /// " (inside `helper`, src/comms.rs:12)" for a call inside a helper, else "".
+    /// " (at src/pipeline.rs:42, in `forward`, called from …)" for a call inside a
+    /// helper, else "".
     pub fn helper_note(&self) -> String {
-        match self.inside {
-            Some(h) => match HELPERS_AT.with(|m| m.borrow().get(&h.to_string()).cloned()) {
-                Some(def) => format!(" (inside `{h}`, {def})"),
-                None => format!(" (inside `{h}`)"),
-            },
-            None => String::new(),
+        match self.at {
+            Some(_) if lines_known() => format!(" (at {})", self.loc()),
+            _ => String::new(),
         }
     }
 

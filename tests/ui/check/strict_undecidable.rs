@@ -1,16 +1,18 @@
-// Under `strict`, a peer read from the environment is an error.
+// Under `strict`, a peer computed from data (here a received value) is an error.
 use dist_runtime::prelude::*;
 
-const T: Tag<u8> = Tag::new(0);
+const T: Tag<u64> = Tag::new(0);
 
 #[spmd(ranks = 2, strict)]
 fn main(world: Comm<World>) -> dist_runtime::Result<()> {
-    let peer: usize = std::env::var("PEER").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let mut b = [0u8; 1];
+    let mut got = [0u64; 1];
+    world.broadcast(&mut got, 0)?;
+    let peer = got[0] as usize;
+    let b = [0u64; 1];
     if world.rank() == 0 {
         world.send(peer, T, &b)?;
     } else {
-        world.recv(0, T, &mut b)?;
+        world.recv(0, T, &mut got)?;
     }
     Ok(())
 }

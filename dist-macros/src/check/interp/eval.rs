@@ -185,6 +185,15 @@ impl<'a> Interp<'a> {
                         continue;
                     };
                     let v = self.expr(&init.expr)?;
+                    if matches!(v, V::Opaque { .. }) {
+                        let mut names = Vec::new();
+                        pat_names(&l.pat, &mut names);
+                        for n in names {
+                            let text =
+                                format!("`{n}` is `{}` ({})", init.expr.to_token_stream(), self.place(&init.expr));
+                            self.note_why(&n, text, &init.expr);
+                        }
+                    }
                     self.note_numbering(&l.pat, &init.expr);
                     self.note_elem(&l.pat, Some(&init.expr));
                     match self.bind(&l.pat, v) {
@@ -272,9 +281,15 @@ impl<'a> Interp<'a> {
             }
         }
         self.scopes = before_scopes;
+        let cond = self.place(at);
         for k in changed {
             if let Some(slot) = self.scopes.get_mut(k) {
                 *slot = V::Opaque { comm: slot.has_comm() };
+                let name = scopes::text(k).to_string();
+                if !name.starts_with('\u{0}') {
+                    let text = format!("`{name}` is set in a branch or loop whose condition depends on data ({cond})");
+                    self.note_why(&name, text, at);
+                }
             }
         }
         Ok(())
@@ -290,7 +305,11 @@ impl<'a> Interp<'a> {
             Expr::Paren(p) => self.expr(&p.expr),
             Expr::Group(g) => self.expr(&g.expr),
             Expr::Reference(r) => self.expr(&r.expr),
-            Expr::Cast(c) => self.expr(&c.expr),
+            Expr::Cast(c) => match self.expr(&c.expr)? {
+                // `b as usize`: a bool cast to an integer is 0 or 1.
+                V::Bool(b) if !matches!(&*c.ty, syn::Type::Path(p) if p.path.is_ident("bool")) => Ok(V::Int(b as i128)),
+                v => Ok(v),
+            },
             Expr::Block(b) => self.labeled_block(b.label.as_ref(), &b.block),
             Expr::Unsafe(u) => self.block(&u.block),
             Expr::Unary(u) => {
@@ -334,7 +353,7 @@ impl<'a> Interp<'a> {
                         RangeLimits::Closed(_) => V::Range(a, b + 1),
                     },
                     // `0..steps` with `steps` from the program's inputs: this run's count.
-                    (V::Int(a), V::Count) => V::Range(a, a + super::uniform_number()),
+                    (V::Int(a), V::Uniform) => V::Range(a, a + super::uniform_number()),
                     _ => V::opaque(),
                 })
             }
@@ -345,6 +364,8 @@ impl<'a> Interp<'a> {
                         items.get(i.index as usize).cloned().unwrap_or(V::opaque())
                     }
                     (syn::Member::Named(m), V::Status(Some(src))) if m == "source" => V::Int(src),
+                    // A field of a parsed command line (`args.tp`) is an input too.
+                    (_, V::Uniform) => V::Uniform,
                     (member, V::Struct(_, fields)) => {
                         let name = match member {
                             syn::Member::Named(i) => i.to_string(),
@@ -362,6 +383,7 @@ impl<'a> Interp<'a> {
                 let base = self.expr(&ix.expr)?;
                 let i = self.expr(&ix.index)?;
                 Ok(match (base, i) {
+                    (V::Uniform, _) => V::Uniform,
                     (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
                     (V::List(items), V::Int(i)) => {
                         return Err(Flow::Stop(Stop::Invalid {
@@ -574,6 +596,34 @@ impl<'a> Interp<'a> {
     /// `&mut` (a receive buffer, a helper the check cannot see). With `keep_shape`, a
     /// list or tuple keeps its length and only its elements become unknown (a receive
     /// fills a buffer, it does not resize it).
+    /// Forgets what the place `e` holds (`self.layers` for `self.layers.iter_mut()` or
+    /// `&mut self.layers[i]`): only that field of a struct the check follows, else
+    /// the variable at its root.
+    pub(super) fn clobber_place(&mut self, e: &'a Expr, keep_shape: bool) {
+        let mut p = e;
+        loop {
+            p = match p {
+                Expr::Reference(r) => &r.expr,
+                Expr::Paren(x) => &x.expr,
+                Expr::Group(x) => &x.expr,
+                Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => &u.expr,
+                Expr::Index(i) => &i.expr,
+                Expr::MethodCall(m) if lends_mut(&m.method) => &m.receiver,
+                _ => break,
+            };
+        }
+        if let Expr::Field(_) = p {
+            if let Some(v) = self.place_value(p) {
+                if self.store(p, forget(v, keep_shape)).is_ok() {
+                    return;
+                }
+            }
+        }
+        if let Some(name) = place_root(e) {
+            self.clobber(&name, keep_shape);
+        }
+    }
+
     pub(super) fn clobber(&mut self, name: &str, keep_shape: bool) {
         if let Some(v) = self.lookup(name).cloned() {
             self.assign(name, forget(v, keep_shape));
@@ -926,7 +976,7 @@ impl<'a> Interp<'a> {
             return Some(Err(undecidable(e, format!("calls into `{key}` nested more than 16 deep"))));
         }
         let ty = key.split_once("::").map(|(t, _)| t.to_string());
-        Some(self.run_helper(e, f, exprs, args, ty, true))
+        Some(self.run_helper(e, f, exprs, args, ty, Some(key)))
     }
 
     /// Runs a helper (a nested fn, a file function, a method): a helper that cannot
@@ -940,7 +990,7 @@ impl<'a> Interp<'a> {
         exprs: Vec<&'a Expr>,
         args: Vec<V<'a>>,
         ty: Option<String>,
-        via: bool,
+        via: Option<&str>,
     ) -> R<'a> {
         let quiet = self.quiet_helper(f, &args);
         // A quiet helper's result for these arguments, if an earlier rank or size ran it.
@@ -951,13 +1001,16 @@ impl<'a> Interp<'a> {
             }
         }
         let memo_args = memo.map(|_| args.clone());
+        let input_args = exprs.iter().zip(&args).all(|(e, v)| input_like(e, v));
         let run = |me: &mut Self| {
-            if via {
-                me.via.push((e, &f.sig.ident));
+            if let Some(key) = via {
+                me.via.push((e, key.into()));
             }
             let r = me.apply_with(f, exprs.clone(), args, ty);
-            if via {
+            if via.is_some() {
+                let r = me.locate_stop(r);
                 me.via.pop();
+                return r;
             }
             r
         };
@@ -966,18 +1019,26 @@ impl<'a> Interp<'a> {
         }
         // Whether this call reads an input, kept with its result.
         let outer = swap_read_uniform(false);
+        let outer_touched = swap_touched_input(false);
         let r = self.quiet_region(f as *const ItemFn as usize, run);
         let read = read_uniform();
         swap_read_uniform(outer || read);
+        let touched = swap_touched_input(outer_touched) || read;
+        swap_touched_input(outer_touched || touched);
+        // Summarised, its result is data; but a helper that reads the program's inputs
+        // from arguments that are the same on every rank (`Config::from_args()`) gives
+        // the same on every rank: an input, whatever it computes.
+        let summary = if touched && input_args { V::Uniform } else { V::opaque() };
         if let (Some(key), Some(args)) = (memo, memo_args) {
             match &r {
+                Some(Ok(v)) if touched && input_args => self.memo_put(key, &args, &uniform_data(v.clone()), read),
                 Some(Ok(v)) => self.memo_put(key, &args, v, read),
-                None => self.memo_put(key, &args, &V::opaque(), read),
+                None => self.memo_put(key, &args, &summary, read),
                 Some(Err(_)) => {}
             }
         }
         if let Some(r) = r {
-            return r;
+            return if touched && input_args { r.map(uniform_data) } else { r };
         }
         for (a, p) in exprs.iter().zip(&f.sig.inputs) {
             let mut names = Vec::new();
@@ -990,7 +1051,7 @@ impl<'a> Interp<'a> {
                 self.clobber(&n, false);
             }
         }
-        Ok(V::opaque())
+        Ok(summary)
     }
 
     pub(super) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
@@ -1006,7 +1067,7 @@ impl<'a> Interp<'a> {
                         return Err(undecidable(e, format!("calls into `{name}` nested more than 16 deep")));
                     }
                     // Nested fns report at their own lines; file helpers at the call.
-                    let via = !self.fns.contains_key(&name);
+                    let via = (!self.fns.contains_key(&name)).then_some(name.as_str());
                     return self.run_helper(e, f, c.args.iter().collect(), args, None, via);
                 }
                 self.known_call(e, &p.path, args)?
@@ -1055,6 +1116,24 @@ impl<'a> Interp<'a> {
         if matches!(last.as_str(), "args" | "args_os" | "var" | "var_os" | "read_to_string" | "read")
             && is_uniform_source(&name)
         {
+            // A rank's own variables (`RANK`, `LOCAL_RANK`, `SLURM_PROCID` …) differ across ranks.
+            if last.starts_with("var") && args.first().is_some_and(|a| matches!(a, V::Name(n) if rank_variable(n))) {
+                return Ok(V::opaque());
+            }
+            swap_touched_input(true);
+            return Ok(V::Uniform);
+        }
+        // A command line parsed by a library (clap's `Cli::parse()`, `Args::parse_from(..)`,
+        // structopt's `from_args()`, argh's `from_env()`): an input, the same on every rank.
+        let ty_fn = path.segments.len() >= 2 || last == "from_env";
+        if ty_fn
+            && matches!(
+                last.as_str(),
+                "parse" | "parse_from" | "try_parse" | "try_parse_from" | "from_args" | "from_env"
+            )
+            && !args.iter().any(V::has_comm)
+        {
+            swap_touched_input(true);
             return Ok(V::Uniform);
         }
         match (last.as_str(), args.as_slice()) {
@@ -1069,6 +1148,7 @@ impl<'a> Interp<'a> {
             ("min", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.min(b))),
             ("max", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.max(b))),
             ("from" | "try_from", [V::Int(a)]) => Ok(V::Int(*a)),
+            ("from" | "try_from", [V::Bool(b)]) if !name.starts_with("bool") => Ok(V::Int(*b as i128)),
             ("wait_all", [v]) => {
                 let ids = req_ids(v);
                 self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait_all" });
@@ -1169,6 +1249,10 @@ pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
         V::List(items) if keep_shape => V::list(items.iter().cloned().map(|x| forget(x, true)).collect()),
         V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget(x, true)).collect()),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
+        // A struct keeps its communicators, requests and shape; its data is forgotten.
+        V::Struct(t, fields) => V::Struct(t, fields.into_iter().map(|(k, v)| (k, forget(v, keep_shape))).collect()),
+        // What was read from the program's inputs stays the same on every rank.
+        V::Uniform => V::Uniform,
         v => V::Opaque { comm: v.has_comm() },
     }
 }
@@ -1185,6 +1269,25 @@ fn is_uniform_source(name: &str) -> bool {
         || ["env::args", "env::args_os", "env::var", "env::var_os", "fs::read_to_string", "fs::read"]
             .iter()
             .any(|s| name == *s || name.ends_with(&format!("::{s}")))
+}
+
+/// What a quiet helper that read the program's inputs (and took nothing that differs
+/// across ranks) returned: its data parts are inputs too, the same on every rank.
+fn uniform_data(v: V<'_>) -> V<'_> {
+    match v {
+        V::Opaque { comm: false } => V::Uniform,
+        V::Struct(t, f) => V::Struct(t, f.into_iter().map(|(k, v)| (k, uniform_data(v))).collect()),
+        V::Tuple(l) => V::Tuple(l.into_iter().map(uniform_data).collect()),
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(uniform_data(*x)))),
+        v => v,
+    }
+}
+
+/// An environment variable that differs across the ranks of a job (`RANK`,
+/// `LOCAL_RANK`, `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID`, `PMI_RANK`, …).
+fn rank_variable(quoted: &str) -> bool {
+    let v = quoted.trim_matches('"').to_ascii_uppercase();
+    v.contains("RANK") || v.contains("PROCID") || v.contains("LOCALID") || v.contains("NODEID")
 }
 
 fn is_dist_fn(path: &syn::Path) -> bool {

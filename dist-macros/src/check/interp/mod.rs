@@ -27,7 +27,7 @@ pub use model::{CommInst, SplitSeen, Splits};
 use value::*;
 pub use value::{MacroBody, Macros, Outcome, Stop, V};
 
-use super::trace::{Ev, Site};
+use super::trace::{self, Ev, Site};
 use quote::ToTokens;
 use std::collections::HashMap;
 use syn::{Expr, FnArg, ItemFn};
@@ -37,6 +37,33 @@ thread_local! {
     /// The value a number read from the program's inputs takes in this run (see
     /// [`V::Uniform`]), and whether any rank read one.
     static UNIFORM: std::cell::Cell<(i128, bool)> = const { std::cell::Cell::new((1, false)) };
+}
+
+thread_local! {
+    /// Whether the code run since the last [`swap_touched_input`] read the program's
+    /// inputs at all (a command line, an environment variable, a file).
+    static TOUCHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+thread_local! {
+    /// Whether the entry being checked is `#[spmd(strict)]`.
+    static STRICT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Sets whether the entry being checked is `strict`: there, a root or reduce op that
+/// depends on data is not followed (an error naming what it depends on); elsewhere it
+/// is left to the run-time checks, as it was before strict was made sound.
+pub fn set_strict(s: bool) {
+    STRICT.with(|c| c.set(s));
+}
+
+pub(super) fn strict() -> bool {
+    STRICT.with(|c| c.get())
+}
+
+/// Sets whether an input was touched; returns what it was.
+pub(super) fn swap_touched_input(t: bool) -> bool {
+    TOUCHED.with(|c| c.replace(t))
 }
 
 /// Runs the ranks as if every number the program reads from its inputs (arguments,
@@ -128,8 +155,9 @@ pub struct Interp<'a> {
     consts: HashMap<String, V<'a>>,
     /// The same, by interned name.
     const_syms: FxMap<scopes::Sym, V<'a>>,
-    /// Calls into file helpers under way, outermost first.
-    via: Vec<(&'a Expr, &'a syn::Ident)>,
+    /// Calls into the package's helpers under way, outermost first: the call and the
+    /// helper's key (`exchange`, `Trainer::step`).
+    via: Vec<(&'a Expr, std::rc::Rc<str>)>,
     /// Macro bodies parsed as comma-separated expressions, by the macro's address.
     macros: &'a Macros,
     splits_in: &'a Splits,
@@ -145,6 +173,9 @@ pub struct Interp<'a> {
     /// The step counts past which the quiet regions being run are summarised, outermost
     /// first (`summary.rs`).
     quotas: Vec<u64>,
+    /// How variables came to hold data, by name: a text and the names it came from
+    /// (for the messages of arguments that must agree, [`Self::data_dependent`]).
+    why: HashMap<String, (String, Vec<String>)>,
     /// The `Self` type of the methods being run, innermost last.
     self_ty: Vec<String>,
     /// Results of helpers that cannot communicate, shared by every rank and world size
@@ -160,7 +191,7 @@ pub struct Interp<'a> {
 pub type Memo = FxMap<(usize, i128, bool, u64), Vec<(Vec<V<'static>>, V<'static>, bool)>>;
 
 fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
-    Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into() })
+    Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into(), located: false })
 }
 
 fn path_str(p: &syn::Path) -> String {
@@ -211,6 +242,7 @@ impl<'a> Interp<'a> {
             size,
             any_sources: HashMap::new(),
             quotas: Vec::new(),
+            why: HashMap::new(),
             self_ty: Vec::new(),
             scopes: scopes::Scopes::new(),
             comms: vec![CommInst {
@@ -243,6 +275,7 @@ impl<'a> Interp<'a> {
                 return Outcome::Stop(Stop::Undecidable {
                     at: pt.pat.to_token_stream(),
                     what: "a parameter pattern other than a name".into(),
+                    located: false,
                 });
             }
         }
@@ -316,19 +349,141 @@ impl<'a> Interp<'a> {
         Ok(())
     }
 
-    /// Where to report an event at `e`: `e` itself, or the outermost call of a file
-    /// helper when `e` is inside one (its tokens carry no usable location).
+    /// Where to report an event at `e`: `e` itself, or, when `e` is inside a helper of
+    /// the package, the outermost call of one in the checked function (its tokens are
+    /// the ones the compiler can point at), with `e`'s own file and line and the chain
+    /// of calls in the message.
     fn site(&self, e: &'a Expr) -> Site<'a> {
         match self.via.first() {
-            Some((call, helper)) => Site::via(call, helper),
+            Some((call, _)) => Site::via(call, self.chain_at(e)),
             None => Site::new(e),
         }
     }
 
     fn site_binary(&self, b: &'a syn::ExprBinary) -> Site<'a> {
         match self.via.first() {
-            Some((call, helper)) => Site::via(call, helper),
+            Some((call, _)) => Site::via(call, self.chain_at(b)),
             None => Site::binary(b),
+        }
+    }
+
+    /// "src/pipeline.rs:42, in `forward`, called from `Trainer::step` at
+    /// src/trainer.rs:52, called from `main` at src/main.rs:17" for `node` inside the
+    /// helpers under way (interned: rendered once per place and chain).
+    fn chain_at(&self, node: &'a dyn ToTokens) -> u32 {
+        use std::hash::{Hash, Hasher};
+        let mut h = Fx::default();
+        (node as *const dyn ToTokens as *const () as usize).hash(&mut h);
+        for (call, _) in &self.via {
+            (*call as *const Expr as usize).hash(&mut h);
+        }
+        super::trace::intern_loc(h.finish(), || self.chain_text(trace::line_of(node)))
+    }
+
+    /// The text of [`Self::chain_at`] for a place at `line` of the innermost helper.
+    pub(super) fn chain_text(&self, line: usize) -> String {
+        let Some((_, inner)) = self.via.last() else { return format!("line {line}") };
+        let mut s = format!("{}:{line}, in `{inner}`", trace::helper_file(inner));
+        let (entry_file, entry_name) = trace::entry_file();
+        for k in (0..self.via.len()).rev() {
+            let (call, _) = &self.via[k];
+            let (file, caller) = match k {
+                0 => (entry_file.clone(), entry_name.clone()),
+                _ => (trace::helper_file(&self.via[k - 1].1), self.via[k - 1].1.to_string()),
+            };
+            s.push_str(&format!(", called from `{caller}` at {file}:{}", trace::line_of(*call)));
+        }
+        s
+    }
+
+    /// A construct the check cannot follow inside a helper: reported at the outermost
+    /// helper call in the checked function, naming its own file and line and the chain.
+    fn locate_stop<T>(&self, r: Result<T, Flow<'a>>) -> Result<T, Flow<'a>> {
+        match r {
+            Err(Flow::Stop(Stop::Undecidable { at, what, located: false })) if !self.via.is_empty() => {
+                let place = self.chain_text(trace::line_of(&at));
+                let call = self.via[0].0;
+                Err(Flow::Stop(Stop::Undecidable {
+                    at: call.to_token_stream(),
+                    what: format!("{what} (at {place})"),
+                    located: true,
+                }))
+            }
+            r => r,
+        }
+    }
+
+    /// An argument every rank must pass alike (a root, an op) that depends on data: the
+    /// check cannot prove it agrees, so it says so, with what it depends on.
+    fn data_dependent(&self, arg: &'a Expr, role: &str, call: &str) -> Flow<'a> {
+        let text = arg.to_token_stream().to_string();
+        undecidable(
+            arg,
+            format!(
+                "the {role} `{text}` of `{call}`, which depends on data{}: every rank must pass the same {role}, \
+                 and a value computed from local data (a loss, a received value, a float) may differ across \
+                 ranks; compute it from `rank()`, `size()`, constants or the program's inputs, or agree on it \
+                 first (broadcast it from a fixed root)",
+                self.why_chain(arg)
+            ),
+        )
+    }
+
+    /// " (`root` = … at line 8; `loss` = … at line 7)": how the variables `e` names came
+    /// to depend on data, as far as the check saw (up to four steps).
+    pub(super) fn why_chain(&self, e: &dyn ToTokens) -> String {
+        fn idents(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
+            for t in ts {
+                match t {
+                    proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                    proc_macro2::TokenTree::Group(g) => idents(g.stream(), out),
+                    _ => {}
+                }
+            }
+        }
+        let mut todo = Vec::new();
+        idents(e.to_token_stream(), &mut todo);
+        let mut seen = std::collections::HashSet::new();
+        let mut parts = Vec::new();
+        while let Some(name) = todo.pop() {
+            if parts.len() >= 4 || !seen.insert(name.clone()) {
+                continue;
+            }
+            if let Some((text, more)) = self.why.get(&name) {
+                parts.push(text.clone());
+                todo.extend(more.iter().rev().cloned());
+            }
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join("; "))
+        }
+    }
+
+    /// Notes how the variable `name` came to hold data (for [`Self::why_chain`]).
+    pub(super) fn note_why(&mut self, name: &str, text: String, from: &dyn ToTokens) {
+        let mut more = Vec::new();
+        fn idents(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
+            for t in ts {
+                match t {
+                    proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+                    proc_macro2::TokenTree::Group(g) => idents(g.stream(), out),
+                    _ => {}
+                }
+            }
+        }
+        idents(from.to_token_stream(), &mut more);
+        more.retain(|m| m != name);
+        self.why.insert(name.to_string(), (text, more));
+    }
+
+    /// "line 12" in the checked function, "src/comms.rs:12" in a helper.
+    pub(super) fn place(&self, node: &dyn ToTokens) -> String {
+        let line = trace::line_of(node);
+        match self.via.last() {
+            Some((_, key)) => format!("{}:{line}", trace::helper_file(key)),
+            None => format!("line {line}"),
         }
     }
 

@@ -143,7 +143,8 @@ impl<'a> Interp<'a> {
             self.events.push(Ev::Wait { ids, site: self.site(e), call: "batch" });
             return Ok(V::Unit);
         }
-        let args = self.args(&mc.args)?;
+        // Numbers read from the program's inputs take this run's sample.
+        let args: Vec<V<'a>> = self.args(&mc.args)?.into_iter().map(sampled).collect();
         match m {
             "send" | "recv" | "isend" | "irecv" | "send_object" | "recv_object" => {
                 let (peer, tag) = (args.first(), args.get(1));
@@ -184,6 +185,15 @@ impl<'a> Interp<'a> {
             let (ri, oi) = (spec.root, spec.reduce);
             if let Some(i) = ri.filter(|&i| i < mc.args.len()) {
                 self.check_numbering(e, c, "root", &mc.args[i])?;
+                if super::strict() && self.comms[c].members.is_some() && !matches!(args.get(i), Some(V::Int(_))) {
+                    return Err(self.data_dependent(&mc.args[i], "root", m));
+                }
+            }
+            if let Some(i) = oi.filter(|&i| i < mc.args.len()) {
+                let named = matches!(&mc.args[i], Expr::Call(_));
+                if super::strict() && !named && !matches!(args.get(i), Some(V::Name(_))) {
+                    return Err(self.data_dependent(&mc.args[i], "reduce op", m));
+                }
             }
             let root = match ri.and_then(|i| args.get(i)) {
                 Some(V::Int(r)) => {

@@ -55,9 +55,7 @@ impl<'a> Interp<'a> {
         // What the method may have written: what it borrowed mutably, and its receiver.
         self.clobber_loans(&mc.args, false);
         if let Some(keep_shape) = mutates_receiver(&mc.method) {
-            if let Some(name) = place_root(&mc.receiver) {
-                self.clobber(&name, keep_shape);
-            }
+            self.clobber_place(&mc.receiver, keep_shape);
         }
         Ok(r)
     }
@@ -99,10 +97,11 @@ impl<'a> Interp<'a> {
             }
         };
         // The program's inputs: what is read from them stays an input (the same on every
-        // rank); a number parsed from one is a count (see `V::Count`).
-        if matches!(recv, V::Uniform | V::Count) {
+        // rank); a number parsed from one is this run's sample of such numbers.
+        if matches!(recv, V::Uniform) {
             return match m.as_str() {
-                "parse" => Ok(V::Count),
+                // A number parsed from an input: this run's sample (the same on every rank).
+                "parse" | "parse_from" => Ok(V::Int(super::uniform_number())),
                 "map" | "and_then" | "map_or" | "map_or_else" if !args.is_empty() => match args.last() {
                     Some(f @ V::Closure(_)) => apply(self, f, recv),
                     _ => Ok(recv),
@@ -192,6 +191,18 @@ impl<'a> Interp<'a> {
                     return Ok(V::List(items))
                 }
                 ("rev", _) => return Ok(V::list(items.iter().rev().cloned().collect())),
+                ("zip", [other]) => {
+                    if let Some(b) = iter_items(other) {
+                        return Ok(V::list(
+                            items.iter().cloned().zip(b.iter().cloned()).map(|(x, y)| V::Tuple(vec![x, y])).collect(),
+                        ));
+                    }
+                }
+                ("chain", [other]) => {
+                    if let Some(b) = iter_items(other) {
+                        return Ok(V::list(items.iter().chain(b.iter()).cloned().collect()));
+                    }
+                }
                 ("len" | "count", _) => return Ok(V::Int(items.len() as i128)),
                 ("is_empty", _) => return Ok(V::Bool(items.is_empty())),
                 ("enumerate", _) => {

@@ -118,16 +118,29 @@ fn may_communicate_uncached(node: &impl ToTokens) -> bool {
             }
         }
     }
-    let Ok(file) = syn::parse2::<syn::File>(quote::quote!(fn __f() { #node })) else {
-        // Not a block body: look at it as an expression.
-        let Ok(e) = syn::parse2::<syn::Expr>(node.to_token_stream()) else { return true };
-        let mut f = Find(false);
-        f.visit_expr(&e);
-        return f.0;
-    };
     let mut f = Find(false);
-    f.visit_file(&file);
+    if !visit_tokens(node, &mut f) {
+        return true;
+    }
     f.0
+}
+
+/// Visits what `node`'s tokens parse as: a block, statements or an expression. (Parsed
+/// from the node's own tokens only: those of a helper read from its file are
+/// proc-macro2's, and must not be mixed with new tokens of the compiler's.)
+fn visit_tokens<V: for<'ast> Visit<'ast>>(node: &impl ToTokens, v: &mut V) -> bool {
+    use syn::parse::Parser;
+    let ts = node.to_token_stream();
+    if let Ok(b) = syn::parse2::<syn::Block>(ts.clone()) {
+        v.visit_block(&b);
+    } else if let Ok(stmts) = syn::Block::parse_within.parse2(ts.clone()) {
+        stmts.iter().for_each(|s| v.visit_stmt(s));
+    } else if let Ok(e) = syn::parse2::<syn::Expr>(ts) {
+        v.visit_expr(&e);
+    } else {
+        return false;
+    }
+    true
 }
 
 thread_local! {
@@ -187,11 +200,7 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
         }
     }
     let mut w = W(Vec::new());
-    if let Ok(file) = syn::parse2::<syn::File>(quote::quote!(fn __f() { #body })) {
-        w.visit_file(&file);
-    } else if let Ok(e) = syn::parse2::<syn::Expr>(body.to_token_stream()) {
-        w.visit_expr(&e);
-    }
+    visit_tokens(body, &mut w);
     w.0.sort();
     w.0.dedup();
     w.0
@@ -360,7 +369,7 @@ fn fingerprint(v: &V, h: &mut Fx) {
         }
         V::Status(s) => s.hash(h),
         V::Opaque { comm } => h.write_u64(*comm as u64),
-        V::Opt(None) | V::Unit | V::Err | V::Closure(_) | V::Uniform | V::Count => {}
+        V::Opt(None) | V::Unit | V::Err | V::Closure(_) | V::Uniform => {}
     }
 }
 
@@ -390,7 +399,6 @@ fn detach(v: &V<'_>) -> Option<V<'static>> {
         V::Status(s) => V::Status(*s),
         V::Opaque { comm } => V::Opaque { comm: *comm },
         V::Uniform => V::Uniform,
-        V::Count => V::Count,
     })
 }
 

@@ -43,14 +43,12 @@ pub enum V<'a> {
     },
     /// Read from the program's inputs (`std::env::args`, `std::env::var`, a file): unknown,
     /// but the same on every rank, which all run one program with one command line and
-    /// environment under the launcher.
+    /// environment under the launcher. Used as a number (`.parse()`, arithmetic, a
+    /// range's end, a communicator method's argument) it is the run's sample
+    /// (`interp::set_uniform_sample`): each world size is checked with the inputs' numbers
+    /// 1, 2 and 3, so a loop counted by `--steps` runs once and several times, and a
+    /// `--tp` flag shapes the mesh.
     Uniform,
-    /// A number parsed from the program's inputs (or computed from one with `+ - * /`):
-    /// unknown but the same on every rank. As a range's end (`for _ in 0..steps`) it
-    /// takes the run's sample count (`interp::set_uniform_sample`), so the loop is
-    /// checked for one and for several iterations; anywhere else (a peer, a root, a
-    /// condition) it is unknown data.
-    Count,
 }
 
 impl<'a> V<'a> {
@@ -118,7 +116,9 @@ pub(super) const REPEAT_BOUND: i128 = 1024;
 #[derive(Debug)]
 pub enum Stop<'a> {
     /// Communication depends on something the check cannot evaluate.
-    Undecidable { at: TokenStream, what: String },
+    /// `located`: `at` is in the checked function and `what` says where in a helper
+    /// the construct is (see `Interp::locate_stop`).
+    Undecidable { at: TokenStream, what: String, located: bool },
     /// A definite error found while running (a peer out of range).
     Invalid { site: Site<'a>, msg: String },
 }
@@ -148,6 +148,9 @@ pub(super) fn lit_value<'a>(l: &Lit) -> Option<V<'a>> {
     match l {
         Lit::Int(i) => i.base10_parse::<i128>().ok().map(V::Int),
         Lit::Bool(b) => Some(V::Bool(b.value)),
+        // A string literal: known by its text (so that `flag("--tp")` and `flag("--pp")`
+        // are different calls), data otherwise.
+        Lit::Str(t) => Some(V::Name(format!("{:?}", t.value()))),
         _ => None,
     }
 }
@@ -172,6 +175,48 @@ pub(super) fn iter_items<'a>(v: &V<'a>) -> Option<std::rc::Rc<Vec<V<'a>>>> {
     }
 }
 
+/// `v` with every value read from the program's inputs, at any depth, taken as this
+/// run's sample (an argument of a communicator method: a rank, a size, a mesh shape).
+pub(super) fn sampled<'a>(v: V<'a>) -> V<'a> {
+    match v {
+        V::Uniform => V::Int(super::uniform_number()),
+        V::List(items) if items.iter().any(|x| matches!(x, V::Uniform | V::List(_) | V::Tuple(_))) => {
+            V::list(items.iter().cloned().map(sampled).collect())
+        }
+        V::Tuple(items) => V::Tuple(items.into_iter().map(sampled).collect()),
+        v => v,
+    }
+}
+
+/// Whether the argument `e` (evaluated to `v`) is the same on every rank by its
+/// construction: a literal, a constant, a value read from the program's inputs, a tag,
+/// a name, or a collection of those. (A number in a variable may be a rank.)
+pub(super) fn input_like(e: &Expr, v: &V) -> bool {
+    fn value(v: &V) -> bool {
+        match v {
+            V::Uniform | V::Name(_) | V::Tag(_) | V::Unit | V::Opt(None) => true,
+            V::List(l) => l.iter().all(value),
+            V::Tuple(l) => l.iter().all(value),
+            V::Struct(_, f) => f.iter().all(|(_, v)| value(v)),
+            V::Opt(Some(x)) => value(x),
+            _ => false,
+        }
+    }
+    let literal = |e: &Expr| match e {
+        Expr::Lit(_) => true,
+        Expr::Path(p) => p.path.segments.last().is_some_and(|s| {
+            let t = s.ident.to_string();
+            t.len() > 1 && t.chars().all(|c| c.is_uppercase() || c.is_ascii_digit() || c == '_')
+        }),
+        _ => false,
+    };
+    let e = match e {
+        Expr::Reference(r) => &*r.expr,
+        e => e,
+    };
+    value(v) || (matches!(v, V::Int(_) | V::Bool(_)) && literal(e))
+}
+
 pub(super) fn int_list(v: &V) -> Option<Vec<i128>> {
     iter_items(v)?.iter().map(|x| if let V::Int(i) = x { Some(*i) } else { None }).collect()
 }
@@ -188,11 +233,16 @@ pub(super) fn req_ids(v: &V) -> Vec<usize> {
 
 pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, String> {
     use BinOp::*;
+    // A value read from the program's inputs used as a number (a field of a parsed
+    // command line, a length): this run's sample, the same on every rank.
+    let sample = |v: &V<'a>| match v {
+        V::Uniform => V::Int(super::uniform_number()),
+        v => v.clone(),
+    };
+    if matches!((l, r), (V::Uniform, V::Int(_) | V::Uniform) | (V::Int(_), V::Uniform)) {
+        return arith(op, &sample(l), &sample(r));
+    }
     Ok(match (l, r) {
-        // A count from the program's inputs stays one under arithmetic with constants.
-        (V::Count, V::Int(_) | V::Count) | (V::Int(_), V::Count) if matches!(op, Add(_) | Sub(_) | Mul(_) | Div(_)) => {
-            V::Count
-        }
         (V::Int(a), V::Int(b)) => {
             let (a, b) = (*a, *b);
             match op {

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The compile-time check on the realistic corpus (tests/corpus, docs/static-checks.md).
+
+Each program under the corpus is an ordinary crate of several files. For each:
+  - the clean program must build with no error (its warnings, if any, are reported:
+    what the check could not follow), and, with --run, run at the sizes it lists in
+    corpus.json and print its OK line (it compares itself with a serial reference);
+  - each planted bug in bugs.json (a text replacement in one file) is compiled, and
+    what the check says is compared with the bug's `expect`: "rejected" (a compile
+    error naming the file and line of the communicating call, `src/pipeline.rs:42`, or
+    spanned there), "rejected_elsewhere" (an error at another call), or "open" (not
+    found yet: a known gap of the check, listed in docs/static-checks.md).
+Exit status 1 when any of these fails. Crates are copied under target/corpus, built
+with one shared target directory, so the runtime compiles once.
+"""
+import json, os, shutil, subprocess, sys, time
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+corpus = os.environ.get("CORPUS", os.path.join(root, "tests", "corpus"))
+work = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "corpus")
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+run = "--run" in sys.argv
+os.makedirs(work, exist_ok=True)
+env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(work, "target"), CARGO_TERM_COLOR="never")
+env.pop("RUSTFLAGS", None)
+
+
+def copy(name):
+    dst = os.path.join(work, name)
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(os.path.join(corpus, name), dst, ignore=shutil.ignore_patterns("target"))
+    # The copy depends on this checkout's runtime wherever it sits.
+    toml = os.path.join(dst, "Cargo.toml")
+    text = open(toml).read()
+    text = text.replace('path = "../../../dist-runtime"', 'path = "%s"' % os.path.join(root, "dist-runtime"))
+    open(toml, "w").write(text)
+    lock = os.path.join(root, "Cargo.lock")
+    shutil.copy(lock, os.path.join(dst, "Cargo.lock"))
+    return dst
+
+
+def cargo(cwd, *a, timeout=900):
+    p = subprocess.run(["cargo", *a], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stderr + p.stdout
+
+
+failures = []
+counts = {}
+names = args or sorted(d for d in os.listdir(corpus) if os.path.isfile(os.path.join(corpus, d, "Cargo.toml")))
+for name in names:
+    src = copy(name)
+    t = time.time()
+    rc, out = cargo(src, "build", "--quiet")
+    warn = [l for l in out.splitlines() if "dist_check_incomplete" in l]
+    status = "ok" if rc == 0 else "FAILED"
+    print(f"{name}: clean build {status} ({time.time() - t:.0f} s, {len(warn)} construct(s) not followed)")
+    for l in warn:
+        print("   ", l[:400])
+    if rc != 0:
+        failures.append(f"{name}: the clean program does not build:\n{out[-3000:]}")
+        continue
+    meta_path = os.path.join(corpus, name, "corpus.json")
+    meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
+    if warn and not meta.get("unfollowed_ok"):
+        failures.append(f"{name}: the check could not follow the clean program:\n" + "\n".join(warn))
+    if not warn and meta.get("unfollowed_ok"):
+        failures.append(f"{name}: the clean program is now followed whole: set unfollowed_ok to false in corpus.json")
+    if run:
+        for case in meta.get("runs", []):
+            # Each clean program compares itself with a serial reference.
+            n, a = case["n"], case.get("args", [])
+            rc, out = cargo(src, "spmd", "run", "-n", str(n), "--", *a, timeout=300)
+            ok = rc == 0 and "OK" in out
+            print(f"  run -n {n} {' '.join(a)}: {'ok' if ok else 'FAILED'}")
+            if not ok:
+                failures.append(f"{name}: run -n {n} {a} failed:\n{out[-2000:]}")
+    bugs = json.load(open(os.path.join(corpus, name, "bugs.json")))
+    for b in bugs:
+        path = os.path.join(src, b["file"])
+        text = open(os.path.join(corpus, name, b["file"])).read()
+        if text.count(b["find"]) != 1:
+            failures.append(f"{name}/{b['id']}: the text to replace occurs {text.count(b['find'])} times")
+            continue
+        open(path, "w").write(text.replace(b["find"], b["replace"]))
+        t = time.time()
+        rc, out = cargo(src, "check", "--quiet")
+        open(path, "w").write(text)
+        errors = [l for l in out.splitlines() if l.startswith("error")]
+        where = f"{b['file']}:{b['op_line']}"
+        named = any(where in l for l in errors) or f"--> {where}:" in out
+        got = "rejected" if rc != 0 and named else ("rejected_elsewhere" if rc != 0 else "open")
+        want = b.get("expect", "rejected")
+        first = errors[0][:600] if errors else "(no error)"
+        print(f"  {b['id']} ({b['class']}): {got} ({time.time() - t:.0f} s){'' if got == want else ' — expected ' + want}")
+        if got != want:
+            print(f"      op at {where}; got: {first}")
+        # A bug the check found must stay found; one it now finds (or finds at another
+        # place) is news: update the expectation in bugs.json.
+        if got != want:
+            failures.append(f"{name}/{b['id']}: {got}, bugs.json expects {want}: {first}")
+        counts[got] = counts.get(got, 0) + 1
+print()
+print("planted bugs:", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+if failures:
+    print(f"{len(failures)} failure(s):")
+    for f in failures:
+        print(" -", f.splitlines()[0][:300])
+    sys.exit(1)
+print("corpus: every clean program accepted, every planted bug rejected at its op")
