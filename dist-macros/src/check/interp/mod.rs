@@ -432,17 +432,8 @@ impl<'a> Interp<'a> {
     /// " (`root` = … at line 8; `loss` = … at line 7)": how the variables `e` names came
     /// to depend on data, as far as the check saw (up to four steps).
     pub(super) fn why_chain(&self, e: &dyn ToTokens) -> String {
-        fn idents(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
-            for t in ts {
-                match t {
-                    proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
-                    proc_macro2::TokenTree::Group(g) => idents(g.stream(), out),
-                    _ => {}
-                }
-            }
-        }
         let mut todo = Vec::new();
-        idents(e.to_token_stream(), &mut todo);
+        summary::ident_walk(e.to_token_stream(), &mut todo);
         let mut seen = std::collections::HashSet::new();
         let mut parts = Vec::new();
         while let Some(name) = todo.pop() {
@@ -464,16 +455,7 @@ impl<'a> Interp<'a> {
     /// Notes how the variable `name` came to hold data (for [`Self::why_chain`]).
     pub(super) fn note_why(&mut self, name: &str, text: String, from: &dyn ToTokens) {
         let mut more = Vec::new();
-        fn idents(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
-            for t in ts {
-                match t {
-                    proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
-                    proc_macro2::TokenTree::Group(g) => idents(g.stream(), out),
-                    _ => {}
-                }
-            }
-        }
-        idents(from.to_token_stream(), &mut more);
+        summary::ident_walk(from.to_token_stream(), &mut more);
         more.retain(|m| m != name);
         self.why.insert(name.to_string(), (text, more));
     }

@@ -33,23 +33,25 @@ thread_local! {
         std::cell::RefCell::new(FxMap::default());
 }
 
+/// Every identifier of `ts`, in order, groups included.
+pub(super) fn ident_walk(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
+    for t in ts {
+        match t {
+            proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
+            proc_macro2::TokenTree::Group(g) => ident_walk(g.stream(), out),
+            _ => {}
+        }
+    }
+}
+
 /// The identifiers in `node` (deduplicated), computed once per node.
 fn idents<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
     let key = node as *const T as usize;
     if let Some(v) = IDENTS.with(|m| m.borrow().get(&key).cloned()) {
         return v;
     }
-    fn walk(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
-        for t in ts {
-            match t {
-                proc_macro2::TokenTree::Ident(i) => out.push(i.to_string()),
-                proc_macro2::TokenTree::Group(g) => walk(g.stream(), out),
-                _ => {}
-            }
-        }
-    }
     let mut out = Vec::new();
-    walk(node.to_token_stream(), &mut out);
+    ident_walk(node.to_token_stream(), &mut out);
     out.sort();
     out.dedup();
     let v = std::rc::Rc::new(out);
