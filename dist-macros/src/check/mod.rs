@@ -18,6 +18,9 @@ use syn::ItemFn;
 /// the colors of one more level of nested splits).
 const PASSES: usize = 4;
 
+/// How many more times it may be re-run as receives from any source resolve.
+const ANY_PASSES: usize = 32;
+
 /// What one world size gave.
 enum SizeResult {
     /// Every rank ran to the end and the traces match.
@@ -306,7 +309,12 @@ fn check_entry(
 /// The numbers a program reads from its inputs (arguments, environment, files) are
 /// unknown but the same on every rank: each size is checked with such a number being
 /// 1, and, when the program reads one, 2 and 3 too (a loop it counts runs once and
-/// several times). Problems found past the first say which value showed them.
+/// several times), and once more as run without command-line arguments (a parser's
+/// defaults). Conditions on data the same on every rank (a residual reduced over all
+/// ranks against a tolerance, a flag from the command line) are decided by one of
+/// [`interp::AGREED_MODES`] in each run; when the program has one, all four patterns are
+/// run. A size is supported when one run gets through (the program's own `assert!` may
+/// refuse some inputs). Problems found past the first run say which run showed them.
 fn check_size_for_inputs<'a>(
     f: &'a ItemFn,
     n: usize,
@@ -316,27 +324,62 @@ fn check_size_for_inputs<'a>(
     memo: &Memo,
 ) -> SizeResult {
     interp::set_uniform_sample(1);
+    interp::set_agreed_mode(0);
     let first = check_size(f, n, macros, file, consts, memo);
-    if !interp::read_uniform() || !matches!(first, SizeResult::Clean | SizeResult::Fails) {
+    let (read, decided) = (interp::read_uniform(), interp::decided_agreed());
+    if !(read || decided) || !matches!(first, SizeResult::Clean | SizeResult::Fails) {
         return first;
     }
-    for sample in [2, 3] {
+    // Sample 0: the program run without command-line arguments (its parser's defaults).
+    let runs: &[(i128, u8)] = if decided { &[(2, 1), (3, 2), (1, 3), (0, 0)] } else { &[(2, 0), (3, 0), (0, 0)] };
+    let mut clean = matches!(first, SizeResult::Clean);
+    for &(sample, mode) in runs {
         interp::set_uniform_sample(sample);
+        interp::set_agreed_mode(mode);
         match check_size(f, n, macros, file, consts, memo) {
-            SizeResult::Problems(errs) => {
-                let note = format!(
-                    " (when a number the program reads from its arguments, environment or files is {sample}: \
-                     the check takes it to be the same on every rank)"
-                );
-                return SizeResult::Problems(
-                    errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e}{note}"))).collect(),
-                );
+            r @ SizeResult::Problems(_) => {
+                let (read, decided) = (interp::read_uniform(), interp::decided_agreed());
+                return with_run_note(r, read.then_some(sample), decided.then_some(mode));
             }
             SizeResult::Undecidable(at, what) => return SizeResult::Undecidable(at, what),
-            SizeResult::Clean | SizeResult::Fails => {}
+            SizeResult::Clean => clean = true,
+            SizeResult::Fails => {}
         }
     }
-    first
+    // A size the program refuses for some inputs (its own `assert!` on `--nx` against
+    // the grid) and runs for others is supported.
+    if clean {
+        SizeResult::Clean
+    } else {
+        SizeResult::Fails
+    }
+}
+
+/// Problems found past the first run, with inputs' numbers `sample` and pattern
+/// `mode`, say so.
+fn with_run_note(r: SizeResult, sample: Option<i128>, mode: Option<u8>) -> SizeResult {
+    let SizeResult::Problems(errs) = r else { return r };
+    let mut notes = Vec::new();
+    match sample {
+        Some(0) => notes.push("when the program is run without command-line arguments".to_string()),
+        Some(sample) => notes.push(format!(
+            "when a number the program reads from its arguments, environment or files is {sample}: \
+             the check takes it to be the same on every rank"
+        )),
+        None => {}
+    }
+    if let Some(mode) = mode {
+        notes.push(format!(
+            "when each condition on data the same on every rank (a value reduced over all ranks, a flag from \
+             the command line) is {}: every rank takes the same branch",
+            interp::AGREED_MODES[mode as usize]
+        ));
+    }
+    if notes.is_empty() {
+        return SizeResult::Problems(errs);
+    }
+    let note = format!(" ({})", notes.join("; "));
+    SizeResult::Problems(errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e}{note}"))).collect())
 }
 
 /// The quiet helpers' results of one check, shared by its ranks and sizes.
@@ -355,12 +398,18 @@ fn check_size<'a>(
     let mut any_known: HashMap<(usize, usize), usize> = HashMap::new();
     // What the last pass's traces show, for a verdict when the splits never settle.
     let mut last: Vec<syn::Error> = Vec::new();
-    for _ in 0..PASSES {
+    // Passes that resolved more senders of receives from any source (each lets the
+    // ranks run further: a reply to the status's source, a later round).
+    let mut any_passes = 0;
+    let mut pass = 0;
+    while pass < PASSES + any_passes {
+        pass += 1;
         let mut traces = Vec::with_capacity(n);
         let mut learned = Splits::new();
         let mut again = false;
         let mut invalid = None;
         let mut undecidable = None;
+        let mut stopped: Vec<usize> = Vec::new();
         for r in 0..n {
             let mut it = Interp::new(r, n, &splits, macros, file, consts.clone());
             it.memo = memo.clone();
@@ -373,6 +422,7 @@ fn check_size<'a>(
                 }
                 Outcome::Stop(Stop::Undecidable { at, what, .. }) => {
                     undecidable.get_or_insert((at, what));
+                    stopped.push(r);
                 }
             }
             for (key, rank, ck) in it.splits_out.drain(..) {
@@ -396,7 +446,17 @@ fn check_size<'a>(
         if resolved.is_ok() && !found.is_empty() && found != any_known {
             // A status names its sender now: run again so code that uses it is followed.
             any_known = found;
+            if any_passes < ANY_PASSES {
+                any_passes += 1;
+            }
             continue;
+        }
+        // A receive from any source that no send can match, while every other rank ran
+        // to its end: no later send can come, whatever the receiver would have done.
+        if let Err(sim::AnySource::Unmatched(e, dst)) = &resolved {
+            if !again && stopped.iter().all(|r| r == dst) {
+                return SizeResult::Problems(vec![e.clone()]);
+            }
         }
         if let Some((at, what)) = undecidable {
             return SizeResult::Undecidable(at, what);
@@ -405,7 +465,7 @@ fn check_size<'a>(
             match resolved {
                 Ok(()) => {}
                 Err(sim::AnySource::Race(at, what)) => return SizeResult::Undecidable(at, what),
-                Err(sim::AnySource::Unmatched(e)) => return SizeResult::Problems(vec![e]),
+                Err(sim::AnySource::Unmatched(e, _)) => return SizeResult::Problems(vec![e]),
             }
             let errs = sim::check(n, &traces);
             return if errs.is_empty() { SizeResult::Clean } else { SizeResult::Problems(errs) };
@@ -565,7 +625,52 @@ impl PackageItems {
                         }
                     }
                 }
+                // An enum's variants: `Action::RecvAct(mb)` and `RecvAct(mb)` build a value
+                // the check follows like a struct (`Action::RecvAct` with field `0`), and
+                // `match` tells the variants apart (a schedule built as `Vec<Action>`).
+                syn::Item::Enum(en) => {
+                    let name = &en.ident;
+                    for v in &en.variants {
+                        let vid = &v.ident;
+                        if let Ok(marker) = syn::parse2::<ItemFn>(quote::quote! { fn __enum() -> #name {} }) {
+                            self.fns.entry(format!("{vid}::__enum")).or_insert(marker);
+                        }
+                        if let syn::Fields::Unnamed(u) = &v.fields {
+                            let params: Vec<syn::Ident> =
+                                (0..u.unnamed.len()).map(|i| quote::format_ident!("__f{}", i)).collect();
+                            let idx = (0..u.unnamed.len()).map(syn::Index::from);
+                            let f: syn::Result<ItemFn> = syn::parse2(quote::quote! {
+                                fn #vid(#(#params: _),*) -> #name { #name::#vid { #(#idx: #params),* } }
+                            });
+                            if let Ok(f) = f {
+                                self.fns.entry(format!("{name}::{vid}")).or_insert(f.clone());
+                                self.fns.entry(vid.to_string()).or_insert(f);
+                            }
+                        }
+                    }
+                }
                 syn::Item::Struct(st) => {
+                    // `#[derive(Default)]`: `Config::default()` is each field's default,
+                    // by its declared type (numbers 0, `Vec` empty, `Option` `None`).
+                    if derives(&st.attrs, "Default") {
+                        let name = &st.ident;
+                        let values = st.fields.iter().map(|f| default_of(&f.ty));
+                        let body = match &st.fields {
+                            syn::Fields::Named(n) => {
+                                let names = n.named.iter().map(|f| f.ident.clone());
+                                quote::quote! { #name { #(#names: #values),* } }
+                            }
+                            syn::Fields::Unnamed(_) => {
+                                let idx = (0..st.fields.len()).map(syn::Index::from);
+                                quote::quote! { #name { #(#idx: #values),* } }
+                            }
+                            syn::Fields::Unit => quote::quote! { #name },
+                        };
+                        let f: syn::Result<ItemFn> = syn::parse2(quote::quote! { fn default() -> #name { #body } });
+                        if let Ok(f) = f {
+                            self.fns.entry(format!("{name}::default")).or_insert(f);
+                        }
+                    }
                     // A tuple struct's constructor: `Pair(a, b)` is `Pair { 0: a, 1: b }`.
                     if let syn::Fields::Unnamed(u) = &st.fields {
                         let name = &st.ident;
@@ -606,6 +711,45 @@ impl PackageItems {
                 _ => {}
             }
         }
+    }
+}
+
+/// Whether `attrs` hold `#[derive(.., name, ..)]`.
+fn derives(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().filter(|a| a.path().is_ident("derive")).any(|a| {
+        let mut found = false;
+        let _ = a.parse_nested_meta(|m| {
+            found |= m.path.segments.last().is_some_and(|s| s.ident == name);
+            Ok(())
+        });
+        found
+    })
+}
+
+/// What `Default::default()` gives for a field of type `ty`, as an expression the
+/// check follows: `0` for numbers, `false`, `None`, an empty `Vec`, the package type's
+/// own `default()`; anything else stays a call the check treats as data.
+fn default_of(ty: &syn::Type) -> proc_macro2::TokenStream {
+    let syn::Type::Path(tp) = ty else { return quote::quote! { ::core::default::Default::default() } };
+    let Some(last) = tp.path.segments.last() else { return quote::quote! { ::core::default::Default::default() } };
+    let t = last.ident.to_string();
+    match t.as_str() {
+        "usize" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "i8" | "i16" | "i32" | "i64" | "i128" => {
+            quote::quote! { 0 }
+        }
+        "f32" | "f64" => quote::quote! { 0.0 },
+        "bool" => quote::quote! { false },
+        "Option" => quote::quote! { None },
+        "Vec" | "VecDeque" => quote::quote! { Vec::new() },
+        "BTreeMap" | "HashMap" => {
+            let id = &last.ident;
+            quote::quote! { #id::new() }
+        }
+        _ if matches!(last.arguments, syn::PathArguments::None) => {
+            let id = &last.ident;
+            quote::quote! { #id::default() }
+        }
+        _ => quote::quote! { ::core::default::Default::default() },
     }
 }
 
@@ -977,5 +1121,88 @@ mod tests {
         );
         assert_ne!(env, good);
         assert_eq!(problems(&env, "const T: Tag<f32> = Tag::new(1);", 3), Vec::<String>::new());
+    }
+
+    /// A convergence loop: its condition is a residual reduced over every rank, the same
+    /// on every rank, so the ranks leave it together. The loop is followed (its body
+    /// communicates), a bug inside it is found, and a bug that only a later pass shows
+    /// (an early `break` at the second test) names the pattern.
+    #[test]
+    fn loops_on_values_reduced_over_every_rank_are_followed() {
+        let src = r#"fn cg(world: Comm<World>) -> dist_runtime::Result<()> {
+            let (r, n) = (world.rank(), world.size());
+            let tol = 1e-6;
+            let mut res = [1.0f64];
+            world.all_reduce(&mut res, ReduceOp::Sum)?;
+            let mut it = 0;
+            while it < 100 && res[0].sqrt() > tol * 2.0 {
+                let right = (r + 1) % n;
+                let left = (r + n - 1) % n;
+                let mut halo = [0.0f64];
+                world.sendrecv(right, T, &[1.0], left, &mut halo)?;
+                let mut s = [halo[0] * 0.5];
+                world.all_reduce(&mut s, ReduceOp::Sum)?;
+                res = s;
+                it += 1;
+                if SECOND { if res[0] < tol { break; } }
+                if BUG && it == 2 && r == 0 { world.barrier()?; }
+            }
+            Ok(())
+        }"#;
+        let c = "const T: Tag<f64> = Tag::new(1);";
+        let good = src.replace("BUG", "false").replace("SECOND", "true");
+        for n in 1..=4 {
+            assert_eq!(problems(&good, c, n), Vec::<String>::new(), "size {n}");
+        }
+        let bad = src.replace("BUG", "true").replace("SECOND", "false");
+        let e = problems(&bad, c, 3);
+        assert!(e.iter().any(|m| m.contains("barrier") && m.contains("true the first two times")), "{e:?}");
+        // Reduced over part of the ranks only: not the same everywhere, not followed.
+        let part = good.replace(
+            "world.all_reduce(&mut s, ReduceOp::Sum)?;",
+            "if let Some(g) = world.subgroup::<Half>(&[0, 1])? { g.all_reduce(&mut s, ReduceOp::Sum)?; }",
+        );
+        assert!(problems(&part, c, 3)[0].starts_with("undecidable"), "{:?}", problems(&part, c, 3));
+        // A rank's own value mixed in: not the same everywhere.
+        let mixed = good.replace("res[0].sqrt() > tol * 2.0", "res[0].sqrt() > tol * r as f64");
+        assert!(problems(&mixed, c, 3)[0].starts_with("undecidable"), "{:?}", problems(&mixed, c, 3));
+        // An item of a gather picked by rank is this rank's.
+        let gathered = good.replace(
+            "let mut it = 0;",
+            "let mut all = [0.0f64; 8]; world.all_gather(&[1.0], &mut all[..n])?; let mut it = 0;",
+        );
+        assert_eq!(problems(&gathered, c, 3), Vec::<String>::new());
+    }
+
+    /// A flag from the command line choosing between two ways to communicate: both are
+    /// checked (each run takes one), and a bug in either is found.
+    #[test]
+    fn a_flag_from_the_inputs_choosing_the_communication_is_followed() {
+        let src = r#"fn ring(world: Comm<World>) -> dist_runtime::Result<()> {
+            let batched = std::env::args().any(|a| a == "--batched");
+            let mode = std::env::var("MODE").unwrap_or_default();
+            let (r, n) = (world.rank(), world.size());
+            let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+            let mut got = [0u32];
+            if batched {
+                world.batch(|b| { b.send(next, T, &[1])?; b.recv(prev, T, &mut got)?; Ok(()) })?;
+            } else {
+                world.sendrecv(next, T, &[1], prev, &mut got)?;
+            }
+            match mode.as_str() {
+                "sum" => world.all_reduce(&mut got, ReduceOp::Sum)?,
+                "first" => world.broadcast(&mut got, 0)?,
+                _ => {}
+            }
+            Ok(())
+        }"#;
+        let c = "const T: Tag<u32> = Tag::new(1);";
+        for n in 1..=4 {
+            assert_eq!(problems(src, c, n), Vec::<String>::new(), "size {n}");
+        }
+        let bad = src.replace("b.recv(prev, T, &mut got)?;", "if r != 0 { b.recv(prev, T, &mut got)?; }");
+        assert!(problems(&bad, c, 3).iter().any(|m| m.contains("no matching `recv`")), "{:?}", problems(&bad, c, 3));
+        let bad = src.replace("world.broadcast(&mut got, 0)?", "world.broadcast(&mut got, r)?");
+        assert!(!problems(&bad, c, 3).is_empty());
     }
 }

@@ -208,7 +208,8 @@ pub enum AnySource {
     /// Two ranks race for one: which it gets depends on timing (left to run time).
     Race(proc_macro2::TokenStream, String),
     /// No rank sends what it waits for.
-    Unmatched(syn::Error),
+    /// A receive that no send can match, and the rank that posts it.
+    Unmatched(syn::Error, usize),
 }
 
 /// Gives each receive from any source (`recv_any`) its sender: on a communicator and
@@ -251,12 +252,36 @@ pub fn resolve_any(
         let td = tag_desc(&ev_tag(first));
         match senders.as_slice() {
             [] => {
-                return Err(AnySource::Unmatched(first.site().error(format!(
-                    "this `{}` on rank {dst} ({td}) has no matching `send` at world size {n}: no rank sends rank \
-                     {dst} a message with {td} that a receive naming its source does not take; it would wait \
+                return Err(AnySource::Unmatched(
+                    first.site().error(format!(
+                        "this `{}`{} on rank {dst} ({td}) has no matching `send` at world size {n}: no rank sends \
+                         rank {dst} a message with {td} that a receive naming its source does not take; it would \
+                         wait forever",
+                        first.call(),
+                        first.site().helper_note()
+                    )),
+                    dst,
+                ))
+            }
+            // More receives from any source than `s` sends: the first one left over
+            // waits forever (resolving it to `s` would have the program read a message
+            // that never comes, and take paths it cannot take).
+            [s] if surplus[s] < at.len() as i64 => {
+                let extra = &traces[dst][at[surplus[s].max(0) as usize]];
+                return Err(AnySource::Unmatched(
+                    extra.site().error(format!(
+                    "this `{}`{} on rank {dst} ({td}) has no matching `send` at world size {n}: rank {s}, the only \
+                     rank that sends rank {dst} a message with {td} beyond the receives that name it, sends {} \
+                     such message{}, and rank {dst} posts {} receives from any source for them; it would wait \
                      forever",
-                    first.call()
-                ))))
+                    extra.call(),
+                    extra.site().helper_note(),
+                    surplus[s],
+                    if surplus[s] == 1 { "" } else { "s" },
+                    at.len()
+                    )),
+                    dst,
+                ));
             }
             [s] => {
                 for &i in &at {

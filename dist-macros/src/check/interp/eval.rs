@@ -11,6 +11,17 @@ impl<'a> Interp<'a> {
     /// `Some(true)`: matched; `Some(false)`: did not; `None`: cannot tell.
     pub(super) fn bind(&mut self, pat: &Pat, v: V<'a>) -> Option<bool> {
         match pat {
+            // `Warmup =>` after `use Phase::*`: the unit variant, not a new name.
+            Pat::Ident(pi)
+                if pi.subpat.is_none()
+                    && pi.by_ref.is_none()
+                    && pi.mutability.is_none()
+                    && matches!(&v, V::Struct(ty, f) if ty.contains("::") && f.is_empty())
+                    && self.enum_of(&pi.ident.to_string()).is_some() =>
+            {
+                let V::Struct(ty, _) = &v else { return None };
+                Some(ty.rsplit("::").next() == Some(&*pi.ident.to_string()))
+            }
             Pat::Ident(pi) => {
                 if let Some((_, sub)) = &pi.subpat {
                     let m = self.bind(sub, v.clone());
@@ -89,6 +100,15 @@ impl<'a> Interp<'a> {
                     ("Some", V::Opt(Some(x))) if ts.elems.len() == 1 => self.bind(&ts.elems[0], *x),
                     ("Some", V::Opt(None)) => Some(false),
                     ("Ok", x) if ts.elems.len() == 1 && x != V::Err => self.bind(&ts.elems[0], x),
+                    (_, V::Struct(ty, _)) if self.other_variant(&ts.path, &ty) => Some(false),
+                    // `if let Some(px) = args.px`: an input may or may not be there, the
+                    // same on every rank; what it holds is an input too.
+                    (_, v @ (V::Uniform | V::Agreed)) => {
+                        for p in &ts.elems {
+                            self.bind_opaque(p, &v);
+                        }
+                        None
+                    }
                     (_, V::Struct(_, fields)) => {
                         let mut all = Some(true);
                         for (i, p) in ts.elems.iter().enumerate() {
@@ -112,6 +132,7 @@ impl<'a> Interp<'a> {
             }
             Pat::Struct(ps) => {
                 let fields = match v {
+                    V::Struct(ty, _) if self.other_variant(&ps.path, &ty) => return Some(false),
                     V::Struct(_, fields) => fields,
                     other => {
                         let o = V::taint(&[&other]);
@@ -137,6 +158,7 @@ impl<'a> Interp<'a> {
             }
             Pat::Path(p) => match (last_seg(&p.path).as_str(), &v) {
                 ("None", V::Opt(x)) => Some(x.is_none()),
+                (_, V::Struct(ty, _)) if ty.contains("::") => Some(!self.other_variant(&p.path, ty)),
                 _ => None,
             },
             _ => {
@@ -185,6 +207,7 @@ impl<'a> Interp<'a> {
                         continue;
                     };
                     let v = self.expr(&init.expr)?;
+                    self.aliased(&init.expr);
                     if matches!(v, V::Opaque { .. }) {
                         let mut names = Vec::new();
                         pat_names(&l.pat, &mut names);
@@ -319,6 +342,7 @@ impl<'a> Interp<'a> {
                     (UnOp::Not(_), V::Bool(b)) => V::Bool(!b),
                     (UnOp::Not(_), V::Int(x)) => V::Int(!x),
                     (UnOp::Deref(_), v) => v,
+                    (_, v @ (V::Agreed | V::Uniform)) => v,
                     (_, v) => V::taint(&[&v]),
                 })
             }
@@ -327,6 +351,7 @@ impl<'a> Interp<'a> {
                 let mut out = Vec::new();
                 for x in &t.elems {
                     out.push(self.expr(x)?);
+                    self.aliased(x);
                 }
                 Ok(if out.is_empty() { V::Unit } else { V::Tuple(out) })
             }
@@ -334,6 +359,7 @@ impl<'a> Interp<'a> {
                 let mut out = Vec::new();
                 for x in &a.elems {
                     out.push(self.expr(x)?);
+                    self.aliased(x);
                 }
                 Ok(V::list(out))
             }
@@ -366,6 +392,7 @@ impl<'a> Interp<'a> {
                     (syn::Member::Named(m), V::Status(Some(src))) if m == "source" => V::Int(src),
                     // A field of a parsed command line (`args.tp`) is an input too.
                     (_, V::Uniform) => V::Uniform,
+                    (_, V::Agreed) => V::Agreed,
                     (member, V::Struct(_, fields)) => {
                         let name = match member {
                             syn::Member::Named(i) => i.to_string(),
@@ -384,6 +411,17 @@ impl<'a> Interp<'a> {
                 let i = self.expr(&ix.index)?;
                 Ok(match (base, i) {
                     (V::Uniform, _) => V::Uniform,
+                    (V::Agreed, ref i) if input_like(&ix.index, i) || matches!(i, V::Agreed) => V::Agreed,
+                    // An item the same on every rank, picked by an index that may differ
+                    // (`gathered[rank]`): known to this rank only.
+                    (V::List(items), V::Int(i))
+                        if i >= 0
+                            && (i as usize) < items.len()
+                            && matches!(items[i as usize], V::Agreed)
+                            && !input_like(&ix.index, &V::Int(i)) =>
+                    {
+                        V::opaque()
+                    }
                     (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
                     (V::List(items), V::Int(i)) => {
                         return Err(Flow::Stop(Stop::Invalid {
@@ -398,8 +436,11 @@ impl<'a> Interp<'a> {
             Expr::Match(m) => self.match_expr(m),
             Expr::Let(l) => {
                 let v = self.expr(&l.expr)?;
+                let same = matches!(v, V::Uniform | V::Agreed);
                 Ok(match self.bind(&l.pat, v) {
                     Some(b) => V::Bool(b),
+                    // Whether an input matches: the same on every rank.
+                    None if same => V::Agreed,
                     None => V::opaque(),
                 })
             }
@@ -471,6 +512,9 @@ impl<'a> Interp<'a> {
                 if ty == "Self" {
                     ty = self.self_ty.last().cloned().unwrap_or(ty);
                 }
+                if let Some(en) = self.enum_of(&ty) {
+                    ty = format!("{en}::{ty}");
+                }
                 Ok(V::Struct(ty, fields))
             }
             Expr::Async(_) | Expr::Await(_) | Expr::TryBlock(_) | Expr::Yield(_) => {
@@ -497,6 +541,14 @@ impl<'a> Interp<'a> {
                 return V::Name(name);
             }
         }
+        // A unit variant of the package's enum: `Phase::Warmup`, or `Warmup` after a `use`.
+        let last = last_seg(p);
+        if let Some(en) = self.enum_of(&last) {
+            let n = p.segments.len();
+            if n == 1 || p.segments[n - 2].ident == en {
+                return V::Struct(format!("{en}::{last}"), Vec::new());
+            }
+        }
         let s = path_str(p);
         match s.as_str() {
             "usize::MAX" | "u64::MAX" => V::Int(u64::MAX as i128),
@@ -517,6 +569,37 @@ impl<'a> Interp<'a> {
             }
             _ => V::Name(s),
         }
+    }
+
+    /// A `&mut place` kept beyond a call's arguments (`let r = &mut self.buf;`, `for v in
+    /// [&mut self.a, &mut self.b] { *v = .. }`): what is written through it is not
+    /// followed, so the place is forgotten (length included).
+    fn aliased(&mut self, e: &'a Expr) {
+        if let Expr::Reference(r) = e {
+            if r.mutability.is_some() {
+                self.clobber_place(&r.expr, false);
+            }
+        }
+    }
+
+    /// The enum of the package that has a variant named `variant`.
+    pub(super) fn enum_of(&self, variant: &str) -> Option<String> {
+        let f = self.file_fns.get(&format!("{variant}::__enum"))?;
+        match &f.sig.output {
+            syn::ReturnType::Type(_, t) => match &**t {
+                syn::Type::Path(tp) => Some(last_seg(&tp.path)),
+                _ => None,
+            },
+            syn::ReturnType::Default => None,
+        }
+    }
+
+    /// Whether a pattern naming `pat` (`Action::RecvAct(..)`, `Config { .. }`) cannot
+    /// match a value of type `ty`: another variant of the same enum.
+    fn other_variant(&self, pat: &syn::Path, ty: &str) -> bool {
+        let p = last_seg(pat);
+        let v = ty.rsplit("::").next().unwrap_or(ty);
+        p != "Self" && p != v && (ty.contains("::") || self.enum_of(&p).is_some())
     }
 
     /// `x = v`, `x += v`: only plain names are tracked.
@@ -568,25 +651,24 @@ impl<'a> Interp<'a> {
                     return Err(undecidable(other, "a communicator stored in a field or element"));
                 }
                 // `a[i] = v` with `i` a literal or a variable: the element changes, the rest stays.
+                // (`self.slots[mb] = ..` too: a list in a field the check follows.)
                 if let Expr::Index(ix) = other {
-                    if let (Expr::Path(p), Expr::Lit(_) | Expr::Path(_)) = (&*ix.expr, &*ix.index) {
+                    if let (Expr::Path(_) | Expr::Field(_), Expr::Lit(_) | Expr::Path(_) | Expr::Field(_)) =
+                        (&*ix.expr, &*ix.index)
+                    {
                         let i = self.expr(&ix.index)?;
-                        if let (Some(name), V::Int(i)) = (p.path.get_ident().map(|x| x.to_string()), i) {
-                            if let Some(V::List(mut items)) = self.lookup(&name).cloned() {
-                                let at = usize::try_from(i).ok().filter(|&i| i < items.len());
-                                if let Some(slot) = at.map(|i| &mut std::rc::Rc::make_mut(&mut items)[i]) {
-                                    *slot = v;
-                                    self.assign(&name, V::List(items));
-                                    return Ok(());
-                                }
+                        if let (Some(V::List(mut items)), V::Int(i)) = (self.place_value(&ix.expr), i) {
+                            let at = usize::try_from(i).ok().filter(|&i| i < items.len());
+                            if let Some(slot) = at.map(|i| &mut std::rc::Rc::make_mut(&mut items)[i]) {
+                                *slot = v;
+                                return self.store(&ix.expr, V::List(items));
                             }
                         }
                     }
                 }
-                // Otherwise what the variable held is no longer known (its shape is).
-                if let Some(name) = place_root(other) {
-                    self.clobber(&name, true);
-                }
+                // Otherwise what the place held is no longer known (its shape is): that
+                // field of a struct the check follows, else the variable.
+                self.clobber_place(other, true);
                 Ok(())
             }
         }
@@ -637,12 +719,12 @@ impl<'a> Interp<'a> {
         args: &'a syn::punctuated::Punctuated<Expr, syn::Token![,]>,
         keep_shape: bool,
     ) {
-        let mut names = Vec::new();
+        let mut places = Vec::new();
         for a in args {
-            mut_loans(a, &mut names);
+            mut_loan_places(a, &mut places);
         }
-        for n in names {
-            self.clobber(&n, keep_shape);
+        for p in places {
+            self.clobber_place(p, keep_shape);
         }
     }
 
@@ -663,10 +745,15 @@ impl<'a> Interp<'a> {
                 _ => {}
             }
             let r = self.expr(&b.right)?;
+            let same = |v: &V| matches!(v, V::Agreed | V::Uniform);
             return Ok(match (&b.op, l, r) {
                 (_, V::Bool(_), V::Bool(y)) => V::Bool(y),
                 (And(_), _, V::Bool(false)) => V::Bool(false),
                 (Or(_), _, V::Bool(true)) => V::Bool(true),
+                // The same on every rank, with what this rank knows: still the same.
+                (_, V::Bool(_), y) if same(&y) => V::Agreed,
+                (_, x, V::Bool(_)) if same(&x) => V::Agreed,
+                (_, x, y) if same(&x) && same(&y) => V::Agreed,
                 _ => V::opaque(),
             });
         }
@@ -694,6 +781,59 @@ impl<'a> Interp<'a> {
         Ok(v)
     }
 
+    /// A match guard's value: one the same on every rank but unknown to the check is
+    /// decided by this run's pattern ([`super::AGREED_MODES`]), the same way on every rank.
+    pub(super) fn decided(&mut self, cond: &'a Expr) -> R<'a> {
+        Ok(match self.expr(cond)? {
+            V::Agreed | V::Uniform => V::Bool(self.agreed_next(cond as *const Expr as usize, true).1),
+            v => v,
+        })
+    }
+
+    /// The ordinal of this decision at `site` in the rank's run, and the pattern's
+    /// answer for it (noted as decided when `note`).
+    fn agreed_next(&mut self, site: usize, note: bool) -> (u32, bool) {
+        let seen = self.agreed_seen.entry(site).or_insert(0);
+        let j = *seen;
+        *seen += 1;
+        (j, if note { super::agreed_decision(j) } else { false })
+    }
+
+    /// Code under a condition that is the same on every rank but unknown (a residual
+    /// reduced over every rank against a tolerance, a flag or mode from the command
+    /// line). Where none of `branches` communicates, or leaves early, it is speculated
+    /// like a condition on data (`Ok(None)`: what the branches set is forgotten, so an
+    /// argument parser's fields stay unknown; so is any such condition in code that
+    /// cannot communicate). Where one does, every rank takes the same
+    /// branch, and this run's pattern decides which: `Ok(Some(j))`, the decision's
+    /// ordinal at `site` ([`Self::agreed_next`]); the caller runs that branch for real.
+    pub(super) fn agreed_branch(
+        &mut self,
+        site: usize,
+        branches: &[Branch<'a>],
+        at: &impl ToTokens,
+    ) -> Result<Option<u32>, Flow<'a>> {
+        if !self.agreed_communicates.contains(&site) {
+            let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
+            match self.speculate(branches, at) {
+                Ok(()) => return Ok(None),
+                // (In code that cannot communicate and reads the program's inputs itself,
+                // an argument parser's loop, the region is summarised instead: what it
+                // computes stays an input as a whole, not one decided path of it.)
+                Err(Flow::Stop(Stop::Undecidable { .. }))
+                    if self.speculative == 0 && (self.quotas.is_empty() || !touched_input()) =>
+                {
+                    self.events.truncate(ne);
+                    self.comms.truncate(nc);
+                    self.next_id = id;
+                    self.agreed_communicates.insert(site);
+                }
+                Err(f) => return Err(f),
+            }
+        }
+        Ok(Some(self.agreed_next(site, false).0))
+    }
+
     pub(super) fn labeled_block(&mut self, label: Option<&syn::Label>, b: &'a Block) -> R<'a> {
         match self.block(b) {
             Err(Flow::Break(Some(l), v)) if label.is_some_and(|x| x.name.ident == l) => Ok(v),
@@ -710,10 +850,20 @@ impl<'a> Interp<'a> {
                     Some((_, e)) => me.expr(e),
                     None => Ok(V::Unit),
                 },
-                _ => {
+                c => {
                     let mut branches = vec![Branch::Block(&i.then_branch)];
                     if let Some((_, e)) = &i.else_branch {
                         branches.push(Branch::Expr(e));
+                    }
+                    if matches!(c, V::Agreed | V::Uniform) {
+                        if let Some(j) = me.agreed_branch(&*i.cond as *const Expr as usize, &branches, i)? {
+                            return match (super::agreed_decision(j), &i.else_branch) {
+                                (true, _) => me.block(&i.then_branch),
+                                (false, Some((_, e))) => me.expr(e),
+                                (false, None) => Ok(V::Unit),
+                            };
+                        }
+                        return Ok(V::opaque());
                     }
                     me.speculate(&branches, i)?;
                     Ok(V::opaque())
@@ -725,11 +875,12 @@ impl<'a> Interp<'a> {
     pub(super) fn match_expr(&mut self, m: &'a syn::ExprMatch) -> R<'a> {
         let v = self.expr(&m.expr)?;
         let mut unknown: Vec<Branch<'a>> = Vec::new();
+        let mut unknown_arms: Vec<&'a syn::Arm> = Vec::new();
         for arm in &m.arms {
             let r = self.scoped(|me| -> Result<Option<R<'a>>, Flow<'a>> {
                 let hit = me.bind(&arm.pat, v.clone());
                 let hit = match (hit, &arm.guard) {
-                    (Some(true), Some((_, g))) => match me.expr(g)? {
+                    (Some(true), Some((_, g))) => match me.decided(g)? {
                         V::Bool(b) => Some(b),
                         _ => None,
                     },
@@ -740,6 +891,7 @@ impl<'a> Interp<'a> {
                     Some(false) => Ok(None),
                     _ => {
                         unknown.push(Branch::Expr(&arm.body));
+                        unknown_arms.push(arm);
                         Ok(None)
                     }
                 }
@@ -750,6 +902,27 @@ impl<'a> Interp<'a> {
         }
         if unknown.is_empty() {
             return Ok(V::Unit);
+        }
+        // A value the same on every rank (a mode from the command line): every rank takes
+        // the same arm, picked by this run's pattern.
+        if matches!(v, V::Agreed | V::Uniform) && unknown_arms.len() > 1 {
+            let site = m as *const syn::ExprMatch as usize;
+            let Some(j) = self.scoped(|me| {
+                for arm in &unknown_arms {
+                    me.bind_opaque(&arm.pat, &v);
+                }
+                me.agreed_branch(site, &unknown, m)
+            })?
+            else {
+                return Ok(V::opaque());
+            };
+            let pick = (super::agreed_mode() as usize + j as usize + usize::from(super::agreed_decision(j)))
+                % unknown_arms.len();
+            let arm = unknown_arms[pick];
+            return self.scoped(|me| {
+                me.bind_opaque(&arm.pat, &v);
+                me.expr(&arm.body)
+            });
         }
         // Arms whose patterns the check cannot decide: they must not communicate.
         self.scoped(|me| {
@@ -826,6 +999,13 @@ impl<'a> Interp<'a> {
                 match me.expr(&w.cond)? {
                     V::Bool(true) => me.block(&w.body).map(|_| V::Bool(true)),
                     V::Bool(false) => Ok(V::Bool(false)),
+                    V::Agreed | V::Uniform => {
+                        let site = &*w.cond as *const Expr as usize;
+                        match me.agreed_branch(site, &[Branch::Block(&w.body)], w)? {
+                            Some(j) if super::agreed_decision(j) => me.block(&w.body).map(|_| V::Bool(true)),
+                            _ => Ok(V::Bool(false)),
+                        }
+                    }
                     _ => {
                         me.speculate(&[Branch::Block(&w.body)], w)?;
                         Ok(V::Bool(false))
@@ -955,7 +1135,9 @@ impl<'a> Interp<'a> {
             let Some(name) = place_root(&rf.expr) else { continue };
             match (&*rf.expr, outs.get(i).cloned().flatten()) {
                 (Expr::Path(_), Some(v)) => self.assign(&name, v),
-                _ => self.clobber(&name, false),
+                (Expr::Field(_), Some(v)) if self.place_value(&rf.expr).is_some() => self.store(&rf.expr, v)?,
+                // `&mut self.slots[mb]`: that field only.
+                _ => self.clobber_place(&rf.expr, false),
             }
         }
         Ok(r)
@@ -1041,14 +1223,14 @@ impl<'a> Interp<'a> {
             return if touched && input_args { r.map(uniform_data) } else { r };
         }
         for (a, p) in exprs.iter().zip(&f.sig.inputs) {
-            let mut names = Vec::new();
+            let mut places = Vec::new();
             match p {
-                FnArg::Receiver(rc) if rc.mutability.is_some() => names.extend(place_root(a)),
+                FnArg::Receiver(rc) if rc.mutability.is_some() => places.push(*a),
                 FnArg::Receiver(_) => {}
-                FnArg::Typed(_) => mut_loans(a, &mut names),
+                FnArg::Typed(_) => mut_loan_places(a, &mut places),
             }
-            for n in names {
-                self.clobber(&n, false);
+            for p in places {
+                self.clobber_place(p, false);
             }
         }
         Ok(summary)
@@ -1121,6 +1303,11 @@ impl<'a> Interp<'a> {
                 return Ok(V::opaque());
             }
             swap_touched_input(true);
+            // The run without arguments: the program's name alone.
+            if last.starts_with("args") && super::no_arguments() {
+                super::note_read_uniform();
+                return Ok(V::list(vec![V::Name("\"program\"".into())]));
+            }
             return Ok(V::Uniform);
         }
         // A command line parsed by a library (clap's `Cli::parse()`, `Args::parse_from(..)`,
@@ -1144,6 +1331,10 @@ impl<'a> Interp<'a> {
             // An empty collection the check follows (`push`, iteration, `wait_all`).
             ("new" | "with_capacity", _) if name.starts_with("Vec::") || name.starts_with("VecDeque::") => {
                 Ok(V::list(Vec::new()))
+            }
+            // A map the check follows while its keys are known (`std_methods.rs`).
+            ("new" | "default", []) if name.ends_with("BTreeMap::new") || name.ends_with("HashMap::new") => {
+                Ok(V::Struct(if name.ends_with("BTreeMap::new") { "BTreeMap" } else { "HashMap" }.into(), Vec::new()))
             }
             ("min", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.min(b))),
             ("max", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.max(b))),
@@ -1221,22 +1412,29 @@ pub(super) fn place_root(e: &Expr) -> Option<String> {
     }
 }
 
-/// The variables an argument lends mutably: `&mut x`, `&mut x[1..]`, `Some(&mut x)`,
-/// `x.as_mut_slice()`, `(r == 0).then_some(&mut x)`. Closures are left alone (what
-/// they do is evaluated where they are called).
-pub(super) fn mut_loans(e: &Expr, out: &mut Vec<String>) {
+/// The places an argument lends mutably: `x` for `&mut x` or `Some(&mut x)`, `self.buf`
+/// for `&mut self.buf[1..]` or `self.buf.as_mut_slice()`, `x` in `(r == 0).then_some(&mut
+/// x)`. Closures are left alone (what they do is evaluated where they are called).
+pub(super) fn mut_loan_places<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
-        Expr::Reference(r) if r.mutability.is_some() => out.extend(place_root(&r.expr)),
-        Expr::Reference(r) => mut_loans(&r.expr, out),
-        Expr::Paren(p) => mut_loans(&p.expr, out),
-        Expr::Group(g) => mut_loans(&g.expr, out),
-        Expr::Call(c) => c.args.iter().for_each(|a| mut_loans(a, out)),
-        Expr::Tuple(t) => t.elems.iter().for_each(|a| mut_loans(a, out)),
-        Expr::Array(a) => a.elems.iter().for_each(|a| mut_loans(a, out)),
-        Expr::MethodCall(m) if lends_mut(&m.method) => out.extend(place_root(&m.receiver)),
-        Expr::MethodCall(m) => m.args.iter().for_each(|a| mut_loans(a, out)),
+        Expr::Reference(r) if r.mutability.is_some() => out.push(&r.expr),
+        Expr::Reference(r) => mut_loan_places(&r.expr, out),
+        Expr::Paren(p) => mut_loan_places(&p.expr, out),
+        Expr::Group(g) => mut_loan_places(&g.expr, out),
+        Expr::Call(c) => c.args.iter().for_each(|a| mut_loan_places(a, out)),
+        Expr::Tuple(t) => t.elems.iter().for_each(|a| mut_loan_places(a, out)),
+        Expr::Array(a) => a.elems.iter().for_each(|a| mut_loan_places(a, out)),
+        Expr::MethodCall(m) if lends_mut(&m.method) => out.push(&m.receiver),
+        Expr::MethodCall(m) => m.args.iter().for_each(|a| mut_loan_places(a, out)),
         _ => {}
     }
+}
+
+/// The variables at the roots of the places an argument lends mutably ([`mut_loan_places`]).
+pub(super) fn mut_loans(e: &Expr, out: &mut Vec<String>) {
+    let mut places = Vec::new();
+    mut_loan_places(e, &mut places);
+    out.extend(places.into_iter().filter_map(place_root));
 }
 
 /// A value after something unknown was written into it: communicators, requests, tags
@@ -1254,6 +1452,19 @@ pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
         // What was read from the program's inputs stays the same on every rank.
         V::Uniform => V::Uniform,
         v => V::Opaque { comm: v.has_comm() },
+    }
+}
+
+/// What a collective of every rank wrote into a buffer: the same on every rank (a
+/// list keeps its length; its items, and anything else, become [`V::Agreed`]).
+pub(super) fn agree<'a>(v: V<'a>) -> V<'a> {
+    match v {
+        V::List(items) => V::list(items.iter().cloned().map(agree).collect()),
+        V::Tuple(items) => V::Tuple(items.into_iter().map(agree).collect()),
+        v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
+        V::Struct(t, fields) => V::Struct(t, fields.into_iter().map(|(k, v)| (k, agree(v))).collect()),
+        v if v.has_comm() => V::Opaque { comm: true },
+        _ => V::Agreed,
     }
 }
 

@@ -21,7 +21,7 @@ mod summary;
 pub use summary::reset as reset_caches;
 mod value;
 
-use eval::{mut_loans, place_root};
+use eval::{agree, mut_loan_places, mut_loans, place_root};
 use model::{call_name, mentions_comm};
 pub use model::{CommInst, SplitSeen, Splits};
 use value::*;
@@ -61,6 +61,11 @@ pub(super) fn strict() -> bool {
     STRICT.with(|c| c.get())
 }
 
+/// Whether the code run since the last [`swap_touched_input`] read an input.
+pub(super) fn touched_input() -> bool {
+    TOUCHED.with(|c| c.get())
+}
+
 /// Sets whether an input was touched; returns what it was.
 pub(super) fn swap_touched_input(t: bool) -> bool {
     TOUCHED.with(|c| c.replace(t))
@@ -96,8 +101,70 @@ pub(super) fn uniform_number() -> i128 {
     UNIFORM.with(|u| {
         let (s, _) = u.get();
         u.set((s, true));
-        s
+        // Sample 0 is the run without command-line arguments; other inputs take 1 there.
+        s.max(1)
     })
+}
+
+/// Whether this run is the one without command-line arguments (`std::env::args()` is
+/// the program's name alone, so a parser leaves its defaults).
+pub(super) fn no_arguments() -> bool {
+    UNIFORM.with(|u| u.get().0 == 0)
+}
+
+/// Notes that the run read an input (see [`read_uniform`]).
+pub(super) fn note_read_uniform() {
+    UNIFORM.with(|u| {
+        let (s, _) = u.get();
+        u.set((s, true));
+    })
+}
+
+thread_local! {
+    /// How this run decides conditions on values the same on every rank
+    /// ([`V::Agreed`]), and whether any rank decided one.
+    static AGREED: std::cell::Cell<(u8, bool)> = const { std::cell::Cell::new((0, false)) };
+}
+
+/// The patterns a condition on a value the same on every rank (a reduced residual
+/// against a tolerance, a flag from the command line) takes, by the times the same
+/// condition was met before in the rank's run: every rank takes the same branch, and
+/// each pattern is one way a real run may go. A loop that tests one runs once, twice or
+/// not at all; an early `break` on one comes at the first, second or third test.
+pub const AGREED_MODES: [&str; 4] = [
+    "true the first time, false after",
+    "true the first two times, false after",
+    "false the first time, true after",
+    "false the first two times, true after",
+];
+
+/// Sets this run's pattern (an index into [`AGREED_MODES`]) and clears [`decided_agreed`].
+pub fn set_agreed_mode(mode: u8) {
+    AGREED.with(|a| a.set((mode, false)));
+}
+
+/// Whether a rank decided such a condition since [`set_agreed_mode`].
+pub fn decided_agreed() -> bool {
+    AGREED.with(|a| a.get().1)
+}
+
+/// The `j`th decision (from 0) of one condition under this run's pattern.
+fn agreed_decision(j: u32) -> bool {
+    AGREED.with(|a| {
+        let (mode, _) = a.get();
+        a.set((mode, true));
+        match mode {
+            0 => j < 1,
+            1 => j < 2,
+            2 => j >= 1,
+            _ => j >= 2,
+        }
+    })
+}
+
+/// This run's pattern, for the memo of quiet helpers (which may decide such conditions).
+pub(super) fn agreed_mode() -> u8 {
+    AGREED.with(|a| a.get().0)
 }
 
 /// Evaluation steps taken by every rank on this thread so far (the check's cost).
@@ -181,6 +248,12 @@ pub struct Interp<'a> {
     /// Results of helpers that cannot communicate, shared by every rank and world size
     /// of one check (`summary.rs`, [`Memo`]).
     pub memo: std::rc::Rc<std::cell::RefCell<Memo>>,
+    /// How often each condition on values the same on every rank was decided in this
+    /// rank's run, by the condition's address ([`agreed_decision`]).
+    agreed_seen: FxMap<usize, u32>,
+    /// Conditions of that kind whose code communicates (or leaves early): decided, never
+    /// speculated again ([`Self::agreed_branch`]).
+    agreed_communicates: std::collections::HashSet<usize, std::hash::BuildHasherDefault<Fx>>,
 }
 
 /// What the quiet helpers of one check returned, by the helper's address, the sample of
@@ -244,6 +317,8 @@ impl<'a> Interp<'a> {
             quotas: Vec::new(),
             why: HashMap::new(),
             self_ty: Vec::new(),
+            agreed_seen: FxMap::default(),
+            agreed_communicates: Default::default(),
             scopes: scopes::Scopes::new(),
             comms: vec![CommInst {
                 key: "world".into(),

@@ -10,6 +10,8 @@ impl<'a> Interp<'a> {
         let recv = self.expr(&mc.receiver)?;
         let m = mc.method.to_string();
         if let V::Struct(ty, _) = &recv {
+            // A variant's methods are its enum's (`Action::RecvAct` → `Action::peer`).
+            let ty = ty.split("::").next().unwrap_or(ty);
             let key = format!("{ty}::{m}");
             if self.file_fns.contains_key(&key) {
                 let mut args = vec![recv.clone()];
@@ -22,13 +24,13 @@ impl<'a> Interp<'a> {
         match recv {
             V::Comm(c) => {
                 let r = self.comm_method(e, mc, c, &m)?;
-                self.written_by_comm(mc, &m);
+                self.written_by_comm(mc, c, &m);
                 return Ok(r);
             }
             V::Batch(c) if m == "send" || m == "recv" => {
                 let args = self.args(&mc.args)?;
                 self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(&m))?;
-                self.written_by_comm(mc, &m);
+                self.written_by_comm(mc, c, &m);
                 return Ok(V::Unit);
             }
             V::Batch(c) if m == "size" => {
@@ -51,6 +53,14 @@ impl<'a> Interp<'a> {
             }
             _ => {}
         }
+        if let V::Struct(ty, entries) = &recv {
+            if ty == "BTreeMap" || ty == "HashMap" {
+                let args = self.args(&mc.args)?;
+                if let Some(r) = self.map_method(mc, ty, entries, &m, &args)? {
+                    return Ok(r);
+                }
+            }
+        }
         let r = self.std_method(e, mc, recv, &m)?;
         // What the method may have written: what it borrowed mutably, and its receiver.
         self.clobber_loans(&mc.args, false);
@@ -62,28 +72,143 @@ impl<'a> Interp<'a> {
 
     /// After a communication call: its receive buffers hold what arrived, which the
     /// check does not know (a send's buffer and the role arguments stay as they were).
-    fn written_by_comm(&mut self, mc: &'a ExprMethodCall, m: &str) {
+    fn written_by_comm(&mut self, mc: &'a ExprMethodCall, c: usize, m: &str) {
         let Some(spec) = dist_ops::find(m) else { return };
         if matches!(m, "send" | "isend") || spec.class == dist_ops::Class::Group {
             return;
         }
+        // What a collective of every rank leaves in its buffers is the same on every rank.
+        let every = |me: &Self| matches!(&me.comms[c].members, Some(m) if m.len() == me.size);
+        let agreed = matches!(m.trim_end_matches("_async"), "all_reduce" | "broadcast" | "all_gather") && every(self);
         for (i, a) in mc.args.iter().enumerate() {
             let role = spec.peers.contains(&i) || spec.tag == Some(i) || spec.root == Some(i) || spec.reduce == Some(i);
             if role || (m == "sendrecv" && i != 4) {
                 continue;
             }
-            let mut names = Vec::new();
-            mut_loans(a, &mut names);
+            let mut places = Vec::new();
+            mut_loan_places(a, &mut places);
             // A variable that already is a `&mut` buffer, passed as it is.
-            if let (true, Some(n)) = (names.is_empty() && matches!(a, Expr::Path(_)), place_root(a)) {
+            if let (true, Some(n)) = (places.is_empty() && matches!(a, Expr::Path(_)), place_root(a)) {
                 if matches!(self.lookup(&n), Some(V::List(_) | V::Tuple(_))) {
-                    names.push(n);
+                    places.push(a);
                 }
             }
-            for n in names {
-                self.clobber(&n, true);
+            for p in places {
+                match self.place_value(p) {
+                    Some(v) if agreed => {
+                        if self.store(p, agree(v)).is_err() {
+                            self.clobber_place(p, true);
+                        }
+                    }
+                    _ => self.clobber_place(p, true),
+                }
             }
         }
+    }
+
+    /// A `BTreeMap` or `HashMap` whose keys the check knows (string literals, integers),
+    /// kept as a struct of its entries: `insert`, `get`, `remove`, `len`, and iteration.
+    /// A `BTreeMap` iterates in key order on every rank; a `HashMap` in an order that
+    /// differs from process to process (its hasher is seeded per process), so here each
+    /// rank sees it rotated by its rank: a loop over it that communicates per entry is
+    /// what it is at run time, ranks communicating in different orders.
+    fn map_method(
+        &mut self,
+        mc: &'a ExprMethodCall,
+        ty: &str,
+        entries: &[(String, V<'a>)],
+        m: &str,
+        args: &[V<'a>],
+    ) -> Result<Option<V<'a>>, Flow<'a>> {
+        let key_text = |k: &V| match k {
+            V::Name(n) => Some(n.clone()),
+            V::Int(i) => Some(format!("{i}")),
+            _ => None,
+        };
+        let key_value = |t: &str| match t.parse::<i128>() {
+            Ok(i) => V::Int(i),
+            Err(_) => V::Name(t.to_string()),
+        };
+        let sorted = ty == "BTreeMap";
+        let put = |me: &mut Self, mut es: Vec<(String, V<'a>)>| -> Result<(), Flow<'a>> {
+            if sorted {
+                es.sort_by(|a, b| match (a.0.parse::<i128>(), b.0.parse::<i128>()) {
+                    (Ok(x), Ok(y)) => x.cmp(&y),
+                    _ => a.0.cmp(&b.0),
+                });
+            }
+            if me.place_value(&mc.receiver).is_none() || me.store(&mc.receiver, V::Struct(ty.to_string(), es)).is_err()
+            {
+                me.clobber_place(&mc.receiver, false);
+            }
+            Ok(())
+        };
+        Ok(Some(match (m, args) {
+            ("insert", [k, v]) => {
+                let Some(kt) = key_text(k) else {
+                    self.clobber_place(&mc.receiver, false);
+                    return Ok(Some(V::opaque()));
+                };
+                let mut es = entries.to_vec();
+                let old = match es.iter_mut().find(|(x, _)| *x == kt) {
+                    Some(slot) => Some(std::mem::replace(&mut slot.1, v.clone())),
+                    None => {
+                        es.push((kt, v.clone()));
+                        None
+                    }
+                };
+                put(self, es)?;
+                V::Opt(old.map(Box::new))
+            }
+            ("remove", [k]) => {
+                let Some(kt) = key_text(k) else {
+                    self.clobber_place(&mc.receiver, false);
+                    return Ok(Some(V::opaque()));
+                };
+                let mut es = entries.to_vec();
+                let old = es.iter().position(|(x, _)| *x == kt).map(|i| es.remove(i).1);
+                put(self, es)?;
+                V::Opt(old.map(Box::new))
+            }
+            ("clear", []) => {
+                put(self, Vec::new())?;
+                V::Unit
+            }
+            ("get" | "contains_key", [k]) => {
+                let Some(kt) = key_text(k) else { return Ok(Some(V::opaque())) };
+                let found = entries.iter().find(|(x, _)| *x == kt).map(|(_, v)| v.clone());
+                if m == "get" {
+                    V::Opt(found.map(Box::new))
+                } else {
+                    V::Bool(found.is_some())
+                }
+            }
+            ("len", []) => V::Int(entries.len() as i128),
+            ("is_empty", []) => V::Bool(entries.is_empty()),
+            (
+                "iter" | "iter_mut" | "into_iter" | "values" | "values_mut" | "into_values" | "keys" | "into_keys",
+                [],
+            ) => {
+                let mut items: Vec<V<'a>> = entries
+                    .iter()
+                    .map(|(k, v)| match m {
+                        "values" | "values_mut" | "into_values" => v.clone(),
+                        "keys" | "into_keys" => key_value(k),
+                        _ => V::Tuple(vec![key_value(k), v.clone()]),
+                    })
+                    .collect();
+                if !sorted && !items.is_empty() {
+                    let n = items.len();
+                    items.rotate_left(self.rank % n);
+                }
+                if m.ends_with("_mut") {
+                    // What the loop writes through the items is not followed.
+                    self.clobber_place(&mc.receiver, true);
+                }
+                V::list(items)
+            }
+            _ => return Ok(None),
+        }))
     }
 
     fn std_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, recv: V<'a>, m: &str) -> R<'a> {
@@ -109,17 +234,23 @@ impl<'a> Interp<'a> {
                 _ => Ok(recv),
             };
         }
+        // Arithmetic on data the same on every rank (`rr.sqrt()`, `a.max(b)`, `x.abs()`)
+        // with arguments the same on every rank stays the same on every rank.
+        if matches!(recv, V::Agreed) && !args.iter().any(|v| matches!(v, V::Closure(_))) {
+            let same = mc.args.iter().zip(&args).all(|(a, v)| input_like(a, v));
+            return Ok(if same { V::Agreed } else { V::opaque() });
+        }
         // Result/Option pass-throughs: the check assumes communication succeeds.
         match (m.as_str(), &recv) {
             ("unwrap_or_else" | "unwrap_or_default", V::Opt(Some(x))) => return Ok((**x).clone()),
             // A result's value (results are their values here).
             (
                 "unwrap_or" | "unwrap_or_else" | "unwrap_or_default",
-                V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_),
+                V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_) | V::Struct(..),
             ) => return Ok(recv),
             // `Result::ok`: results are their values here, an `Err` is `None`.
             ("ok", V::Err) if args.is_empty() => return Ok(V::Opt(None)),
-            ("ok", V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_)) if args.is_empty() => {
+            ("ok", V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_) | V::Struct(..)) if args.is_empty() => {
                 return Ok(V::Opt(Some(Box::new(recv))))
             }
             // Only a `Result` has `map_err`, and a result is its value here: an
@@ -149,6 +280,18 @@ impl<'a> Interp<'a> {
                     None => V::Opt(None),
                 })
             }
+            ("and_then", V::Opt(None)) | ("filter", V::Opt(None)) => return Ok(V::Opt(None)),
+            ("and_then", V::Opt(Some(x))) if args.len() == 1 => return apply(self, &args[0], (**x).clone()),
+            ("unwrap_or_else", V::Opt(None)) => {
+                if let Some(V::Closure(c)) = args.first() {
+                    return self.apply_closure(*c, vec![]);
+                }
+            }
+            ("map_or", V::Opt(None)) if args.len() == 2 => return Ok(args[0].clone()),
+            ("map_or", V::Opt(Some(x))) if args.len() == 2 => return apply(self, &args[1], (**x).clone()),
+            ("or" | "or_else", V::Opt(Some(_))) => return Ok(recv),
+            ("or", V::Opt(None)) if args.len() == 1 => return Ok(args[0].clone()),
+            ("cloned" | "copied", V::Opt(_)) => return Ok(recv),
             // Option<Result<T>> ⇄ Result<Option<T>>: results are their values here.
             ("transpose", V::Opt(_)) => return Ok(recv),
             ("get" | "get_mut", _) if args.len() == 1 => {
@@ -185,8 +328,94 @@ impl<'a> Interp<'a> {
                 return Ok(r);
             }
         }
-        if let Some(items) = iter_items(&recv) {
+        if let V::Bool(b) = recv {
             match (m.as_str(), args.as_slice()) {
+                // `(cy > 0).then(|| rank - px)`: a neighbour that may not exist.
+                ("then", [V::Closure(c)]) => {
+                    return Ok(V::Opt(if b { Some(Box::new(self.apply_closure(*c, vec![])?)) } else { None }))
+                }
+                ("then_some", [x]) => return Ok(V::Opt(b.then(|| Box::new(x.clone())))),
+                _ => {}
+            }
+        }
+        if let Some(items) = iter_items(&recv) {
+            let ints =
+                || items.iter().map(|x| if let V::Int(i) = x { Some(*i) } else { None }).collect::<Option<Vec<_>>>();
+            match (m.as_str(), args.as_slice()) {
+                ("max" | "min", []) => {
+                    if let Some(v) = ints() {
+                        let r = if m == "max" { v.iter().max() } else { v.iter().min() };
+                        return Ok(V::Opt(r.map(|x| Box::new(V::Int(*x)))));
+                    }
+                }
+                ("product", []) => {
+                    if let Some(v) = ints() {
+                        // (Past i128, a product is just data.)
+                        let p = v.iter().try_fold(1i128, |acc, &x| acc.checked_mul(x));
+                        return Ok(p.map_or_else(V::opaque, V::Int));
+                    }
+                }
+                // `it.next()` on an iterator kept in a variable or field: its first item,
+                // and the rest left behind.
+                ("next", []) if matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_)) => {
+                    let rest = V::list(items.iter().skip(1).cloned().collect());
+                    if self.place_value(&mc.receiver).is_some() && self.store(&mc.receiver, rest).is_ok() {
+                        return Ok(V::Opt(items.first().cloned().map(Box::new)));
+                    }
+                }
+                ("nth", [V::Int(k)]) => {
+                    return Ok(V::Opt(usize::try_from(*k).ok().and_then(|k| items.get(k)).cloned().map(Box::new)))
+                }
+                ("windows" | "chunks" | "chunks_exact", [V::Int(k)]) if *k > 0 => {
+                    let k = *k as usize;
+                    let parts: Vec<V<'a>> = if m == "windows" {
+                        items.windows(k).map(|w| V::list(w.to_vec())).collect()
+                    } else if m == "chunks" {
+                        items.chunks(k).map(|w| V::list(w.to_vec())).collect()
+                    } else {
+                        items.chunks_exact(k).map(|w| V::list(w.to_vec())).collect()
+                    };
+                    return Ok(V::list(parts));
+                }
+                ("any" | "all" | "find", [f @ V::Closure(_)]) => {
+                    let f = f.clone();
+                    for x in items.iter().cloned() {
+                        match (m.as_str(), apply(self, &f, x.clone())?) {
+                            ("any", V::Bool(true)) => return Ok(V::Bool(true)),
+                            ("all", V::Bool(false)) => return Ok(V::Bool(false)),
+                            ("find", V::Bool(true)) => return Ok(V::Opt(Some(Box::new(x)))),
+                            (_, V::Bool(_)) => {}
+                            _ => return Ok(V::opaque()),
+                        }
+                    }
+                    return Ok(if m == "find" { V::Opt(None) } else { V::Bool(m == "all") });
+                }
+                ("for_each", [V::Closure(c)]) => {
+                    let c = *c;
+                    for x in items.iter().cloned() {
+                        self.apply_closure(c, vec![x])?;
+                    }
+                    return Ok(V::Unit);
+                }
+                ("fold", [init, V::Closure(c)]) => {
+                    let (c, mut acc) = (*c, init.clone());
+                    for x in items.iter().cloned() {
+                        acc = self.apply_closure(c, vec![acc, x])?;
+                    }
+                    return Ok(acc);
+                }
+                ("filter_map", [f @ V::Closure(_)]) => {
+                    let f = f.clone();
+                    let mut out = Vec::new();
+                    for x in items.iter().cloned() {
+                        match apply(self, &f, x)? {
+                            V::Opt(Some(y)) => out.push(*y),
+                            V::Opt(None) => {}
+                            _ => return Ok(V::opaque()),
+                        }
+                    }
+                    return Ok(V::list(out));
+                }
                 ("iter" | "into_iter" | "iter_mut" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec", _) => {
                     return Ok(V::List(items))
                 }
@@ -223,7 +452,11 @@ impl<'a> Interp<'a> {
                 ("first", _) => return Ok(V::Opt(items.first().cloned().map(Box::new))),
                 ("last", _) => return Ok(V::Opt(items.last().cloned().map(Box::new))),
                 ("sum", _) if items.iter().all(|i| matches!(i, V::Int(_))) => {
-                    return Ok(V::Int(items.iter().map(|i| if let V::Int(x) = i { *x } else { 0 }).sum()))
+                    let total =
+                        items
+                            .iter()
+                            .try_fold(0i128, |acc, i| if let V::Int(x) = i { acc.checked_add(*x) } else { Some(acc) });
+                    return Ok(total.map_or_else(V::opaque, V::Int));
                 }
                 ("position", [f]) => {
                     let f = f.clone();
@@ -257,12 +490,22 @@ impl<'a> Interp<'a> {
                     return Ok(V::list(out));
                 }
                 ("push", [x]) => {
-                    if let Expr::Path(p) = &*mc.receiver {
-                        if let V::List(mut l) = recv {
+                    if let V::List(mut l) = recv {
+                        if let Expr::Path(p) = &*mc.receiver {
                             std::rc::Rc::make_mut(&mut l).push(x.clone());
                             self.store_path(p, V::List(l));
+                            return Ok(V::Unit);
+                        }
+                        // `self.dims.push(w)`: a list in a field the check follows.
+                        if matches!(&*mc.receiver, Expr::Field(_)) && l.len() < LIST_BOUND as usize {
+                            std::rc::Rc::make_mut(&mut l).push(x.clone());
+                            if self.store(&mc.receiver, V::List(l)).is_ok() {
+                                return Ok(V::Unit);
+                            }
                         }
                     }
+                    // Anywhere else the list is no longer known.
+                    self.clobber_place(&mc.receiver, false);
                     return Ok(V::Unit);
                 }
                 _ => {}

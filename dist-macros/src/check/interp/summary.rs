@@ -314,7 +314,12 @@ impl<'a> Interp<'a> {
         }
         let mut h = Fx::default();
         args.iter().for_each(|a| fingerprint(a, &mut h));
-        Some((f as *const ItemFn as usize, uniform_sample(), self.speculative > 0, std::hash::Hasher::finish(&h)))
+        Some((
+            f as *const ItemFn as usize,
+            uniform_sample() * 8 + agreed_mode() as i128,
+            self.speculative > 0,
+            std::hash::Hasher::finish(&h),
+        ))
     }
 
     /// The remembered result of a call with `args`.
@@ -372,6 +377,7 @@ fn fingerprint(v: &V, h: &mut Fx) {
         V::Status(s) => s.hash(h),
         V::Opaque { comm } => h.write_u64(*comm as u64),
         V::Opt(None) | V::Unit | V::Err | V::Closure(_) | V::Uniform => {}
+        V::Agreed => h.write_u64(7),
     }
 }
 
@@ -401,6 +407,7 @@ fn detach(v: &V<'_>) -> Option<V<'static>> {
         V::Status(s) => V::Status(*s),
         V::Opaque { comm } => V::Opaque { comm: *comm },
         V::Uniform => V::Uniform,
+        V::Agreed => V::Agreed,
     })
 }
 

@@ -49,6 +49,13 @@ pub enum V<'a> {
     /// 1, 2 and 3, so a loop counted by `--steps` runs once and several times, and a
     /// `--tp` flag shapes the mesh.
     Uniform,
+    /// Data that is the same on every rank, unknown to the check: what a collective that
+    /// every rank joins leaves in its buffers (`all_reduce`, `broadcast`, `all_gather` on
+    /// a communicator of all the ranks), a float literal, and what is computed from such
+    /// values and the program's inputs alone. A condition on it (a converged residual, a
+    /// `--batched` flag) takes the same branch on every rank: the check decides it by
+    /// this run's pattern (`interp::set_agreed_mode`) instead of giving up.
+    Agreed,
 }
 
 impl<'a> V<'a> {
@@ -151,6 +158,8 @@ pub(super) fn lit_value<'a>(l: &Lit) -> Option<V<'a>> {
         // A string literal: known by its text (so that `flag("--tp")` and `flag("--pp")`
         // are different calls), data otherwise.
         Lit::Str(t) => Some(V::Name(format!("{:?}", t.value()))),
+        // A float literal: data, but the same on every rank.
+        Lit::Float(_) => Some(V::Agreed),
         _ => None,
     }
 }
@@ -194,7 +203,7 @@ pub(super) fn sampled<'a>(v: V<'a>) -> V<'a> {
 pub(super) fn input_like(e: &Expr, v: &V) -> bool {
     fn value(v: &V) -> bool {
         match v {
-            V::Uniform | V::Name(_) | V::Tag(_) | V::Unit | V::Opt(None) => true,
+            V::Uniform | V::Agreed | V::Name(_) | V::Tag(_) | V::Unit | V::Opt(None) => true,
             V::List(l) => l.iter().all(value),
             V::Tuple(l) => l.iter().all(value),
             V::Struct(_, f) => f.iter().all(|(_, v)| value(v)),
@@ -239,6 +248,20 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
         V::Uniform => V::Int(super::uniform_number()),
         v => v.clone(),
     };
+    let compare = matches!(op, Eq(_) | Ne(_) | Lt(_) | Le(_) | Gt(_) | Ge(_));
+    // Values the same on every rank, combined with each other: the same on every rank.
+    // (Two inputs compared are not taken as equal samples: which branch such a test
+    // takes is decided by the run's pattern, like a reduced residual's.)
+    // Two string literals (a flag against a command-line word): known.
+    if let (V::Name(a), V::Name(b)) = (l, r) {
+        if a.starts_with('"') && b.starts_with('"') && matches!(op, Eq(_) | Ne(_)) {
+            return Ok(V::Bool((a == b) == matches!(op, Eq(_))));
+        }
+    }
+    let agreed = |v: &V<'a>| matches!(v, V::Agreed | V::Uniform | V::Name(_));
+    if agreed(l) && agreed(r) && (compare || matches!((l, r), (V::Agreed, _) | (_, V::Agreed))) {
+        return Ok(V::Agreed);
+    }
     if matches!((l, r), (V::Uniform, V::Int(_) | V::Uniform) | (V::Int(_), V::Uniform)) {
         return arith(op, &sample(l), &sample(r));
     }
@@ -246,8 +269,8 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
         (V::Int(a), V::Int(b)) => {
             let (a, b) = (*a, *b);
             match op {
-                Add(_) => V::Int(a + b),
-                Sub(_) => V::Int(a - b),
+                Add(_) => V::Int(a.checked_add(b).ok_or("integer overflow")?),
+                Sub(_) => V::Int(a.checked_sub(b).ok_or("integer overflow")?),
                 Mul(_) => V::Int(a.checked_mul(b).ok_or("integer overflow")?),
                 Div(_) | Rem(_) if b == 0 => return Err("division by zero".into()),
                 Div(_) => V::Int(a / b),
@@ -274,8 +297,52 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
             BitXor(_) => V::Bool(a ^ b),
             _ => V::opaque(),
         },
+        // `action == Action::Idle`, `cfg.schedule != Schedule::GPipe`: decided when
+        // both sides are known that far.
+        (V::Struct(..), V::Struct(..)) if matches!(op, Eq(_) | Ne(_)) => match known_eq(l, r) {
+            Some(eq) => V::Bool(eq == matches!(op, Eq(_))),
+            None => V::taint(&[l, r]),
+        },
         _ => V::taint(&[l, r]),
     })
+}
+
+/// Whether two values are equal, where the check knows both: variants of an enum by
+/// name, then field by field; integers, booleans, lists and tuples item by item.
+fn known_eq(l: &V, r: &V) -> Option<bool> {
+    match (l, r) {
+        (V::Int(a), V::Int(b)) => Some(a == b),
+        (V::Bool(a), V::Bool(b)) => Some(a == b),
+        (V::Struct(a, _), V::Struct(b, _)) if a != b => (a.contains("::") && b.contains("::")).then_some(false),
+        (V::Struct(_, fa), V::Struct(_, fb)) if fa.len() == fb.len() => {
+            let mut all = true;
+            for ((ka, va), (kb, vb)) in fa.iter().zip(fb) {
+                if ka != kb {
+                    return None;
+                }
+                all &= known_eq(va, vb)?;
+            }
+            Some(all)
+        }
+        (V::Tuple(a), V::Tuple(b)) if a.len() == b.len() => {
+            let mut all = true;
+            for (x, y) in a.iter().zip(b) {
+                all &= known_eq(x, y)?;
+            }
+            Some(all)
+        }
+        (V::List(a), V::List(b)) => {
+            if a.len() != b.len() {
+                return Some(false);
+            }
+            let mut all = true;
+            for (x, y) in a.iter().zip(b.iter()) {
+                all &= known_eq(x, y)?;
+            }
+            Some(all)
+        }
+        _ => None,
+    }
 }
 
 pub(super) fn pat_names(p: &Pat, out: &mut Vec<String>) {
