@@ -76,6 +76,8 @@ struct State {
     /// Each rank's last collective wait (its instance word), kept when the rank stops
     /// waiting: a rank that timed out in a call still reached it.
     coll_seen: Vec<u64>,
+    /// The ranks that said they have reported their failure ([`announce_reported`]).
+    reported: Vec<bool>,
 }
 
 // SAFETY: the handles are plain values used only through `call`, under MPI's process-wide
@@ -123,7 +125,7 @@ pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize, procs: &[(u32, u
         n,
         host,
         hosts,
-        st: Mutex::new(State { board, posted, coll_seen, ..State::default() }),
+        st: Mutex::new(State { board, posted, coll_seen, reported: vec![false; n], ..State::default() }),
     });
 }
 
@@ -138,6 +140,9 @@ static ANNOUNCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 const FAILED: u32 = 0xfa11;
 /// The kind of a record that says its rank returned from its entry.
 const LEFT: u32 = 0x1ef7;
+/// A failed rank has written what it saw (its error, its flight recorder): kept beside
+/// the board, never over the failure notice it follows.
+const REPORTED: u32 = 0x4e90;
 
 /// Whether this rank told its peers that it failed: it then lets those blocked on it
 /// hear it and report (their error, their flight recorder) before it aborts the job,
@@ -181,6 +186,49 @@ pub(super) fn announce_left() {
         let _ = h.send_to(&mut st, &w, &[], &waiting);
     }
     st.board[h.me] = w;
+}
+
+/// A failed rank has reported (its error on stderr, its flight recorder to the launcher
+/// and beside the trace): every peer hears it, so the one that ends the job does not cut
+/// this rank short.
+pub(super) fn announce_reported() {
+    let Some(h) = HEALTH.get() else { return };
+    let mut st = h.st.lock().unwrap_or_else(|p| p.into_inner());
+    let w = Waiter { kind: REPORTED, pid: std::process::id(), ..Waiter::default() };
+    let _ = h.send_all(&mut st, &w, &[]);
+    st.reported[h.me] = true;
+}
+
+/// Before a failed rank aborts the job (which kills every rank): gives its peers `grace`
+/// to hear of the failure (a rank blocked on it fails at its next look at the board),
+/// then waits, for at most `bound` in all, until every peer that failed has reported
+/// (its error, its flight recorder) or returned from its entry. On a loaded host a
+/// report may take longer than any fixed grace, and an abort before it would leave the
+/// job without that rank's record (the culprit's, when a victim aborts first). A peer
+/// that never failed (killed, or computing) is not waited for past `grace`. Returns
+/// whether nothing was left waiting.
+pub(super) fn await_reports(grace: Duration, bound: Duration) -> bool {
+    let Some(h) = HEALTH.get() else { return true };
+    let start = Instant::now();
+    loop {
+        {
+            let mut st = h.st.lock().unwrap_or_else(|p| p.into_inner());
+            if h.drain(&mut st).is_err() {
+                return false;
+            }
+            let past_grace = start.elapsed() >= grace;
+            let settled = |r: usize| {
+                r == h.me || st.reported[r] || st.board[r].kind == LEFT || (past_grace && st.board[r].kind != FAILED)
+            };
+            if (0..h.n).all(settled) {
+                return true;
+            }
+        }
+        if start.elapsed() >= bound {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Before MPI ends: records still on their way out are let go (MPI delivers or drops
@@ -466,6 +514,11 @@ impl Health {
                     if let Some(seen) = st.coll_seen.get_mut(src as usize) {
                         *seen = w.waiter.inst;
                     }
+                }
+                if w.waiter.kind == REPORTED {
+                    // Beside the board: the failure notice before it stays what peers read.
+                    st.reported[src as usize] = true;
+                    continue;
                 }
                 *slot = w.waiter;
                 st.posted[src as usize] = w.posted;

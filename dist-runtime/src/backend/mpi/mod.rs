@@ -241,6 +241,10 @@ impl Drop for MpiComm {
     }
 }
 
+/// How long a failed rank waits for its peers to report before it aborts the job (they
+/// report within a look at the board, 50 ms, when the host is not overloaded).
+const REPORT_WAIT: Duration = Duration::from_secs(10);
+
 /// Ends MPI once: `MPI_Finalize`, or `MPI_Abort` when this rank failed.
 fn end() {
     static ENDING: AtomicBool = AtomicBool::new(false);
@@ -252,8 +256,14 @@ fn end() {
         if health::announced() {
             // Peers blocked on this rank hear of its failure at their next look at the
             // board (every 50 ms) and report what they saw (their error, their flight
-            // recorder): abort only after, or mpirun's kill would cut them short.
-            std::thread::sleep(crate::verify::deadlock::VICTIM_GRACE);
+            // recorder): abort only after every one has said so, or mpirun's kill would
+            // cut them short. (A call stuck in MPI holds its lock: then a fixed grace.)
+            if STUCK.load(Ordering::SeqCst) {
+                std::thread::sleep(crate::verify::deadlock::VICTIM_GRACE);
+            } else {
+                health::announce_reported();
+                health::await_reports(crate::verify::deadlock::VICTIM_GRACE, REPORT_WAIT);
+            }
         }
         use std::io::Write;
         let _ = std::io::stderr().flush();
