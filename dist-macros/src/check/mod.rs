@@ -1205,4 +1205,75 @@ mod tests {
         let bad = src.replace("world.broadcast(&mut got, 0)?", "world.broadcast(&mut got, r)?");
         assert!(!problems(&bad, c, 3).is_empty());
     }
+
+    /// `strict`'s rule, over generated programs: a value that may differ across ranks
+    /// (a per-rank environment variable, the process id, a received value, a gathered
+    /// item picked by rank, a reduced value mixed with the rank), passed through any of
+    /// several ordinary transformations into any argument every rank must pass alike (a
+    /// root, a reduce op, a peer, a split color, a rank list, a mesh shape) or into the
+    /// condition or count of code that communicates, is never accepted under `strict`.
+    /// The same programs with the value taken from `size()`, a constant or the command
+    /// line are accepted (or refused for a real problem, never for "data").
+    #[test]
+    fn strict_never_accepts_an_agreeing_argument_that_depends_on_rank_local_data() {
+        let local = [
+            r#"std::env::var("LOCAL_RANK").map(|v| v.parse::<usize>().unwrap()).unwrap_or(0)"#,
+            "std::process::id() as usize",
+            "{ let mut b = [0usize]; world.sendrecv((r + 1) % n, T, &[r], (r + n - 1) % n, &mut b)?; b[0] }",
+            "{ let mut all = [0usize; 16]; world.all_gather(&[r], &mut all[..n])?; all[r] }",
+            "{ let mut s = [1.5f64]; world.all_reduce(&mut s, ReduceOp::Sum)?; (s[0] * r as f64) as usize }",
+        ];
+        // (A number reduced over every rank is the same everywhere too, but as a root it
+        // is refused: the check cannot bound it, nor tell `n` in `v % n` from a rank.)
+        let uniform = ["n", "3", "std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2)"];
+        let transforms = ["v", "v + 1", "v % n", "v.min(n - 1)", "if v > 3 { 0 } else { 1 }", "usize::from(v > 2)"];
+        // Each uses `k`; the sizes that cannot hold its shape are guarded.
+        let sinks = [
+            "let mut x = [1.0f32; 4]; world.broadcast(&mut x, k % n)?;",
+            "let mut x = [1.0f32; 4]; world.reduce(&mut x, ReduceOp::Sum, k % n)?;",
+            "let op = if k > 1 { ReduceOp::Sum } else { ReduceOp::Max }; let mut x = [1.0f32]; world.all_reduce(&mut x, op)?;",
+            "if k > 2 { world.barrier()?; }",
+            "for _ in 0..(k % 4) { world.barrier()?; }",
+            "let g = world.split::<G>((k % 2) as u32, r as i64)?; g.barrier()?;",
+            "if let Some(g) = world.subgroup::<G>(&[k % n])? { g.barrier()?; }",
+            "if n % 2 == 0 { let d = 1 + (k % 2); if n % d == 0 { let (a, _b) = world.mesh2::<G, H>(n / d, d)?; a.barrier()?; } }",
+            "if r == 0 && n > 1 { world.send(1 + k % (n - 1), T, &[r])?; } else if r > 0 { let mut b = [0usize]; world.recv(0, T, &mut b)?; }",
+        ];
+        let consts = "const T: Tag<usize> = Tag::new(1);";
+        let program = |src: &str, t: &str, sink: &str| {
+            format!(
+                "fn p(world: Comm<World>) -> dist_runtime::Result<()> {{\n let (r, n) = (world.rank(), world.size());\n \
+                 let v: usize = {src};\n let k: usize = {t};\n {sink}\n Ok(())\n}}"
+            )
+        };
+        super::interp::set_strict(true);
+        let mut accepted = Vec::new();
+        for src in local {
+            for t in transforms {
+                for sink in sinks {
+                    let p = program(src, t, sink);
+                    // Accepted: no size refuses it.
+                    if (2..=4).all(|n| problems(&p, consts, n).is_empty()) {
+                        accepted.push(p);
+                    }
+                }
+            }
+        }
+        let mut refused = Vec::new();
+        for src in uniform {
+            for sink in sinks {
+                let p = program(src, "v", sink);
+                for n in 2..=4 {
+                    let e = problems(&p, consts, n);
+                    if e.iter().any(|m| m.starts_with("undecidable")) {
+                        refused.push(format!("size {n}: {e:?}\n{p}"));
+                        break;
+                    }
+                }
+            }
+        }
+        super::interp::set_strict(false);
+        assert!(accepted.is_empty(), "strict accepted {} program(s); the first:\n{}", accepted.len(), accepted[0]);
+        assert!(refused.is_empty(), "strict refused {} uniform program(s); the first:\n{}", refused.len(), refused[0]);
+    }
 }

@@ -408,9 +408,37 @@ impl<'a> Interp<'a> {
             }
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr)?;
+                // A slice of a list the check holds: `x[..]`, `x[a..]`, `x[..b]`, `x[a..b]`.
+                if let (V::List(items), Expr::Range(rg)) = (&base, &*ix.index) {
+                    let lo = match &rg.start {
+                        Some(e) => self.expr(e)?,
+                        None => V::Int(0),
+                    };
+                    let hi = match &rg.end {
+                        Some(e) => self.expr(e)?,
+                        None => V::Int(items.len() as i128),
+                    };
+                    let hi = match (hi, &rg.limits) {
+                        (V::Int(h), RangeLimits::Closed(_)) => V::Int(h + 1),
+                        (h, _) => h,
+                    };
+                    return Ok(match (lo, hi) {
+                        (V::Int(a), V::Int(b)) if 0 <= a && a <= b && b as usize <= items.len() => {
+                            V::list(items[a as usize..b as usize].to_vec())
+                        }
+                        // (Out of bounds panics at run time; not the check's to judge.)
+                        _ => V::opaque(),
+                    });
+                }
                 let i = self.expr(&ix.index)?;
                 Ok(match (base, i) {
-                    (V::Uniform, _) => V::Uniform,
+                    // `args[1]`: an input; `args[rank]` is this rank's item, data under
+                    // `strict` (elsewhere `argv[i + 1]` in an argument loop stays an input:
+                    // the check cannot tell a loop counter from a rank).
+                    (V::Uniform, ref i) if !super::strict() || input_like(&ix.index, i) || matches!(i, V::Agreed) => {
+                        V::Uniform
+                    }
+                    (V::Uniform, _) => V::opaque(),
                     (V::Agreed, ref i) if input_like(&ix.index, i) || matches!(i, V::Agreed) => V::Agreed,
                     // An item the same on every rank, picked by an index that may differ
                     // (`gathered[rank]`): known to this rank only.

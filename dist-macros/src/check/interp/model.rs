@@ -308,11 +308,32 @@ impl<'a> Interp<'a> {
             };
             let text = arg.to_token_stream().to_string();
             let value = if text == p.to_string() { format!("{what} {p}") } else { format!("{what} `{text}` = {p}") };
+            let pin = "pin the sizes this program supports with #[spmd(sizes = A..=B)]";
+            // The fix that is right: a world rank given to a group (a port of torch's
+            // `src=2, group=g`) is translated, never wrapped (`% n` names another rank);
+            // a neighbour computed by arithmetic wraps or is guarded.
+            let fix = match members.iter().position(|&w| w as i128 == p) {
+                Some(k) if comm.key != "world" => format!(
+                    "if `{text}` is a world rank (torch's `src=`/`dst=` are), translate it with `{}.group_rank_of({text})?` \
+                     (world rank {p} is rank {k} of `{}`); otherwise guard the call, or {pin}",
+                    self.comm_var(c).unwrap_or_else(|| format!("the Comm<{}>", comm.group)),
+                    comm.group
+                ),
+                None if comm.key != "world" && (0..self.size as i128).contains(&p) => format!(
+                    "world rank {p} is not a member of `{}` (world ranks {}), so no translation names it either; \
+                     use a member, guard the call, or {pin}",
+                    comm.group,
+                    join(members)
+                ),
+                _ if text.contains('+') || text.contains('-') => {
+                    format!("wrap it (`% n`) if the neighbours form a ring, guard the call, or {pin}")
+                }
+                _ => format!("guard the call, or {pin}"),
+            };
             return Err(Flow::Stop(Stop::Invalid {
                 site: self.site(e),
                 msg: format!(
-                    "{value} on rank {} at world size {} is out of range: {ctx} (0..{n}); wrap it (`% n`), \
-                     guard the call, or pin the sizes this program supports with #[spmd(sizes = A..=B)]",
+                    "{value} on rank {} at world size {} is out of range: {ctx} (0..{n}); {fix}",
                     self.rank, self.size
                 ),
             }));
