@@ -51,6 +51,7 @@ def cargo(cwd, *a, timeout=900, extra_env=None):
 
 failures = []
 counts = {}
+silent = []
 names = args or sorted(d for d in os.listdir(corpus) if os.path.isfile(os.path.join(corpus, d, "Cargo.toml")))
 for name in names:
     src = copy(name)
@@ -104,7 +105,12 @@ for name in names:
         got = "rejected" if rc != 0 and named else ("rejected_elsewhere" if rc != 0 else "open")
         want = b.get("expect", "rejected")
         first = errors[0][:600] if errors else "(no error)"
-        print(f"  {b['id']} ({b['class']}): {got} ({time.time() - t:.0f} s){'' if got == want else ' — expected ' + want}")
+        # An open bug the check warned about (a construct it left to run time) is not one
+        # it passed in silence: say which.
+        warned = ", warned" if got == "open" and "dist_check_incomplete" in out else ""
+        if got == "open" and not warned:
+            silent.append(f"{name}/{b['id']}")
+        print(f"  {b['id']} ({b['class']}): {got}{warned} ({time.time() - t:.0f} s){'' if got == want else ' — expected ' + want}")
         if got != want:
             print(f"      op at {where}; got: {first}")
         # A bug the check found must stay found; one it now finds (or finds at another
@@ -114,6 +120,8 @@ for name in names:
         counts[got] = counts.get(got, 0) + 1
 print()
 print("planted bugs:", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+if silent:
+    print("open with no warning (followed whole, not found):", ", ".join(silent))
 if failures:
     print(f"{len(failures)} failure(s):")
     for f in failures:

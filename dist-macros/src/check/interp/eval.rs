@@ -431,6 +431,14 @@ impl<'a> Interp<'a> {
                     });
                 }
                 let i = self.expr(&ix.index)?;
+                // `full[owned]` with `owned` a range the check holds.
+                if let (V::List(items), V::Range(a, b)) = (&base, &i) {
+                    return Ok(if 0 <= *a && a <= b && *b as usize <= items.len() {
+                        V::list(items[*a as usize..*b as usize].to_vec())
+                    } else {
+                        V::opaque()
+                    });
+                }
                 Ok(match (base, i) {
                     // `args[1]`: an input; `args[rank]` is this rank's item, data under
                     // `strict` (elsewhere `argv[i + 1]` in an argument loop stays an input:

@@ -294,11 +294,26 @@ pub fn eval_consts<'a>(
                 Ok(v @ (V::Int(_) | V::Bool(_) | V::Tag(_))) => {
                     it.set_const(c.ident.to_string(), v);
                 }
+                // `const DIMS: [usize; 4] = [..]`, a tuple of sizes: kept when every item is.
+                Ok(v @ (V::List(_) | V::Tuple(_))) if known_const(&v) => {
+                    it.set_const(c.ident.to_string(), v);
+                }
                 _ => {}
             }
         }
     }
     it.consts
+}
+
+/// Whether a constant's value is known all the way down (integers, booleans, tags,
+/// names, and lists or tuples of them).
+fn known_const(v: &V) -> bool {
+    match v {
+        V::Int(_) | V::Bool(_) | V::Tag(_) | V::Name(_) => true,
+        V::List(items) => items.iter().all(known_const),
+        V::Tuple(items) => items.iter().all(known_const),
+        _ => false,
+    }
 }
 
 impl<'a> Interp<'a> {

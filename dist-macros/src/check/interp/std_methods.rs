@@ -281,6 +281,10 @@ impl<'a> Interp<'a> {
                     self.store_path(p, V::Opt(None));
                     return Ok(recv);
                 }
+                // `self.east.take()`: the field the check follows is `None` after.
+                if self.place_value(&mc.receiver).is_some() && self.store(&mc.receiver, V::Opt(None)).is_ok() {
+                    return Ok(recv);
+                }
             }
             ("map", V::Opt(x)) if args.len() == 1 => {
                 return Ok(match x {
@@ -411,6 +415,18 @@ impl<'a> Interp<'a> {
                         acc = self.apply_closure(c, vec![acc, x])?;
                     }
                     return Ok(acc);
+                }
+                ("partition", [f @ V::Closure(_)]) => {
+                    let f = f.clone();
+                    let (mut yes, mut no) = (Vec::new(), Vec::new());
+                    for x in items.iter().cloned() {
+                        match apply(self, &f, x.clone())? {
+                            V::Bool(true) => yes.push(x),
+                            V::Bool(false) => no.push(x),
+                            _ => return Ok(V::opaque()),
+                        }
+                    }
+                    return Ok(V::Tuple(vec![V::list(yes), V::list(no)]));
                 }
                 ("filter_map", [f @ V::Closure(_)]) => {
                     let f = f.clone();
