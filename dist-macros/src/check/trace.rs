@@ -191,3 +191,33 @@ impl<'a> Ev<'a> {
         }
     }
 }
+
+/// An expression's source text as a message quotes it: the tokens' text with the
+/// spaces a token stream puts around `.`, `::`, brackets and `?` taken out
+/// (`sl . len () + 1` reads `sl.len() + 1`).
+pub fn expr_text(e: &dyn ToTokens) -> String {
+    let mut t = e.to_token_stream().to_string();
+    for (from, to) in [
+        (" . ", "."),
+        (" .", "."),
+        (" :: ", "::"),
+        (":: ", "::"),
+        (" ::", "::"),
+        (" (", "("),
+        ("( ", "("),
+        (" )", ")"),
+        (" [", "["),
+        ("[ ", "["),
+        (" ]", "]"),
+        (" ,", ","),
+        (" ?", "?"),
+        ("& mut ", "&mut "),
+        ("! (", "!("),
+    ] {
+        while t.contains(from) {
+            t = t.replace(from, to);
+        }
+    }
+    // Keep a space after keywords and binary operators that lost it above.
+    t.replace("if(", "if (").replace("+(", "+ (").replace("-(", "- (").replace("*(", "* (").replace("/(", "/ (")
+}

@@ -506,7 +506,7 @@ impl<'a> Interp<'a> {
     /// An argument every rank must pass alike (a root, an op) that depends on data: the
     /// check cannot prove it agrees, so it says so, with what it depends on.
     fn data_dependent(&self, arg: &'a Expr, role: &str, call: &str) -> Flow<'a> {
-        let text = arg.to_token_stream().to_string();
+        let text = super::trace::expr_text(arg);
         undecidable(
             arg,
             format!(

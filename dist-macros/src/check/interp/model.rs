@@ -257,7 +257,7 @@ impl<'a> Interp<'a> {
         // port from torch (whose `src=`/`dst=` are world ranks) makes silently.
         if let Some(k) = self.numbering_of(arg).filter(|&k| k != c) {
             if self.comms[k].members.as_ref().is_some_and(|m| m != members) {
-                let text = arg.to_token_stream().to_string().replace(" . ", ".").replace(" (", "(").replace("( ", "(");
+                let text = crate::check::trace::expr_text(arg);
                 let name = |i: usize| {
                     let k = &self.comms[i];
                     if k.key == "world" {
@@ -306,7 +306,7 @@ impl<'a> Interp<'a> {
             } else {
                 format!("`{}` has {ranks} here", comm.group)
             };
-            let text = arg.to_token_stream().to_string();
+            let text = crate::check::trace::expr_text(arg);
             let value = if text == p.to_string() { format!("{what} {p}") } else { format!("{what} `{text}` = {p}") };
             let pin = "pin the sizes this program supports with #[spmd(sizes = A..=B)]";
             // The fix that is right: a world rank given to a group (a port of torch's
