@@ -238,7 +238,7 @@ fn handshake(conn: &TcpStream, token: &[u8]) -> std::io::Result<Option<Halves>> 
     let mut w = BufWriter::new(conn.try_clone()?);
     let mut hello = [0u8; 8];
     r.read_exact(&mut hello)?;
-    let presented = read_bytes(&mut r, 4096)?;
+    let presented = read_bytes(&mut r, MAX_TOKEN)?;
     // Compare without an early exit so timing doesn't leak the token.
     let ok = hello == *HELLO
         && presented.len() == token.len()
@@ -354,6 +354,9 @@ fn serve(conn: TcpStream, id: u64, state: &State, token: &[u8]) -> std::io::Resu
     }
 }
 
+/// The longest job token a store takes (`DIST_JOB_TOKEN`).
+pub const MAX_TOKEN: usize = 4096;
+
 /// A connection to the store.
 pub struct Store {
     conn: Mutex<(BufReader<TcpStream>, BufWriter<TcpStream>)>,
@@ -364,10 +367,27 @@ impl Store {
     /// Connects to `addr`, retrying until `timeout` (the host may not be up yet), and
     /// presents `token`.
     pub fn connect(addr: &str, token: &str, timeout: Duration) -> Result<Store> {
+        if token.len() > MAX_TOKEN {
+            return Err(Error::store(
+                format!(
+                    "the job token (DIST_JOB_TOKEN) is {} bytes; a store takes at most {MAX_TOKEN}: use a shorter one",
+                    token.len()
+                ),
+                None,
+            ));
+        }
         let start = Instant::now();
+        let mut silent = false;
         loop {
             let stream = loop {
-                match TcpStream::connect(addr) {
+                // Each attempt within what is left of `timeout` (a host that drops SYNs
+                // would otherwise hold `connect` for the kernel's minutes).
+                let left = timeout.saturating_sub(start.elapsed()).max(Duration::from_millis(10));
+                let attempt = addr
+                    .to_socket_addrs()
+                    .and_then(|mut a| a.next().ok_or_else(|| std::io::Error::other("the address resolves to nothing")))
+                    .and_then(|a| TcpStream::connect_timeout(&a, left));
+                match attempt {
                     Ok(s) => break s,
                     Err(e) if start.elapsed() < timeout => {
                         let _ = e;
@@ -384,7 +404,10 @@ impl Store {
                     }
                 }
             };
-            match Store::hello(stream, addr, token) {
+            // The handshake within what is left too: a listener that accepts and never
+            // answers (another program on MASTER_PORT) must not hold this rank forever.
+            let left = timeout.saturating_sub(start.elapsed()).max(Duration::from_millis(10));
+            match Store::hello(stream, addr, token, left) {
                 Ok(Some(s)) => return Ok(s),
                 Ok(None) => {
                     return Err(Error::store(
@@ -393,15 +416,32 @@ impl Store {
                     ))
                 }
                 // Closed before answering (a server shedding strangers, or going): again.
-                Err(_) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) if start.elapsed() < timeout => {
+                    silent |= matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e)
+                    if silent || matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                {
+                    return Err(Error::store(
+                        format!(
+                            "something at {addr} accepted the connection but never answered the store's handshake \
+                             within {:.0}s: is another program listening on MASTER_PORT?",
+                            timeout.as_secs_f64()
+                        ),
+                        Some(e),
+                    ))
+                }
                 Err(e) => return Err(Error::store(format!("talking to the store at {addr}"), Some(e))),
             }
         }
     }
 
     /// Presents the token on a fresh connection: the store, or `None` when refused.
-    fn hello(stream: TcpStream, addr: &str, token: &str) -> std::io::Result<Option<Store>> {
+    fn hello(stream: TcpStream, addr: &str, token: &str, within: Duration) -> std::io::Result<Option<Store>> {
         stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(within))?;
+        stream.set_write_timeout(Some(within))?;
         let mut r = BufReader::new(stream.try_clone()?);
         let mut w = BufWriter::new(stream);
         w.write_all(HELLO)?;
@@ -410,6 +450,9 @@ impl Store {
         w.flush()?;
         let mut ok = [0u8; 1];
         r.read_exact(&mut ok)?;
+        // Past the handshake, requests have their own deadlines (`get`'s timeout).
+        r.get_ref().set_read_timeout(None)?;
+        w.get_ref().set_write_timeout(None)?;
         Ok((ok[0] == 1).then(|| Store { conn: Mutex::new((r, w)), addr: addr.to_string() }))
     }
 

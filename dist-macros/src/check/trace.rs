@@ -89,9 +89,6 @@ impl<'a> Site<'a> {
     pub fn new(e: &'a Expr) -> Self {
         Site { node: e, at: None }
     }
-    pub fn binary(b: &'a syn::ExprBinary) -> Self {
-        Site { node: b, at: None }
-    }
     /// The call `call` in the checked function, standing for what happens inside the
     /// helper it calls, at the place `at` (from [`intern_loc`]).
     pub fn via(call: &'a Expr, at: u32) -> Self {

@@ -77,6 +77,13 @@ impl<'a> Interp<'a> {
             Pat::Tuple(t) => {
                 let items = match v {
                     V::Tuple(items) if items.len() == t.elems.len() => items,
+                    // `let (pr, pc) = cfg.grid.unwrap_or(..)`: parts of an input are inputs.
+                    v @ (V::Uniform | V::Agreed) => {
+                        for p in &t.elems {
+                            self.bind_opaque(p, &v);
+                        }
+                        return Some(true);
+                    }
                     other => {
                         let o = V::taint(&[&other]);
                         for p in &t.elems {
@@ -132,6 +139,12 @@ impl<'a> Interp<'a> {
             }
             Pat::Struct(ps) => {
                 let fields = match v {
+                    v @ (V::Uniform | V::Agreed) => {
+                        for f in &ps.fields {
+                            self.bind_opaque(&f.pat, &v);
+                        }
+                        return Some(true);
+                    }
                     V::Struct(ty, _) if self.other_variant(&ps.path, &ty) => return Some(false),
                     V::Struct(_, fields) => fields,
                     other => {
@@ -266,6 +279,7 @@ impl<'a> Interp<'a> {
         let before_scopes = self.scopes.clone();
         let (ne, nc) = (self.events.len(), self.comms.len());
         let mut changed: Vec<scopes::Sym> = Vec::new();
+        let mut reshaped: Vec<scopes::Sym> = Vec::new();
         for b in branches {
             self.scopes = before_scopes.clone();
             self.speculative += 1;
@@ -299,6 +313,14 @@ impl<'a> Interp<'a> {
             }
             for (depth, k, v) in self.scopes.entries() {
                 if before_scopes.get_in(depth, k) != Some(v) {
+                    // Whether only its data changed (a struct whose buffers a branch
+                    // wrote keeps its communicators and shape).
+                    let same_shape = before_scopes
+                        .get_in(depth, k)
+                        .is_some_and(|b| forget(b.clone(), false) == forget(v.clone(), false));
+                    if !same_shape {
+                        reshaped.push(k);
+                    }
                     changed.push(k);
                 }
             }
@@ -307,7 +329,11 @@ impl<'a> Interp<'a> {
         let cond = self.place(at);
         for k in changed {
             if let Some(slot) = self.scopes.get_mut(k) {
-                *slot = V::Opaque { comm: slot.has_comm() };
+                *slot = if reshaped.contains(&k) {
+                    V::Opaque { comm: slot.has_comm() }
+                } else {
+                    forget(slot.clone(), false)
+                };
                 let name = scopes::text(k).to_string();
                 if !name.starts_with('\u{0}') {
                     let text = format!("`{name}` is set in a branch or loop whose condition depends on data ({cond})");
@@ -379,7 +405,15 @@ impl<'a> Interp<'a> {
                         RangeLimits::Closed(_) => V::Range(a, b + 1),
                     },
                     // `0..steps` with `steps` from the program's inputs: this run's count.
-                    (V::Int(a), V::Uniform) => V::Range(a, a + super::uniform_number()),
+                    // (The input's value, as everywhere else in this run: `1..pc` with
+                    // `pc` 1 is empty, as the program's is.)
+                    (V::Int(a), V::Uniform) => {
+                        let b = super::uniform_number();
+                        match r.limits {
+                            RangeLimits::HalfOpen(_) => V::Range(a, b.max(a)),
+                            RangeLimits::Closed(_) => V::Range(a, (b + 1).max(a)),
+                        }
+                    }
                     _ => V::opaque(),
                 })
             }
@@ -586,12 +620,35 @@ impl<'a> Interp<'a> {
             }
         }
         let s = path_str(p);
+        // `usize::BITS`, `u32::MAX`, `i64::MIN`: the integer types' constants (`usize`
+        // and `isize` as 64 bits).
+        if let (2, Some((ty, c))) = (p.segments.len(), s.split_once("::")) {
+            let bits: Option<u32> = match ty {
+                "u8" | "i8" => Some(8),
+                "u16" | "i16" => Some(16),
+                "u32" | "i32" => Some(32),
+                "u64" | "i64" | "usize" | "isize" => Some(64),
+                "u128" | "i128" => Some(128),
+                _ => None,
+            };
+            if let Some(b) = bits {
+                let signed = ty.starts_with('i');
+                let v = match c {
+                    "BITS" => Some(b as i128),
+                    "MAX" if b == 128 => signed.then_some(i128::MAX),
+                    "MAX" if signed => Some((1i128 << (b - 1)) - 1),
+                    "MAX" => Some((1i128 << b) - 1),
+                    "MIN" if signed && b == 128 => Some(i128::MIN),
+                    "MIN" if signed => Some(-(1i128 << (b - 1))),
+                    "MIN" => Some(0),
+                    _ => None,
+                };
+                if let Some(v) = v {
+                    return V::Int(v);
+                }
+            }
+        }
         match s.as_str() {
-            "usize::MAX" | "u64::MAX" => V::Int(u64::MAX as i128),
-            "u32::MAX" => V::Int(u32::MAX as i128),
-            "i32::MAX" => V::Int(i32::MAX as i128),
-            "i64::MAX" => V::Int(i64::MAX as i128),
-            "usize::MIN" | "u32::MIN" | "u64::MIN" => V::Int(0),
             _ if s.ends_with("ReduceOp::Sum")
                 || s.ends_with("ReduceOp::Prod")
                 || s.ends_with("ReduceOp::Max")
@@ -809,7 +866,26 @@ impl<'a> Interp<'a> {
         let l = self.expr(&b.left)?;
         let r = self.expr(&b.right)?;
         let op = compound.unwrap_or(b.op);
-        let v = arith(&op, &l, &r).map_err(|msg| Flow::Stop(Stop::Invalid { site: self.site_binary(b), msg }))?;
+        // Data the same on every rank with a literal or a constant (`active[0] == 0`,
+        // `loss / 2`): still the same on every rank.
+        let fixed = |x: &Expr, v: &V| matches!(v, V::Int(_) | V::Bool(_)) && input_like(x, v);
+        if (matches!(l, V::Agreed) && fixed(&b.right, &r)) || (matches!(r, V::Agreed) && fixed(&b.left, &l)) {
+            if compound.is_some() {
+                self.store(&b.left, V::Agreed)?;
+                return Ok(V::Unit);
+            }
+            return Ok(V::Agreed);
+        }
+        let v = match arith(&op, &l, &r) {
+            Ok(v) => v,
+            // The program panics here with these values (an input too small for the
+            // grid it divides, a size it does not support): that run fails, like an
+            // `assert!`; a verdict is never made of it.
+            Err(msg) if msg.starts_with("division") => return Err(Flow::Fail),
+            // Past i128 (a hash, a random number generator): what the program computes
+            // in its fixed-width integers is data to the check.
+            Err(_) => V::opaque(),
+        };
         if compound.is_some() {
             self.store(&b.left, v)?;
             return Ok(V::Unit);
@@ -1358,6 +1434,24 @@ impl<'a> Interp<'a> {
         {
             swap_touched_input(true);
             return Ok(V::Uniform);
+        }
+        // `std::mem::size_of::<f64>()`: the primitive types' sizes.
+        if last == "size_of" && args.is_empty() {
+            if let Some(syn::PathArguments::AngleBracketed(ab)) = path.segments.last().map(|s| &s.arguments) {
+                if let Some(syn::GenericArgument::Type(syn::Type::Path(tp))) = ab.args.first() {
+                    let size = match last_seg(&tp.path).as_str() {
+                        "u8" | "i8" | "bool" => Some(1),
+                        "u16" | "i16" => Some(2),
+                        "u32" | "i32" | "f32" | "char" => Some(4),
+                        "u64" | "i64" | "f64" | "usize" | "isize" => Some(8),
+                        "u128" | "i128" => Some(16),
+                        _ => None,
+                    };
+                    if let Some(b) = size {
+                        return Ok(V::Int(b));
+                    }
+                }
+            }
         }
         match (last.as_str(), args.as_slice()) {
             ("Some", [x]) => Ok(V::Opt(Some(Box::new(x.clone())))),

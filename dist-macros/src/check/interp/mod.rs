@@ -450,13 +450,6 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn site_binary(&self, b: &'a syn::ExprBinary) -> Site<'a> {
-        match self.via.first() {
-            Some((call, _)) => Site::via(call, self.chain_at(b)),
-            None => Site::binary(b),
-        }
-    }
-
     /// "src/pipeline.rs:42, in `forward`, called from `Trainer::step` at
     /// src/trainer.rs:52, called from `main` at src/main.rs:17" for `node` inside the
     /// helpers under way (interned: rendered once per place and chain).

@@ -333,6 +333,19 @@ impl<'a> Interp<'a> {
                 ("trailing_zeros", None) => Some(V::Int(if x == 0 { 128 } else { x.trailing_zeros() as i128 })),
                 ("ilog2", None) if x > 0 => Some(V::Int(127 - x.leading_zeros() as i128)),
                 ("count_ones", None) => Some(V::Int(x.count_ones() as i128)),
+                // As a `usize`/`u64` (64 bits), the integers ranks and sizes are.
+                ("leading_zeros", None) if (0..=u64::MAX as i128).contains(&x) => {
+                    Some(V::Int((x as u64).leading_zeros() as i128))
+                }
+                ("next_power_of_two", None) if (0..=1i128 << 62).contains(&x) => {
+                    Some(V::Int((x as u64).next_power_of_two() as i128))
+                }
+                ("abs_diff", Some(V::Int(y))) => Some(V::Int((x - y).abs())),
+                ("signum", None) => Some(V::Int(x.signum())),
+                ("isqrt", None) if x >= 0 => Some(V::Int((x as u64).isqrt() as i128)),
+                ("checked_div", Some(V::Int(y))) => {
+                    Some(V::Opt(if *y != 0 { Some(Box::new(V::Int(x / y))) } else { None }))
+                }
                 ("into" | "try_into" | "to_owned" | "clone", _) => Some(V::Int(x)),
                 _ => None,
             };
