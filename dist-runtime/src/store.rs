@@ -747,6 +747,49 @@ pub fn job_store() -> Result<PrefixStore> {
 mod tests {
     use super::*;
 
+    /// Something else on MASTER_PORT that accepts and never answers: the rank's connect
+    /// ends at its deadline with an error that says so, instead of waiting forever.
+    #[test]
+    fn a_listener_that_never_answers_is_an_error_at_the_deadline() {
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        // Accept and hold every connection, never writing a byte.
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
+        let held = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            silent.set_nonblocking(true).unwrap();
+            let start = Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && start.elapsed() < Duration::from_secs(60) {
+                if let Ok((c, _)) = silent.accept() {
+                    kept.push(c);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let start = Instant::now();
+        let r = Store::connect(&addr, "t", Duration::from_millis(800));
+        let took = start.elapsed();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        held.join().unwrap();
+        let e = r.err().expect("no store there");
+        assert!(e.to_string().contains("never answered"), "{e}");
+        // Bounded by the deadline (generously: this host may be loaded), not forever.
+        assert!(took < Duration::from_secs(30), "took {took:?}");
+    }
+
+    /// A token longer than a store takes is refused at once, naming the variable.
+    #[test]
+    fn a_token_longer_than_the_store_takes_is_refused_at_once() {
+        let srv = StoreServer::bind("127.0.0.1:0", "t").unwrap();
+        let long = "x".repeat(MAX_TOKEN + 1);
+        let start = Instant::now();
+        let e = Store::connect(&srv.addr().to_string(), &long, Duration::from_secs(30)).err().expect("refused");
+        assert!(e.to_string().contains("DIST_JOB_TOKEN"), "{e}");
+        // At once, not at the 30 s deadline.
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+
     #[test]
     fn set_get_add_and_token() {
         let srv = StoreServer::bind("127.0.0.1:0", "secret").unwrap();
