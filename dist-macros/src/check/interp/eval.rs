@@ -474,13 +474,10 @@ impl<'a> Interp<'a> {
                     });
                 }
                 Ok(match (base, i) {
-                    // `args[1]`: an input; `args[rank]` is this rank's item, data under
-                    // `strict` (elsewhere `argv[i + 1]` in an argument loop stays an input:
-                    // the check cannot tell a loop counter from a rank).
-                    (V::Uniform, ref i) if !super::strict() || input_like(&ix.index, i) || matches!(i, V::Agreed) => {
-                        V::Uniform
-                    }
-                    (V::Uniform, _) => V::opaque(),
+                    // `args[1]`, `argv[i + 1]` in an argument loop: an input. (The check
+                    // cannot tell a loop counter from a rank: `hosts[rank]` of a file read
+                    // on every rank is taken for an input too; see docs/static-checks.md.)
+                    (V::Uniform, _) => V::Uniform,
                     (V::Agreed, ref i) if input_like(&ix.index, i) || matches!(i, V::Agreed) => V::Agreed,
                     // An item the same on every rank, picked by an index that may differ
                     // (`gathered[rank]`): known to this rank only.

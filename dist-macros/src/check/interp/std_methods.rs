@@ -224,14 +224,6 @@ impl<'a> Interp<'a> {
         // The program's inputs: what is read from them stays an input (the same on every
         // rank); a number parsed from one is this run's sample of such numbers.
         if matches!(recv, V::Uniform) {
-            // With an argument that may differ across ranks (`cfg.k.max(rank)`): data,
-            // under `strict` (elsewhere an index variable of an argument loop, `args.get(i)`,
-            // keeps the input: the check cannot tell a loop counter from a rank).
-            if super::strict()
-                && !mc.args.iter().zip(&args).all(|(a, v)| input_like(a, v) || matches!(v, V::Closure(_)))
-            {
-                return Ok(V::opaque());
-            }
             return match m.as_str() {
                 // A number parsed from an input: this run's sample (the same on every rank).
                 "parse" | "parse_from" => Ok(V::Int(super::uniform_number())),
