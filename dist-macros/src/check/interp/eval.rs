@@ -442,30 +442,19 @@ impl<'a> Interp<'a> {
             }
             Expr::Index(ix) => {
                 let base = self.expr(&ix.expr)?;
-                // A slice of a list the check holds: `x[..]`, `x[a..]`, `x[..b]`, `x[a..b]`.
-                if let (V::List(items), Expr::Range(rg)) = (&base, &*ix.index) {
-                    let lo = match &rg.start {
-                        Some(e) => self.expr(e)?,
-                        None => V::Int(0),
-                    };
-                    let hi = match &rg.end {
-                        Some(e) => self.expr(e)?,
-                        None => V::Int(items.len() as i128),
-                    };
-                    let hi = match (hi, &rg.limits) {
-                        (V::Int(h), RangeLimits::Closed(_)) => V::Int(h + 1),
-                        (h, _) => h,
-                    };
-                    return Ok(match (lo, hi) {
-                        (V::Int(a), V::Int(b)) if 0 <= a && a <= b && b as usize <= items.len() => {
-                            V::list(items[a as usize..b as usize].to_vec())
-                        }
-                        // (Out of bounds panics at run time; not the check's to judge.)
-                        _ => V::opaque(),
-                    });
-                }
-                let i = self.expr(&ix.index)?;
-                // `full[owned]` with `owned` a range the check holds.
+                // An open-ended slice of a list the check holds (`x[a..]`, `x[..]`) ends
+                // at its length; any other range is evaluated as it is written.
+                let i = match (&base, &*ix.index) {
+                    (V::List(items), Expr::Range(rg)) if rg.end.is_none() => match &rg.start {
+                        Some(e) => match self.expr(e)? {
+                            V::Int(a) => V::Range(a, items.len() as i128),
+                            _ => V::opaque(),
+                        },
+                        None => V::Range(0, items.len() as i128),
+                    },
+                    _ => self.expr(&ix.index)?,
+                };
+                // A slice by a range the check holds: `x[a..b]`, `full[owned]`.
                 if let (V::List(items), V::Range(a, b)) = (&base, &i) {
                     return Ok(if 0 <= *a && a <= b && *b as usize <= items.len() {
                         V::list(items[*a as usize..*b as usize].to_vec())
