@@ -401,8 +401,11 @@ fn check_size<'a>(
     // Passes that resolved more senders of receives from any source (each lets the
     // ranks run further: a reply to the status's source, a later round).
     let mut any_passes = 0;
+    // Whether ranks decide conditions on data that differs from rank to rank (after a
+    // pass showed two ranks' data computed differently at one).
+    let mut local = false;
     let mut pass = 0;
-    while pass < PASSES + any_passes {
+    while pass < PASSES + any_passes + usize::from(local) {
         pass += 1;
         let mut traces = Vec::with_capacity(n);
         let mut learned = Splits::new();
@@ -410,6 +413,7 @@ fn check_size<'a>(
         let mut invalid = None;
         let mut undecidable = None;
         let mut stopped: Vec<usize> = Vec::new();
+        interp::reset_local(n, local);
         for r in 0..n {
             let mut it = Interp::new(r, n, &splits, macros, file, consts.clone());
             it.memo = memo.clone();
@@ -431,6 +435,10 @@ fn check_size<'a>(
             again |= it.needs_another_pass;
             traces.push(std::mem::take(&mut it.events));
         }
+        if !local && interp::local_data_differs() {
+            local = true;
+            continue;
+        }
         if again && learned != splits {
             // A split's members are known now: run again before judging anything.
             last = sim::collectives(n, &traces);
@@ -438,8 +446,21 @@ fn check_size<'a>(
             splits = learned;
             continue;
         }
+        // Conditions on data that may differ from rank to rank: followed where ranks'
+        // data tell apart (problems found then say how the ranks went), else the
+        // construct is not followed.
+        let local_note = match interp::local_verdict() {
+            interp::LocalVerdict::Unknown(at, what) => return SizeResult::Undecidable(at, what),
+            interp::LocalVerdict::Followed(note) => note,
+        };
+        let noted = |errs: Vec<syn::Error>| match &local_note {
+            None => SizeResult::Problems(errs),
+            Some(note) => SizeResult::Problems(
+                errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect(),
+            ),
+        };
         if let Some(e) = invalid {
-            return SizeResult::Problems(vec![e]);
+            return noted(vec![e]);
         }
         let mut found = HashMap::new();
         let resolved = if again { Ok(()) } else { sim::resolve_any(n, &mut traces, &mut found) };
@@ -465,10 +486,10 @@ fn check_size<'a>(
             match resolved {
                 Ok(()) => {}
                 Err(sim::AnySource::Race(at, what)) => return SizeResult::Undecidable(at, what),
-                Err(sim::AnySource::Unmatched(e, _)) => return SizeResult::Problems(vec![e]),
+                Err(sim::AnySource::Unmatched(e, _)) => return noted(vec![e]),
             }
             let errs = sim::check(n, &traces);
-            return if errs.is_empty() { SizeResult::Clean } else { SizeResult::Problems(errs) };
+            return if errs.is_empty() { SizeResult::Clean } else { noted(errs) };
         }
         break;
     }
@@ -1017,6 +1038,56 @@ mod tests {
         }
     }
 
+    /// A condition on data that differs from rank to rank (what an all-to-all or a
+    /// receive from a neighbour delivered), whose code communicates or leaves early: the
+    /// ranks whose data was computed from different values take different branches, so a
+    /// collective some skip is an error naming the condition; a condition whose branches
+    /// communicate alike, or one on a reduced value, is accepted; a root computed from
+    /// such data is an error too. Data that every rank computes alike (nothing tells
+    /// the ranks apart) stays a construct not followed.
+    #[test]
+    fn conditions_on_rank_local_data_are_decided_per_rank() {
+        let src = r#"fn moe(world: Comm<World>) -> dist_runtime::Result<()> {
+            let (r, n) = (world.rank(), world.size());
+            let send = vec![1u64; n];
+            let mut got = vec![0u64; n];
+            world.all_to_all(&send, &mut got)?;
+            let total: u64 = got.iter().sum();
+            let mut h = [0.0f64];
+            world.sendrecv((r + 1) % n, T, &[r as f64], (r + n - 1) % n, &mut h)?;
+            BODY
+            Ok(())
+        }"#;
+        let c = "const T: Tag<f64> = Tag::new(1);";
+        let with = |body: &str| src.replace("BODY", body);
+        for n in 2..=4 {
+            // Both branches communicate alike: whichever way each rank goes, it matches.
+            let alike = with("if total == 0 { world.barrier()?; } else { world.barrier()?; }");
+            assert_eq!(problems(&alike, c, n), Vec::<String>::new(), "size {n}");
+            // Agreed first: every rank leaves together.
+            let reduced = with(
+                "let mut g = [total as f64]; world.all_reduce(&mut g, ReduceOp::Sum)?; \
+                 if g[0] == 0.0 { return Ok(()); } world.barrier()?;",
+            );
+            assert_eq!(problems(&reduced, c, n), Vec::<String>::new(), "size {n}");
+        }
+        // Skipping a collective when this rank received nothing.
+        let e = problems(&with("if total == 0 { return Ok(()); } world.barrier()?;"), c, 3);
+        assert!(
+            e[0].contains("`barrier`") && e[0].contains("reached by") && e[0].contains("the condition `total == 0`"),
+            "{e:?}"
+        );
+        // On what the left neighbour sent.
+        let e = problems(&with("while h[0] > 0.5 { world.barrier()?; h[0] = 0.0; }"), c, 3);
+        assert!(e[0].contains("`barrier`") && e[0].contains("`h[0] > 0.5`"), "{e:?}");
+        // A root from local data.
+        let e = problems(&with("let root = if h[0] > 0.5 { r } else { 0 }; world.broadcast(&mut h, root)?;"), c, 3);
+        assert!(e[0].contains("may be called with different roots") && e[0].contains("`root`"), "{e:?}");
+        // Data the check cannot tell apart across ranks: not followed, as before.
+        let same = with("let v = unknown_fn(); if v > 0.5 { world.barrier()?; }");
+        assert!(problems(&same, c, 3)[0].starts_with("undecidable"), "{:?}", problems(&same, c, 3));
+    }
+
     /// What a receive writes is data: an `assert_eq!` on it must not read the buffer's
     /// initial value, decide that the rank panics, and so take the size for one the
     /// program does not support (which hid the unmatched self-messages below).
@@ -1163,9 +1234,15 @@ mod tests {
             "if let Some(g) = world.subgroup::<Half>(&[0, 1])? { g.all_reduce(&mut s, ReduceOp::Sum)?; }",
         );
         assert!(problems(&part, c, 3)[0].starts_with("undecidable"), "{:?}", problems(&part, c, 3));
-        // A rank's own value mixed in: not the same everywhere.
+        // A rank's own value mixed in: not the same everywhere, and the ranks leaving the
+        // loop at different tests is an error, saying which condition and ranks.
         let mixed = good.replace("res[0].sqrt() > tol * 2.0", "res[0].sqrt() > tol * r as f64");
-        assert!(problems(&mixed, c, 3)[0].starts_with("undecidable"), "{:?}", problems(&mixed, c, 3));
+        let e = problems(&mixed, c, 3);
+        assert!(
+            e[0].contains("reached by rank 0 but not")
+                && e[0].contains("goes one way on rank 0 and the other way on rank 1"),
+            "{e:?}"
+        );
         // An item of a gather picked by rank is this rank's.
         let gathered = good.replace(
             "let mut it = 0;",

@@ -183,6 +183,33 @@ pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                 errs.push(e);
                 break;
             }
+            // A root that is data on every rank, computed from different values on two
+            // of them: the ranks may pass different roots.
+            let data_root = |e: &Ev| match e {
+                Ev::Coll { root: None, root_data: Some(d), .. } => Some(d.clone()),
+                _ => None,
+            };
+            let roots: Vec<(usize, (u64, String), &Ev)> = at
+                .iter()
+                .filter_map(|(r, e)| Some((*r, data_root(e.expect("reached"))?, e.expect("reached"))))
+                .collect();
+            if roots.len() == at.len() {
+                if let Some((r1, (_, text), ev)) = roots.iter().find(|x| x.1 .0 != roots[0].1 .0) {
+                    let (r0, e0) = (roots[0].0, roots[0].2);
+                    errs.push(ev.site().error(format!(
+                        "`{}` on {desc} may be called with different roots at world size {n}: the root `{text}` \
+                         ({}) is data that rank {r1} computes from other values than rank {r0} does (`{}`, {}), \
+                         so the ranks may pass different roots; every rank must pass the same root: compute it \
+                         from `rank()`, `size()`, constants or the program's inputs, or broadcast it from a fixed \
+                         root first",
+                        ev.call(),
+                        ev.site().loc(),
+                        roots[0].1 .1,
+                        e0.site().loc(),
+                    )));
+                    break;
+                }
+            }
         }
     }
     errs

@@ -165,6 +165,8 @@ pub enum Ev<'a> {
         op: Option<String>,
         /// The length of the buffer every rank must pass alike, where evaluable.
         len: Option<i128>,
+        /// A root that is data: its hash ([`super::interp::V::Opaque`]'s `fp`) and text.
+        root_data: Option<(u64, String)>,
         site: Site<'a>,
     },
     /// Blocks until the posted events `ids` complete.

@@ -280,6 +280,10 @@ impl<'a> Interp<'a> {
         let (ne, nc) = (self.events.len(), self.comms.len());
         let mut changed: Vec<scopes::Sym> = Vec::new();
         let mut reshaped: Vec<scopes::Sym> = Vec::new();
+        // What each changed variable was set to, in any branch, and the condition: the
+        // data it holds after is computed from those ([`V::Opaque`]'s `fp`).
+        let cond_fp = std::mem::take(&mut self.cond_fp);
+        let mut salts: Vec<(scopes::Sym, u64)> = Vec::new();
         for b in branches {
             self.scopes = before_scopes.clone();
             self.speculative += 1;
@@ -317,11 +321,12 @@ impl<'a> Interp<'a> {
                     // wrote keeps its communicators and shape).
                     let same_shape = before_scopes
                         .get_in(depth, k)
-                        .is_some_and(|b| forget(b.clone(), false) == forget(v.clone(), false));
+                        .is_some_and(|b| shape(forget(b.clone(), false)) == shape(forget(v.clone(), false)));
                     if !same_shape {
                         reshaped.push(k);
                     }
                     changed.push(k);
+                    salts.push((k, fp_of(&[v, &V::Int(cond_fp as i128)])));
                 }
             }
         }
@@ -329,10 +334,12 @@ impl<'a> Interp<'a> {
         let cond = self.place(at);
         for k in changed {
             if let Some(slot) = self.scopes.get_mut(k) {
+                let salt = salts.iter().filter(|x| x.0 == k).fold(0u64, |a, x| a.rotate_left(5) ^ x.1) | 1;
                 *slot = if reshaped.contains(&k) {
-                    V::Opaque { comm: slot.has_comm() }
+                    let comm = slot.has_comm();
+                    V::Opaque { comm, fp: if comm { 0 } else { fp_of(&[slot, &V::Int(salt as i128)]) } }
                 } else {
-                    forget(slot.clone(), false)
+                    forget_with(slot.clone(), false, salt)
                 };
                 let name = scopes::text(k).to_string();
                 if !name.starts_with('\u{0}') {
@@ -476,7 +483,7 @@ impl<'a> Interp<'a> {
                             && matches!(items[i as usize], V::Agreed)
                             && !input_like(&ix.index, &V::Int(i)) =>
                     {
-                        V::opaque()
+                        V::data(fp_of(&[&V::Int(i)]))
                     }
                     (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
                     (V::List(items), V::Int(i)) => {
@@ -761,6 +768,11 @@ impl<'a> Interp<'a> {
     /// `&mut self.layers[i]`): only that field of a struct the check follows, else
     /// the variable at its root.
     pub(super) fn clobber_place(&mut self, e: &'a Expr, keep_shape: bool) {
+        self.clobber_place_with(e, keep_shape, 0)
+    }
+
+    /// [`Self::clobber_place`], with what was written known by `salt` ([`forget_with`]).
+    pub(super) fn clobber_place_with(&mut self, e: &'a Expr, keep_shape: bool, salt: u64) {
         let mut p = e;
         loop {
             p = match p {
@@ -775,19 +787,23 @@ impl<'a> Interp<'a> {
         }
         if let Expr::Field(_) = p {
             if let Some(v) = self.place_value(p) {
-                if self.store(p, forget(v, keep_shape)).is_ok() {
+                if self.store(p, forget_with(v, keep_shape, salt)).is_ok() {
                     return;
                 }
             }
         }
         if let Some(name) = place_root(e) {
-            self.clobber(&name, keep_shape);
+            self.clobber_with(&name, keep_shape, salt);
         }
     }
 
     pub(super) fn clobber(&mut self, name: &str, keep_shape: bool) {
+        self.clobber_with(name, keep_shape, 0)
+    }
+
+    fn clobber_with(&mut self, name: &str, keep_shape: bool, salt: u64) {
         if let Some(v) = self.lookup(name).cloned() {
-            self.assign(name, forget(v, keep_shape));
+            self.assign(name, forget_with(v, keep_shape, salt));
         }
     }
 
@@ -833,7 +849,7 @@ impl<'a> Interp<'a> {
                 (_, V::Bool(_), y) if same(&y) => V::Agreed,
                 (_, x, V::Bool(_)) if same(&x) => V::Agreed,
                 (_, x, y) if same(&x) && same(&y) => V::Agreed,
-                _ => V::opaque(),
+                (_, x, y) => V::taint(&[&x, &y]),
             });
         }
         let compound = match b.op {
@@ -870,7 +886,7 @@ impl<'a> Interp<'a> {
             Err(msg) if msg.starts_with("division") => return Err(Flow::Fail),
             // Past i128 (a hash, a random number generator): what the program computes
             // in its fixed-width integers is data to the check.
-            Err(_) => V::opaque(),
+            Err(_) => V::taint(&[&l, &r]),
         };
         if compound.is_some() {
             self.store(&b.left, v)?;
@@ -932,6 +948,60 @@ impl<'a> Interp<'a> {
         Ok(Some(self.agreed_next(site, false).0))
     }
 
+    /// Code under a condition on data that may differ from rank to rank (a local loss,
+    /// a received count, `rank == owner` with the owner data): speculated where none of
+    /// `branches` communicates or leaves early (`Ok(None)`). Where one does, the ranks
+    /// decide it ([`super::local_decision`]): rank by rank, by the data's hash (`fp`), so
+    /// that ranks whose data was computed from different values take different branches
+    /// where the run's pattern makes them; `Ok(Some(arm))` is this rank's branch. When
+    /// no two ranks' data tell apart, the pass ends as this construct not followed
+    /// ([`super::local_verdict`]), as before.
+    pub(super) fn local_branch(
+        &mut self,
+        fp: u64,
+        cond: &'a Expr,
+        site: usize,
+        branches: &[Branch<'a>],
+        at: &impl ToTokens,
+    ) -> Result<Option<usize>, Flow<'a>> {
+        if !self.agreed_communicates.contains(&site) {
+            let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
+            self.cond_fp = fp;
+            match self.speculate(branches, at) {
+                Ok(()) => return Ok(None),
+                Err(Flow::Stop(Stop::Undecidable { at: a, what, located }))
+                    if fp != 0 && self.speculative == 0 && (self.quotas.is_empty() || !touched_input()) =>
+                {
+                    if !super::local_enabled() {
+                        super::local_stop(site, fp);
+                        return Err(Flow::Stop(Stop::Undecidable { at: a, what, located }));
+                    }
+                    self.events.truncate(ne);
+                    self.comms.truncate(nc);
+                    self.next_id = id;
+                    self.agreed_communicates.insert(site);
+                    self.local_seen.insert(site, (0, what));
+                }
+                Err(f) => return Err(f),
+            }
+        }
+        let Some((j, what)) = self.local_seen.get_mut(&site).map(|e| {
+            e.0 += 1;
+            (e.0 - 1, e.1.clone())
+        }) else {
+            // (A condition on data the same on every rank met here before.)
+            return Err(undecidable(at, "a condition on data under a condition the same on every rank"));
+        };
+        let (at, what) = match self.locate_stop::<()>(Err(undecidable(at, what))) {
+            Err(Flow::Stop(Stop::Undecidable { at, what, .. })) => (at, what),
+            _ => unreachable!("locate_stop keeps the error"),
+        };
+        let text = format!("`{}` at {}", super::trace::expr_text(cond), self.chain_text(trace::line_of(cond)));
+        let arms = branches.len().max(2);
+        let pick = super::local_decision(site, j, fp, self.rank, arms, at, what, text);
+        Ok(Some(pick))
+    }
+
     pub(super) fn labeled_block(&mut self, label: Option<&syn::Label>, b: &'a Block) -> R<'a> {
         match self.block(b) {
             Err(Flow::Break(Some(l), v)) if label.is_some_and(|x| x.name.ident == l) => Ok(v),
@@ -963,8 +1033,19 @@ impl<'a> Interp<'a> {
                         }
                         return Ok(V::opaque());
                     }
+                    if let V::Opaque { comm: false, fp } = c {
+                        let site = &*i.cond as *const Expr as usize;
+                        return match me.local_branch(fp, &i.cond, site, &branches, i)? {
+                            Some(0) => me.block(&i.then_branch),
+                            Some(_) => match &i.else_branch {
+                                Some((_, e)) => me.expr(e),
+                                None => Ok(V::Unit),
+                            },
+                            None => Ok(V::taint(&[&c])),
+                        };
+                    }
                     me.speculate(&branches, i)?;
-                    Ok(V::opaque())
+                    Ok(V::taint(&[&c]))
                 }
             }
         })
@@ -1022,6 +1103,25 @@ impl<'a> Interp<'a> {
                 me.expr(&arm.body)
             });
         }
+        // Data that may differ from rank to rank: each rank takes an arm by its data.
+        if let (V::Opaque { comm: false, fp }, true) = (&v, unknown_arms.len() > 1) {
+            let (fp, site) = (*fp, m as *const syn::ExprMatch as usize);
+            let o = V::taint(&[&v]);
+            let pick = self.scoped(|me| {
+                for arm in &unknown_arms {
+                    me.bind_opaque(&arm.pat, &o);
+                }
+                me.local_branch(fp, &m.expr, site, &unknown, m)
+            })?;
+            if let Some(pick) = pick {
+                let arm = unknown_arms[pick % unknown_arms.len()];
+                return self.scoped(|me| {
+                    me.bind_opaque(&arm.pat, &o);
+                    me.expr(&arm.body)
+                });
+            }
+            return Ok(o);
+        }
         // Arms whose patterns the check cannot decide: they must not communicate.
         self.scoped(|me| {
             let o = V::taint(&[&v]);
@@ -1030,7 +1130,7 @@ impl<'a> Interp<'a> {
             }
             me.speculate(&unknown, m)
         })?;
-        Ok(V::opaque())
+        Ok(V::taint(&[&v]))
     }
 
     /// Iterates a loop body over `items`, handling break/continue with labels.
@@ -1101,6 +1201,13 @@ impl<'a> Interp<'a> {
                         let site = &*w.cond as *const Expr as usize;
                         match me.agreed_branch(site, &[Branch::Block(&w.body)], w)? {
                             Some(j) if super::agreed_decision(j) => me.block(&w.body).map(|_| V::Bool(true)),
+                            _ => Ok(V::Bool(false)),
+                        }
+                    }
+                    V::Opaque { comm: false, fp } => {
+                        let site = &*w.cond as *const Expr as usize;
+                        match me.local_branch(fp, &w.cond, site, &[Branch::Block(&w.body)], w)? {
+                            Some(0) => me.block(&w.body).map(|_| V::Bool(true)),
                             _ => Ok(V::Bool(false)),
                         }
                     }
@@ -1308,7 +1415,11 @@ impl<'a> Interp<'a> {
         // Summarised, its result is data; but a helper that reads the program's inputs
         // from arguments that are the same on every rank (`Config::from_args()`) gives
         // the same on every rank: an input, whatever it computes.
-        let summary = if touched && input_args { V::Uniform } else { V::opaque() };
+        let summary = match &memo_args {
+            _ if touched && input_args => V::Uniform,
+            Some(args) => V::taint(&args.iter().collect::<Vec<_>>()),
+            None => V::opaque(),
+        };
         if let (Some(key), Some(args)) = (memo, memo_args) {
             match &r {
                 Some(Ok(v)) if touched && input_args => self.memo_put(key, &args, &uniform_data(v.clone()), read),
@@ -1398,7 +1509,7 @@ impl<'a> Interp<'a> {
         {
             // A rank's own variables (`RANK`, `LOCAL_RANK`, `SLURM_PROCID` …) differ across ranks.
             if last.starts_with("var") && args.first().is_some_and(|a| matches!(a, V::Name(n) if rank_variable(n))) {
-                return Ok(V::opaque());
+                return Ok(V::data(fp_of(&[&V::Int(self.rank as i128)])));
             }
             swap_touched_input(true);
             // The run without arguments: the program's name alone.
@@ -1493,7 +1604,13 @@ impl<'a> Interp<'a> {
                 ),
             ));
         }
-        Ok(V::opaque())
+        // A clock or an entropy source reads something of its own on each rank.
+        let last = name.rsplit("::").next().unwrap_or(name);
+        if args.is_empty() && matches!(last, "now" | "thread_rng" | "random" | "rng" | "from_entropy" | "from_os_rng") {
+            return Ok(V::data(fp_of(&[&V::Name(name.into()), &V::Int(self.rank as i128)])));
+        }
+        // Anything else computes from its arguments.
+        Ok(V::taint(&args.iter().collect::<Vec<_>>()))
     }
 }
 
@@ -1557,17 +1674,45 @@ pub(super) fn mut_loans(e: &Expr, out: &mut Vec<String>) {
 /// and closures stay (a buffer write does not change them); with `keep_shape`, lists
 /// and tuples keep their length; everything else becomes opaque.
 pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
+    forget_with(v, keep_shape, 0)
+}
+
+/// [`forget`], where what was written is known by `salt` (a hash of what a method
+/// pushed, the peer and tag of the receive that filled the buffer; 0 for nothing
+/// known): each forgotten value's `fp` is computed from what it was and the salt, so
+/// data that differed stays different, and a write that differs makes it differ.
+pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
     match v {
         // Data already forgotten (a buffer's items) is shared as it is.
-        V::List(items) if keep_shape && items.iter().all(|x| matches!(x, V::Opaque { comm: false })) => V::List(items),
-        V::List(items) if keep_shape => V::list(items.iter().cloned().map(|x| forget(x, true)).collect()),
-        V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget(x, true)).collect()),
+        V::List(items)
+            if keep_shape && salt == 0 && items.iter().all(|x| matches!(x, V::Opaque { comm: false, .. })) =>
+        {
+            V::List(items)
+        }
+        V::List(items) if keep_shape => V::list(items.iter().cloned().map(|x| forget_with(x, true, salt)).collect()),
+        V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget_with(x, true, salt)).collect()),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
         // A struct keeps its communicators, requests and shape; its data is forgotten.
-        V::Struct(t, fields) => V::Struct(t, fields.into_iter().map(|(k, v)| (k, forget(v, keep_shape))).collect()),
+        V::Struct(t, fields) => {
+            V::Struct(t, fields.into_iter().map(|(k, v)| (k, forget_with(v, keep_shape, salt))).collect())
+        }
         // What was read from the program's inputs stays the same on every rank.
         V::Uniform => V::Uniform,
-        v => V::Opaque { comm: v.has_comm() },
+        V::Opaque { comm: false, fp } if salt == 0 => V::data(fp),
+        v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
+        v => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
+    }
+}
+
+/// `v` with every data hash cleared: its shape, for comparing what a branch changed.
+fn shape(v: V<'_>) -> V<'_> {
+    match v {
+        V::Opaque { comm, .. } => V::Opaque { comm, fp: 0 },
+        V::Struct(t, f) => V::Struct(t, f.into_iter().map(|(k, v)| (k, shape(v))).collect()),
+        V::Tuple(l) => V::Tuple(l.into_iter().map(shape).collect()),
+        V::List(l) => V::list(l.iter().cloned().map(shape).collect()),
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(shape(*x)))),
+        v => v,
     }
 }
 
@@ -1579,7 +1724,7 @@ pub(super) fn agree<'a>(v: V<'a>) -> V<'a> {
         V::Tuple(items) => V::Tuple(items.into_iter().map(agree).collect()),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
         V::Struct(t, fields) => V::Struct(t, fields.into_iter().map(|(k, v)| (k, agree(v))).collect()),
-        v if v.has_comm() => V::Opaque { comm: true },
+        v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
         _ => V::Agreed,
     }
 }
@@ -1602,7 +1747,7 @@ fn is_uniform_source(name: &str) -> bool {
 /// across ranks) returned: its data parts are inputs too, the same on every rank.
 fn uniform_data(v: V<'_>) -> V<'_> {
     match v {
-        V::Opaque { comm: false } => V::Uniform,
+        V::Opaque { comm: false, .. } => V::Uniform,
         V::Struct(t, f) => V::Struct(t, f.into_iter().map(|(k, v)| (k, uniform_data(v))).collect()),
         V::Tuple(l) => V::Tuple(l.into_iter().map(uniform_data).collect()),
         V::Opt(Some(x)) => V::Opt(Some(Box::new(uniform_data(*x)))),

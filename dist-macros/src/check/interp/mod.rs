@@ -162,6 +162,143 @@ fn agreed_decision(j: u32) -> bool {
     })
 }
 
+/// One condition on data that differs from rank to rank, met in this pass: the first
+/// rank to meet it, its data's hash ([`V::Opaque`]'s `fp`) and the arm it took; a rank
+/// whose data was computed otherwise, if any; and where the condition is, for verdicts.
+struct LocalSite {
+    rank: usize,
+    fp: u64,
+    pick: usize,
+    other: Option<usize>,
+    at: proc_macro2::TokenStream,
+    what: String,
+    cond: String,
+}
+
+/// The conditions on rank-local data met in this pass, by condition address and ordinal.
+#[derive(Default)]
+struct LocalSites {
+    size: usize,
+    /// Whether ranks decide such conditions in this pass. A first pass does not: a rank
+    /// stops at the first one whose code communicates (as at any construct not
+    /// followed) and notes its data's hash there; only when two ranks' hashes differ at
+    /// one condition does the next pass decide them (a program whose ranks compute such
+    /// data alike costs no more than before).
+    enabled: bool,
+    sites: FxMap<(usize, u32), LocalSite>,
+    order: Vec<(usize, u32)>,
+    /// Where ranks stopped in a pass that does not decide: condition and data hash.
+    stops: FxMap<usize, u64>,
+    /// Two ranks stopped at one condition with data hashed differently.
+    differ: bool,
+}
+
+thread_local! {
+    static LOCAL: std::cell::RefCell<LocalSites> = std::cell::RefCell::new(LocalSites::default());
+}
+
+/// Starts a pass of `size` ranks: no condition on rank-local data met yet; `decide`:
+/// whether ranks decide them in this pass ([`LocalSites::enabled`]).
+pub fn reset_local(size: usize, decide: bool) {
+    LOCAL.with(|l| *l.borrow_mut() = LocalSites { size, enabled: decide, ..Default::default() });
+}
+
+/// Whether ranks decide conditions on rank-local data in this pass.
+fn local_enabled() -> bool {
+    LOCAL.with(|l| l.borrow().enabled)
+}
+
+/// A rank stopped at the condition `site` on data with hash `fp` (a pass that does not
+/// decide such conditions).
+fn local_stop(site: usize, fp: u64) {
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        match l.stops.get(&site) {
+            Some(&f) if f != fp => l.differ = true,
+            Some(_) => {}
+            None => {
+                l.stops.insert(site, fp);
+            }
+        }
+    })
+}
+
+/// Whether, in this pass, two ranks stopped at one condition on data they computed
+/// from different values: the next pass decides such conditions.
+pub fn local_data_differs() -> bool {
+    LOCAL.with(|l| l.borrow().differ)
+}
+
+/// How the pass's conditions on rank-local data went ([`local_decision`]).
+pub enum LocalVerdict {
+    /// None met, or each one met by ranks whose data was computed from different inputs.
+    Followed(Option<String>),
+    /// One met only by ranks whose data the check cannot tell apart: it may agree or
+    /// not, which the check cannot know (the construct it cannot follow).
+    Unknown(proc_macro2::TokenStream, String),
+}
+
+/// The verdict on this pass's conditions on rank-local data, and, where ranks took
+/// different branches, a note for the problems found.
+pub fn local_verdict() -> LocalVerdict {
+    LOCAL.with(|l| {
+        let l = l.borrow();
+        let mut note = None;
+        for k in &l.order {
+            let s = &l.sites[k];
+            match s.other {
+                None if l.size > 1 => return LocalVerdict::Unknown(s.at.clone(), s.what.clone()),
+                None => {}
+                Some(o) => {
+                    note.get_or_insert_with(|| {
+                        format!(
+                            "when the condition {} goes one way on rank {} and the other way on rank {o}: it \
+                             tests data computed from different values on those ranks, which may differ",
+                            s.cond, s.rank,
+                        )
+                    });
+                }
+            }
+        }
+        LocalVerdict::Followed(note)
+    })
+}
+
+/// Which of `arms` branches rank `rank` takes at the `j`th test of the condition at
+/// `site` on data with hash `fp` that may differ from rank to rank: the first rank to
+/// test it follows this run's pattern ([`AGREED_MODES`]); a later rank whose data has
+/// the same hash takes the same branch, one whose data was computed from other values
+/// the next one, the way a run where the data differs may go.
+#[allow(clippy::too_many_arguments)]
+fn local_decision(
+    site: usize,
+    j: u32,
+    fp: u64,
+    rank: usize,
+    arms: usize,
+    at: proc_macro2::TokenStream,
+    what: String,
+    cond: String,
+) -> usize {
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        if let Some(s) = l.sites.get_mut(&(site, j)) {
+            if s.fp == fp {
+                return s.pick;
+            }
+            s.other.get_or_insert(rank);
+            return (s.pick + 1) % arms.max(1);
+        }
+        let pick = match arms {
+            0..=2 => usize::from(!agreed_decision(j)),
+            _ => (agreed_mode() as usize + j as usize + usize::from(agreed_decision(j))) % arms,
+        };
+        l.sites.insert((site, j), LocalSite { rank, fp, pick, other: None, at, what, cond });
+        l.order.push((site, j));
+        pick
+    })
+}
+
 /// This run's pattern, for the memo of quiet helpers (which may decide such conditions).
 pub(super) fn agreed_mode() -> u8 {
     AGREED.with(|a| a.get().0)
@@ -254,6 +391,12 @@ pub struct Interp<'a> {
     /// Conditions of that kind whose code communicates (or leaves early): decided, never
     /// speculated again ([`Self::agreed_branch`]).
     agreed_communicates: std::collections::HashSet<usize, std::hash::BuildHasherDefault<Fx>>,
+    /// How often each condition on rank-local data was decided in this rank's run
+    /// ([`local_decision`]), and what speculating it showed.
+    local_seen: FxMap<usize, (u32, String)>,
+    /// The hash of the condition whose branches are being speculated (what they set is
+    /// computed from it).
+    cond_fp: u64,
 }
 
 /// What the quiet helpers of one check returned, by the helper's address, the sample of
@@ -354,6 +497,8 @@ impl<'a> Interp<'a> {
             needs_another_pass: false,
             steps: 0,
             speculative: 0,
+            local_seen: FxMap::default(),
+            cond_fp: 0,
             memo: Default::default(),
         }
     }

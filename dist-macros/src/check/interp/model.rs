@@ -155,7 +155,11 @@ impl<'a> Interp<'a> {
                 }
                 self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
                 // A received value is data: unknown to the check.
-                return Ok(if m == "recv_object" { V::opaque() } else { V::Unit });
+                return Ok(if m == "recv_object" {
+                    V::data(fp_of(&[&V::Name(self.comms[c].key.clone()), peer, tag]))
+                } else {
+                    V::Unit
+                });
             }
             "recv_any" | "irecv_any" => {
                 let Some(tag) = args.first() else { return Ok(V::Unit) };
@@ -235,9 +239,16 @@ impl<'a> Interp<'a> {
                 Some(V::List(items)) if uniform => Some(items.len() as i128),
                 _ => None,
             };
+            // A root that is data computed on each rank: its hash, for the ranks' roots
+            // to be compared ([`sim::check`]).
+            let data_root = match ri.and_then(|i| Some((args.get(i)?, mc.args.get(i)?))) {
+                Some((V::Opaque { comm: false, fp }, a)) if *fp != 0 => Some((*fp, super::trace::expr_text(a))),
+                _ => None,
+            };
             let id = self.post_coll(e, c, base, root, op)?;
-            if let Some(Ev::Coll { len: l, .. }) = self.events.last_mut() {
+            if let Some(Ev::Coll { len: l, root_data, .. }) = self.events.last_mut() {
                 *l = len;
+                *root_data = data_root;
             }
             if !spec.blocking {
                 return Ok(V::Req(vec![id]));
@@ -438,6 +449,7 @@ impl<'a> Interp<'a> {
             root,
             op,
             len: None,
+            root_data: None,
             site: self.site(e),
         });
         Ok(id)
@@ -467,7 +479,7 @@ impl<'a> Interp<'a> {
         let parent = self.comms[c].key.clone();
         let Some(pmembers) = self.comms[c].members.clone() else {
             self.needs_another_pass = true;
-            return Ok(V::Opaque { comm: true });
+            return Ok(V::Opaque { comm: true, fp: 0 });
         };
         let my_local = pmembers.iter().position(|&w| w == self.rank).expect("member");
         let id = self.fresh_id();
@@ -480,6 +492,7 @@ impl<'a> Interp<'a> {
             root: None,
             op: None,
             len: None,
+            root_data: None,
             site: self.site(e),
         });
         self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });

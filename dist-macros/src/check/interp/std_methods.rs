@@ -61,11 +61,21 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+        // (`push` onto data the check cannot see into: what was pushed is in it now.)
+        let pushed_onto_data =
+            matches!(recv, V::Opaque { comm: false, .. }) && matches!(m.as_str(), "push" | "push_back");
         let r = self.std_method(e, mc, recv, &m)?;
-        // What the method may have written: what it borrowed mutably, and its receiver.
+        // What the method may have written: what it borrowed mutably, and its receiver
+        // (computed from what it was and the arguments: the call's result's hash).
         self.clobber_loans(&mc.args, false);
+        let salt = match &r {
+            V::Opaque { fp, .. } => *fp,
+            r => fp_of(&[r]),
+        };
         if let Some(keep_shape) = mutates_receiver(&mc.method) {
-            self.clobber_place(&mc.receiver, keep_shape);
+            self.clobber_place_with(&mc.receiver, keep_shape, salt);
+        } else if pushed_onto_data {
+            self.clobber_place_with(&mc.receiver, false, salt);
         }
         Ok(r)
     }
@@ -79,7 +89,26 @@ impl<'a> Interp<'a> {
         }
         // What a collective of every rank leaves in its buffers is the same on every rank.
         let every = |me: &Self| matches!(&me.comms[c].members, Some(m) if m.len() == me.size);
-        let agreed = matches!(m.trim_end_matches("_async"), "all_reduce" | "broadcast" | "all_gather") && every(self);
+        let base = m.trim_end_matches("_async");
+        let agreed = matches!(base, "all_reduce" | "broadcast" | "all_gather") && every(self);
+        // What arrives otherwise differs from rank to rank as far as the check knows, by
+        // what it came from ([`V::Opaque`]'s `fp`): a receive's peer and tag (two ranks
+        // receiving from one peer under one tag may get the same), the group of a
+        // reduction over part of the ranks, the receiving rank for a scatter, an
+        // all-to-all or a reduce-scatter (each rank gets its own part).
+        let key = V::Name(self.comms[c].key.clone());
+        // (The receive this call posted is among its last events: its post, its wait.)
+        let posted = || {
+            self.events.iter().rev().take(4).find_map(|ev| match ev {
+                Ev::P2p { send: false, peer, tag, .. } => Some((*peer, tag.clone())),
+                _ => None,
+            })
+        };
+        let salt = match p2p_receives(m).then(posted).flatten() {
+            Some((peer, tag)) => fp_of(&[&key, &V::Int(peer as i128), &V::Name(tag)]),
+            _ if matches!(base, "all_reduce" | "broadcast" | "all_gather") => fp_of(&[&key, &V::Name(base.into())]),
+            _ => fp_of(&[&key, &V::Name(base.into()), &V::Int(self.rank as i128)]),
+        };
         for (i, a) in mc.args.iter().enumerate() {
             let role = spec.peers.contains(&i) || spec.tag == Some(i) || spec.root == Some(i) || spec.reduce == Some(i);
             if role || (m == "sendrecv" && i != 4) {
@@ -100,7 +129,7 @@ impl<'a> Interp<'a> {
                             self.clobber_place(p, true);
                         }
                     }
-                    _ => self.clobber_place(p, true),
+                    _ => self.clobber_place_with(p, true, salt),
                 }
             }
         }
@@ -238,7 +267,9 @@ impl<'a> Interp<'a> {
         // with arguments the same on every rank stays the same on every rank.
         if matches!(recv, V::Agreed) && !args.iter().any(|v| matches!(v, V::Closure(_))) {
             let same = mc.args.iter().zip(&args).all(|(a, v)| input_like(a, v));
-            return Ok(if same { V::Agreed } else { V::opaque() });
+            let mut all: Vec<&V> = args.iter().collect();
+            all.push(&recv);
+            return Ok(if same { V::Agreed } else { V::taint(&all) });
         }
         // Result/Option pass-throughs: the check assumes communication succeeds.
         match (m.as_str(), &recv) {
@@ -402,7 +433,7 @@ impl<'a> Interp<'a> {
                             ("all", V::Bool(false)) => return Ok(V::Bool(false)),
                             ("find", V::Bool(true)) => return Ok(V::Opt(Some(Box::new(x)))),
                             (_, V::Bool(_)) => {}
-                            _ => return Ok(V::opaque()),
+                            (_, other) => return Ok(V::taint(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(if m == "find" { V::Opt(None) } else { V::Bool(m == "all") });
@@ -428,7 +459,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x.clone())? {
                             V::Bool(true) => yes.push(x),
                             V::Bool(false) => no.push(x),
-                            _ => return Ok(V::opaque()),
+                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::Tuple(vec![V::list(yes), V::list(no)]));
@@ -440,7 +471,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x)? {
                             V::Opt(Some(y)) => out.push(*y),
                             V::Opt(None) => {}
-                            _ => return Ok(V::opaque()),
+                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::list(out));
@@ -493,7 +524,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x)? {
                             V::Bool(true) => return Ok(V::Opt(Some(Box::new(V::Int(i as i128))))),
                             V::Bool(false) => {}
-                            _ => return Ok(V::opaque()),
+                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::Opt(None));
@@ -513,7 +544,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x.clone())? {
                             V::Bool(true) => out.push(x),
                             V::Bool(false) => {}
-                            _ => return Ok(V::opaque()),
+                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::list(out));
@@ -593,4 +624,10 @@ fn mutates_receiver(method: &syn::Ident) -> Option<bool> {
         _ if m.starts_with("as_mut") || m.ends_with("_mut") => Some(true),
         _ => None,
     }
+}
+
+/// Whether the communicator method `m` receives point to point (its buffers are filled
+/// by one peer's send).
+fn p2p_receives(m: &str) -> bool {
+    matches!(m, "recv" | "irecv" | "sendrecv" | "recv_any" | "irecv_any" | "recv_object")
 }

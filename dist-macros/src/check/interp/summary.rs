@@ -348,7 +348,7 @@ impl<'a> Interp<'a> {
 pub(super) type MemoKey = (usize, i128, bool, u64);
 
 /// Feeds `v`'s structure to `h` (values equal under `==` hash alike).
-fn fingerprint(v: &V, h: &mut Fx) {
+pub(super) fn fingerprint(v: &V, h: &mut Fx) {
     use std::hash::{Hash, Hasher};
     std::mem::discriminant(v).hash(h);
     match v {
@@ -375,7 +375,10 @@ fn fingerprint(v: &V, h: &mut Fx) {
             });
         }
         V::Status(s) => s.hash(h),
-        V::Opaque { comm } => h.write_u64(*comm as u64),
+        V::Opaque { comm, fp } => {
+            h.write_u64(*comm as u64);
+            h.write_u64(*fp);
+        }
         V::Opt(None) | V::Unit | V::Err | V::Closure(_) | V::Uniform => {}
         V::Agreed => h.write_u64(7),
     }
@@ -405,7 +408,7 @@ fn detach(v: &V<'_>) -> Option<V<'static>> {
             V::Struct(t.clone(), fields.iter().map(|(k, v)| Some((k.clone(), detach(v)?))).collect::<Option<_>>()?)
         }
         V::Status(s) => V::Status(*s),
-        V::Opaque { comm } => V::Opaque { comm: *comm },
+        V::Opaque { comm, fp } => V::Opaque { comm: *comm, fp: *fp },
         V::Uniform => V::Uniform,
         V::Agreed => V::Agreed,
     })

@@ -38,8 +38,16 @@ pub enum V<'a> {
     /// the check resolved it (its count is data).
     Status(Option<i128>),
     /// Unknown data; `comm` when it may hold a communicator (a helper's return value).
+    /// `fp` is how it was computed: a hash of the known values it was computed from
+    /// (integers such as the rank's block bounds, the peer and tag of the receive that
+    /// filled it, the rank that a scatter or all-to-all delivered it to), 0 for nothing
+    /// known. Two ranks whose `fp` differ at the same place computed the data from
+    /// different inputs: it differs from rank to rank, as far as the check can tell,
+    /// and a condition on it may go one way on one rank and the other way on another
+    /// ([`super::local_decision`]). Equal `fp` proves nothing.
     Opaque {
         comm: bool,
+        fp: u64,
     },
     /// Read from the program's inputs (`std::env::args`, `std::env::var`, a file): unknown,
     /// but the same on every rank, which all run one program with one command line and
@@ -63,12 +71,16 @@ impl<'a> V<'a> {
         V::List(std::rc::Rc::new(items))
     }
     pub(super) fn opaque() -> V<'a> {
-        V::Opaque { comm: false }
+        V::Opaque { comm: false, fp: 0 }
+    }
+    /// Unknown data computed as `fp` says (see [`V::Opaque`]).
+    pub(super) fn data(fp: u64) -> V<'a> {
+        V::Opaque { comm: false, fp }
     }
     /// Whether this value is or may contain a communicator.
     pub(super) fn has_comm(&self) -> bool {
         match self {
-            V::Comm(_) | V::Batch(_) | V::Opaque { comm: true } => true,
+            V::Comm(_) | V::Batch(_) | V::Opaque { comm: true, .. } => true,
             V::Tuple(v) => v.iter().any(V::has_comm),
             V::List(v) => v.iter().any(V::has_comm),
             V::Struct(_, fields) => fields.iter().any(|(_, v)| v.has_comm()),
@@ -76,9 +88,21 @@ impl<'a> V<'a> {
             _ => false,
         }
     }
+    /// Unknown data computed from `vals`.
     pub(super) fn taint(vals: &[&V<'a>]) -> V<'a> {
-        V::Opaque { comm: vals.iter().any(|v| v.has_comm()) }
+        let comm = vals.iter().any(|v| v.has_comm());
+        V::Opaque { comm, fp: if comm { 0 } else { fp_of(vals) } }
     }
+}
+
+/// A hash of `vals` ([`V::Opaque`]'s `fp` for data computed from them): never 0.
+pub(super) fn fp_of(vals: &[&V]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = Fx::default();
+    for v in vals {
+        summary::fingerprint(v, &mut h);
+    }
+    h.finish() | 1
 }
 
 /// A closure value: the closure expression in the checked function.
