@@ -249,6 +249,7 @@ fn check_entry(
 ) -> Raw {
     interp::reset_caches();
     interp::set_strict(strict);
+    interp::set_written_fields(std::iter::once(f).chain(file.values()));
     let start = interp::total_steps();
     let default = sizes.len() == 8 + SPREAD.len() && sizes[8..] == SPREAD;
     let mut macros = parse_macros(f);
@@ -1020,6 +1021,7 @@ mod tests {
         // call's syntax is gone.)
         super::interp::reset_caches();
         let f: syn::ItemFn = syn::parse_str(src).unwrap();
+        super::interp::set_written_fields(std::iter::once(&f));
         let consts: Vec<syn::ItemConst> = syn::parse_str::<syn::File>(consts)
             .unwrap()
             .items

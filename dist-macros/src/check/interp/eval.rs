@@ -1388,6 +1388,7 @@ impl<'a> Interp<'a> {
             }
         }
         let memo_args = memo.map(|_| args.clone());
+        let args_fp = fp_of(&args.iter().collect::<Vec<_>>());
         let input_args = exprs.iter().zip(&args).all(|(e, v)| input_like(e, v));
         let run = |me: &mut Self| {
             if let Some(key) = via {
@@ -1418,7 +1419,7 @@ impl<'a> Interp<'a> {
         let summary = match &memo_args {
             _ if touched && input_args => V::Uniform,
             Some(args) => V::taint(&args.iter().collect::<Vec<_>>()),
-            None => V::opaque(),
+            None => V::data(args_fp),
         };
         if let (Some(key), Some(args)) = (memo, memo_args) {
             match &r {
@@ -1692,10 +1693,19 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         V::List(items) if keep_shape => V::list(items.iter().cloned().map(|x| forget_with(x, true, salt)).collect()),
         V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget_with(x, true, salt)).collect()),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
-        // A struct keeps its communicators, requests and shape; its data is forgotten.
-        V::Struct(t, fields) => {
-            V::Struct(t, fields.into_iter().map(|(k, v)| (k, forget_with(v, keep_shape, salt))).collect())
-        }
+        // A struct keeps its communicators, requests and shape, and the numbers the
+        // package never writes after building it (`super::set_written_fields`); its data
+        // is forgotten.
+        V::Struct(t, fields) => V::Struct(
+            t,
+            fields
+                .into_iter()
+                .map(|(k, v)| match v {
+                    v @ (V::Int(_) | V::Bool(_)) if !super::field_written(&k) => (k, v),
+                    v => (k, forget_with(v, keep_shape, salt)),
+                })
+                .collect(),
+        ),
         // What was read from the program's inputs stays the same on every rank.
         V::Uniform => V::Uniform,
         V::Opaque { comm: false, fp } if salt == 0 => V::data(fp),

@@ -162,6 +162,84 @@ fn agreed_decision(j: u32) -> bool {
     })
 }
 
+thread_local! {
+    /// The names of the struct fields the package's code ever writes after building the
+    /// struct ([`set_written_fields`]).
+    static WRITTEN_FIELDS: std::cell::RefCell<std::collections::HashSet<String>> = Default::default();
+}
+
+/// Reads the package's functions for the fields they write after construction: the
+/// target of an assignment or compound assignment (`x.rows = ..`, `self.n += 1`), or
+/// lent mutably (`&mut self.n`). A number or flag in any other field (`Mat { rows, cols,
+/// data }`'s `rows`) is fixed when the struct is built: an unknown write into the struct
+/// (a summarised `&mut self` helper, a buffer lent to a library) changes its data, never
+/// those fields.
+pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = &'f syn::ItemFn>) {
+    use syn::visit::Visit;
+    #[derive(Default)]
+    struct W(std::collections::HashSet<String>);
+    impl W {
+        fn target(&mut self, e: &syn::Expr) {
+            let mut e = e;
+            loop {
+                match e {
+                    syn::Expr::Field(f) => {
+                        self.0.insert(match &f.member {
+                            syn::Member::Named(i) => i.to_string(),
+                            syn::Member::Unnamed(i) => i.index.to_string(),
+                        });
+                        return;
+                    }
+                    syn::Expr::Paren(p) => e = &p.expr,
+                    syn::Expr::Unary(u) => e = &u.expr,
+                    _ => return,
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for W {
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            self.target(&a.left);
+            syn::visit::visit_expr_assign(self, a);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            use syn::BinOp::*;
+            if matches!(
+                b.op,
+                AddAssign(_)
+                    | SubAssign(_)
+                    | MulAssign(_)
+                    | DivAssign(_)
+                    | RemAssign(_)
+                    | BitAndAssign(_)
+                    | BitOrAssign(_)
+                    | BitXorAssign(_)
+                    | ShlAssign(_)
+                    | ShrAssign(_)
+            ) {
+                self.target(&b.left);
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+            if r.mutability.is_some() {
+                self.target(&r.expr);
+            }
+            syn::visit::visit_expr_reference(self, r);
+        }
+    }
+    let mut w = W::default();
+    for f in fns {
+        w.visit_item_fn(f);
+    }
+    WRITTEN_FIELDS.with(|s| *s.borrow_mut() = w.0);
+}
+
+/// Whether the package writes a field of this name after building its struct.
+pub(super) fn field_written(name: &str) -> bool {
+    WRITTEN_FIELDS.with(|s| s.borrow().contains(name))
+}
+
 /// One condition on data that differs from rank to rank, met in this pass: the first
 /// rank to meet it, its data's hash ([`V::Opaque`]'s `fp`) and the arm it took; a rank
 /// whose data was computed otherwise, if any; and where the condition is, for verdicts.
