@@ -1090,6 +1090,56 @@ mod tests {
         assert!(problems(&same, c, 3)[0].starts_with("undecidable"), "{:?}", problems(&same, c, 3));
     }
 
+    /// A bucket plan built the way DDP builds one: `match plan.last_mut() { Some(b) if
+    /// .. => b.push(t), _ => plan.push(vec![t]) }` over sizes from `params.iter().map(
+    /// Vec::len)` of layers made by `windows(2).flat_map(..)`. What the arm does through
+    /// `b` goes back into the plan, so the plan's buckets are known and the per-bucket
+    /// collectives are followed (the plan as data would leave the loop not followed).
+    #[test]
+    fn writes_through_last_mut_are_followed() {
+        let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            fn plan_buckets(shapes: &[usize], cap: usize) -> Vec<Vec<usize>> {
+                let mut plan: Vec<Vec<usize>> = Vec::new();
+                let mut used = 0;
+                for t in (0..shapes.len()).rev() {
+                    match plan.last_mut() {
+                        Some(bucket) if used + shapes[t] <= cap => bucket.push(t),
+                        _ => {
+                            plan.push(vec![t]);
+                            used = 0;
+                        }
+                    }
+                    used += shapes[t];
+                }
+                plan
+            }
+            let h: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(4);
+            let dims = vec![3, h, h, 1];
+            let params: Vec<Vec<f64>> = dims
+                .windows(2)
+                .flat_map(|w| {
+                    let weight: Vec<f64> = (0..w[0] * w[1]).map(|_| 0.5).collect();
+                    [weight, vec![0.0; w[1]]]
+                })
+                .collect();
+            let shapes: Vec<usize> = params.iter().map(Vec::len).collect();
+            let plan = plan_buckets(&shapes, 8);
+            let mut next = 0;
+            while next < plan.len() && plan[next].iter().all(|&t| t < shapes.len()) {
+                let mut flat = vec![0.0f64; plan[next].iter().map(|&t| shapes[t]).sum()];
+                world.all_reduce(&mut flat, ReduceOp::Sum)?;
+                next += 1;
+            }
+            BUG
+            Ok(())
+        }"#;
+        for n in 1..=3 {
+            assert_eq!(problems(&src.replace("BUG", ""), "", n), Vec::<String>::new(), "size {n}");
+        }
+        let bad = src.replace("BUG", "if world.rank() == 0 && plan[0].len() > 0 { world.barrier()?; }");
+        assert!(problems(&bad, "", 2)[0].contains("`barrier`"), "{:?}", problems(&bad, "", 2));
+    }
+
     /// What a receive writes is data: an `assert_eq!` on it must not read the buffer's
     /// initial value, decide that the rank panics, and so take the size for one the
     /// program does not support (which hid the unmatched self-messages below).

@@ -1051,8 +1051,56 @@ impl<'a> Interp<'a> {
         })
     }
 
+    /// `v.last_mut()`, `v.first_mut()`, `v.get_mut(i)` on a list the check holds, as
+    /// the scrutinee of a `match` or `if let`: the item (`Some`) or `None`, and where it
+    /// sits (the list's place and the index), so that what the arm does through the
+    /// binding is written back into the list ([`Self::write_back`]).
+    fn mut_accessor(&mut self, e: &'a Expr) -> Result<Option<Accessor<'a>>, Flow<'a>> {
+        let Expr::MethodCall(mc) = e else { return Ok(None) };
+        let m = mc.method.to_string();
+        if !matches!(m.as_str(), "last_mut" | "first_mut" | "get_mut") {
+            return Ok(None);
+        }
+        let Some(V::List(items)) = self.place_value(&mc.receiver) else { return Ok(None) };
+        let idx = match (m.as_str(), mc.args.first()) {
+            ("last_mut", None) => items.len().checked_sub(1),
+            ("first_mut", None) => (!items.is_empty()).then_some(0),
+            ("get_mut", Some(a)) => match self.expr(a)? {
+                V::Int(i) if i >= 0 && (i as usize) < items.len() => Some(i as usize),
+                V::Int(_) => None,
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let v = V::Opt(idx.map(|i| Box::new(items[i].clone())));
+        Ok(Some((&*mc.receiver, idx, v)))
+    }
+
+    /// After an arm bound `pat` to the item at `idx` of the list at `place` (see
+    /// [`Self::mut_accessor`]): the binding's value goes back into the list.
+    fn write_back(&mut self, pat: &Pat, place: &'a Expr, idx: usize) -> Result<(), Flow<'a>> {
+        let mut names = Vec::new();
+        pat_names(pat, &mut names);
+        let [name] = &names[..] else { return Ok(()) };
+        let Some(item) = self.lookup(name).cloned() else { return Ok(()) };
+        match self.place_value(place) {
+            Some(V::List(mut items)) if idx < items.len() => {
+                std::rc::Rc::make_mut(&mut items)[idx] = item;
+                self.store(place, V::List(items))
+            }
+            _ => {
+                self.clobber_place(place, false);
+                Ok(())
+            }
+        }
+    }
+
     pub(super) fn match_expr(&mut self, m: &'a syn::ExprMatch) -> R<'a> {
-        let v = self.expr(&m.expr)?;
+        let accessor = self.mut_accessor(&m.expr)?;
+        let v = match &accessor {
+            Some((_, _, v)) => v.clone(),
+            None => self.expr(&m.expr)?,
+        };
         let mut unknown: Vec<Branch<'a>> = Vec::new();
         let mut unknown_arms: Vec<&'a syn::Arm> = Vec::new();
         for arm in &m.arms {
@@ -1066,7 +1114,13 @@ impl<'a> Interp<'a> {
                     (h, _) => h,
                 };
                 match hit {
-                    Some(true) if unknown.is_empty() => Ok(Some(me.expr(&arm.body))),
+                    Some(true) if unknown.is_empty() => {
+                        let r = me.expr(&arm.body);
+                        if let (Ok(_), Some((place, Some(idx), _))) = (&r, &accessor) {
+                            me.write_back(&arm.pat, place, *idx)?;
+                        }
+                        Ok(Some(r))
+                    }
                     Some(false) => Ok(None),
                     _ => {
                         unknown.push(Branch::Expr(&arm.body));
@@ -1081,6 +1135,10 @@ impl<'a> Interp<'a> {
         }
         if unknown.is_empty() {
             return Ok(V::Unit);
+        }
+        // An arm the check cannot pick may write through the accessor's binding.
+        if let Some((place, _, _)) = &accessor {
+            self.clobber_place(place, true);
         }
         // A value the same on every rank (a mode from the command line): every rank takes
         // the same arm, picked by this run's pattern.
@@ -1713,6 +1771,10 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         v => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
     }
 }
+
+/// An item reached through `last_mut`/`first_mut`/`get_mut`: the list's place, the
+/// index (`None`: no such item), and the value (`Some(item)` or `None`).
+type Accessor<'a> = (&'a Expr, Option<usize>, V<'a>);
 
 /// `v` with every data hash cleared: its shape, for comparing what a branch changed.
 fn shape(v: V<'_>) -> V<'_> {

@@ -247,7 +247,15 @@ impl<'a> Interp<'a> {
         let apply = |me: &mut Self, f: &V<'a>, x: V<'a>| -> R<'a> {
             match f {
                 V::Closure(c) => me.apply_closure(*c, vec![x]),
-                _ => Ok(V::opaque()),
+                // A method named by its path (`.map(Vec::len)`, `.map(Clone::clone)`).
+                V::Name(n) => Ok(match (n.rsplit("::").next().unwrap_or(n), &x) {
+                    ("len", V::List(l)) => V::Int(l.len() as i128),
+                    ("len", V::Range(a, b)) => V::Int((b - a).max(0)),
+                    ("is_empty", V::List(l)) => V::Bool(l.is_empty()),
+                    ("clone" | "to_vec" | "to_owned" | "from" | "into" | "identity", _) => x,
+                    _ => V::taint(&[&x]),
+                }),
+                _ => Ok(V::taint(&[f, &x])),
             }
         };
         // The program's inputs: what is read from them stays an input (the same on every
@@ -528,6 +536,24 @@ impl<'a> Interp<'a> {
                         }
                     }
                     return Ok(V::Opt(None));
+                }
+                // `flat_map(|w| [a, b])`, `flatten()`: the items' items, where each is
+                // a list, a range or an option the check holds.
+                ("flat_map", [_]) | ("flatten", []) => {
+                    let f = args.first().cloned().unwrap_or(V::Unit);
+                    let mut out = Vec::new();
+                    for x in items.iter().cloned() {
+                        let y = if m == "flatten" { x } else { apply(self, &f, x)? };
+                        match y {
+                            V::Opt(Some(v)) => out.push(*v),
+                            V::Opt(None) => {}
+                            y => match iter_items(&y) {
+                                Some(ys) => out.extend(ys.iter().cloned()),
+                                None => return Ok(V::taint(&[&V::List(items.clone()), &y])),
+                            },
+                        }
+                    }
+                    return Ok(V::list(out));
                 }
                 ("map", [f]) => {
                     let f = f.clone();
