@@ -739,9 +739,7 @@ impl<'a> Interp<'a> {
                 // `a[i] = v` with `i` a literal or a variable: the element changes, the rest stays.
                 // (`self.slots[mb] = ..` too: a list in a field the check follows.)
                 if let Expr::Index(ix) = other {
-                    if let (Expr::Path(_) | Expr::Field(_), Expr::Lit(_) | Expr::Path(_) | Expr::Field(_)) =
-                        (&*ix.expr, &*ix.index)
-                    {
+                    if matches!(&*ix.expr, Expr::Path(_) | Expr::Field(_)) && plain_index(&ix.index) {
                         let i = self.expr(&ix.index)?;
                         if let (Some(V::List(mut items)), V::Int(i)) = (self.place_value(&ix.expr), i) {
                             let at = usize::try_from(i).ok().filter(|&i| i < items.len());
@@ -1492,13 +1490,20 @@ impl<'a> Interp<'a> {
         }
         for (a, p) in exprs.iter().zip(&f.sig.inputs) {
             let mut places = Vec::new();
+            // A `&mut [T]` or `&mut [T; N]` parameter cannot change the length of what
+            // it borrows: only the items are forgotten.
+            let mut fixed_len = false;
             match p {
                 FnArg::Receiver(rc) if rc.mutability.is_some() => places.push(*a),
                 FnArg::Receiver(_) => {}
-                FnArg::Typed(_) => mut_loan_places(a, &mut places),
+                FnArg::Typed(t) => {
+                    fixed_len = matches!(&*t.ty, syn::Type::Reference(r)
+                        if r.mutability.is_some() && matches!(&*r.elem, syn::Type::Slice(_) | syn::Type::Array(_)));
+                    mut_loan_places(a, &mut places)
+                }
             }
             for p in places {
-                self.clobber_place(p, false);
+                self.clobber_place(p, fixed_len);
             }
         }
         Ok(summary)
@@ -1760,6 +1765,7 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
                 .into_iter()
                 .map(|(k, v)| match v {
                     v @ (V::Int(_) | V::Bool(_)) if !super::field_written(&k) => (k, v),
+                    v @ V::List(_) if !super::field_resized(&k) => (k, forget_with(v, true, salt)),
                     v => (k, forget_with(v, keep_shape, salt)),
                 })
                 .collect(),
@@ -1769,6 +1775,20 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         V::Opaque { comm: false, fp } if salt == 0 => V::data(fp),
         v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
         v => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
+    }
+}
+
+/// An index expression evaluated again without effects: literals, variables, fields and
+/// arithmetic on them (`a[i]`, `ready[2 * l + 1]`, `slots[self.mb]`).
+fn plain_index(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(_) | Expr::Path(_) => true,
+        Expr::Field(f) => plain_index(&f.base),
+        Expr::Paren(p) => plain_index(&p.expr),
+        Expr::Cast(c) => plain_index(&c.expr),
+        Expr::Unary(u) => plain_index(&u.expr),
+        Expr::Binary(b) => plain_index(&b.left) && plain_index(&b.right),
+        _ => false,
     }
 }
 

@@ -165,7 +165,8 @@ fn agreed_decision(j: u32) -> bool {
 thread_local! {
     /// The names of the struct fields the package's code ever writes after building the
     /// struct ([`set_written_fields`]).
-    static WRITTEN_FIELDS: std::cell::RefCell<std::collections::HashSet<String>> = Default::default();
+    static WRITTEN_FIELDS: std::cell::RefCell<(std::collections::HashSet<String>, std::collections::HashSet<String>)> =
+        Default::default();
 }
 
 /// Reads the package's functions for the fields they write after construction: the
@@ -177,9 +178,32 @@ thread_local! {
 pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = &'f syn::ItemFn>) {
     use syn::visit::Visit;
     #[derive(Default)]
-    struct W(std::collections::HashSet<String>);
+    struct W(std::collections::HashSet<String>, std::collections::HashSet<String>);
     impl W {
+        /// A place whose length may change: the field at its root, through indexing and
+        /// `iter_mut`/`get_mut`-like accessors (`self.params[i].push(..)`).
+        fn resized(&mut self, e: &syn::Expr) {
+            let mut e = e;
+            loop {
+                match e {
+                    syn::Expr::Field(f) => {
+                        self.1.insert(match &f.member {
+                            syn::Member::Named(i) => i.to_string(),
+                            syn::Member::Unnamed(i) => i.index.to_string(),
+                        });
+                        return;
+                    }
+                    syn::Expr::Paren(p) => e = &p.expr,
+                    syn::Expr::Unary(u) => e = &u.expr,
+                    syn::Expr::Reference(r) => e = &r.expr,
+                    syn::Expr::Index(i) => e = &i.expr,
+                    syn::Expr::MethodCall(m) => e = &m.receiver,
+                    _ => return,
+                }
+            }
+        }
         fn target(&mut self, e: &syn::Expr) {
+            self.resized(e);
             let mut e = e;
             loop {
                 match e {
@@ -227,17 +251,58 @@ pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = &'f syn::ItemFn>) {
             }
             syn::visit::visit_expr_reference(self, r);
         }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            let name = m.method.to_string();
+            if matches!(
+                name.as_str(),
+                "push"
+                    | "push_back"
+                    | "push_front"
+                    | "pop"
+                    | "pop_back"
+                    | "pop_front"
+                    | "clear"
+                    | "extend"
+                    | "extend_from_slice"
+                    | "append"
+                    | "insert"
+                    | "remove"
+                    | "swap_remove"
+                    | "truncate"
+                    | "resize"
+                    | "resize_with"
+                    | "retain"
+                    | "retain_mut"
+                    | "drain"
+                    | "dedup"
+                    | "dedup_by"
+                    | "dedup_by_key"
+                    | "split_off"
+                    | "push_str"
+            ) {
+                self.resized(&m.receiver);
+            }
+            syn::visit::visit_expr_method_call(self, m);
+        }
     }
     let mut w = W::default();
     for f in fns {
         w.visit_item_fn(f);
     }
-    WRITTEN_FIELDS.with(|s| *s.borrow_mut() = w.0);
+    WRITTEN_FIELDS.with(|s| *s.borrow_mut() = (w.0, w.1));
 }
 
 /// Whether the package writes a field of this name after building its struct.
 pub(super) fn field_written(name: &str) -> bool {
-    WRITTEN_FIELDS.with(|s| s.borrow().contains(name))
+    WRITTEN_FIELDS.with(|s| s.borrow().0.contains(name))
+}
+
+/// Whether the package may change the length of a field of this name (or of a list in
+/// it) after building its struct: assigned, lent mutably, or a method that adds or
+/// removes items called on it (`push`, `clear`, `extend`, `truncate`, …). Where it never
+/// does, an unknown write into the struct forgets the field's items, not its length.
+pub(super) fn field_resized(name: &str) -> bool {
+    WRITTEN_FIELDS.with(|s| s.borrow().1.contains(name))
 }
 
 /// One condition on data that differs from rank to rank, met in this pass: the first
