@@ -935,15 +935,22 @@ impl<'a> Interp<'a> {
                 Err(Flow::Stop(Stop::Undecidable { .. }))
                     if self.speculative == 0 && (self.quotas.is_empty() || !touched_input()) =>
                 {
-                    self.events.truncate(ne);
-                    self.comms.truncate(nc);
-                    self.next_id = id;
-                    self.agreed_communicates.insert(site);
+                    self.rewind_to_decide(site, (ne, nc, id));
                 }
                 Err(f) => return Err(f),
             }
         }
         Ok(Some(self.agreed_next(site, false).0))
+    }
+
+    /// After speculating the branches at `site` showed they communicate or leave early:
+    /// what the speculation recorded (events, communicators, ids since `mark`) is
+    /// dropped, and the condition is decided from now on, never speculated again.
+    fn rewind_to_decide(&mut self, site: usize, mark: (usize, usize, usize)) {
+        self.events.truncate(mark.0);
+        self.comms.truncate(mark.1);
+        self.next_id = mark.2;
+        self.agreed_communicates.insert(site);
     }
 
     /// Code under a condition on data that may differ from rank to rank (a local loss,
@@ -974,10 +981,7 @@ impl<'a> Interp<'a> {
                         super::local_stop(site, fp);
                         return Err(Flow::Stop(Stop::Undecidable { at: a, what, located }));
                     }
-                    self.events.truncate(ne);
-                    self.comms.truncate(nc);
-                    self.next_id = id;
-                    self.agreed_communicates.insert(site);
+                    self.rewind_to_decide(site, (ne, nc, id));
                     self.local_seen.insert(site, (0, what));
                 }
                 Err(f) => return Err(f),

@@ -180,45 +180,30 @@ pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = &'f syn::ItemFn>) {
     #[derive(Default)]
     struct W(std::collections::HashSet<String>, std::collections::HashSet<String>);
     impl W {
-        /// A place whose length may change: the field at its root, through indexing and
-        /// `iter_mut`/`get_mut`-like accessors (`self.params[i].push(..)`).
-        fn resized(&mut self, e: &syn::Expr) {
-            let mut e = e;
-            loop {
-                match e {
-                    syn::Expr::Field(f) => {
-                        self.1.insert(match &f.member {
-                            syn::Member::Named(i) => i.to_string(),
-                            syn::Member::Unnamed(i) => i.index.to_string(),
-                        });
-                        return;
-                    }
-                    syn::Expr::Paren(p) => e = &p.expr,
-                    syn::Expr::Unary(u) => e = &u.expr,
-                    syn::Expr::Reference(r) => e = &r.expr,
-                    syn::Expr::Index(i) => e = &i.expr,
-                    syn::Expr::MethodCall(m) => e = &m.receiver,
-                    _ => return,
-                }
+        /// The field at the root of the place `e`, through parens and derefs, and with
+        /// `deep` through indexing and accessors too (`self.params[i].iter_mut()`).
+        fn field(e: &syn::Expr, deep: bool) -> Option<String> {
+            match e {
+                syn::Expr::Field(f) => Some(match &f.member {
+                    syn::Member::Named(i) => i.to_string(),
+                    syn::Member::Unnamed(i) => i.index.to_string(),
+                }),
+                syn::Expr::Paren(p) => Self::field(&p.expr, deep),
+                syn::Expr::Unary(u) => Self::field(&u.expr, deep),
+                syn::Expr::Reference(r) if deep => Self::field(&r.expr, deep),
+                syn::Expr::Index(i) if deep => Self::field(&i.expr, deep),
+                syn::Expr::MethodCall(m) if deep => Self::field(&m.receiver, deep),
+                _ => None,
             }
         }
+        /// A place whose length may change (`self.params[i].push(..)`).
+        fn resized(&mut self, e: &syn::Expr) {
+            self.1.extend(Self::field(e, true));
+        }
+        /// A place assigned or lent mutably: its field is written, and may be resized.
         fn target(&mut self, e: &syn::Expr) {
             self.resized(e);
-            let mut e = e;
-            loop {
-                match e {
-                    syn::Expr::Field(f) => {
-                        self.0.insert(match &f.member {
-                            syn::Member::Named(i) => i.to_string(),
-                            syn::Member::Unnamed(i) => i.index.to_string(),
-                        });
-                        return;
-                    }
-                    syn::Expr::Paren(p) => e = &p.expr,
-                    syn::Expr::Unary(u) => e = &u.expr,
-                    _ => return,
-                }
-            }
+            self.0.extend(Self::field(e, false));
         }
     }
     impl<'ast> Visit<'ast> for W {
@@ -227,20 +212,7 @@ pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = &'f syn::ItemFn>) {
             syn::visit::visit_expr_assign(self, a);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            use syn::BinOp::*;
-            if matches!(
-                b.op,
-                AddAssign(_)
-                    | SubAssign(_)
-                    | MulAssign(_)
-                    | DivAssign(_)
-                    | RemAssign(_)
-                    | BitAndAssign(_)
-                    | BitOrAssign(_)
-                    | BitXorAssign(_)
-                    | ShlAssign(_)
-                    | ShrAssign(_)
-            ) {
+            if summary::is_compound_assign(&b.op) {
                 self.target(&b.left);
             }
             syn::visit::visit_expr_binary(self, b);

@@ -171,20 +171,7 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
             syn::visit::visit_expr_assign(self, a);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            use syn::BinOp::*;
-            if matches!(
-                b.op,
-                AddAssign(_)
-                    | SubAssign(_)
-                    | MulAssign(_)
-                    | DivAssign(_)
-                    | RemAssign(_)
-                    | BitXorAssign(_)
-                    | BitAndAssign(_)
-                    | BitOrAssign(_)
-                    | ShlAssign(_)
-                    | ShrAssign(_)
-            ) {
+            if is_compound_assign(&b.op) {
                 self.0.extend(place_root(&b.left));
             }
             syn::visit::visit_expr_binary(self, b);
@@ -442,4 +429,22 @@ fn lends_mut_type(t: &syn::Type) -> bool {
     let mut f = Find(false);
     f.visit_type(t);
     f.0
+}
+
+/// Whether `op` assigns its left side (`+=`, `-=`, `<<=`, …).
+pub(super) fn is_compound_assign(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | BitXorAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
 }
