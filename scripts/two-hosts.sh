@@ -118,26 +118,38 @@ for t in $tests; do
   case \$(basename \$t) in harness-*) harness=\$t; continue;; esac
   echo "   \$(basename \$t)"
   if ! timeout 900 \$t -q --test-threads 1 > $work/test.log 2>&1; then
-    # Known intermittent, seen in CI and here under heavy load (1 run in ~25 of these
-    # files with 3 busy loops beside them, more when the machine is busier): some ranks
-    # stay inside Open MPI's first communication at init (MPI_Comm_dup, over vader and
-    # TCP across the veth pair; caught by its deadline and named) while the others go on
-    # and time out waiting for them. The first failure is printed in full; each failing
-    # test must then pass on one of two retries of that test alone.
-    echo "   first run failed; its report, then retries of the failing tests:"
+    # Open MPI 4.1's TCP transport (Debian's and Ubuntu's package) sometimes loses a
+    # connection between the hosts while the ranks first connect, when the CPUs are
+    # starved: some ranks then stay inside MPI's first collective at init
+    # (MPI_Comm_dup), dist's deadline ends them and names it ("cannot join the job:
+    # init ... timed out"). Not dist's: a 20-line C program (MPI_Init_thread, two
+    # MPI_Comm_dup, MPI_Iallgather) across these namespaces with the same options hangs
+    # in 10 of 96 launches with three busy loops beside it, 2 of 100 with one, with
+    # "Open MPI failed to TCP connect to a peer MPI process" or no message (the same
+    # over UCX's TCP transport: "Endpoint timeout"). So a test whose every failure is a
+    # rank that could not join the job is launched again, at most three times; any
+    # other failure fails the check at once. The first report is printed in full.
+    echo "   first run failed; its report, then relaunches of the failing tests:"
     report $work/test.log
     failed=\$(sed -n '/^failures:\$/,\$p' $work/test.log | sed -n 's/^    \([A-Za-z0-9_:]*\)\$/\1/p' | sort -u)
     [ -n "\$failed" ] || { echo "   no failing test named; giving up"; exit 1; }
+    # Every rank that reported an error could not join the job (at init), and none panicked.
+    at_init() {
+      grep -q '^\[rank [0-9]*\] error: cannot join the job: .*init' \$1 &&
+        ! grep '^\[rank [0-9]*\] ' \$1 | grep -v 'error: cannot join the job: \|flight recorder\|^\[rank [0-9]*\]     ' | grep -q .
+    }
+    at_init $work/test.log || { echo "   a failure other than a rank that could not join the job: not relaunched"; exit 1; }
     for name in \$failed; do
       ok=
-      for try in 1 2; do
+      for try in 1 2 3; do
         if timeout 600 \$t --exact "\$name" -q --test-threads 1 > $work/retry.log 2>&1; then ok=1; break; fi
-        echo "   \$name: retry \$try failed:"; report $work/retry.log
+        echo "   \$name: relaunch \$try failed:"; report $work/retry.log
+        at_init $work/retry.log || { echo "   a failure other than a rank that could not join the job"; exit 1; }
       done
-      [ -n "\$ok" ] || { echo "   \$name failed its retries too"; exit 1; }
-      echo "   \$name passed on retry \$try"
+      [ -n "\$ok" ] || { echo "   \$name failed its relaunches too"; exit 1; }
+      echo "   \$name passed on relaunch \$try"
     done
-    echo "test result: ok after retries (\$(echo \$failed | wc -w) test(s) retried)" > $work/test.log
+    echo "test result: ok after relaunches (\$(echo \$failed | wc -w) test(s) relaunched at init)" > $work/test.log
   fi
   grep 'test result' $work/test.log
 done

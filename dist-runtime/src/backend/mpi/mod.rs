@@ -27,7 +27,7 @@ use crate::op::Op;
 pub(crate) use health::Wait;
 use mpi::ffi;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,9 @@ static FAILED: AtomicBool = AtomicBool::new(false);
 static ENDED: AtomicBool = AtomicBool::new(false);
 /// A blocking MPI call (one MPI has no nonblocking form of) outlived its deadline: its
 /// thread still holds the lock, so no MPI call may wait for it.
+/// The library's largest tag (`MPI_TAG_UB`: 2^31 - 1 in Open MPI's ob1 and MPICH, 2^23 - 1
+/// in Open MPI over UCX, at least 32767 by the standard), read when MPI starts.
+static TAG_UB: AtomicI32 = AtomicI32::new(c_int::MAX);
 static STUCK: AtomicBool = AtomicBool::new(false);
 
 /// The process-wide lock; `None` once a blocking call is stuck holding it.
@@ -115,6 +118,30 @@ fn call_bounded<T: 'static>(
             Some(Err(Error::backend("mpi", format!("{what}: its thread ended without an answer"))))
         }
     }
+}
+
+/// Reads `MPI_TAG_UB` into [`TAG_UB`].
+fn read_tag_ub() -> Result<()> {
+    let mut value: *mut c_int = std::ptr::null_mut();
+    let mut flag: c_int = 0;
+    // SAFETY: MPI is initialized; for MPI_TAG_UB the attribute value MPI stores is a
+    // pointer to an int, which it writes into `value`.
+    call("MPI_Comm_get_attr", || unsafe {
+        ffi::MPI_Comm_get_attr(
+            ffi::RSMPI_COMM_WORLD,
+            ffi::MPI_TAG_UB as c_int,
+            &mut value as *mut *mut c_int as *mut c_void,
+            &mut flag,
+        )
+    })?;
+    if flag != 0 && !value.is_null() {
+        // SAFETY: MPI keeps the predefined attribute's int alive for the whole job.
+        let ub = unsafe { *value };
+        if ub >= 32767 {
+            TAG_UB.store(ub, Ordering::Relaxed);
+        }
+    }
+    Ok(())
 }
 
 /// The error for a non-success code (called under the lock: MPI_Error_string is an MPI call).
@@ -336,6 +363,7 @@ impl MpiComm {
                 ));
             }
         }
+        read_tag_ub()?;
         // SAFETY: MPI is initialized; `comm` is written by MPI.
         let comm = call_bounded("MPI_Comm_dup", timeout, || unsafe {
             let mut comm: ffi::MPI_Comm = ffi::RSMPI_COMM_NULL;

@@ -1,5 +1,5 @@
 //! Collectives that dist schedules itself on MPI's point-to-point: `MPI_Irecv` and
-//! `MPI_Isend` on the communicator under a tag users cannot take ([`TAG`]), every request
+//! `MPI_Isend` on the communicator under a tag users cannot take ([`tag`]), every request
 //! of a phase polled together against the deadline, as every MPI wait is.
 //!
 //! Why: dist must not block in MPI past the deadline, so it cannot call Open MPI's tuned
@@ -26,8 +26,11 @@ use crate::reduce_op::ReduceOp;
 use mpi::ffi;
 use std::ffi::c_int;
 
-/// The tag of dist's own collective messages; `send`/`recv` refuse it on MPI.
-pub(super) const TAG: c_int = c_int::MAX;
+/// The tag of dist's own collective messages: the library's largest (`MPI_TAG_UB`, read
+/// at init); `send`/`recv` refuse it on MPI.
+pub(super) fn tag() -> c_int {
+    super::TAG_UB.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Largest communicator the direct schedules run on.
 pub(super) const MAX_RANKS: usize = 16;
@@ -107,7 +110,7 @@ fn exchange_counted(
             let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
             let p = super::coll::ptr(buf);
             // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
-            call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), peer as c_int, TAG, c.comm, &mut r) })?;
+            call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), peer as c_int, tag(), c.comm, &mut r) })?;
             reqs.push(r);
             part_of.push(i);
             nrecv += 1;
@@ -119,7 +122,7 @@ fn exchange_counted(
             let p = super::coll::ptr(buf);
             // SAFETY: `buf` outlives the request (completed before we return, or the
             // communicator is broken and the job ends, as for MPI's own collectives).
-            call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), peer as c_int, TAG, c.comm, &mut r) })?;
+            call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), peer as c_int, tag(), c.comm, &mut r) })?;
             reqs.push(r);
         }
         Ok(())

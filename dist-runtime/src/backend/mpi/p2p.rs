@@ -168,13 +168,14 @@ fn wire_count(n: usize) -> Result<c_int> {
 }
 
 fn tag_of(tag: u32) -> Result<c_int> {
-    c_int::try_from(tag).ok().filter(|&t| t != super::own::TAG).ok_or_else(|| {
+    let top = super::own::tag();
+    c_int::try_from(tag).ok().filter(|&t| t < top).ok_or_else(|| {
         Error::invalid(
             "send",
             format!(
-                "tag {tag} is beyond the MPI backend's tags (0..=2147483646: MPI's range, less {} for dist's own \
-                 collective messages)",
-                super::own::TAG
+                "tag {tag} is beyond the MPI backend's tags (0..={}: this MPI library's range, MPI_TAG_UB = {top}, \
+                 less its largest, which dist's own collective messages use)",
+                top - 1
             ),
         )
     })
