@@ -637,6 +637,45 @@ fn two_jobs_on_one_port_do_not_merge() {
     assert!(said(&a1) || said(&b1), "neither rank 1 was told: a1 {a1:?}, b1 {b1:?}, a0 {a0:?}");
 }
 
+/// Ranks started by hand (torchrun style, no launcher): one that cannot join (a wrong
+/// variable of its own) writes its error to the job's store, and rank 0, waiting for it
+/// at the rendezvous, stops naming it and its error, not at its deadline (120 s here).
+#[test]
+fn a_rank_that_cannot_join_is_named_by_the_rank_waiting_for_it() {
+    if shm_only("a_rank_that_cannot_join_is_named_by_the_rank_waiting_for_it") {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let start = |rank: &str, extra: &[(&str, &str)]| {
+        std::process::Command::new(&exe)
+            .env("DIST_ENTRY", "harness::barrier_pause_barrier")
+            .envs([("RANK", rank), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", &port)])
+            .envs([("DIST_TIMEOUT", "120"), ("RUST_BACKTRACE", "0")])
+            .envs(extra.iter().copied())
+            .env_remove("DIST_JOB_TOKEN")
+            .env_remove("DIST_JOB_ID")
+            .env_remove("TORCHELASTIC_RUN_ID")
+            .env_remove("DIST_BACKEND")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let out = |c: std::process::Child| {
+        let o = c.wait_with_output().unwrap();
+        (o.status.success(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let r0 = start("0", &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    let r1 = start("1", &[("DIST_SLOT_KIB", "8")]);
+    let (r1, r0) = (out(r1), out(r0));
+    assert!(!r1.0 && r1.1.contains("[rank 1] error: cannot join the job: environment: DIST_SLOT_KIB=8"), "{r1:?}");
+    assert!(!r0.0, "rank 0 ran without rank 1: {r0:?}");
+    assert!(r0.1.contains("rank 1 could not join the job") && r0.1.contains("DIST_SLOT_KIB=8"), "{r0:?}");
+    assert!(!r0.1.contains("timed out"), "{r0:?}");
+}
+
 // Wrong on purpose: rank 1 never receives what rank 0 sends.
 #[spmd(unchecked)]
 fn unmatched_sends(world: Comm<World>) -> dist_runtime::Result<()> {

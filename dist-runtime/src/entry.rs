@@ -127,11 +127,19 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
         Ok(w) => w,
         Err(e) => {
             // The rank as the launcher numbered it (torchrun's RANK, or mpirun's/srun's).
-            let rank = crate::env::Env::from_env()
-                .map_or_else(|_| std::env::var("RANK").unwrap_or_else(|_| "?".into()), |env| env.rank.to_string());
+            let rank = crate::env::Env::from_env().map_or_else(
+                |_| {
+                    ["RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
+                        .iter()
+                        .find_map(|v| std::env::var(v).ok().filter(|r| r.trim().parse::<usize>().is_ok()))
+                        .unwrap_or_else(|| "?".into())
+                },
+                |env| env.rank.to_string(),
+            );
             // One write, so lines of ranks sharing a terminal do not interleave.
             use std::io::Write;
             let _ = std::io::stderr().write_all(format!("[rank {rank}] error: cannot join the job: {e}\n").as_bytes());
+            crate::init::report_init_failure(&rank, &e.to_string());
             if std::env::var_os("DIST_EXIT_REPORT").is_some() {
                 let _ = to_launcher(&format!("exit/{rank}"), b"1");
             }

@@ -352,6 +352,19 @@ impl Env {
                 })
                 .transpose()
         };
+        // The MPI backend reads its two variables where it uses them; they are checked
+        // here, so a wrong one stops every backend's init instead of being ignored.
+        match get("DIST_MPI_COLL").as_deref().map(str::trim) {
+            None | Some("" | "auto" | "mpi" | "own") => {}
+            Some(v) => return Err(Error::Env(format!("DIST_MPI_COLL={v:?} is not one of auto, mpi, own"))),
+        }
+        if let Some(v) = get("DIST_MPI_MAX_COUNT") {
+            let what = "a count of bytes per MPI call (1 to 2147483647)";
+            let n = parse::<u64>("DIST_MPI_MAX_COUNT", &v, what)?;
+            if !(1..=i32::MAX as u64).contains(&n) {
+                return Err(Error::Env(format!("DIST_MPI_MAX_COUNT={n} is not {what}")));
+            }
+        }
         Ok(Env {
             rank,
             world_size,
@@ -391,7 +404,15 @@ impl Env {
                 cma_min: get("DIST_CMA_MIN"),
                 cma_p2p_min: get("DIST_CMA_P2P_MIN"),
                 slot_kib: get("DIST_SLOT_KIB")
-                    .map(|v| parse("DIST_SLOT_KIB", &v, "a slot size in KiB (16 to 65536)"))
+                    .map(|v| {
+                        let what = "a slot size in KiB (16 to 65536)";
+                        let k = parse::<usize>("DIST_SLOT_KIB", &v, what)?;
+                        if (16..=65536).contains(&k) {
+                            Ok(k)
+                        } else {
+                            Err(Error::Env(format!("DIST_SLOT_KIB={k} is not {what}")))
+                        }
+                    })
                     .transpose()?,
                 yield_us: get("DIST_YIELD_US")
                     .map(|v| parse("DIST_YIELD_US", &v, "a number of microseconds"))
@@ -464,6 +485,18 @@ mod tests {
         assert!(msg(&[("DIST_TIMEOUT", "inf")]).contains("DIST_TIMEOUT"));
         assert!(msg(&[("DIST_DEBUG", "loud")]).contains("DIST_DEBUG"));
         assert!(msg(&[("DIST_SLOT_KIB", "big")]).contains("DIST_SLOT_KIB=\"big\""));
+        for k in ["0", "8", "65537", "1000000"] {
+            let m = msg(&[("DIST_SLOT_KIB", k)]);
+            assert!(m.contains(&format!("DIST_SLOT_KIB={k} is not a slot size in KiB (16 to 65536)")), "{m}");
+        }
+        assert!(env(&[("DIST_SLOT_KIB", "16")]).is_ok() && env(&[("DIST_SLOT_KIB", "65536")]).is_ok());
+        assert!(msg(&[("DIST_MPI_COLL", "fast")]).contains("DIST_MPI_COLL=\"fast\" is not one of auto, mpi, own"));
+        assert!(env(&[("DIST_MPI_COLL", "own")]).is_ok() && env(&[("DIST_MPI_COLL", "mpi")]).is_ok());
+        for v in ["0", "-1", "lots", "4294967296"] {
+            let m = msg(&[("DIST_MPI_MAX_COUNT", v)]);
+            assert!(m.contains("DIST_MPI_MAX_COUNT") && m.contains("1 to 2147483647"), "{m}");
+        }
+        assert!(env(&[("DIST_MPI_MAX_COUNT", "1000")]).is_ok());
         assert!(msg(&[("DIST_YIELD_US", "-3")]).contains("DIST_YIELD_US"));
         assert!(msg(&[("DIST_SPIN", "lots")]).contains("DIST_SPIN"));
         assert!(msg(&[("DIST_PIN", "yes")]).contains("DIST_PIN"));

@@ -272,13 +272,18 @@ fn with_sim_device(world: Comm<World>, env: &Env) -> Result<Comm<World>> {
 /// share the address (torchrun-style jobs without a token on one port), and it stops
 /// here, saying so, instead of merging the jobs.
 fn claim_rank(store: &Store, env: &Env, addr: &str) -> Result<()> {
+    let refused = |e: Error| {
+        // A rank of another job: it must not report its failure into this job's store.
+        REFUSED.store(true, std::sync::atomic::Ordering::SeqCst);
+        Err(e)
+    };
     // A job identity every rank shares (the launcher's DIST_JOB_ID, torchrun's run id):
     // the first rank at the store records it; a rank of another job stops at once,
     // before it writes a key, whichever job came first.
     if env.job_id != format!("p{}", std::process::id()) {
         let theirs = store.compare_set("claim/job", b"", env.job_id.as_bytes())?;
         if theirs != env.job_id.as_bytes() {
-            return Err(Error::Env(format!(
+            return refused(Error::Env(format!(
                 "the store at {addr} belongs to job {:?}, and this rank (rank {}) is of job {:?}: two jobs share \
                  MASTER_ADDR:MASTER_PORT. Give each job its own MASTER_PORT (or a secret DIST_JOB_TOKEN per job, \
                  which also keeps other users out)",
@@ -291,12 +296,15 @@ fn claim_rank(store: &Store, env: &Env, addr: &str) -> Result<()> {
     if store.add(&format!("claim/rank/{}", env.rank), 1)? == 1 {
         return Ok(());
     }
-    Err(Error::Env(format!(
+    refused(Error::Env(format!(
         "another process already joined the job at {addr} as rank {}: two jobs share MASTER_ADDR:MASTER_PORT. \
          Give each job its own MASTER_PORT (or a secret DIST_JOB_TOKEN per job, which also keeps other users out)",
         env.rank
     )))
 }
+
+/// Set when this process was refused as a rank of another job ([`claim_rank`]).
+static REFUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// This host's identity: `DIST_HOST_ID`, else the hostname and the kernel's boot id
 /// (distinct hosts differ in one or the other; containers with their own hostname
@@ -329,7 +337,7 @@ fn one_host(store: &Store, env: &Env) -> Result<()> {
     let msg = if env.rank == 0 {
         let mut hosts: Vec<(String, Vec<usize>)> = vec![(me.clone(), vec![0])];
         for r in 1..env.world_size {
-            let h = String::from_utf8_lossy(&store.get(&host_key(r), env.timeout)?).into_owned();
+            let h = String::from_utf8_lossy(&get_watching(store, &host_key(r), env)?).into_owned();
             match hosts.iter_mut().find(|(x, _)| *x == h) {
                 Some((_, ranks)) => ranks.push(r),
                 None => hosts.push((h, vec![r])),
@@ -362,7 +370,7 @@ fn one_host(store: &Store, env: &Env) -> Result<()> {
         }
         msg
     } else {
-        let msg = String::from_utf8_lossy(&store.get(&verdict, env.timeout)?).into_owned();
+        let msg = String::from_utf8_lossy(&get_watching(store, &verdict, env)?).into_owned();
         if !msg.is_empty() {
             store.set(&format!("host/seen/{}", env.rank), b"1")?;
         }
@@ -373,6 +381,68 @@ fn one_host(store: &Store, env: &Env) -> Result<()> {
     } else {
         Err(Error::backend("shm", msg))
     }
+}
+
+/// The store key a rank that could not join the job writes its error under.
+fn failed_key(rank: &str) -> String {
+    format!("fail/{rank}")
+}
+
+/// `store.get(key)` under the job's deadline, watching for ranks that could not join
+/// ([`report_init_failure`]): one is an error naming it and its own error, at once,
+/// instead of a timeout at the deadline.
+fn get_watching(store: &Store, key: &str, env: &Env) -> Result<Vec<u8>> {
+    let start = std::time::Instant::now();
+    loop {
+        let left = env.timeout.saturating_sub(start.elapsed());
+        if let Some(v) = store.get_within(key, left.min(std::time::Duration::from_millis(100)))? {
+            return Ok(v);
+        }
+        if store.num_keys_with("fail/")? > 0 {
+            for r in 0..env.world_size {
+                let k = failed_key(&r.to_string());
+                if store.check(&[&k])? {
+                    let why = String::from_utf8_lossy(&store.get(&k, left)?).into_owned();
+                    return Err(Error::backend("shm", format!("rank {r} could not join the job: {why}")));
+                }
+            }
+        }
+        if start.elapsed() >= env.timeout {
+            return store.get(key, std::time::Duration::ZERO);
+        }
+    }
+}
+
+/// Called by a rank that could not join the job, after it printed its error: where the
+/// job's store is reachable (ranks started by hand, torchrun style: `MASTER_ADDR`,
+/// `MASTER_PORT`, `WORLD_SIZE` > 1), it writes its error there within 2 s, so the ranks
+/// waiting for it at the rendezvous stop at once naming it ([`get_watching`]) instead of
+/// at their deadline. Best effort: a rank that cannot reach the store says nothing more.
+pub(crate) fn report_init_failure(rank: &str, msg: &str) {
+    if REFUSED.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let get = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let (Some(port), Some(size)) = (get("MASTER_PORT"), get("WORLD_SIZE")) else { return };
+    if size.parse::<usize>().map_or(true, |n| n < 2) || rank.parse::<usize>().is_err() || port.parse::<u16>().is_err() {
+        return;
+    }
+    let addr = format!("{}:{port}", get("MASTER_ADDR").unwrap_or_else(|| "127.0.0.1".into()));
+    let token = get("DIST_JOB_TOKEN").unwrap_or_default();
+    // Rank 0 hosts the store unless it is external: failing, it has none to tell (and a
+    // store on its port is another job's).
+    if rank == "0" && get("DIST_STORE_EXTERNAL").as_deref() != Some("1") {
+        return;
+    }
+    let Ok(store) = Store::connect(&addr, &token, std::time::Duration::from_secs(2)) else { return };
+    // With a job identity, only into this job's store (as `claim_rank` checks).
+    let job = get("DIST_JOB_ID").or_else(|| get("TORCHELASTIC_RUN_ID").filter(|v| v != "none"));
+    if let Some(job) = job {
+        if store.compare_set("claim/job", b"", job.as_bytes()).map_or(true, |theirs| theirs != job.as_bytes()) {
+            return;
+        }
+    }
+    let _ = store.set(&failed_key(rank), msg.as_bytes());
 }
 
 /// "0-3, 6" for sorted ranks.
@@ -436,9 +506,12 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
 /// Without the `mpi` feature: one clear error, naming how the job was started.
 #[cfg(not(feature = "mpi"))]
 fn join_mpi(env: Env) -> Result<Comm<World>> {
-    let how = match env.launcher {
-        Some(l) => format!("this process was started by {l} as rank {} of {}, which needs", env.rank, env.world_size),
-        None => "DIST_BACKEND=mpi needs".into(),
+    let how = match (std::env::var("DIST_BACKEND").ok().filter(|v| !v.trim().is_empty()), env.launcher) {
+        (Some(v), _) => format!("DIST_BACKEND={v} needs"),
+        (None, Some(l)) => {
+            format!("this process was started by {l} as rank {} of {}, which needs", env.rank, env.world_size)
+        }
+        (None, None) => "DIST_BACKEND=mpi needs".into(),
     };
     Err(Error::backend(
         "mpi",

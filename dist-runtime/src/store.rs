@@ -494,16 +494,7 @@ impl Store {
 
     /// Waits up to `timeout` for `key` to be set and returns its value.
     pub fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>> {
-        let ms = timeout.as_millis().min(u64::MAX as u128) as u64;
-        let v = self.request(OP_GET, key, &ms.to_le_bytes(), |r| {
-            let mut b = [0u8; 1];
-            r.read_exact(&mut b)?;
-            if b[0] == 0 {
-                return Ok(None);
-            }
-            Ok(Some(read_bytes(r, 64 << 20)?))
-        })?;
-        v.ok_or_else(|| {
+        self.get_within(key, timeout)?.ok_or_else(|| {
             Error::store(
                 format!(
                     "timed out after {:.0}s waiting for {key:?}: a rank did not start or join",
@@ -511,6 +502,19 @@ impl Store {
                 ),
                 None,
             )
+        })
+    }
+
+    /// Waits up to `timeout` for `key`: its value, or `None` when the time ran out.
+    pub(crate) fn get_within(&self, key: &str, timeout: Duration) -> Result<Option<Vec<u8>>> {
+        let ms = timeout.as_millis().min(u64::MAX as u128) as u64;
+        self.request(OP_GET, key, &ms.to_le_bytes(), |r| {
+            let mut b = [0u8; 1];
+            r.read_exact(&mut b)?;
+            if b[0] == 0 {
+                return Ok(None);
+            }
+            Ok(Some(read_bytes(r, 64 << 20)?))
         })
     }
 

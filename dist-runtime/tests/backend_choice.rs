@@ -130,3 +130,15 @@ fn nccl_under_its_runtime_name_only_is_named_with_the_fix() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && text.contains("PROBE-ERROR"), "child:\n{text}");
 }
+
+/// Without the `mpi` feature, asking for MPI (in any case) is one clear error that names
+/// what was asked and the feature to build with, and claims no launcher.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_without_the_feature_is_a_clear_error() {
+    let e = env("MPI");
+    assert_eq!(e.backend, BackendChoice::Mpi);
+    let err = init_with(e).expect_err("no mpi feature").to_string();
+    assert!(err.contains("needs the MPI backend") && err.contains("--features dist-runtime/mpi"), "{err}");
+    assert!(!err.contains("started by"), "{err}");
+}

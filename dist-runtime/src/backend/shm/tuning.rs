@@ -82,7 +82,7 @@ impl Algo {
     pub const CMA_P2P_MIN: usize = 8 << 10;
 
     pub(crate) fn parse(algo: Option<&str>, cma: Option<&str>, cma_min: Option<&str>) -> Result<Algo> {
-        let bad = |what: String| Error::invalid("init", what);
+        let bad = Error::Env;
         let mut a = Algo {
             flat_max: Self::FLAT_MAX,
             cma: None,
@@ -148,9 +148,8 @@ impl Config {
         };
         let mut algo = Algo::parse(knobs.algo.as_deref(), knobs.cma.as_deref(), knobs.cma_min.as_deref())?;
         if let Some(v) = knobs.cma_p2p_min.as_deref().filter(|v| !v.is_empty()) {
-            algo.cma_p2p_min = v
-                .parse()
-                .map_err(|_| Error::invalid("init", format!("DIST_CMA_P2P_MIN={v:?}: expected a number of bytes")))?;
+            algo.cma_p2p_min =
+                v.parse().map_err(|_| Error::Env(format!("DIST_CMA_P2P_MIN={v:?}: expected a number of bytes")))?;
         }
         Ok(Config {
             job_id: env.job_id.clone(),
@@ -195,8 +194,12 @@ mod tests {
             (None, Some("yes"), None, "DIST_CMA=\"yes\""),
             (None, None, Some("1M"), "DIST_CMA_MIN=\"1M\""),
         ] {
-            let e = Algo::parse(algo, cma, min).unwrap_err().to_string();
-            assert!(e.contains(want), "{e}");
+            let e = Algo::parse(algo, cma, min).unwrap_err();
+            // An environment error: it names the variable, never a line of dist's own.
+            assert!(
+                matches!(e, Error::Env(_)) && e.to_string().contains(want) && !e.to_string().contains(".rs"),
+                "{e}"
+            );
         }
     }
 
