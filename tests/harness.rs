@@ -587,7 +587,8 @@ fn barrier_pause_barrier(world: Comm<World>) -> dist_runtime::Result<()> {
 /// Two token-less torchrun-style jobs on one port (rank 0 of the first hosts the store).
 /// With a job identity (torchrun's run id, dist's DIST_JOB_ID) the second job's rank
 /// stops at init naming both jobs, and the first job runs to the end; without one, one
-/// of the two rank-1 processes stops saying two jobs share the address. Never a merge.
+/// of the two rank-1 processes stops saying two jobs share the address, and every other
+/// rank of both ends with an error naming it. Never a merge that ends well.
 #[test]
 fn two_jobs_on_one_port_do_not_merge() {
     if shm_only("two_jobs_on_one_port_do_not_merge") {
@@ -635,6 +636,22 @@ fn two_jobs_on_one_port_do_not_merge() {
     let said = |o: &(bool, String)| o.1.contains("another process already joined the job") && o.1.contains("rank 1");
     assert!(!(a1.0 && b1.0), "both rank-1 processes joined: {a1:?} {b1:?}");
     assert!(said(&a1) || said(&b1), "neither rank 1 was told: a1 {a1:?}, b1 {b1:?}, a0 {a0:?}");
+    // The refused rank says so in the store: the job the other one joined ends too, both
+    // its ranks naming the conflict, rather than finishing with a stranger.
+    assert!(!a0.0 && !a1.0 && !b1.0, "a rank ended well: a0 {a0:?}, a1 {a1:?}, b1 {b1:?}");
+    let joined = if said(&a1) { &b1 } else { &a1 };
+    for o in [&a0, joined] {
+        assert!(o.1.contains("two jobs share MASTER_ADDR:MASTER_PORT"), "a0 {a0:?}, joined {joined:?}");
+    }
+    // A second rank 0 on the taken port says so in the first job's store: the first job's
+    // rank 0, waiting for a rank 1 that either job's may be, stops naming it.
+    let p = port();
+    let a0 = start(&p, "0", None);
+    std::thread::sleep(Duration::from_millis(300));
+    let b0 = start(&p, "0", None);
+    let (b0, a0) = (out(b0), out(a0));
+    assert!(!b0.0 && b0.1.contains("the port is in use"), "{b0:?}");
+    assert!(!a0.0 && a0.1.contains("a second rank 0") && a0.1.contains("found the store's port taken"), "{a0:?}");
 }
 
 /// Ranks started by hand (torchrun style, no launcher): one that cannot join (a wrong

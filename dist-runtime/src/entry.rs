@@ -154,6 +154,12 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     // has dropped): an error naming each sender's call site, as MPI calls finalizing with
     // unreceived messages erroneous, and as NCCL would hang on the sender.
     let outcome = match outcome {
+        // The job was found mixed with another after this rank's last op: its result is
+        // not this job's.
+        Ok(Ok(_)) if crate::verify::failure::poisoned().is_some() => {
+            let msg = crate::verify::failure::poisoned().map(|e| e.to_string()).unwrap_or_default();
+            Ok(Err(Failure { msg, code: 1 }))
+        }
         Ok(Ok(value)) => {
             let mut lost = crate::verify::failure::take_unreceived();
             lost.extend(keep.backend.unreceived());

@@ -95,8 +95,9 @@ pub struct Env {
     pub master_port: Option<u16>,
     /// `DIST_BACKEND`.
     pub backend: BackendChoice,
-    /// `DIST_JOB_ID` (dist's launchers set it), else torchrun's `TORCHELASTIC_RUN_ID`,
-    /// else this process's own (`p<pid>`: no identity shared with the other ranks).
+    /// `DIST_JOB_ID` (dist's launchers set it), else what started the job names it
+    /// (torchrun's run id, a Slurm step, a PMIx namespace, Open MPI's job id), else this
+    /// process's own (`p<pid>`: no identity shared with the other ranks).
     pub job_id: String,
     /// `DIST_JOB_TOKEN`: the rendezvous secret (empty: no secret).
     pub token: String,
@@ -229,6 +230,19 @@ pub(crate) fn isend_limit() -> u64 {
 
 fn parse<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T> {
     v.trim().parse().map_err(|_| Error::Env(format!("{name}={v:?} is not {what}")))
+}
+
+/// The job's identity from what started it: dist's launchers set `DIST_JOB_ID`; else
+/// torchrun's run id (not its default `none`), a Slurm step (`SLURM_JOB_ID` and
+/// `SLURM_STEP_ID`), a PMIx namespace (`PMIX_NAMESPACE`: Open MPI 5, `srun --mpi=pmix`)
+/// or Open MPI 4's job id. `None` where nothing names the job (ranks started by hand).
+pub(crate) fn job_identity(get: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    let get = |k: &str| get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    get("DIST_JOB_ID")
+        .or_else(|| get("TORCHELASTIC_RUN_ID").filter(|v| v != "none"))
+        .or_else(|| Some(format!("slurm-{}.{}", get("SLURM_JOB_ID")?, get("SLURM_STEP_ID")?)))
+        .or_else(|| get("PMIX_NAMESPACE").map(|n| format!("pmix-{n}")))
+        .or_else(|| get("OMPI_MCA_ess_base_jobid").map(|j| format!("ompi-{j}")))
 }
 
 /// Which MPI-style launcher started this process, and its rank and size variables.
@@ -373,10 +387,7 @@ impl Env {
             master_addr: get("MASTER_ADDR").unwrap_or_else(|| "127.0.0.1".into()),
             master_port,
             backend,
-            // The job's identity: dist's launchers set DIST_JOB_ID; torchrun its run id.
-            job_id: get("DIST_JOB_ID")
-                .or_else(|| get("TORCHELASTIC_RUN_ID").filter(|v| !v.is_empty() && v != "none"))
-                .unwrap_or_else(|| format!("p{}", std::process::id())),
+            job_id: job_identity(&get).unwrap_or_else(|| format!("p{}", std::process::id())),
             token: get("DIST_JOB_TOKEN").unwrap_or_default(),
             timeout,
             debug,
@@ -460,6 +471,19 @@ mod tests {
     fn torchrun_vars() {
         let e = env(&[("RANK", "2"), ("WORLD_SIZE", "4"), ("MASTER_PORT", "29500"), ("LOCAL_RANK", "0")]).unwrap();
         assert_eq!((e.rank, e.world_size, e.local_rank, e.master_port), (2, 4, 0, Some(29500)));
+    }
+
+    #[test]
+    fn the_job_identity_comes_from_what_started_the_job() {
+        let id = |p: &[(&str, &str)]| env(p).unwrap().job_id;
+        assert_eq!(id(&[("DIST_JOB_ID", "j1"), ("SLURM_JOB_ID", "7"), ("SLURM_STEP_ID", "0")]), "j1");
+        assert_eq!(id(&[("TORCHELASTIC_RUN_ID", "run-9"), ("PMIX_NAMESPACE", "ns")]), "run-9");
+        assert_eq!(id(&[("TORCHELASTIC_RUN_ID", "none"), ("SLURM_JOB_ID", "7"), ("SLURM_STEP_ID", "2")]), "slurm-7.2");
+        // A Slurm job without a step (a batch script starting ranks by hand) names no job.
+        assert!(id(&[("SLURM_JOB_ID", "7")]).starts_with('p'));
+        assert_eq!(id(&[("PMIX_NAMESPACE", "prterun-x-1@1")]), "pmix-prterun-x-1@1");
+        assert_eq!(id(&[("OMPI_MCA_ess_base_jobid", "59113473")]), "ompi-59113473");
+        assert_eq!(id(&[]), format!("p{}", std::process::id()));
     }
 
     #[test]

@@ -176,10 +176,13 @@ fn join_any(env: Env) -> Result<Comm<World>> {
         let port = env.master_port.expect("validated by Env");
         let addr = format!("{}:{}", env.master_addr, port);
         let server = if env.rank == 0 && !env.store_external {
-            Some(StoreServer::bind(addr.as_str(), &env.token)?)
+            Some(Arc::new(StoreServer::bind(addr.as_str(), &env.token).inspect_err(|_| second_rank_zero(&env, &addr))?))
         } else {
             None
         };
+        if let Some(server) = &server {
+            watch_for_conflict(Arc::downgrade(server));
+        }
         let store = Store::connect(&addr, &env.token, env.timeout)?;
         claim_rank(&store, &env, &addr)?;
         (Some(Arc::new(store)), server.map(|s| Box::new(s) as Box<dyn std::any::Any + Send + Sync>))
@@ -277,9 +280,10 @@ fn claim_rank(store: &Store, env: &Env, addr: &str) -> Result<()> {
         REFUSED.store(true, std::sync::atomic::Ordering::SeqCst);
         Err(e)
     };
-    // A job identity every rank shares (the launcher's DIST_JOB_ID, torchrun's run id):
-    // the first rank at the store records it; a rank of another job stops at once,
-    // before it writes a key, whichever job came first.
+    // A job identity every rank shares (the launcher's DIST_JOB_ID, torchrun's run id, a
+    // Slurm step, a PMIx namespace: `env::job_identity`): the first rank at the store
+    // records it; a rank of another job stops at once, before it writes a key, whichever
+    // job came first.
     if env.job_id != format!("p{}", std::process::id()) {
         let theirs = store.compare_set("claim/job", b"", env.job_id.as_bytes())?;
         if theirs != env.job_id.as_bytes() {
@@ -296,11 +300,68 @@ fn claim_rank(store: &Store, env: &Env, addr: &str) -> Result<()> {
     if store.add(&format!("claim/rank/{}", env.rank), 1)? == 1 {
         return Ok(());
     }
-    refused(Error::Env(format!(
+    let msg = format!(
         "another process already joined the job at {addr} as rank {}: two jobs share MASTER_ADDR:MASTER_PORT. \
          Give each job its own MASTER_PORT (or a secret DIST_JOB_TOKEN per job, which also keeps other users out)",
         env.rank
-    )))
+    );
+    let conflict = format!(
+        "two processes claimed rank {} at {addr} (the second, pid {}, was refused): two jobs share \
+         MASTER_ADDR:MASTER_PORT, and this job may hold a rank of the other. Give each job its own MASTER_PORT (or a \
+         DIST_JOB_ID or secret DIST_JOB_TOKEN per job)",
+        env.rank,
+        std::process::id()
+    );
+    let _ = store.compare_set(CONFLICT, b"", conflict.as_bytes());
+    refused(Error::Env(msg))
+}
+
+/// The store key that says two jobs share the store's address (ranks started by hand
+/// with no identity, on one `MASTER_PORT`): written by a rank refused its number
+/// ([`claim_rank`]) or by a second rank 0 that found the port taken
+/// ([`second_rank_zero`]). Ranks still joining stop on it ([`get_watching`]); rank 0's
+/// process, which hosts the store, marks the job failed with it ([`watch_for_conflict`]),
+/// so every rank of both jobs ends with an error instead of a merged job's wrong answer.
+const CONFLICT: &str = "conflict";
+
+/// Writes [`CONFLICT`] (best effort, within 2 s) into the store at `addr`.
+fn tell_conflict(addr: &str, token: &str, msg: &str) {
+    if let Ok(store) = Store::connect(addr, token, std::time::Duration::from_secs(2)) {
+        let _ = store.compare_set(CONFLICT, b"", msg.as_bytes());
+    }
+}
+
+/// Rank 0 could not host the store because its port is taken: where this job has no
+/// identity and what holds the port is a dist store, that store is another job's rank
+/// 0, and ranks of the two jobs may be mixing there: say so in it.
+fn second_rank_zero(env: &Env, addr: &str) {
+    if env.job_id == format!("p{}", std::process::id()) {
+        let msg = format!(
+            "two jobs share MASTER_ADDR:MASTER_PORT ({addr}): a second rank 0 (pid {}) found the store's port taken, \
+             so ranks of the two jobs may have joined each other. Give each job its own MASTER_PORT (or a DIST_JOB_ID \
+             or secret DIST_JOB_TOKEN per job)",
+            std::process::id()
+        );
+        tell_conflict(addr, &env.token, &msg);
+    }
+}
+
+/// In rank 0's process, which hosts the store: once [`CONFLICT`] is set, every op of
+/// this process fails with it, and this rank is marked failed with it (as soon as its
+/// world communicator exists to carry the mark), so every rank of the job, running or
+/// still joining, stops naming it. Polls every 50 ms until the store is dropped.
+fn watch_for_conflict(server: std::sync::Weak<StoreServer>) {
+    let _ = std::thread::Builder::new().name("dist-conflict".into()).spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let Some(server) = server.upgrade() else { return };
+        if let Some(msg) = server.get_local(CONFLICT) {
+            let msg = String::from_utf8_lossy(&msg);
+            crate::verify::failure::poison(&msg);
+            if crate::verify::failure::mark_failed(&msg) {
+                return;
+            }
+        }
+    });
 }
 
 /// Set when this process was refused as a rank of another job ([`claim_rank`]).
@@ -398,6 +459,10 @@ fn get_watching(store: &Store, key: &str, env: &Env) -> Result<Vec<u8>> {
         if let Some(v) = store.get_within(key, left.min(std::time::Duration::from_millis(100)))? {
             return Ok(v);
         }
+        if store.check(&[CONFLICT])? {
+            let why = String::from_utf8_lossy(&store.get(CONFLICT, left)?).into_owned();
+            return Err(Error::Env(why));
+        }
         if store.num_keys_with("fail/")? > 0 {
             for r in 0..env.world_size {
                 let k = failed_key(&r.to_string());
@@ -436,7 +501,7 @@ pub(crate) fn report_init_failure(rank: &str, msg: &str) {
     }
     let Ok(store) = Store::connect(&addr, &token, std::time::Duration::from_secs(2)) else { return };
     // With a job identity, only into this job's store (as `claim_rank` checks).
-    let job = get("DIST_JOB_ID").or_else(|| get("TORCHELASTIC_RUN_ID").filter(|v| v != "none"));
+    let job = crate::env::job_identity(&|k| std::env::var(k).ok());
     if let Some(job) = job {
         if store.compare_set("claim/job", b"", job.as_bytes()).map_or(true, |theirs| theirs != job.as_bytes()) {
             return;

@@ -505,6 +505,9 @@ impl<G: Group> Comm<G> {
         site: crate::error::Site,
         f: impl FnOnce() -> Result<R>,
     ) -> Result<R> {
+        if let Some(e) = crate::verify::failure::poisoned() {
+            return Err(e.with_callers());
+        }
         let slot = crate::verify::recorder::start(self.inner.rec, collective, name, site.0);
         match f() {
             Ok(v) => {

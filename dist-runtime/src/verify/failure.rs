@@ -109,11 +109,32 @@ pub(crate) fn saw_peer_failure() -> bool {
     SAW_PEER_FAILURE.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+static POISONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static POISON: Mutex<String> = Mutex::new(String::new());
+
+/// Every op of this process from now on fails with `reason`, and so does the rank's
+/// end: the job was found mixed with another (ranks started by hand on one port).
+pub(crate) fn poison(reason: &str) {
+    *POISON.lock().unwrap_or_else(|p| p.into_inner()) = reason.to_string();
+    POISONED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The error every op returns once [`poison`] was called.
+#[inline]
+pub(crate) fn poisoned() -> Option<crate::error::Error> {
+    if !POISONED.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    Some(crate::error::Error::Env(POISON.lock().unwrap_or_else(|p| p.into_inner()).clone()))
+}
+
 /// Marks this rank failed with `reason` in every communicator it belongs to, on every
-/// backend, so peers stop waiting on it at once instead of at their deadline.
-pub(crate) fn mark_failed(reason: &str) {
+/// backend, so peers stop waiting on it at once instead of at their deadline. Whether
+/// any communicator heard it (none: this rank has joined none yet).
+pub(crate) fn mark_failed(reason: &str) -> bool {
     let mut all = NOTICES.lock().unwrap_or_else(|p| p.into_inner());
     all.retain(|notify| notify(reason));
+    !all.is_empty()
 }
 
 #[cfg(test)]
