@@ -120,6 +120,11 @@ impl Waiter {
     }
 }
 
+/// Whether `a` and `b` wait in different collectives (by number) of one communicator.
+fn apart(a: &Waiter, b: &Waiter) -> bool {
+    a.kind == WAIT_COLL && b.kind == WAIT_COLL && a.comm == b.comm && a.seq > 0 && b.seq > 0 && a.seq != b.seq
+}
+
 /// What the detector concluded.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Verdict {
@@ -155,11 +160,15 @@ impl Detector {
         }
         let n = snap.len();
         // Edges only between blocked ranks: a running rank may still release its waiters.
+        // Nor between two ranks in different collectives of one communicator: one of
+        // them is past the other's, which it could only leave once the other had entered
+        // it, so the wait behind is on data in flight or its record is stale (MPI's
+        // board under load: "rank 0 waits in #12" read while rank 4 waits in #14).
         let edges: Vec<Vec<usize>> = snap
             .iter()
             .map(|w| {
                 if w.blocked() {
-                    w.on.iter().copied().filter(|&q| q < n && snap[q].blocked()).collect()
+                    w.on.iter().copied().filter(|&q| q < n && snap[q].blocked() && !apart(w, &snap[q])).collect()
                 } else {
                     vec![]
                 }
@@ -392,6 +401,29 @@ mod tests {
             );
             assert!(v.text.contains("ranks 1–3 wait in recv from rank 0 on World (src/main.rs:24)"), "{}", v.text);
         }
+    }
+
+    /// Ranks in different collectives of one communicator are never a deadlock between
+    /// them (seen on MPI across hosts under load: ranks 0–3's board records still said
+    /// collective #12 while ranks 4–7 waited in #14 for them); in the same collective
+    /// they are not either, and a cycle through other waits is still found.
+    #[test]
+    fn different_collectives_of_one_communicator_are_no_cycle() {
+        let at = |seq: u64, on: &[usize]| Waiter { seq, ..coll("all_reduce", 415, on) };
+        let mut snap = vec![at(12, &[2, 3]), at(12, &[2, 3]), at(14, &[0, 1]), at(14, &[0, 1])];
+        for me in 0..4 {
+            assert_eq!(run(me, &mut snap, Duration::from_secs(3)), None, "rank {me}");
+        }
+        // One collective number behind (data of #13 in flight to ranks 0 and 1).
+        let mut snap = vec![at(13, &[2]), at(13, &[2]), at(14, &[0, 1]), Waiter::default()];
+        assert_eq!(run(2, &mut snap, Duration::from_secs(3)), None);
+        // Another communicator's collective, or a receive, still closes a cycle.
+        let mut other = at(3, &[0]);
+        other.comm = "Tp{0,1}".into();
+        let mut snap = vec![at(12, &[1]), other];
+        assert!(run(0, &mut snap, Duration::from_secs(2)).is_some());
+        let mut snap = vec![at(12, &[1]), recv(0, 24)];
+        assert!(run(0, &mut snap, Duration::from_secs(2)).is_some());
     }
 
     #[test]
