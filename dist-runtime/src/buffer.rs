@@ -22,7 +22,7 @@ mod sealed {
 ///
 /// ```
 /// # use dist_runtime::prelude::*;
-/// # #[spmd]
+/// # #[spmd(ranks = 3)]
 /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
 /// // A Vec, an array and a slice are all buffers of u32.
 /// let v = vec![world.rank() as u32; 2];

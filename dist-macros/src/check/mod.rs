@@ -1090,6 +1090,132 @@ mod tests {
         assert!(problems(&same, c, 3)[0].starts_with("undecidable"), "{:?}", problems(&same, c, 3));
     }
 
+    /// Buffer lengths: a receive posted with another length than the message it takes,
+    /// a `_v` collective whose buffers disagree with its counts, counts that differ
+    /// across ranks (known, or data computed from different values), `all_to_all_v`
+    /// counts that do not pair up, a root passing `None`: each an error at the op; the
+    /// same programs with consistent lengths pass.
+    #[test]
+    fn buffer_lengths_are_checked() {
+        let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            let (r, n) = (world.rank(), world.size());
+            BODY
+            Ok(())
+        }"#;
+        let c = "const T: Tag<f64> = Tag::new(1);";
+        let with = |body: &str| src.replace("BODY", body);
+        let ring = "let mut got = vec![0.0; A]; \
+                    world.sendrecv((r + 1) % n, T, &vec![1.0; B], (r + n - 1) % n, &mut got)?;";
+        let gather = "let counts: Vec<usize> = (0..n).map(|j| j + 1).collect(); \
+                      let mine = vec![1.0f64; SEND]; \
+                      if r == 0 { let mut all = vec![0.0; TOTAL]; world.gather_v(&mine, Some(&mut all[..]), &counts, 0)?; } \
+                      else { world.gather_v(&mine, None, &counts, 0)?; }";
+        let a2a = "let sc: Vec<usize> = (0..n).map(|j| r + j).collect(); \
+                   let rc: Vec<usize> = (0..n).map(|i| RECV).collect(); \
+                   let send = vec![0u32; sc.iter().sum()]; let mut recv = vec![0u32; rc.iter().sum()]; \
+                   world.all_to_all_v(&send, &sc, &mut recv, &rc)?;";
+        for n in 2..=4 {
+            for ok in [
+                ring.replace("A", "3").replace("B", "3"),
+                gather.replace("SEND", "r + 1").replace("TOTAL", "n * (n + 1) / 2"),
+                a2a.replace("RECV", "i + r"),
+                "let mut all = vec![0u8; 2 * n]; world.all_gather(&[1u8, 2], &mut all)?;".into(),
+            ] {
+                assert_eq!(problems(&with(&ok), c, n), Vec::<String>::new(), "size {n}: {ok}");
+            }
+            let e = problems(&with(&ring.replace("A", "4").replace("B", "3")), c, n);
+            assert!(e[0].contains("takes 4 elements") && e[0].contains("has 3 elements"), "{e:?}");
+            let e = problems(&with(&gather.replace("SEND", "2").replace("TOTAL", "n * (n + 1) / 2")), c, n);
+            assert!(e[0].contains("`gather_v` on rank") && e[0].contains("must have 1 (`counts[0]`)"), "{e:?}");
+            let e = problems(&with(&gather.replace("SEND", "r + 1").replace("TOTAL", "n * n")), c, n);
+            assert!(e[0].contains("its receive buffer `Some(&mut all[..])`") && e[0].contains("the sum of"), "{e:?}");
+            let e = problems(&with(&a2a.replace("RECV", "i")), c, n);
+            assert!(e[0].contains("what each rank sends another must be what that rank expects"), "{e:?}");
+            let e = problems(&with("let mut all = vec![0u8; n]; world.all_gather(&[1u8, 2], &mut all)?;"), c, n);
+            assert!(e[0].contains("size() × send.len()"), "{e:?}");
+            let e = problems(
+                &with(
+                    "let k = vec![r; n]; let mut all = vec![0u8; k.iter().sum()]; \
+                                    world.all_gather_v(&vec![1u8; r], &mut all, &k)?;",
+                ),
+                c,
+                n,
+            );
+            assert!(e[0].contains("different counts"), "{e:?}");
+            // Counts from what each rank received: data that differs from rank to rank.
+            let e = problems(
+                &with(
+                    "let mut mine = [0u64]; let all: Vec<u64> = (0..n as u64).collect(); \
+                       world.scatter(if r == 0 { Some(&all[..]) } else { None }, &mut mine, 0)?; \
+                       let k = vec![mine[0] as usize; n]; let mut out = vec![0u8; 4 * n]; \
+                       world.all_gather_v(&vec![1u8; 4], &mut out, &k)?;",
+                ),
+                c,
+                n,
+            );
+            assert!(e[0].contains("may be called with different counts"), "{e:?}");
+            let e = problems(&with("let mut all = vec![0u8; n]; world.gather(&[1u8], None, 0)?;"), c, n);
+            assert!(e[0].contains("is the root and must pass `Some(..)`"), "{e:?}");
+        }
+    }
+
+    /// k-means as written elsewhere: centroids start from a broadcast written in through
+    /// `iter_mut().zip(..)`, are recomputed each step by a helper that divides reduced
+    /// sums by reduced counts under `if counts[c] > 0` (a loop counter indexing a
+    /// reduced list), and the loop stops when the largest shift (a `fold` over them) is
+    /// small. All of that is the same on every rank, so the early `return` is followed
+    /// on every rank alike; a test of the rank's own count before the reduction is not.
+    #[test]
+    fn values_computed_alike_from_reduced_data_are_followed() {
+        let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            fn centroids_from(sums: &[i64], counts: &[i64], old: &[f64]) -> Vec<f64> {
+                let mut next = old.to_vec();
+                for c in 0..counts.len() {
+                    if counts[c] > 0 {
+                        for d in 0..2 {
+                            next[c * 2 + d] = sums[c * 2 + d] as f64 / counts[c] as f64;
+                        }
+                    }
+                }
+                next
+            }
+            fn max_shift(a: &[f64], b: &[f64]) -> f64 {
+                a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+            }
+            let k: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(4);
+            let mut cent = vec![0.0; k * 2];
+            let mut buf = [0i64; 2];
+            world.broadcast(&mut buf, 0)?;
+            for (dst, &x) in cent[0..2].iter_mut().zip(&buf) {
+                *dst = x as f64;
+            }
+            let mut next_buf = vec![0.0; 4];
+            std::mem::swap(&mut cent, &mut next_buf);
+            std::mem::swap(&mut cent, &mut next_buf);
+            for it in 0..5 {
+                let mine = (world.rank() + it) as i64;
+                let mut sums = vec![mine; k * 2];
+                let mut counts = vec![1i64; k];
+                BUG
+                world.all_reduce(&mut sums, ReduceOp::Sum)?;
+                world.all_reduce(&mut counts, ReduceOp::Sum)?;
+                let next = centroids_from(&sums, &counts, &cent);
+                let shift = max_shift(&cent, &next);
+                cent = next;
+                if shift <= 0.5 { return Ok(()); }
+            }
+            world.all_reduce(&mut cent, ReduceOp::Sum)?;
+            Ok(())
+        }"#;
+        for n in 1..=4 {
+            assert_eq!(problems(&src.replace("BUG", ""), "", n), Vec::<String>::new(), "size {n}");
+        }
+        // The rank's own block stopped moving: it leaves, the others reduce.
+        let bad = src.replace("BUG", "if mine == 1 && it > 0 { return Ok(()); }");
+        let e = problems(&bad, "", 3);
+        assert!(e[0].contains("`all_reduce`") && e[0].contains("reached by"), "{e:?}");
+    }
+
     /// A bucket plan built the way DDP builds one: `match plan.last_mut() { Some(b) if
     /// .. => b.push(t), _ => plan.push(vec![t]) }` over sizes from `params.iter().map(
     /// Vec::len)` of layers made by `windows(2).flat_map(..)`. What the arm does through

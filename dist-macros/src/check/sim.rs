@@ -2,13 +2,16 @@
 //! reaches (or reaches in another order, with another root or op), sends and receives
 //! without a partner, and deadlocks under rendezvous semantics.
 
-use super::trace::{Ev, Site};
+use super::trace::{Counts, Ev, Site};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// Problems found at world size `n`, each an error spanned at the call to fix.
 pub fn check(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
     let mut errs = collectives(n, traces);
     errs.extend(unmatched(n, traces));
+    if errs.is_empty() {
+        errs.extend(message_lengths(n, traces));
+    }
     if errs.is_empty() {
         errs.extend(deadlock(n, traces));
     }
@@ -177,11 +180,73 @@ pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                 Ev::Coll { len, .. } => len.map(|l| l.to_string()),
                 _ => None,
             };
-            if let Some(e) =
-                mismatch(&root, "root").or_else(|| mismatch(&op, "op")).or_else(|| mismatch(&len, "buffer length"))
+            let counts = |e: &Ev| match e {
+                Ev::Coll { counts: Some(Counts::Known(k)), .. } => Some(format!("{k:?}")),
+                _ => None,
+            };
+            if let Some(e) = mismatch(&root, "root")
+                .or_else(|| mismatch(&op, "op"))
+                .or_else(|| mismatch(&len, "buffer length"))
+                .or_else(|| mismatch(&counts, "count"))
             {
                 errs.push(e);
                 break;
+            }
+            // Counts that are data on every rank, computed from different values on two
+            // of them (`vec![keys.len(); n]` of a rank's own keys).
+            let data_counts = |e: &Ev| match e {
+                Ev::Coll { counts: Some(Counts::Data(fp, t)), .. } => Some((*fp, t.clone())),
+                _ => None,
+            };
+            let cs: Vec<(usize, (u64, String), &Ev)> = at
+                .iter()
+                .filter_map(|(r, e)| Some((*r, data_counts(e.expect("reached"))?, e.expect("reached"))))
+                .collect();
+            if cs.len() == at.len() {
+                if let Some((r1, (_, text), ev)) = cs.iter().find(|x| x.1 .0 != cs[0].1 .0) {
+                    errs.push(ev.site().error(format!(
+                        "`{}` on {desc} may be called with different counts at world size {n}: `{text}` ({}) is \
+                         data that rank {r1} computes from other values than rank {} does ({}), so the ranks may \
+                         pass different counts; every rank must pass the same counts: exchange the lengths first \
+                         (`all_gather` of each rank's length)",
+                        ev.call(),
+                        ev.site().loc(),
+                        cs[0].0,
+                        cs[0].2.site().loc(),
+                    )));
+                    break;
+                }
+            }
+            // `all_to_all_v`: what rank i sends rank j is what j expects from i.
+            type Pairs<'t, 'a> = Vec<(usize, &'t (Vec<i128>, Vec<i128>), &'t Ev<'a>)>;
+            let a2a: Pairs<'_, '_> = at
+                .iter()
+                .filter_map(|(r, e)| match e.expect("reached") {
+                    ev @ Ev::Coll { a2a: Some(x), .. } => Some((*r, x, ev)),
+                    _ => None,
+                })
+                .collect();
+            if a2a.len() == at.len() {
+                let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
+                let bad = a2a.iter().find_map(|(i, (send, _), ev)| {
+                    a2a.iter().find_map(|(j, (_, recv), ev2)| {
+                        let (li, lj) = (local(*i), local(*j));
+                        let (s, r) = (*send.get(lj)?, *recv.get(li)?);
+                        (s != r).then_some((*i, *j, s, r, *ev, *ev2))
+                    })
+                });
+                if let Some((i, j, s, r, ev, ev2)) = bad {
+                    errs.push(ev2.site().error(format!(
+                        "`{}` on {desc} at world size {n}: rank {i} sends rank {j} {s} element{} (its send counts, \
+                         {}) but rank {j} expects {r} from rank {i} (its receive counts, {}); what each rank sends \
+                         another must be what that rank expects from it",
+                        ev2.call(),
+                        if s == 1 { "" } else { "s" },
+                        ev.site().loc(),
+                        ev2.site().loc(),
+                    )));
+                    break;
+                }
             }
             // A root that is data on every rank, computed from different values on two
             // of them: the ranks may pass different roots.
@@ -436,6 +501,53 @@ fn near_miss(
         }
     }
     String::new()
+}
+
+// ---------------------------------------------------------------- message lengths
+
+/// A send and the receive that takes it (in order, per communicator, pair of ranks and
+/// tag, as MPI matches them) with different buffer lengths: the runtime fails both.
+fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+    type Posts<'t, 'a> = (Vec<&'t Ev<'a>>, Vec<&'t Ev<'a>>);
+    let mut chans: BTreeMap<(String, usize, usize, String), Posts<'_, '_>> = BTreeMap::new();
+    for (r, t) in traces.iter().enumerate() {
+        for ev in t {
+            if let Ev::P2p { send, comm, peer, tag, .. } = ev {
+                if *peer == super::trace::ANY_SOURCE {
+                    continue;
+                }
+                let key =
+                    if *send { (comm.clone(), r, *peer, tag_id(tag)) } else { (comm.clone(), *peer, r, tag_id(tag)) };
+                let e = chans.entry(key).or_default();
+                if *send {
+                    e.0.push(ev)
+                } else {
+                    e.1.push(ev)
+                }
+            }
+        }
+    }
+    for ((_, src, dst, _), (sends, recvs)) in &chans {
+        for (s, r) in sends.iter().zip(recvs) {
+            let (Ev::P2p { len: Some(a), .. }, Ev::P2p { len: Some(b), .. }) = (s, r) else { continue };
+            if a != b {
+                let el = |k: &i128| format!("{k} element{}", if *k == 1 { "" } else { "s" });
+                return Some(r.site().error(format!(
+                    "this `{}`{} on rank {dst} takes {} but the message it matches, from the `{}` on rank {src} ({}, \
+                     {}), has {} at world size {n}: a receive must be posted with the length of the message (the \
+                     runtime fails both calls); make the two buffers the same length",
+                    r.call(),
+                    r.site().helper_note(),
+                    el(b),
+                    s.call(),
+                    s.site().loc(),
+                    tag_desc(&ev_tag(s)),
+                    el(a),
+                )));
+            }
+        }
+    }
+    None
 }
 
 // ---------------------------------------------------------------- deadlock

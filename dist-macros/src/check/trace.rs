@@ -153,6 +153,9 @@ pub enum Ev<'a> {
         tag: String,
         site: Site<'a>,
         call: &'static str,
+        /// The buffer's length in elements, where evaluable (a receive must be posted
+        /// with the length of the message it takes).
+        len: Option<i128>,
     },
     /// A posted collective on a communicator (blocking ones are followed by a wait).
     Coll {
@@ -167,10 +170,24 @@ pub enum Ev<'a> {
         len: Option<i128>,
         /// A root that is data: its hash ([`super::interp::V::Opaque`]'s `fp`) and text.
         root_data: Option<(u64, String)>,
+        /// The `counts` every rank must pass alike (`gather_v`, `scatter_v`,
+        /// `all_gather_v`, `reduce_scatter_v`), where evaluable.
+        counts: Option<Counts>,
+        /// `all_to_all_v`'s send and receive counts, where known: what rank i sends
+        /// rank j must be what j expects from i.
+        a2a: Option<(Vec<i128>, Vec<i128>)>,
         site: Site<'a>,
     },
     /// Blocks until the posted events `ids` complete.
     Wait { ids: Vec<usize>, site: Site<'a>, call: &'static str },
+}
+
+/// Per-rank counts passed to a collective: known numbers, or data (its hash, as a root
+/// that is data, and the argument's text).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Counts {
+    Known(Vec<i128>),
+    Data(u64, String),
 }
 
 impl<'a> Ev<'a> {

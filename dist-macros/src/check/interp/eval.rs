@@ -283,7 +283,17 @@ impl<'a> Interp<'a> {
         // What each changed variable was set to, in any branch, and the condition: the
         // data it holds after is computed from those ([`V::Opaque`]'s `fp`).
         let cond_fp = std::mem::take(&mut self.cond_fp);
+        let agreed_cond = std::mem::take(&mut self.spec_agreed);
         let mut salts: Vec<(scopes::Sym, u64)> = Vec::new();
+        // Under a condition the same on every rank, every rank takes the same branch:
+        // a variable that each branch leaves the same on every rank (and that was so
+        // before) is the same on every rank after (`if counts[c] > 0 { x = sums[c] /
+        // counts[c] }`).
+        let mut all_agreed: Vec<(scopes::Sym, bool)> = Vec::new();
+        // Under a condition on exact data ([`V::derived`]), what each branch leaves is
+        // exact where its values and the variable's before are.
+        let mut all_exact: Vec<(scopes::Sym, bool)> = Vec::new();
+        let mut values = Vec::new();
         for b in branches {
             self.scopes = before_scopes.clone();
             self.speculative += 1;
@@ -302,7 +312,8 @@ impl<'a> Interp<'a> {
                 return Err(undecidable(at, what));
             }
             match r {
-                Ok(_) | Err(Flow::Fail) => {}
+                Ok(v) => values.push(v),
+                Err(Flow::Fail) => {}
                 Err(Flow::Stop(s)) => {
                     self.scopes = before_scopes;
                     return Err(Flow::Stop(s));
@@ -327,15 +338,42 @@ impl<'a> Interp<'a> {
                     }
                     changed.push(k);
                     salts.push((k, fp_of(&[v, &V::Int(cond_fp as i128)])));
+                    let before = before_scopes.get_in(depth, k);
+                    let same = agreed_cond && same_everywhere(v) && before.is_none_or(same_everywhere);
+                    let exact = (agreed_cond || super::value::is_exact(cond_fp))
+                        && exact_class(v)
+                        && before.is_none_or(exact_class);
+                    all_agreed.push((k, same));
+                    all_exact.push((k, exact));
                 }
             }
         }
         self.scopes = before_scopes;
+        self.spec_values = values;
         let cond = self.place(at);
         for k in changed {
             if let Some(slot) = self.scopes.get_mut(k) {
                 let salt = salts.iter().filter(|x| x.0 == k).fold(0u64, |a, x| a.rotate_left(5) ^ x.1) | 1;
-                *slot = if reshaped.contains(&k) {
+                let agreed = all_agreed.iter().filter(|x| x.0 == k).all(|x| x.1);
+                let exact = all_exact.iter().filter(|x| x.0 == k).all(|x| x.1)
+                    && !slot.has_comm()
+                    && !matches!(slot, V::Struct(..));
+                *slot = if agreed {
+                    if reshaped.contains(&k) {
+                        V::Agreed
+                    } else {
+                        agree(slot.clone())
+                    }
+                } else if exact {
+                    let salt = V::Int(salt as i128);
+                    match &*slot {
+                        // A list keeps its length where no branch changed it.
+                        V::List(items) if !reshaped.contains(&k) => {
+                            V::list(items.iter().map(|x| V::derived(&[x, &salt])).collect())
+                        }
+                        v => V::derived(&[v, &salt]),
+                    }
+                } else if reshaped.contains(&k) {
                     let comm = slot.has_comm();
                     V::Opaque { comm, fp: if comm { 0 } else { fp_of(&[slot, &V::Int(salt as i128)]) } }
                 } else {
@@ -376,7 +414,7 @@ impl<'a> Interp<'a> {
                     (UnOp::Not(_), V::Int(x)) => V::Int(!x),
                     (UnOp::Deref(_), v) => v,
                     (_, v @ (V::Agreed | V::Uniform)) => v,
-                    (_, v) => V::taint(&[&v]),
+                    (_, v) => V::derived(&[&v]),
                 })
             }
             Expr::Binary(b) => self.binary(b),
@@ -431,6 +469,9 @@ impl<'a> Interp<'a> {
                         items.get(i.index as usize).cloned().unwrap_or(V::opaque())
                     }
                     (syn::Member::Named(m), V::Status(Some(src))) if m == "source" => V::Int(src),
+                    // `range.start`, `range.end` of a `Range` the check holds.
+                    (syn::Member::Named(m), V::Range(a, _)) if m == "start" => V::Int(a),
+                    (syn::Member::Named(m), V::Range(_, b)) if m == "end" => V::Int(b),
                     // A field of a parsed command line (`args.tp`) is an input too.
                     (_, V::Uniform) => V::Uniform,
                     (_, V::Agreed) => V::Agreed,
@@ -444,7 +485,7 @@ impl<'a> Interp<'a> {
                             None => V::opaque(),
                         }
                     }
-                    (_, b) => V::taint(&[&b]),
+                    (_, b) => V::derived(&[&b]),
                 })
             }
             Expr::Index(ix) => {
@@ -483,7 +524,7 @@ impl<'a> Interp<'a> {
                             && matches!(items[i as usize], V::Agreed)
                             && !input_like(&ix.index, &V::Int(i)) =>
                     {
-                        V::data(fp_of(&[&V::Int(i)]))
+                        V::derived(&[&V::Int(i)])
                     }
                     (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
                     (V::List(items), V::Int(i)) => {
@@ -492,7 +533,7 @@ impl<'a> Interp<'a> {
                             msg: format!("index {i} is out of bounds for a list of {}", items.len()),
                         }))
                     }
-                    (b, _) => V::taint(&[&b]),
+                    (b, i) => V::derived(&[&b, &i]),
                 })
             }
             Expr::If(i) => self.if_expr(i),
@@ -718,6 +759,19 @@ impl<'a> Interp<'a> {
             }
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.store(&u.expr, v),
             Expr::Paren(p) => self.store(&p.expr, v),
+            // `(best, best_d) = (c, d)`: each place gets its part; `_` nothing.
+            Expr::Tuple(t) => {
+                let parts = match v {
+                    V::Tuple(items) if items.len() == t.elems.len() => items,
+                    other => vec![V::taint(&[&other]); t.elems.len()],
+                };
+                for (place, part) in t.elems.iter().zip(parts) {
+                    if !matches!(place, Expr::Infer(_)) {
+                        self.store(place, part)?;
+                    }
+                }
+                Ok(())
+            }
             // `s.f = v` (and `self.a.b = v`) on a struct the check follows.
             Expr::Field(f) if matches!(self.place_value(&f.base), Some(V::Struct(..))) => {
                 let Some(V::Struct(ty, mut fields)) = self.place_value(&f.base) else { unreachable!() };
@@ -795,8 +849,47 @@ impl<'a> Interp<'a> {
         }
     }
 
-    pub(super) fn clobber(&mut self, name: &str, keep_shape: bool) {
-        self.clobber_with(name, keep_shape, 0)
+    /// Forgets what the place `path` holds (`x`, or `self.next`: only that field of a
+    /// struct the check follows), computed as `salt` says.
+    pub(super) fn clobber_path(&mut self, path: &str, salt: u64) {
+        // `x[]`: written through an index, so its length stays.
+        let (path, indexed) = match path.strip_suffix("[]") {
+            Some(p) => (p, true),
+            None => (path, false),
+        };
+        let mut parts = path.split('.');
+        let root = parts.next().unwrap_or_default();
+        let fields: Vec<&str> = parts.collect();
+        fn go<'a>(v: V<'a>, fields: &[&str], salt: u64, indexed: bool) -> V<'a> {
+            match (v, fields.split_first()) {
+                (V::Struct(t, fs), Some((f, rest))) if fs.iter().any(|(k, _)| k == f) => V::Struct(
+                    t,
+                    fs.into_iter()
+                        .map(|(k, v)| {
+                            if k != *f {
+                                (k, v)
+                            } else if rest.is_empty() {
+                                // A list the package never resizes keeps its length.
+                                let keep = matches!(v, V::List(_)) && (indexed || !super::field_resized(&k));
+                                let v = match v {
+                                    v @ (V::Int(_) | V::Bool(_)) if !super::field_written(&k) => v,
+                                    v => forget_with(v, keep, salt),
+                                };
+                                (k, v)
+                            } else {
+                                let v = go(v, rest, salt, indexed);
+                                (k, v)
+                            }
+                        })
+                        .collect(),
+                ),
+                (v @ V::List(_), None) => forget_with(v, indexed, salt),
+                (v, _) => forget_with(v, false, salt),
+            }
+        }
+        if let Some(v) = self.lookup(root).cloned() {
+            self.assign(root, go(v, &fields, salt, indexed));
+        }
     }
 
     fn clobber_with(&mut self, name: &str, keep_shape: bool, salt: u64) {
@@ -847,7 +940,7 @@ impl<'a> Interp<'a> {
                 (_, V::Bool(_), y) if same(&y) => V::Agreed,
                 (_, x, V::Bool(_)) if same(&x) => V::Agreed,
                 (_, x, y) if same(&x) && same(&y) => V::Agreed,
-                (_, x, y) => V::taint(&[&x, &y]),
+                (_, x, y) => V::derived(&[&x, &y]),
             });
         }
         let compound = match b.op {
@@ -884,7 +977,7 @@ impl<'a> Interp<'a> {
             Err(msg) if msg.starts_with("division") => return Err(Flow::Fail),
             // Past i128 (a hash, a random number generator): what the program computes
             // in its fixed-width integers is data to the check.
-            Err(_) => V::taint(&[&l, &r]),
+            Err(_) => V::derived(&[&l, &r]),
         };
         if compound.is_some() {
             self.store(&b.left, v)?;
@@ -927,6 +1020,7 @@ impl<'a> Interp<'a> {
     ) -> Result<Option<u32>, Flow<'a>> {
         if !self.agreed_communicates.contains(&site) {
             let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
+            self.spec_agreed = true;
             match self.speculate(branches, at) {
                 Ok(()) => return Ok(None),
                 // (In code that cannot communicate and reads the program's inputs itself,
@@ -969,6 +1063,21 @@ impl<'a> Interp<'a> {
         branches: &[Branch<'a>],
         at: &impl ToTokens,
     ) -> Result<Option<usize>, Flow<'a>> {
+        self.local_branch_in(fp, cond, site, branches, at, None)
+    }
+
+    /// [`Self::local_branch`]; `trip`: the test's place in a `while` loop (which entry
+    /// into the loop, which test in it), decided so that the loop runs a bounded number
+    /// of times ([`super::loop_decision`]).
+    pub(super) fn local_branch_in(
+        &mut self,
+        fp: u64,
+        cond: &'a Expr,
+        site: usize,
+        branches: &[Branch<'a>],
+        at: &impl ToTokens,
+        trip: Option<(u32, u32)>,
+    ) -> Result<Option<usize>, Flow<'a>> {
         if !self.agreed_communicates.contains(&site) {
             let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
             self.cond_fp = fp;
@@ -987,11 +1096,21 @@ impl<'a> Interp<'a> {
                 Err(f) => return Err(f),
             }
         }
+        // (A condition decided before on data the same on every rank, now on data that
+        // may differ: `shift <= tol` with `shift` reduced at first, then computed from
+        // what the ranks computed.)
+        if !self.local_seen.contains_key(&site) && fp != 0 && self.speculative == 0 {
+            let what = "a condition on data whose code communicates or leaves early".to_string();
+            if !super::local_enabled() {
+                super::local_stop(site, fp);
+                return Err(undecidable(at, what));
+            }
+            self.local_seen.insert(site, (0, what));
+        }
         let Some((j, what)) = self.local_seen.get_mut(&site).map(|e| {
             e.0 += 1;
             (e.0 - 1, e.1.clone())
         }) else {
-            // (A condition on data the same on every rank met here before.)
             return Err(undecidable(at, "a condition on data under a condition the same on every rank"));
         };
         let (at, what) = match self.locate_stop::<()>(Err(undecidable(at, what))) {
@@ -1000,7 +1119,11 @@ impl<'a> Interp<'a> {
         };
         let text = format!("`{}` at {}", super::trace::expr_text(cond), self.chain_text(trace::line_of(cond)));
         let arms = branches.len().max(2);
-        let pick = super::local_decision(site, j, fp, self.rank, arms, at, what, text);
+        let (j, first) = match trip {
+            Some((entry, k)) => ((entry << 16) | k.min(0xffff), Some(super::loop_decision(entry, k))),
+            None => (j, None),
+        };
+        let pick = super::local_decision(site, j, fp, self.rank, arms, at, what, text, first);
         Ok(Some(pick))
     }
 
@@ -1033,6 +1156,15 @@ impl<'a> Interp<'a> {
                                 (false, None) => Ok(V::Unit),
                             };
                         }
+                        // Every rank took the same branch: its value is the same on
+                        // every rank where each branch's is.
+                        let vals = std::mem::take(&mut me.spec_values);
+                        if i.else_branch.is_some() && vals.len() == 2 && vals.iter().all(same_everywhere) {
+                            return Ok(if vals[0] == vals[1] { vals[0].clone() } else { agree(vals[0].clone()) });
+                        }
+                        if i.else_branch.is_some() && vals.len() == 2 {
+                            return Ok(V::derived(&[&c, &vals[0], &vals[1]]));
+                        }
                         return Ok(V::opaque());
                     }
                     if let V::Opaque { comm: false, fp } = c {
@@ -1043,7 +1175,23 @@ impl<'a> Interp<'a> {
                                 Some((_, e)) => me.expr(e),
                                 None => Ok(V::Unit),
                             },
-                            None => Ok(V::taint(&[&c])),
+                            // Both branches computed from exact data under an exact
+                            // condition: the value is exact too.
+                            None => {
+                                let vals = std::mem::take(&mut me.spec_values);
+                                let mut all: Vec<&V<'a>> = vec![&c];
+                                all.extend(vals.iter());
+                                Ok(
+                                    if super::value::is_exact(fp)
+                                        && vals.len() == branches.len()
+                                        && i.else_branch.is_some()
+                                    {
+                                        V::derived(&all)
+                                    } else {
+                                        V::taint(&[&c])
+                                    },
+                                )
+                            }
                         };
                     }
                     me.speculate(&branches, i)?;
@@ -1194,12 +1342,15 @@ impl<'a> Interp<'a> {
     }
 
     /// Iterates a loop body over `items`, handling break/continue with labels.
+    /// Runs `body` once per item bound to `pat`; with `keep`, pushes what each pass left
+    /// in the binding named `keep.0` (see [`Self::for_loop`]).
     pub(super) fn iterate(
         &mut self,
         label: Option<&syn::Label>,
         pat: Option<&'a Pat>,
         items: impl Iterator<Item = V<'a>>,
         body: &'a Block,
+        mut keep: Option<(&str, &mut Vec<Option<V<'a>>>)>,
     ) -> R<'a> {
         let mine =
             |l: &Option<String>| l.is_none() || label.is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()));
@@ -1208,7 +1359,11 @@ impl<'a> Interp<'a> {
                 if let Some(p) = pat {
                     me.bind(p, x);
                 }
-                me.block(body)
+                let r = me.block(body);
+                if let Some((name, out)) = keep.as_mut() {
+                    out.push(me.lookup(name).cloned());
+                }
+                r
             });
             match r {
                 Ok(_) => {}
@@ -1221,13 +1376,92 @@ impl<'a> Interp<'a> {
     }
 
     pub(super) fn for_loop(&mut self, f: &'a syn::ExprForLoop) -> R<'a> {
+        // `for w in self.w.iter_mut()`, `for (w, g) in w.iter_mut().zip(&g)`, `for (i, x)
+        // in xs[a..b].iter_mut().enumerate()`: what the body leaves in the binding is
+        // the list's item afterwards (`*w -= lr * g`), so the list keeps what it holds
+        // instead of becoming data.
+        let lent = self.lent_items(f)?;
         let it = self.expr(&f.expr)?;
-        self.summarised_loop(&f.body, |me| me.for_loop_items(f, it))
+        let Some((place, offset, before, path)) = lent else {
+            return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it));
+        };
+        let name = match pat_at(&f.pat, &path) {
+            Some(Pat::Ident(p)) if p.subpat.is_none() => p.ident.to_string(),
+            _ => return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it)),
+        };
+        let Some(items) = iter_items(&it) else {
+            return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it));
+        };
+        let mut after: Vec<Option<V<'a>>> = Vec::new();
+        let r = self.summarised_loop(&f.body, |me| {
+            me.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, Some((&name, &mut after)))
+        });
+        // Written back only where every pass left its item (a summarised loop did not).
+        if r.is_ok() && after.len() <= items.len() && after.iter().all(Option::is_some) {
+            let mut list = (*before).clone();
+            if offset + after.len() <= list.len() {
+                for (i, v) in after.into_iter().enumerate() {
+                    list[offset + i] = v.expect("checked");
+                }
+                if self.store(place, V::list(list)).is_err() {
+                    self.clobber_place(place, true);
+                }
+            }
+        }
+        r
+    }
+
+    /// For a `for` loop over items lent mutably from a list the check holds
+    /// (`x.iter_mut()`, `&mut x`, `x[a..b].iter_mut()`, through `zip` and `enumerate`):
+    /// the list's place, the first item's index in it, the list before the loop, and
+    /// where the item sits in the loop's pattern (tuple positions).
+    #[allow(clippy::type_complexity)]
+    fn lent_items(
+        &mut self,
+        f: &'a syn::ExprForLoop,
+    ) -> Result<Option<(&'a Expr, usize, std::rc::Rc<Vec<V<'a>>>, Vec<usize>)>, Flow<'a>> {
+        fn source(e: &Expr) -> Option<(&Expr, Vec<usize>)> {
+            match e {
+                Expr::Paren(p) => source(&p.expr),
+                Expr::Reference(r) if r.mutability.is_some() => Some((&r.expr, vec![])),
+                Expr::MethodCall(m) if m.method == "iter_mut" && m.args.is_empty() => Some((&m.receiver, vec![])),
+                Expr::MethodCall(m) if m.method == "enumerate" => {
+                    source(&m.receiver).map(|(p, path)| (p, [vec![1], path].concat()))
+                }
+                Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => match source(&m.receiver) {
+                    Some((p, path)) => Some((p, [vec![0], path].concat())),
+                    None => source(&m.args[0]).map(|(p, path)| (p, [vec![1], path].concat())),
+                },
+                _ => None,
+            }
+        }
+        let Some((src, path)) = source(&f.expr) else { return Ok(None) };
+        let (place, offset) = match src {
+            Expr::Index(ix) => match &*ix.index {
+                Expr::Range(r) if plain_index(&ix.expr) || matches!(&*ix.expr, Expr::Field(_)) => {
+                    let start = match &r.start {
+                        Some(s) if plain_index(s) => match self.expr(s)? {
+                            V::Int(i) if i >= 0 => i as usize,
+                            _ => return Ok(None),
+                        },
+                        Some(_) => return Ok(None),
+                        None => 0,
+                    };
+                    (&*ix.expr, start)
+                }
+                _ => return Ok(None),
+            },
+            p => (p, 0),
+        };
+        match self.place_value(place) {
+            Some(V::List(items)) => Ok(Some((place, offset, items, path))),
+            _ => Ok(None),
+        }
     }
 
     fn for_loop_items(&mut self, f: &'a syn::ExprForLoop, it: V<'a>) -> R<'a> {
         match iter_items(&it) {
-            Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body),
+            Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, None),
             None => {
                 let o = V::taint(&[&it]);
                 self.scoped(|me| {
@@ -1247,8 +1481,16 @@ impl<'a> Interp<'a> {
         let mine = |l: &Option<String>| {
             l.is_none() || w.label.as_ref().is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()))
         };
+        // Which entry into this loop this is: a condition the check decides by pattern
+        // runs the loop a bounded number of times per entry ([`super::loop_decision`]).
+        let entry = {
+            let e = self.loop_entries.entry(&*w.cond as *const Expr as usize).or_insert(0);
+            *e += 1;
+            *e - 1
+        };
         let mut n = 0u64;
         loop {
+            let k = n as u32;
             n += 1;
             if n > LOOP_BOUND {
                 return Err(undecidable(&w.cond, format!("a `while` loop of more than {LOOP_BOUND} iterations")));
@@ -1260,13 +1502,13 @@ impl<'a> Interp<'a> {
                     V::Agreed | V::Uniform => {
                         let site = &*w.cond as *const Expr as usize;
                         match me.agreed_branch(site, &[Branch::Block(&w.body)], w)? {
-                            Some(j) if super::agreed_decision(j) => me.block(&w.body).map(|_| V::Bool(true)),
+                            Some(_) if super::loop_decision(entry, k) => me.block(&w.body).map(|_| V::Bool(true)),
                             _ => Ok(V::Bool(false)),
                         }
                     }
                     V::Opaque { comm: false, fp } => {
                         let site = &*w.cond as *const Expr as usize;
-                        match me.local_branch(fp, &w.cond, site, &[Branch::Block(&w.body)], w)? {
+                        match me.local_branch_in(fp, &w.cond, site, &[Branch::Block(&w.body)], w, Some((entry, k)))? {
                             Some(0) => me.block(&w.body).map(|_| V::Bool(true)),
                             _ => Ok(V::Bool(false)),
                         }
@@ -1330,6 +1572,34 @@ impl<'a> Interp<'a> {
                 Err(Flow::Return(v)) => Ok(v),
                 r => r,
             }
+        })
+    }
+
+    /// [`Self::apply_closure`], also handing back what the body left in its first
+    /// parameter (`scan`'s `|acc, x| { *acc += x; Some(*acc) }`), if it binds one name.
+    pub(super) fn apply_closure_state(
+        &mut self,
+        c: Closure<'a>,
+        args: Vec<V<'a>>,
+    ) -> Result<(V<'a>, Option<V<'a>>), Flow<'a>> {
+        let c = c.0;
+        self.scoped(|me| {
+            for (p, v) in c.inputs.iter().zip(args) {
+                me.bind(p, v);
+            }
+            let r = match me.expr(&c.body) {
+                Err(Flow::Return(v)) => Ok(v),
+                r => r,
+            }?;
+            let mut names = Vec::new();
+            if let Some(p) = c.inputs.first() {
+                pat_names(p, &mut names);
+            }
+            let st = match &names[..] {
+                [n] => me.lookup(n).cloned(),
+                _ => None,
+            };
+            Ok((r, st))
         })
     }
 
@@ -1507,7 +1777,7 @@ impl<'a> Interp<'a> {
                 }
             }
             for p in places {
-                self.clobber_place(p, fixed_len);
+                self.clobber_place_with(p, fixed_len, args_fp);
             }
         }
         Ok(summary)
@@ -1515,6 +1785,9 @@ impl<'a> Interp<'a> {
 
     pub(super) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
         let args = self.args(&c.args)?;
+        if let Some(r) = self.mem_call(c, &args)? {
+            return Ok(r);
+        }
         let r = match &*c.func {
             // dist's own functions are known by name, never read from source.
             Expr::Path(p) if is_dist_fn(&p.path) => self.known_call(e, &p.path, args)?,
@@ -1567,6 +1840,67 @@ impl<'a> Interp<'a> {
         // Anything else may have written into what it borrowed mutably.
         self.clobber_loans(&c.args, false);
         Ok(r)
+    }
+
+    /// `std::mem::swap(&mut a, &mut b)`, `replace(&mut a, v)`, `take(&mut a)` on places
+    /// the check follows: the values move as the call moves them (a double buffer
+    /// swapped after each sweep keeps its length), instead of both places becoming data.
+    fn mem_call(&mut self, c: &'a syn::ExprCall, args: &[V<'a>]) -> Result<Option<V<'a>>, Flow<'a>> {
+        let Expr::Path(p) = &*c.func else { return Ok(None) };
+        let name = path_str(&p.path);
+        let f = match name.as_str() {
+            "std::mem::swap" | "mem::swap" | "core::mem::swap" => "swap",
+            "std::mem::replace" | "mem::replace" | "core::mem::replace" => "replace",
+            "std::mem::take" | "mem::take" | "core::mem::take" => "take",
+            // A bare `swap(..)` after `use std::mem::swap`, unless the package has one.
+            "swap" | "replace" | "take"
+                if !self.fns.contains_key(&name)
+                    && self.file_fns.get(&name).is_none()
+                    && self.lookup_ident(&p.path.segments[0].ident).is_none() =>
+            {
+                name.as_str()
+            }
+            _ => return Ok(None),
+        };
+        let place = |i: usize| match c.args.iter().nth(i) {
+            Some(Expr::Reference(r)) if r.mutability.is_some() => Some(&*r.expr),
+            _ => None,
+        };
+        let put = |me: &mut Self, at: &'a Expr, v: V<'a>| {
+            if me.store(at, v).is_err() {
+                me.clobber_place(at, false);
+            }
+        };
+        match (f, args) {
+            ("swap", [a, b]) => {
+                let (Some(pa), Some(pb)) = (place(0), place(1)) else { return Ok(None) };
+                let (a, b) = (a.clone(), b.clone());
+                put(self, pa, b);
+                put(self, pb, a);
+                Ok(Some(V::Unit))
+            }
+            ("replace", [a, v]) => {
+                let Some(pa) = place(0) else { return Ok(None) };
+                let old = a.clone();
+                put(self, pa, v.clone());
+                Ok(Some(old))
+            }
+            ("take", [a]) => {
+                let Some(pa) = place(0) else { return Ok(None) };
+                let old = a.clone();
+                // What `Default` leaves for the kinds of values the check holds.
+                let empty = match &old {
+                    V::List(_) => V::list(vec![]),
+                    V::Int(_) => V::Int(0),
+                    V::Bool(_) => V::Bool(false),
+                    V::Opt(_) => V::Opt(None),
+                    v => forget(v.clone(), false),
+                };
+                put(self, pa, empty);
+                Ok(Some(old))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Calls to paths the check knows (`Some`, `Tag::new`, `drop`), else opaque.
@@ -1779,6 +2113,16 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         V::Opaque { comm: false, fp } if salt == 0 => V::data(fp),
         v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
         v => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
+    }
+}
+
+/// The sub-pattern at tuple positions `path` of `p` (`(w, &g)` at `[0]` is `w`).
+fn pat_at<'p>(p: &'p Pat, path: &[usize]) -> Option<&'p Pat> {
+    match (p, path.split_first()) {
+        (p, None) => Some(p),
+        (Pat::Tuple(t), Some((&i, rest))) => pat_at(t.elems.iter().nth(i)?, rest),
+        (Pat::Paren(x), _) => pat_at(&x.pat, path),
+        _ => None,
     }
 }
 

@@ -70,9 +70,15 @@ impl<'a> Interp<'a> {
     /// `[x; k]` and `vec![x; k]`: a list of `k` copies when `k` is small and known.
     pub(super) fn repeat(&mut self, x: &'a Expr, k: &'a Expr) -> R<'a> {
         let v = self.expr(x)?;
-        Ok(match self.expr(k)? {
+        let n = match self.expr(k)? {
+            // A count read from the program's inputs: this run's sample.
+            V::Uniform => V::Int(super::uniform_number()),
+            n => n,
+        };
+        Ok(match n {
             V::Int(k) if (0..=REPEAT_BOUND).contains(&k) => V::list(vec![v; k as usize]),
-            _ => V::taint(&[&v]),
+            // (Its length is what `k` is: data computed from it differs where `k` does.)
+            n => V::derived(&[&v, &n]),
         })
     }
 }

@@ -162,6 +162,25 @@ fn agreed_decision(j: u32) -> bool {
     })
 }
 
+/// Whether a `while` loop whose condition the check decides by this run's pattern runs
+/// its body at the `k`th test of its `entry`th entry: once per entry, twice per entry,
+/// not at the first entry and once after, not at the first entry and twice after (a
+/// loop on a converged residual runs a bounded number of times, never until the step
+/// budget).
+pub(super) fn loop_decision(entry: u32, k: u32) -> bool {
+    AGREED.with(|a| {
+        let (mode, _) = a.get();
+        a.set((mode, true));
+        let trips = match mode {
+            0 => 1,
+            1 => 2,
+            2 => u32::from(entry > 0),
+            _ => 2 * u32::from(entry > 0),
+        };
+        k < trips
+    })
+}
+
 thread_local! {
     /// The names of the struct fields the package's code ever writes after building the
     /// struct ([`set_written_fields`]).
@@ -330,6 +349,9 @@ fn local_stop(site: usize, fp: u64) {
         let mut l = l.borrow_mut();
         match l.stops.get(&site) {
             Some(&f) if f != fp => l.differ = true,
+            // Exact data ([`V::derived`]): decided too, alike where ranks agree on it;
+            // and any data where one rank runs (no other rank can go the other way).
+            _ if value::is_exact(fp) || l.size == 1 => l.differ = true,
             Some(_) => {}
             None => {
                 l.stops.insert(site, fp);
@@ -362,7 +384,10 @@ pub fn local_verdict() -> LocalVerdict {
         for k in &l.order {
             let s = &l.sites[k];
             match s.other {
-                None if l.size > 1 => return LocalVerdict::Unknown(s.at.clone(), s.what.clone()),
+                // Computed exactly, the same way on every rank: the same on every rank.
+                None if l.size > 1 && !value::is_exact(s.fp) => {
+                    return LocalVerdict::Unknown(s.at.clone(), s.what.clone())
+                }
                 None => {}
                 Some(o) => {
                     note.get_or_insert_with(|| {
@@ -394,6 +419,7 @@ fn local_decision(
     at: proc_macro2::TokenStream,
     what: String,
     cond: String,
+    first: Option<bool>,
 ) -> usize {
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
@@ -404,9 +430,10 @@ fn local_decision(
             s.other.get_or_insert(rank);
             return (s.pick + 1) % arms.max(1);
         }
-        let pick = match arms {
-            0..=2 => usize::from(!agreed_decision(j)),
-            _ => (agreed_mode() as usize + j as usize + usize::from(agreed_decision(j))) % arms,
+        let pick = match (arms, first) {
+            (_, Some(d)) => usize::from(!d),
+            (0..=2, _) => usize::from(!agreed_decision(j)),
+            (_, None) => (agreed_mode() as usize + j as usize + usize::from(agreed_decision(j))) % arms,
         };
         l.sites.insert((site, j), LocalSite { rank, fp, pick, other: None, at, what, cond });
         l.order.push((site, j));
@@ -512,6 +539,14 @@ pub struct Interp<'a> {
     /// The hash of the condition whose branches are being speculated (what they set is
     /// computed from it).
     cond_fp: u64,
+    /// How often each `while` loop (by its condition's address) was entered in this
+    /// rank's run.
+    loop_entries: FxMap<usize, u32>,
+    /// Set for the speculation of branches under a condition the same on every rank:
+    /// what they set from values the same on every rank stays so ([`Self::speculate`]).
+    spec_agreed: bool,
+    /// What the branches of the last speculation gave (their values, in order).
+    spec_values: Vec<V<'a>>,
 }
 
 /// What the quiet helpers of one check returned, by the helper's address, the sample of
@@ -614,6 +649,9 @@ impl<'a> Interp<'a> {
             speculative: 0,
             local_seen: FxMap::default(),
             cond_fp: 0,
+            loop_entries: FxMap::default(),
+            spec_agreed: false,
+            spec_values: Vec::new(),
             memo: Default::default(),
         }
     }

@@ -2,7 +2,7 @@
 //! communication call posts (p2p posts, collectives, waits), and how groups are created.
 //! Ops and their argument roles come from the op table (`dist-ops`).
 
-use super::super::trace::Ev;
+use super::super::trace::{Counts, Ev};
 use super::*;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -150,6 +150,9 @@ impl<'a> Interp<'a> {
                 let (peer, tag) = (args.first(), args.get(1));
                 let (Some(peer), Some(tag)) = (peer, tag) else { return Ok(V::Unit) };
                 let id = self.post_p2p(e, c, m.starts_with("send") || m == "isend", peer, tag, &mc.args[0], m)?;
+                if !m.ends_with("_object") {
+                    self.set_p2p_len(id, args.get(2));
+                }
                 if m.starts_with('i') {
                     return Ok(V::Req(vec![id]));
                 }
@@ -175,7 +178,9 @@ impl<'a> Interp<'a> {
                     return Ok(V::Unit);
                 }
                 let a = self.post_p2p(e, c, true, &args[0], &args[1], &mc.args[0], "sendrecv")?;
+                self.set_p2p_len(a, args.get(2));
                 let b = self.post_p2p(e, c, false, &args[3], &args[1], &mc.args[3], "sendrecv")?;
+                self.set_p2p_len(b, args.get(4));
                 self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv" });
                 return Ok(V::Unit);
             }
@@ -235,10 +240,14 @@ impl<'a> Interp<'a> {
                     | "scan"
                     | "exscan"
             );
-            let len = match args.first() {
-                Some(V::List(items)) if uniform => Some(items.len() as i128),
+            let len = match base {
+                // A scatter's receive buffer, a gather's send buffer.
+                "scatter" => args.get(1).and_then(buf_len),
+                "gather" => args.first().and_then(buf_len),
+                _ if uniform => args.first().and_then(buf_len),
                 _ => None,
             };
+            let (counts, a2a) = self.check_lengths(e, mc, c, base, &args, root)?;
             // A root that is data computed on each rank: its hash, for the ranks' roots
             // to be compared ([`sim::check`]).
             let data_root = match ri.and_then(|i| Some((args.get(i)?, mc.args.get(i)?))) {
@@ -246,9 +255,11 @@ impl<'a> Interp<'a> {
                 _ => None,
             };
             let id = self.post_coll(e, c, base, root, op)?;
-            if let Some(Ev::Coll { len: l, root_data, .. }) = self.events.last_mut() {
+            if let Some(Ev::Coll { len: l, root_data, counts: k, a2a: x, .. }) = self.events.last_mut() {
                 *l = len;
                 *root_data = data_root;
+                *k = counts;
+                *x = a2a;
             }
             if !spec.blocking {
                 return Ok(V::Req(vec![id]));
@@ -379,6 +390,170 @@ impl<'a> Interp<'a> {
         self.record_p2p(e, c, send, world_peer, tag, call)
     }
 
+    /// The length of the buffer of the send or receive `id` just posted.
+    pub(super) fn set_p2p_len(&mut self, id: usize, buf: Option<&V<'a>>) {
+        if let Some(Ev::P2p { id: x, len, .. }) = self.events.last_mut() {
+            if *x == id {
+                *len = buf.and_then(buf_len);
+            }
+        }
+    }
+
+    /// The lengths a collective's buffers must have on this rank, given its counts or
+    /// the other buffer (what the runtime refuses with an error, here at compile time),
+    /// and the counts every rank must pass alike, for the simulation to compare.
+    #[allow(clippy::type_complexity)]
+    fn check_lengths(
+        &self,
+        e: &'a Expr,
+        mc: &'a ExprMethodCall,
+        c: usize,
+        base: &str,
+        args: &[V<'a>],
+        root: Option<i128>,
+    ) -> Result<(Option<Counts>, Option<(Vec<i128>, Vec<i128>)>), Flow<'a>> {
+        let Some(members) = &self.comms[c].members else { return Ok((None, None)) };
+        let n = members.len() as i128;
+        let Some(me) = members.iter().position(|&w| w == self.rank) else { return Ok((None, None)) };
+        let me_i = me as i128;
+        let len = |i: usize| args.get(i).and_then(buf_len);
+        let text = |i: usize| {
+            let t = mc.args.get(i).map(|a| crate::check::trace::expr_text(a)).unwrap_or_default();
+            t.strip_prefix("& ").map(|x| format!("&{x}")).unwrap_or(t)
+        };
+        // A counts argument is named without its borrow (`counts[2]`).
+        let name = |i: usize| text(i).trim_start_matches('&').trim_start_matches("mut ").to_string();
+        let counts_at = |i: usize| args.get(i).and_then(int_list);
+        let bad = |what: String| -> Flow<'a> {
+            Flow::Stop(Stop::Invalid {
+                site: self.site(e),
+                msg: format!(
+                    "`{base}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
+                     call: size the buffers from `size()` and the counts, or pin the sizes this program supports \
+                     with #[spmd(sizes = A..=B)]",
+                    self.rank, self.size
+                ),
+            })
+        };
+        let want = |i: usize, role: &str, n_want: i128, why: &str| -> Result<(), Flow<'a>> {
+            match len(i) {
+                Some(l) if l != n_want => Err(bad(format!(
+                    "its {role} buffer `{}` has {l} element{} but must have {n_want} ({why})",
+                    text(i),
+                    if l == 1 { "" } else { "s" }
+                ))),
+                _ => Ok(()),
+            }
+        };
+        // `counts` has one entry per rank.
+        let counts_arg = match base {
+            "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v" => Some(2),
+            _ => None,
+        };
+        if let Some(k) = counts_arg.and_then(counts_at) {
+            if k.len() as i128 != n {
+                return Err(bad(format!("`{}` has {} entries but the communicator has {n} ranks", name(2), k.len())));
+            }
+        }
+        let is_root = root.map(|r| r == me_i);
+        let opt_given = |i: usize| match args.get(i) {
+            Some(V::Opt(o)) => Some(o.is_some()),
+            _ => None,
+        };
+        match base {
+            "all_gather" => {
+                if let Some(l) = len(0) {
+                    want(1, "receive", n * l, "size() × send.len()")?;
+                }
+            }
+            "all_gather_v" => {
+                if let Some(k) = counts_at(2) {
+                    want(0, "send", k[me], &format!("`{}[{me}]`", name(2)))?;
+                    want(1, "receive", k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
+                }
+            }
+            "gather" | "gather_v" | "scatter" | "scatter_v" => {
+                let (mine, all) = if base.starts_with("gather") { (0, 1) } else { (1, 0) };
+                let (mine_role, all_role) =
+                    if base.starts_with("gather") { ("send", "receive") } else { ("receive", "send") };
+                match (is_root, opt_given(all)) {
+                    (Some(true), Some(false)) => {
+                        return Err(bad(format!(
+                            "rank {me} is the root and must pass `Some(..)` for the {all_role} buffer, not `None`"
+                        )))
+                    }
+                    (Some(false), Some(true)) => {
+                        return Err(bad(format!(
+                            "rank {me} is not the root ({}) and must pass `None` for the {all_role} buffer",
+                            root.unwrap_or_default()
+                        )))
+                    }
+                    _ => {}
+                }
+                if base.ends_with("_v") {
+                    if let Some(k) = counts_at(2) {
+                        want(mine, mine_role, k[me], &format!("`{}[{me}]`", name(2)))?;
+                        if is_root == Some(true) {
+                            want(all, all_role, k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
+                        }
+                    }
+                } else if let (Some(l), Some(true)) = (len(mine), is_root) {
+                    want(all, all_role, n * l, &format!("size() × {mine_role}.len()"))?;
+                }
+            }
+            "reduce_scatter" => {
+                if let Some(l) = len(1) {
+                    want(0, "send", n * l, "size() × recv.len()")?;
+                }
+            }
+            "reduce_scatter_v" => {
+                if let Some(k) = counts_at(2) {
+                    want(1, "receive", k[me], &format!("`{}[{me}]`", name(2)))?;
+                    want(0, "send", k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
+                }
+            }
+            "all_to_all" => {
+                if let Some(l) = len(0) {
+                    if l % n != 0 {
+                        return Err(bad(format!(
+                            "its send buffer `{}` has {l} elements, not a multiple of the communicator size {n}",
+                            text(0)
+                        )));
+                    }
+                    want(1, "receive", l, "the same as send")?;
+                }
+            }
+            "all_to_all_v" => {
+                for (ci, bi, role) in [(1, 0, "send"), (3, 2, "receive")] {
+                    if let Some(k) = counts_at(ci) {
+                        if k.len() as i128 != n {
+                            return Err(bad(format!(
+                                "`{}` has {} entries but the communicator has {n} ranks",
+                                name(ci),
+                                k.len()
+                            )));
+                        }
+                        want(bi, role, k.iter().sum(), &format!("the sum of `{}`", name(ci)))?;
+                    }
+                }
+                if let (Some(s), Some(r)) = (counts_at(1), counts_at(3)) {
+                    return Ok((None, Some((s, r))));
+                }
+            }
+            _ => {}
+        }
+        // The counts, for the ranks to be compared: known, or data with its hash.
+        let counts = counts_arg.and_then(|i| match args.get(i)? {
+            v if int_list(v).is_some() => Some(Counts::Known(int_list(v).expect("checked"))),
+            V::Opaque { comm: false, fp } if *fp != 0 => Some(Counts::Data(*fp, name(i))),
+            v @ V::List(items) if items.iter().any(|x| matches!(x, V::Opaque { comm: false, fp } if *fp != 0)) => {
+                Some(Counts::Data(fp_of(&[v]), name(i)))
+            }
+            _ => None,
+        });
+        Ok((counts, None))
+    }
+
     /// Records a posted send or receive with `peer` (a world rank, or [`ANY_SOURCE`]).
     fn record_p2p(
         &mut self,
@@ -404,6 +579,7 @@ impl<'a> Interp<'a> {
             tag,
             site: self.site(e),
             call: call_name(call),
+            len: None,
         });
         Ok(id)
     }
@@ -450,6 +626,8 @@ impl<'a> Interp<'a> {
             op,
             len: None,
             root_data: None,
+            counts: None,
+            a2a: None,
             site: self.site(e),
         });
         Ok(id)
@@ -493,6 +671,8 @@ impl<'a> Interp<'a> {
             op: None,
             len: None,
             root_data: None,
+            counts: None,
+            a2a: None,
             site: self.site(e),
         });
         self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
@@ -607,4 +787,14 @@ impl<'a> Interp<'a> {
     }
 
     // ------------------------------------------------------------ macros
+}
+
+/// A buffer argument's length in elements, where the check holds it (`&v`, `&mut
+/// v[a..b]`, `Some(&mut all[..])`).
+pub(super) fn buf_len(v: &V) -> Option<i128> {
+    match v {
+        V::List(items) => Some(items.len() as i128),
+        V::Opt(Some(x)) => buf_len(x),
+        _ => None,
+    }
 }

@@ -29,7 +29,8 @@ impl<'a> Interp<'a> {
             }
             V::Batch(c) if m == "send" || m == "recv" => {
                 let args = self.args(&mc.args)?;
-                self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(&m))?;
+                let id = self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(&m))?;
+                self.set_p2p_len(id, args.get(2));
                 self.written_by_comm(mc, c, &m);
                 return Ok(V::Unit);
             }
@@ -240,6 +241,17 @@ impl<'a> Interp<'a> {
         }))
     }
 
+    /// Whether what the closure computes is determined by its arguments: every variable
+    /// it reads is known, the same on every rank or exact data ([`exact_class`]), and it
+    /// reads no clock or entropy source.
+    fn closure_exact(&self, c: Closure<'a>) -> bool {
+        let body = &*c.0.body;
+        super::summary::idents_of(body).iter().all(|i| {
+            !matches!(i.as_str(), "now" | "elapsed" | "thread_rng" | "random" | "rng" | "from_entropy" | "from_os_rng")
+                && self.lookup(i).is_none_or(|v| matches!(v, V::Closure(_)) || exact_class(v))
+        })
+    }
+
     fn std_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, recv: V<'a>, m: &str) -> R<'a> {
         let m = m.to_string();
         let args = self.args(&mc.args)?;
@@ -277,7 +289,7 @@ impl<'a> Interp<'a> {
             let same = mc.args.iter().zip(&args).all(|(a, v)| input_like(a, v));
             let mut all: Vec<&V> = args.iter().collect();
             all.push(&recv);
-            return Ok(if same { V::Agreed } else { V::taint(&all) });
+            return Ok(if same { V::Agreed } else { V::derived(&all) });
         }
         // Result/Option pass-throughs: the check assumes communication succeeds.
         match (m.as_str(), &recv) {
@@ -345,7 +357,12 @@ impl<'a> Interp<'a> {
             _ => {}
         }
         if let V::Int(x) = recv {
-            let a = args.first();
+            // A number from the program's inputs as the argument: this run's sample.
+            let sampled = match args.first() {
+                Some(V::Uniform) => Some(V::Int(super::uniform_number())),
+                a => a.cloned(),
+            };
+            let a = sampled.as_ref();
             let r = match (m.as_str(), a) {
                 ("pow", Some(V::Int(y))) => x.checked_pow(*y as u32).map(V::Int),
                 ("min", Some(V::Int(y))) => Some(V::Int(x.min(*y))),
@@ -441,7 +458,7 @@ impl<'a> Interp<'a> {
                             ("all", V::Bool(false)) => return Ok(V::Bool(false)),
                             ("find", V::Bool(true)) => return Ok(V::Opt(Some(Box::new(x)))),
                             (_, V::Bool(_)) => {}
-                            (_, other) => return Ok(V::taint(&[&V::List(items.clone()), &other])),
+                            (_, other) => return Ok(V::derived(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(if m == "find" { V::Opt(None) } else { V::Bool(m == "all") });
@@ -460,6 +477,23 @@ impl<'a> Interp<'a> {
                     }
                     return Ok(acc);
                 }
+                // `scan(init, |acc, x| { *acc += x; Some(*acc) })`: the state is what the
+                // closure leaves in its first parameter.
+                ("scan", [init, V::Closure(c)]) => {
+                    let (c, mut st) = (*c, init.clone());
+                    let mut out = Vec::new();
+                    for x in items.iter().cloned() {
+                        match self.apply_closure_state(c, vec![st.clone(), x])? {
+                            (V::Opt(Some(v)), Some(next)) => {
+                                out.push(*v);
+                                st = next;
+                            }
+                            (V::Opt(None), _) => break,
+                            (other, _) => return Ok(V::derived(&[&V::List(items.clone()), &other])),
+                        }
+                    }
+                    return Ok(V::list(out));
+                }
                 ("partition", [f @ V::Closure(_)]) => {
                     let f = f.clone();
                     let (mut yes, mut no) = (Vec::new(), Vec::new());
@@ -467,7 +501,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x.clone())? {
                             V::Bool(true) => yes.push(x),
                             V::Bool(false) => no.push(x),
-                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
+                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::Tuple(vec![V::list(yes), V::list(no)]));
@@ -479,7 +513,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x)? {
                             V::Opt(Some(y)) => out.push(*y),
                             V::Opt(None) => {}
-                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
+                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::list(out));
@@ -532,7 +566,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x)? {
                             V::Bool(true) => return Ok(V::Opt(Some(Box::new(V::Int(i as i128))))),
                             V::Bool(false) => {}
-                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
+                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::Opt(None));
@@ -549,7 +583,7 @@ impl<'a> Interp<'a> {
                             V::Opt(None) => {}
                             y => match iter_items(&y) {
                                 Some(ys) => out.extend(ys.iter().cloned()),
-                                None => return Ok(V::taint(&[&V::List(items.clone()), &y])),
+                                None => return Ok(V::derived(&[&V::List(items.clone()), &y])),
                             },
                         }
                     }
@@ -570,7 +604,7 @@ impl<'a> Interp<'a> {
                         match apply(self, &f, x.clone())? {
                             V::Bool(true) => out.push(x),
                             V::Bool(false) => {}
-                            other => return Ok(V::taint(&[&V::List(items.clone()), &other])),
+                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
                         }
                     }
                     return Ok(V::list(out));
@@ -618,7 +652,21 @@ impl<'a> Interp<'a> {
         if args.iter().any(V::has_comm) {
             return Err(undecidable(e, format!("`.{m}(..)` called with a communicator argument")));
         }
-        Ok(V::taint(&all))
+        // A method of the standard library on numbers and lists computes from its
+        // receiver and arguments alone; a closure it applies, from the item and what it
+        // captures (`.map(|(x, y)| (x - y).abs())` on data computed exactly).
+        if all.iter().any(|v| matches!(v, V::Closure(_))) {
+            let mut vals: Vec<V<'a>> = Vec::new();
+            for v in &all {
+                match v {
+                    V::Closure(c) if self.closure_exact(*c) => vals.push(V::Int(c.0 as *const _ as usize as i128)),
+                    V::Closure(_) => return Ok(V::taint(&all)),
+                    v => vals.push((*v).clone()),
+                }
+            }
+            return Ok(V::derived(&vals.iter().collect::<Vec<_>>()));
+        }
+        Ok(V::derived(&all))
     }
 }
 

@@ -45,6 +45,11 @@ pub(super) fn ident_walk(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
 }
 
 /// The identifiers in `node` (deduplicated), computed once per node.
+/// The identifiers in `node` (cached by its address).
+pub(super) fn idents_of<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
+    idents(node)
+}
+
 fn idents<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
     let key = node as *const T as usize;
     if let Some(v) = IDENTS.with(|m| m.borrow().get(&key).cloned()) {
@@ -68,6 +73,7 @@ pub fn reset() {
     OVERFLOWED.with(|o| o.borrow_mut().clear());
     super::elem::reset();
     super::scopes::reset();
+    super::value::reset_exact();
 }
 
 /// Whether the region at `key` ran out of steps before in this check.
@@ -113,9 +119,27 @@ fn may_communicate_uncached(node: &impl ToTokens) -> bool {
             syn::visit::visit_expr_call(self, c);
         }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            // A macro's body may hold calls: look at its tokens' identifiers.
-            let text = m.tokens.to_string();
-            if text.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| dist_ops::find(w).is_some()) {
+            // A macro's body may hold calls: look for `.op(` with `op` an operation's
+            // name (a field `h.batch` or a string "--batch" is not a call).
+            fn calls(ts: proc_macro2::TokenStream) -> bool {
+                use proc_macro2::{Delimiter, TokenTree};
+                let tokens: Vec<TokenTree> = ts.into_iter().collect();
+                tokens.iter().enumerate().any(|(i, t)| match t {
+                    TokenTree::Group(g) => calls(g.stream()),
+                    TokenTree::Ident(id) => {
+                        let name = id.to_string();
+                        let dotted = i > 0 && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
+                        let called = matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis)
+                            || matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                        dotted
+                            && called
+                            && (dist_ops::find(&name).is_some() || matches!(name.as_str(), "wait" | "test" | "wait_timeout"))
+                            || (called && matches!(name.as_str(), "wait_all" | "wait_any" | "wait_some"))
+                    }
+                    _ => false,
+                })
+            }
+            if calls(m.tokens.clone()) {
                 self.0 = true;
             }
         }
@@ -162,29 +186,30 @@ pub(super) fn written<T: ToTokens>(body: &T) -> std::rc::Rc<Vec<String>> {
     v
 }
 
-/// The variables `body` assigns, changes through a method, or lends mutably.
+/// The places `body` assigns, changes through a method, or lends mutably: a variable
+/// (`x`), or a field of one (`self.next` for `self.next[i] = v`).
 fn written_uncached(body: &impl ToTokens) -> Vec<String> {
     struct W(Vec<String>);
     impl<'ast> Visit<'ast> for W {
         fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-            self.0.extend(place_root(&a.left));
+            self.0.extend(place_path(&a.left));
             syn::visit::visit_expr_assign(self, a);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
             if is_compound_assign(&b.op) {
-                self.0.extend(place_root(&b.left));
+                self.0.extend(place_path(&b.left));
             }
             syn::visit::visit_expr_binary(self, b);
         }
         fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
             if r.mutability.is_some() {
-                self.0.extend(place_root(&r.expr));
+                self.0.extend(place_path(&r.expr));
             }
             syn::visit::visit_expr_reference(self, r);
         }
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
             // Any method may take `&mut self` (push, iter_mut, fill …).
-            self.0.extend(place_root(&m.receiver));
+            self.0.extend(place_path(&m.receiver));
             syn::visit::visit_expr_method_call(self, m);
         }
     }
@@ -209,16 +234,25 @@ impl<'a> Interp<'a> {
                 // What it writes: in its body, and in the closures it calls (which write
                 // the variables they captured). The values it left behind are forgotten.
                 let mut changed: Vec<String> = written(body).to_vec();
+                // What it computes is computed from what it reads: the values of the
+                // variables it names (so ranks that ran it on different data keep
+                // different hashes, [`V::Opaque`]'s `fp`).
+                let mut read: Vec<V<'a>> = Vec::new();
                 for i in idents(body).iter() {
-                    if let Some(V::Closure(cl)) = self.lookup(i) {
-                        let body = &*cl.0.body;
-                        changed.extend(written(body).iter().cloned());
+                    match self.lookup(i) {
+                        Some(V::Closure(cl)) => {
+                            let body = &*cl.0.body;
+                            changed.extend(written(body).iter().cloned());
+                        }
+                        Some(v) => read.push(v.clone()),
+                        None => {}
                     }
                 }
+                let salt = fp_of(&read.iter().collect::<Vec<_>>());
                 for k in changed {
-                    self.clobber(&k, false);
+                    self.clobber_path(&k, salt);
                 }
-                Ok(V::opaque())
+                Ok(V::data(salt))
             }
         }
     }
@@ -447,4 +481,27 @@ pub(super) fn is_compound_assign(op: &syn::BinOp) -> bool {
             | ShlAssign(_)
             | ShrAssign(_)
     )
+}
+
+/// The place an expression writes into, as a variable and its fields (`self.next` for
+/// `self.next[i]`, `&mut self.next[..]`, `self.next.as_mut_slice()`).
+fn place_path(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        Expr::Reference(r) => place_path(&r.expr),
+        Expr::Paren(p) => place_path(&p.expr),
+        Expr::Group(g) => place_path(&g.expr),
+        // (Marked: a write through an index changes items, not the length.)
+        Expr::Index(i) => place_path(&i.expr).map(|p| if p.ends_with("[]") { p } else { p + "[]" }),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => place_path(&u.expr),
+        Expr::Field(f) => {
+            let base = place_path(&f.base)?;
+            let base = base.trim_end_matches("[]");
+            match &f.member {
+                syn::Member::Named(m) => Some(format!("{base}.{m}")),
+                syn::Member::Unnamed(i) => Some(format!("{base}.{}", i.index)),
+            }
+        }
+        _ => place_root(e),
+    }
 }

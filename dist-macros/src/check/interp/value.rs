@@ -95,6 +95,58 @@ impl<'a> V<'a> {
     }
 }
 
+impl<'a> V<'a> {
+    /// Unknown data computed from `vals` by a deterministic operation the check knows
+    /// (arithmetic, a comparison, an item picked by index, a method of the standard
+    /// library on numbers or lists). Where every one of `vals` is itself known, the same
+    /// on every rank, or such data ([`exact_class`]), the result's `fp` is *exact*: it
+    /// determines the value, so ranks whose `fp` agree at one place hold the same value
+    /// there ([`is_exact`]): a condition on it is decided alike on those ranks instead of
+    /// being left not followed (`counts[c] > 0` with `counts` reduced over all ranks and
+    /// `c` a loop counter). A call to code the check cannot read is never exact.
+    pub(super) fn derived(vals: &[&V<'a>]) -> V<'a> {
+        let comm = vals.iter().any(|v| v.has_comm());
+        if comm || !vals.iter().all(|v| exact_class(v)) {
+            return V::taint(vals);
+        }
+        // (Marked, so that no other way of computing an `fp` from the same values
+        // gives it.)
+        let fp = (fp_of(vals) ^ 0x9e37_79b9_7f4a_7c15) | 1;
+        EXACT.with(|e| e.borrow_mut().insert(fp));
+        V::Opaque { comm: false, fp }
+    }
+}
+
+thread_local! {
+    /// The `fp`s of exact data ([`V::derived`]).
+    static EXACT: std::cell::RefCell<std::collections::HashSet<u64>> = Default::default();
+}
+
+/// Whether the data with hash `fp` was computed exactly ([`V::derived`]).
+pub(super) fn is_exact(fp: u64) -> bool {
+    fp != 0 && EXACT.with(|e| e.borrow().contains(&fp))
+}
+
+/// Forgets which hashes were exact (between checks).
+pub(super) fn reset_exact() {
+    EXACT.with(|e| e.borrow_mut().clear());
+}
+
+/// Whether `v` determines what is computed from it: a known number, a value the same on
+/// every rank, exact data, or a collection of those.
+pub(super) fn exact_class(v: &V) -> bool {
+    match v {
+        V::Int(_) | V::Bool(_) | V::Unit | V::Range(..) | V::Agreed | V::Uniform | V::Name(_) | V::Tag(_) => true,
+        V::Opt(None) => true,
+        V::Opt(Some(x)) => exact_class(x),
+        V::List(l) => l.iter().all(exact_class),
+        V::Tuple(l) => l.iter().all(exact_class),
+        V::Struct(_, f) => f.iter().all(|(_, v)| exact_class(v)),
+        V::Opaque { comm: false, fp } => is_exact(*fp),
+        _ => false,
+    }
+}
+
 /// A hash of `vals` ([`V::Opaque`]'s `fp` for data computed from them): never 0.
 pub(super) fn fp_of(vals: &[&V]) -> u64 {
     use std::hash::Hasher;
@@ -221,20 +273,24 @@ pub(super) fn sampled<'a>(v: V<'a>) -> V<'a> {
     }
 }
 
+/// Whether `v` is the same on every rank as far as the check knows without comparing
+/// ranks: data the same on every rank, an input, a name, and lists, tuples, options and
+/// structs of those. (A number may be the rank: not counted.)
+pub(super) fn same_everywhere(v: &V) -> bool {
+    match v {
+        V::Agreed | V::Uniform | V::Name(_) | V::Tag(_) | V::Unit | V::Opt(None) => true,
+        V::List(l) => l.iter().all(same_everywhere),
+        V::Tuple(l) => l.iter().all(same_everywhere),
+        V::Struct(_, f) => f.iter().all(|(_, v)| same_everywhere(v)),
+        V::Opt(Some(x)) => same_everywhere(x),
+        _ => false,
+    }
+}
+
 /// Whether the argument `e` (evaluated to `v`) is the same on every rank by its
 /// construction: a literal, a constant, a value read from the program's inputs, a tag,
 /// a name, or a collection of those. (A number in a variable may be a rank.)
 pub(super) fn input_like(e: &Expr, v: &V) -> bool {
-    fn value(v: &V) -> bool {
-        match v {
-            V::Uniform | V::Agreed | V::Name(_) | V::Tag(_) | V::Unit | V::Opt(None) => true,
-            V::List(l) => l.iter().all(value),
-            V::Tuple(l) => l.iter().all(value),
-            V::Struct(_, f) => f.iter().all(|(_, v)| value(v)),
-            V::Opt(Some(x)) => value(x),
-            _ => false,
-        }
-    }
     let literal = |e: &Expr| match e {
         Expr::Lit(_) => true,
         Expr::Path(p) => p.path.segments.last().is_some_and(|s| {
@@ -247,7 +303,7 @@ pub(super) fn input_like(e: &Expr, v: &V) -> bool {
         Expr::Reference(r) => &*r.expr,
         e => e,
     };
-    value(v) || (matches!(v, V::Int(_) | V::Bool(_)) && literal(e))
+    same_everywhere(v) || (matches!(v, V::Int(_) | V::Bool(_)) && literal(e))
 }
 
 pub(super) fn int_list(v: &V) -> Option<Vec<i128>> {
@@ -325,9 +381,9 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
         // both sides are known that far.
         (V::Struct(..), V::Struct(..)) if matches!(op, Eq(_) | Ne(_)) => match known_eq(l, r) {
             Some(eq) => V::Bool(eq == matches!(op, Eq(_))),
-            None => V::taint(&[l, r]),
+            None => V::derived(&[l, r]),
         },
-        _ => V::taint(&[l, r]),
+        _ => V::derived(&[l, r]),
     })
 }
 
