@@ -332,7 +332,15 @@ fn check_size_for_inputs<'a>(
         return first;
     }
     // Sample 0: the program run without command-line arguments (its parser's defaults).
-    let runs: &[(i128, u8)] = if decided { &[(2, 1), (3, 2), (1, 3), (0, 0)] } else { &[(2, 0), (3, 0), (0, 0)] };
+    // (A first run that failed, e.g. refused by the program's own check of its inputs,
+    // may have stopped before any such condition: the other samples run every pattern.)
+    let runs: &[(i128, u8)] = if decided {
+        &[(2, 1), (3, 2), (1, 3), (0, 0)]
+    } else if matches!(first, SizeResult::Fails) {
+        &[(2, 0), (3, 1), (2, 2), (3, 3), (0, 0)]
+    } else {
+        &[(2, 0), (3, 0), (0, 0)]
+    };
     let mut clean = matches!(first, SizeResult::Clean);
     for &(sample, mode) in runs {
         interp::set_uniform_sample(sample);
