@@ -869,12 +869,7 @@ impl<'a> Interp<'a> {
                             if k != *f {
                                 (k, v)
                             } else if rest.is_empty() {
-                                // A list the package never resizes keeps its length.
-                                let keep = matches!(v, V::List(_)) && (indexed || !super::field_resized(&k));
-                                let v = match v {
-                                    v @ (V::Int(_) | V::Bool(_)) if !super::field_written(&k) => v,
-                                    v => forget_with(v, keep, salt),
-                                };
+                                let v = forget_field(&k, v, false, salt, indexed);
                                 (k, v)
                             } else {
                                 let v = go(v, rest, salt, indexed);
@@ -1054,22 +1049,10 @@ impl<'a> Interp<'a> {
     /// that ranks whose data was computed from different values take different branches
     /// where the run's pattern makes them; `Ok(Some(arm))` is this rank's branch. When
     /// no two ranks' data tell apart, the pass ends as this construct not followed
-    /// ([`super::local_verdict`]), as before.
+    /// ([`super::local_verdict`]), as before. `trip`: the test's place in a `while` loop
+    /// (which entry into the loop, which test in it), decided so that the loop runs a
+    /// bounded number of times ([`super::loop_decision`]).
     pub(super) fn local_branch(
-        &mut self,
-        fp: u64,
-        cond: &'a Expr,
-        site: usize,
-        branches: &[Branch<'a>],
-        at: &impl ToTokens,
-    ) -> Result<Option<usize>, Flow<'a>> {
-        self.local_branch_in(fp, cond, site, branches, at, None)
-    }
-
-    /// [`Self::local_branch`]; `trip`: the test's place in a `while` loop (which entry
-    /// into the loop, which test in it), decided so that the loop runs a bounded number
-    /// of times ([`super::loop_decision`]).
-    pub(super) fn local_branch_in(
         &mut self,
         fp: u64,
         cond: &'a Expr,
@@ -1169,7 +1152,7 @@ impl<'a> Interp<'a> {
                     }
                     if let V::Opaque { comm: false, fp } = c {
                         let site = &*i.cond as *const Expr as usize;
-                        return match me.local_branch(fp, &i.cond, site, &branches, i)? {
+                        return match me.local_branch(fp, &i.cond, site, &branches, i, None)? {
                             Some(0) => me.block(&i.then_branch),
                             Some(_) => match &i.else_branch {
                                 Some((_, e)) => me.expr(e),
@@ -1319,7 +1302,7 @@ impl<'a> Interp<'a> {
                 for arm in &unknown_arms {
                     me.bind_opaque(&arm.pat, &o);
                 }
-                me.local_branch(fp, &m.expr, site, &unknown, m)
+                me.local_branch(fp, &m.expr, site, &unknown, m, None)
             })?;
             if let Some(pick) = pick {
                 let arm = unknown_arms[pick % unknown_arms.len()];
@@ -1508,7 +1491,7 @@ impl<'a> Interp<'a> {
                     }
                     V::Opaque { comm: false, fp } => {
                         let site = &*w.cond as *const Expr as usize;
-                        match me.local_branch_in(fp, &w.cond, site, &[Branch::Block(&w.body)], w, Some((entry, k)))? {
+                        match me.local_branch(fp, &w.cond, site, &[Branch::Block(&w.body)], w, Some((entry, k)))? {
                             Some(0) => me.block(&w.body).map(|_| V::Bool(true)),
                             _ => Ok(V::Bool(false)),
                         }
@@ -2101,10 +2084,9 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
             t,
             fields
                 .into_iter()
-                .map(|(k, v)| match v {
-                    v @ (V::Int(_) | V::Bool(_)) if !super::field_written(&k) => (k, v),
-                    v @ V::List(_) if !super::field_resized(&k) => (k, forget_with(v, true, salt)),
-                    v => (k, forget_with(v, keep_shape, salt)),
+                .map(|(k, v)| {
+                    let v = forget_field(&k, v, keep_shape, salt, false);
+                    (k, v)
                 })
                 .collect(),
         ),
@@ -2123,6 +2105,17 @@ fn pat_at<'p>(p: &'p Pat, path: &[usize]) -> Option<&'p Pat> {
         (Pat::Tuple(t), Some((&i, rest))) => pat_at(t.elems.iter().nth(i)?, rest),
         (Pat::Paren(x), _) => pat_at(&x.pat, path),
         _ => None,
+    }
+}
+
+/// A struct's field `k` after something unknown was written into the struct: a number
+/// or flag the package never writes after building the struct stays; a list it never
+/// resizes (or one written through an index, `indexed`) keeps its length.
+fn forget_field<'a>(k: &str, v: V<'a>, keep_shape: bool, salt: u64, indexed: bool) -> V<'a> {
+    match v {
+        v @ (V::Int(_) | V::Bool(_)) if !super::field_written(k) => v,
+        v @ V::List(_) if indexed || !super::field_resized(k) => forget_with(v, true, salt),
+        v => forget_with(v, keep_shape, salt),
     }
 }
 
