@@ -1,7 +1,8 @@
 //! A mixed workload for fault injection (`cargo xtask chaos`): collectives of several
 //! sizes, a p2p ring, a subgroup, non-blocking ops, in a loop for `CHAOS_SECS` seconds.
 //! Some rank gets SIGKILLed at a random moment; the others must end with that rank
-//! named, fast, leaving nothing behind.
+//! named, fast, leaving nothing behind. Or (`--fault stop`) it is stopped for a while
+//! and resumed: the job must end well.
 //!
 //! The one example not under `#[spmd(strict)]`, by design: its loop runs until a
 //! deadline on the clock, which the compile-time check cannot evaluate (it leaves the
@@ -24,7 +25,15 @@ fn main(world: Comm<World>) -> dist_runtime::Result<()> {
     let sub = world.subgroup::<Half>(&half)?;
     let start = Instant::now();
     let mut step = 0usize;
-    while start.elapsed() < Duration::from_secs_f64(secs) {
+    loop {
+        // Whether to go on is rank 0's clock, for every rank: ranks reading their own
+        // clocks would leave at different steps when one is held up (a stopped rank,
+        // `cargo xtask chaos --fault stop`), and the rest would wait on it forever.
+        let mut go = [u8::from(start.elapsed() < Duration::from_secs_f64(secs))];
+        world.broadcast(&mut go, 0)?;
+        if go[0] == 0 {
+            break;
+        }
         let len = [8usize, 4096, 200_000][step % 3];
         let mut v = vec![me as f32; len];
         world.all_reduce(&mut v, ReduceOp::Sum)?;

@@ -49,6 +49,10 @@ for ex in hello all_reduce p2p_chain p2p_async groups collectives numerics memor
   cargo xtask run --backend mpi -n 4 --example "$ex" >/dev/null || { echo "example $ex failed on mpi"; exit 1; }
 done
 
+echo "-- chaos under mpirun: a killed rank named by the launcher; a stopped rank a stall the job rides out"
+cargo xtask chaos --backend mpi --runs 4 -n 4
+cargo xtask chaos --backend mpi --fault stop --runs 4 -n 4
+
 echo "-- the serial-reference suites on DIST_BACKEND=mpi"
 DIST_BACKEND=mpi cargo test -q -p dist-tests --features dist-runtime/mpi \
   --test collectives --test p2p --test groups --test errors --test harness --test device --test shared

@@ -132,14 +132,43 @@ fn a_panic_reaches_the_peers_with_its_message() {
 
 #[test]
 fn a_killed_rank_is_detected() {
-    if shm_only("a_killed_rank_is_detected") {
-        return;
-    }
     let r = run("sigkill_on_rank_1", 2, 30.0);
     assert_eq!(r.first_failure, Some(1), "{}", r.summary());
     assert_eq!(r.ranks[1].signal, Some(9));
     assert!(r.ranks[0].output.contains("is gone") || r.ranks[0].killed_by_launcher, "{}", r.summary());
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+}
+
+// Wrong on purpose: rank 1 ends its process inside the job, as `DIST_TEST_EXIT` says
+// (`exit(0)`, `exit(7)`, `abort()`), while its peers wait for it in a barrier.
+#[spmd(unchecked)]
+fn exits_mid_job(world: Comm<World>) -> dist_runtime::Result<()> {
+    let mut x = [1u32];
+    world.all_reduce(&mut x, ReduceOp::Sum)?;
+    if world.rank() == 1 {
+        match std::env::var("DIST_TEST_EXIT").as_deref() {
+            Ok("abort") => std::process::abort(),
+            Ok(code) => std::process::exit(code.parse().unwrap()),
+            Err(_) => {}
+        }
+    }
+    world.barrier()
+}
+
+/// A rank whose process ends inside the job without a word — `exit(0)`, `exit(7)`,
+/// `abort()` — is the cause the launcher names, and its peers stop naming it, in about a
+/// second (on shm and on MPI, whose launcher sees only mpirun).
+#[test]
+fn a_rank_that_exits_mid_job_is_named() {
+    for how in ["0", "7", "abort"] {
+        let r = run_env("exits_mid_job", 3, 30.0, &[("DIST_TEST_EXIT", how), ("DIST_TIMEOUT", "20")]);
+        let all = r.summary();
+        println!("rank 1 ends with {how} mid-job, 3 ranks: ended in {:?}", r.elapsed);
+        assert!(!r.success(), "{how}: {all}");
+        assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(1), "{how}: {all}");
+        assert!(!all.contains("deadlock"), "{how}: {all}");
+        assert!(r.elapsed < Duration::from_secs(6), "{how}: took {:?}: {all}", r.elapsed);
+    }
 }
 
 /// A deadlock is found by state, not at the deadline: both ranks wait in recv from each
@@ -988,21 +1017,66 @@ fn a_rank_stops_itself(world: Comm<World>) -> dist_runtime::Result<()> {
     world.barrier()
 }
 
-/// A stopped rank (SIGSTOP) is named as such by the detector after a second, and the
-/// launcher names it as the cause (its peers stop as its victims).
+/// A stopped rank (SIGSTOP) is a stall, not a deadlock: the lowest rank waiting on it
+/// names it after a second, the waits go on to the deadline, whose error names it, and
+/// the launcher names it as the cause (its peers stop as its victims).
 #[test]
 fn a_stopped_rank_is_named_as_stopped() {
-    let r = run_env("a_rank_stops_itself", 3, 30.0, &[("DIST_TIMEOUT", "300")]);
+    let r = run_env("a_rank_stops_itself", 3, 30.0, &[("DIST_TIMEOUT", "4")]);
     assert!(!r.success());
     let all = r.summary();
     println!("stopped rank, 3 ranks: ended in {:?}", r.elapsed);
     assert!(all.contains("rank 2's process (pid "), "{all}");
-    assert!(all.contains("is stopped (SIGSTOP)"), "{all}");
+    assert!(all.contains("is stopped (SIGSTOP): a stall, not a deadlock"), "{all}");
+    assert!(all.contains("warning: rank 2's process"), "{all}");
+    assert!(!all.contains("deadlock detected"), "{all}");
+    assert!(all.contains("timed out after 4.0s"), "{all}");
     // The story is the detecting rank's snapshot: rank 0's or rank 1's wait, or both.
     assert!(all.contains("waits in barrier on World"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(2), "{all}");
     assert!(all.contains("rank 2 is the cause, as its peers found"), "{all}");
-    assert!(r.elapsed < Duration::from_secs(8), "took {:?}: {all}", r.elapsed);
+    assert!(r.elapsed < Duration::from_secs(12), "took {:?}: {all}", r.elapsed);
+}
+
+// A rank stops itself (SIGSTOP) inside the job, in a loop of collectives and a ring of
+// sends, and a child of it resumes it `DIST_TEST_STOP_MS` later: a preempted VM or an
+// operator's `kill -STOP`/`kill -CONT`. The job must end as if nothing happened.
+#[spmd(unchecked)]
+fn a_rank_stops_for_a_while(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<f64> = Tag::new(2);
+    let ms: u64 = std::env::var("DIST_TEST_STOP_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
+    let (n, me) = (world.size(), world.rank());
+    for step in 0..40usize {
+        if me == 1 && step == 10 {
+            let pid = std::process::id().to_string();
+            let resume = format!("sleep {}; kill -CONT {pid}", ms as f64 / 1000.0);
+            let mut resumer = std::process::Command::new("sh").args(["-c", &resume]).spawn().unwrap();
+            std::process::Command::new("kill").args(["-STOP", &pid]).status().unwrap();
+            resumer.wait().unwrap();
+        }
+        let mut v = vec![me as f64; 1000];
+        world.all_reduce(&mut v, ReduceOp::Sum)?;
+        assert_eq!(v[0], (n * (n - 1) / 2) as f64);
+        let mut got = [0.0; 8];
+        world.sendrecv((me + 1) % n, T, &[me as f64; 8], (me + n - 1) % n, &mut got)?;
+        assert_eq!(got[0], ((me + n - 1) % n) as f64);
+        world.barrier()?;
+    }
+    Ok(())
+}
+
+/// A rank stopped for 1.5 s inside the job (SIGSTOP, then SIGCONT) is a stall: no
+/// deadlock, no failure; its peers wait and the job ends well (on shm and on MPI).
+#[test]
+fn a_rank_stopped_for_a_while_is_a_stall_not_a_failure() {
+    for n in [2, 4] {
+        let r = run_env("a_rank_stops_for_a_while", n, 60.0, &[("DIST_TIMEOUT", "30"), ("DIST_TEST_STOP_MS", "1500")]);
+        let all = r.summary();
+        println!("a rank stopped for 1.5 s, {n} ranks: ended in {:?}", r.elapsed);
+        assert!(r.success(), "{all}");
+        assert!(!all.contains("deadlock"), "{all}");
+        assert!(r.elapsed >= Duration::from_millis(1500), "{all}");
+    }
 }
 
 // Wrong on purpose: the last rank returns at once while the others wait in a barrier.

@@ -123,6 +123,15 @@ pub fn find(name: &str) -> Result<&'static Entry, String> {
 /// code (1 for an error, 3 when the error is that a peer failed, 101 for a panic).
 pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 {
     crate::verify::failure::install_panic_hook();
+    // Under mpirun the launcher sees only mpirun: each rank tells it its process, so it
+    // can tell which rank ended without a word (killed, `exit()` mid-job, an abort) and
+    // stop or kill one for fault injection.
+    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
+        if let Ok(env) = crate::env::Env::from_env() {
+            let me = format!("{} {:x}", std::process::id(), crate::verify::host_id());
+            let _ = to_launcher(&format!("pid/{}", env.rank), me.as_bytes());
+        }
+    }
     let world = match crate::init::init() {
         Ok(w) => w,
         Err(e) => {

@@ -46,6 +46,15 @@ struct ChaosArgs {
     /// Seed of the victim/moment choices (default: from the clock).
     #[arg(long)]
     seed: Option<u64>,
+    /// `kill`: SIGKILL a rank, which must be named, fast, with nothing left behind;
+    /// `stop`: SIGSTOP a rank for 100 ms to 2 s, then SIGCONT it: the job must end well,
+    /// with no deadlock or failure reported.
+    #[arg(long, default_value = "kill", value_parser = ["kill", "stop"])]
+    fault: String,
+    /// The backend: `shm`, or `mpi` (mpirun starts the ranks; the example is built with
+    /// the `mpi` feature).
+    #[arg(long, default_value = "shm", value_parser = ["shm", "mpi"])]
+    backend: String,
 }
 
 fn main() -> ExitCode {
@@ -99,8 +108,12 @@ fn dev_shm_dist_entries() -> Vec<String> {
 
 fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
     use std::time::Duration;
-    let build = cargo_spmd::BuildSpec { example: Some("chaos".into()), release: true, ..Default::default() };
-    let exe = cargo_spmd::build(&build)?;
+    let features = if a.backend == "mpi" { vec!["dist-runtime/mpi".to_string()] } else { vec![] };
+    let build = cargo_spmd::BuildSpec { example: Some("chaos".into()), release: true, features, ..Default::default() };
+    if a.fault == "stop" {
+        return chaos_stop(&a, &exe_for(&build)?);
+    }
+    let exe = exe_for(&build)?;
     let mut seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
     }) | 1;
@@ -122,11 +135,13 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
             .capture(true)
             .env("CHAOS_SECS", "4")
             .env("DIST_TIMEOUT", "30")
+            .env("DIST_BACKEND", &a.backend)
             .timeout(Duration::from_secs(30))
             .kill_after(victim, at)
             .run()
             .map_err(|e| e.to_string())?;
         let lag = report.elapsed.saturating_sub(at);
+        // (Under mpirun, the launcher's account of the kill comes from mpirun.)
         let named = report.first_failure == Some(victim) && report.ranks[victim].signal == Some(9);
         let fast = lag <= Duration::from_secs(5);
         let peers_named = report
@@ -135,7 +150,15 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
             .filter(|r| r.rank != victim && !r.killed_by_launcher)
             .all(|r| r.output.contains(&format!("rank {victim} ")));
         let left: Vec<String> = dev_shm_dist_entries().into_iter().filter(|e| !shm_before.contains(e)).collect();
-        let alive = report.ranks.iter().filter(|r| std::path::Path::new(&format!("/proc/{}", r.pid)).exists()).count();
+        // Under mpirun the ranks are its children's, and may take a moment to go after it.
+        let alive = |r: &dist_runtime::launch::RankExit| {
+            r.pid != 0 && std::path::Path::new(&format!("/proc/{}", r.pid)).exists()
+        };
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while report.ranks.iter().any(alive) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let alive = report.ranks.iter().filter(|r| alive(r)).count();
         leftovers += left.len();
         survivors += alive;
         if named && fast && left.is_empty() && alive == 0 {
@@ -168,6 +191,61 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
         pct(1.0).as_secs_f64() * 1e3
     );
     Ok(if clean == a.runs && leftovers == 0 && survivors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The chaos example, built as `build` says.
+fn exe_for(build: &cargo_spmd::BuildSpec) -> Result<std::path::PathBuf, String> {
+    cargo_spmd::build(build)
+}
+
+/// `cargo xtask chaos --fault stop`: each run stops a random rank (SIGSTOP) at a random
+/// moment for 100 ms to 2 s, then resumes it (SIGCONT). A stall is not a failure: the run
+/// is clean when every rank ends well and nothing reported a deadlock or a failure.
+fn chaos_stop(a: &ChaosArgs, exe: &std::path::Path) -> Result<ExitCode, String> {
+    use std::time::Duration;
+    let mut seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    }) | 1;
+    let mut rand = move |m: u64| {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        seed.wrapping_mul(0x2545_F491_4F6C_DD1D) % m
+    };
+    println!(
+        "chaos: {} runs of {} ranks on {}, a rank stopped for 100 ms to 2 s, seed {}",
+        a.runs,
+        a.n,
+        a.backend,
+        a.seed.map_or("clock".into(), |s| s.to_string())
+    );
+    let mut clean = 0;
+    for run in 0..a.runs {
+        let victim = rand(a.n as u64) as usize;
+        let at = Duration::from_millis(300 + rand(1500));
+        let stop = Duration::from_millis(100 + rand(1900));
+        let report = dist_runtime::Launch::new(exe, a.n)
+            .capture(true)
+            .env("CHAOS_SECS", "3")
+            .env("DIST_TIMEOUT", "30")
+            .env("DIST_BACKEND", &a.backend)
+            .timeout(Duration::from_secs(40))
+            .stop_after(victim, at, stop)
+            .run()
+            .map_err(|e| e.to_string())?;
+        let said = report.ranks.iter().any(|r| r.output.contains("deadlock detected") || r.output.contains("error"));
+        if report.success() && !said {
+            clean += 1;
+        } else {
+            println!(
+                "run {run}: rank {victim} stopped at {at:?} for {stop:?}: {}\n{}",
+                if report.success() { "ended well but reported an error" } else { "failed" },
+                report.summary()
+            );
+        }
+    }
+    println!("chaos: {clean}/{} runs with a stopped rank ended well with nothing reported", a.runs);
+    Ok(if clean == a.runs { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// Builds dist-bench in release mode and runs it with `args`.

@@ -32,7 +32,7 @@ pub struct Launch {
     pub(crate) removed: Vec<OsString>,
     pub(crate) capture: bool,
     pub(crate) timeout: Option<Duration>,
-    kill: Option<(usize, Duration)>,
+    pub(crate) fault: Option<Fault>,
     pub(crate) prefix: bool,
     rank_envs: Vec<(usize, OsString, OsString)>,
     nodes: Option<Nodes>,
@@ -61,7 +61,7 @@ impl std::fmt::Debug for Launch {
             .field("removed", &self.removed)
             .field("capture", &self.capture)
             .field("timeout", &self.timeout)
-            .field("kill", &self.kill)
+            .field("fault", &self.fault)
             .field("prefix", &self.prefix)
             .field("rank_envs", &rank_envs)
             .field("nodes", &self.nodes)
@@ -205,7 +205,7 @@ impl Launch {
             removed: vec!["DIST_LIST_ENTRIES".into(), "DIST_RESOLVE_ENTRY".into()],
             capture: false,
             timeout: None,
-            kill: None,
+            fault: None,
             prefix: true,
             rank_envs: Vec::new(),
             nodes: None,
@@ -291,9 +291,18 @@ impl Launch {
         self
     }
 
-    /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start.
+    /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start. Under
+    /// mpirun (the MPI backend) the rank is found by the pid it reports, on this host only.
     pub fn kill_after(mut self, rank: usize, after: Duration) -> Launch {
-        self.kill = Some((rank, after));
+        self.fault = Some(Fault { rank, at: after, stop_for: None });
+        self
+    }
+
+    /// Fault injection: SIGSTOP rank `rank` once `after` has passed since the start, and
+    /// SIGCONT it `stop_for` later (a preempted VM, an operator's `kill -STOP`): a stall the
+    /// job must ride out. Under mpirun, on this host only, as [`Launch::kill_after`].
+    pub fn stop_after(mut self, rank: usize, after: Duration, stop_for: Duration) -> Launch {
+        self.fault = Some(Fault { rank, at: after, stop_for: Some(stop_for) });
         self
     }
 
@@ -426,18 +435,11 @@ impl Launch {
         let mut killed = vec![false; self.n];
         let mut failed_at: Option<Instant> = None;
         let mut timed_out = false;
-        let mut pending_kill = self.kill.filter(|(r, _)| *r < self.n);
+        let mut fault = Injector::new(self.fault.filter(|f| f.rank >= base && f.rank < base + self.n));
         let mut remote_failure: Option<String> = None;
         let mut reported = false;
         loop {
-            if let Some((victim, after)) = pending_kill {
-                if start.elapsed() >= after {
-                    if status[victim].is_none() {
-                        let _ = children[victim].kill();
-                    }
-                    pending_kill = None;
-                }
-            }
+            fault.tick(start.elapsed(), |r| status[r - base].is_none().then(|| children[r - base].id()));
             for (i, c) in children.iter_mut().enumerate() {
                 if status[i].is_none() {
                     if let Ok(Some(s)) = c.try_wait() {
@@ -568,6 +570,64 @@ impl Launch {
             results,
             joined,
         })
+    }
+}
+
+/// A fault to inject ([`Launch::kill_after`], [`Launch::stop_after`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fault {
+    rank: usize,
+    at: Duration,
+    /// `None`: SIGKILL; else SIGSTOP, then SIGCONT this much later.
+    stop_for: Option<Duration>,
+}
+
+/// Delivers a [`Fault`] from a launcher's supervision loop.
+pub(crate) struct Injector {
+    fault: Option<Fault>,
+    /// The pid stopped, to resume, and when it was stopped.
+    stopped: Option<(u32, Duration)>,
+}
+
+impl Injector {
+    pub(crate) fn new(fault: Option<Fault>) -> Injector {
+        Injector { fault, stopped: None }
+    }
+
+    /// Called every turn of the loop with the time since the start; `pid(rank)` is the
+    /// rank's process while it runs (and where this launcher can signal it).
+    pub(crate) fn tick(&mut self, elapsed: Duration, pid: impl Fn(usize) -> Option<u32>) {
+        let Some(f) = self.fault else { return };
+        if elapsed < f.at {
+            return;
+        }
+        let signal = |p: u32, sig: i32| {
+            // SAFETY: kill has no memory preconditions; `p` is one of the job's ranks.
+            unsafe { libc::kill(p as i32, sig) };
+        };
+        match (f.stop_for, self.stopped) {
+            (None, _) => {
+                if let Some(p) = pid(f.rank) {
+                    signal(p, libc::SIGKILL);
+                }
+                self.fault = None;
+            }
+            (Some(_), None) => match pid(f.rank) {
+                Some(p) => {
+                    signal(p, libc::SIGSTOP);
+                    self.stopped = Some((p, elapsed));
+                }
+                // Not there (yet, under mpirun; or gone): nothing to stop.
+                None if elapsed >= f.at + Duration::from_secs(5) => self.fault = None,
+                None => {}
+            },
+            (Some(d), Some((p, since))) => {
+                if elapsed >= since + d {
+                    signal(p, libc::SIGCONT);
+                    self.fault = None;
+                }
+            }
+        }
     }
 }
 

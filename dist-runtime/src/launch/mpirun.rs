@@ -98,17 +98,18 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     // timeout. The grace covers a rank's own end after its report (its linger and abort).
     const TEARDOWN_GRACE: Duration = Duration::from_secs(4);
     let mut all_reported: Option<Instant> = None;
-    let mut looked = Instant::now();
     let mut stuck_teardown = false;
+    let mut ranks_seen = Watched::new(l.n);
+    let mut fault = super::Injector::new(l.fault.filter(|f| f.rank < l.n));
     let status = loop {
         if let Some(s) = child.try_wait().map_err(|e| Error::backend("launch", format!("waiting for mpirun: {e}")))? {
+            ranks_seen.look(&store);
             break s;
         }
-        if all_reported.is_none() && looked.elapsed() >= Duration::from_millis(50) {
-            looked = Instant::now();
-            if (0..l.n).all(|r| store.get_local(&format!("exit/{r}")).is_some()) {
-                all_reported = Some(Instant::now());
-            }
+        ranks_seen.look(&store);
+        fault.tick(start.elapsed(), |r| ranks_seen.running_here(r));
+        if all_reported.is_none() && ranks_seen.reported.iter().all(Option::is_some) {
+            all_reported = Some(Instant::now());
         }
         if all_reported.is_some_and(|t| t.elapsed() >= TEARDOWN_GRACE) && term_at.is_none() {
             stuck_teardown = true;
@@ -132,21 +133,40 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         let _ = p.join();
     }
     let launcher_text = String::from_utf8_lossy(&launcher_out.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+    let told = mpirun_told(&launcher_text);
+    // A rank that ended without reporting before any rank reported a failure of its own
+    // (killed, `exit()` or an abort mid-job): the cause, whatever came after it.
+    let ended_first = ranks_seen.first_unreported_end();
     let ranks: Vec<RankExit> = (0..l.n)
         .map(|r| {
-            let code =
-                store.get_local(&format!("exit/{r}")).and_then(|v| String::from_utf8_lossy(&v).parse::<i32>().ok());
+            let code = ranks_seen.reported[r];
             let mut output =
                 String::from_utf8_lossy(&outputs[r].lock().unwrap_or_else(|p| p.into_inner())).into_owned();
             if code.is_none() && !launcher_text.is_empty() {
                 output.push_str(&launcher_text);
             }
+            // Ended on its own without a report: what mpirun said of it, if anything.
+            // (Processes that ended after it were stopped by mpirun's teardown.)
+            let own_end = code.is_none() && (ended_first == Some(r) || told.iter().any(|t| t.0 == r));
+            let (code, signal) = match told.iter().find(|t| t.0 == r) {
+                Some(&(_, Ended::Signal(s))) if code.is_none() => (None, Some(s)),
+                Some(&(_, Ended::Code(c))) if code.is_none() => (Some(c), None),
+                _ if code.is_none() && !own_end => (None, Some(libc::SIGKILL)),
+                _ => (code, None),
+            };
+            if own_end && code.is_none() && signal.is_none() {
+                output.push_str(&format!(
+                    "[launcher] rank {r}'s process (pid {}) ended without reporting how: an exit() or an abort \
+                     inside the job, before its entry returned\n",
+                    ranks_seen.pid[r].map_or(0, |p| p.0)
+                ));
+            }
             RankExit {
                 rank: r,
-                pid: 0,
+                pid: ranks_seen.pid[r].map_or(0, |p| p.0),
                 code,
-                signal: if code.is_none() { Some(libc::SIGKILL) } else { None },
-                killed_by_launcher: code.is_none() && (timed_out || !status.success()),
+                signal,
+                killed_by_launcher: code.is_none() && !own_end && (timed_out || !status.success()),
                 output,
             }
         })
@@ -165,8 +185,24 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
             "mpirun exited with {status} after every rank reported success (a failure in teardown):\n{launcher_text}"
         ));
     }
-    let failing: Vec<usize> = (0..l.n).filter(|&r| ranks[r].code.is_some_and(|c| c != 0)).collect();
-    let mut first_failure = failing.iter().copied().find(|&i| ranks[i].code != Some(3)).or(failing.first().copied());
+    // In the order the launcher saw them: reports of failures, and ranks that ended
+    // without one (their own end: what mpirun said of them counts when no pid was seen).
+    let failing: Vec<usize> = ranks_seen
+        .order
+        .iter()
+        .copied()
+        .chain(told.iter().map(|t| t.0))
+        .chain(0..l.n)
+        .filter(|&r| !ranks[r].success() && !ranks[r].killed_by_launcher)
+        .fold(Vec::new(), |mut v, r| {
+            if !v.contains(&r) {
+                v.push(r);
+            }
+            v
+        });
+    let mut first_failure = ended_first
+        .or_else(|| failing.iter().copied().find(|&i| ranks[i].code != Some(3)))
+        .or(failing.first().copied());
     // Only victims reported: one of them may have named the cause (a rank that returned
     // early while it waited on it, or a deadlock's culprit), as on the other launchers.
     let named = |key: &str, exited_ok: bool| {
@@ -206,6 +242,146 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         results,
         joined: None,
     })
+}
+
+/// What the launcher sees of the ranks under mpirun, whose children they are not: each
+/// rank's reported exit code and pid (from the launcher's store), and, for the ranks on
+/// this host, when a process ended without reporting.
+struct Watched {
+    reported: Vec<Option<i32>>,
+    /// (pid, whether on this host).
+    pid: Vec<Option<(u32, bool)>>,
+    /// When a rank's process was found gone with no exit report.
+    ended: Vec<Option<Instant>>,
+    /// Ranks in the order their report or their end was seen.
+    order: Vec<usize>,
+    /// Whether the first event was an end without a report.
+    first_end: Option<usize>,
+    here: String,
+    last: Option<Instant>,
+}
+
+impl Watched {
+    fn new(n: usize) -> Watched {
+        Watched {
+            reported: vec![None; n],
+            pid: vec![None; n],
+            ended: vec![None; n],
+            order: Vec::new(),
+            first_end: None,
+            here: format!("{:x}", crate::verify::host_id()),
+            last: None,
+        }
+    }
+
+    /// Reads new reports and pids, and looks for processes of this host that ended
+    /// without a report (every 5 ms).
+    fn look(&mut self, store: &StoreServer) {
+        if self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(5)) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        for r in 0..self.reported.len() {
+            if self.pid[r].is_none() {
+                if let Some(v) = store.get_local(&format!("pid/{r}")) {
+                    let v = String::from_utf8_lossy(&v).into_owned();
+                    if let Some((p, host)) = v.split_once(' ') {
+                        if let Ok(p) = p.parse::<u32>() {
+                            self.pid[r] = Some((p, host == self.here));
+                        }
+                    }
+                }
+            }
+            if self.reported[r].is_none() {
+                if let Some(v) = store.get_local(&format!("exit/{r}")) {
+                    self.reported[r] = String::from_utf8_lossy(&v).parse::<i32>().ok().or(Some(1));
+                    if self.ended[r].is_none() {
+                        self.order.push(r);
+                    }
+                    continue;
+                }
+                if self.ended[r].is_none() {
+                    if let Some((p, true)) = self.pid[r] {
+                        if !crate::verify::pid_alive(p) {
+                            self.ended[r] = Some(Instant::now());
+                            self.order.push(r);
+                            // Ended before any rank reported a failure: the cause.
+                            let failed_before = self.order.iter().any(|&q| self.reported[q].is_some_and(|c| c != 0));
+                            if self.first_end.is_none() && !failed_before {
+                                self.first_end = Some(r);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The rank of this host, while its process runs, for fault injection.
+    fn running_here(&self, r: usize) -> Option<u32> {
+        match self.pid.get(r).copied().flatten() {
+            Some((p, true)) if self.ended[r].is_none() && self.reported[r].is_none() => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The rank whose process ended without a report before any rank reported a failure.
+    fn first_unreported_end(&self) -> Option<usize> {
+        // A report that arrived after the end was seen (a rank's last words racing its
+        // death) does not make it unreported.
+        self.first_end.filter(|&r| self.reported[r].is_none())
+    }
+}
+
+/// How mpirun says a rank ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ended {
+    Signal(i32),
+    Code(i32),
+}
+
+/// The ranks mpirun's own messages say ended on their own, in the order it says so:
+/// Open MPI's "process rank 3 with PID 123 on node h exited on signal 9 (Killed)",
+/// "… process rank 2 with PID 123 on node h exiting improperly", and "The first process
+/// to do so was: Process name: [[1234,1],2] Exit code: 7" (Open MPI 4 and 5's prterun
+/// word them alike). Where it names no way of ending, exit code 1.
+fn mpirun_told(text: &str) -> Vec<(usize, Ended)> {
+    let mut out: Vec<(usize, Ended)> = Vec::new();
+    let mut push = |r: usize, e: Ended| {
+        if !out.iter().any(|x| x.0 == r) {
+            out.push((r, e));
+        }
+    };
+    // mpirun wraps its sentences: read them as one line.
+    let flat = text.replace('\n', " ");
+    for rest in flat.split("process rank ").skip(1) {
+        let Some(r) = rest.split_whitespace().next().and_then(|w| w.parse::<usize>().ok()) else { continue };
+        // Up to the sentence's end (a host name may hold dots, never ". ").
+        let sentence = rest.split(". ").next().unwrap_or(rest);
+        let sentence = sentence.split('(').next().unwrap_or(sentence);
+        if let Some(sig) = sentence.split("on signal ").nth(1) {
+            if let Some(s) = sig.split_whitespace().next().and_then(|w| w.parse::<i32>().ok()) {
+                push(r, Ended::Signal(s));
+            }
+        } else if sentence.contains("improperly") {
+            push(r, Ended::Code(1));
+        }
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(name) = line.trim().strip_prefix("Process name:") {
+            // "[[1234,1],2]": the rank is the last number.
+            let r = name.trim().trim_end_matches(']').rsplit(',').next().and_then(|w| w.trim().parse::<usize>().ok());
+            let code = lines[i + 1..]
+                .iter()
+                .take(3)
+                .find_map(|l| l.trim().strip_prefix("Exit code:").and_then(|c| c.trim().parse::<i32>().ok()));
+            if let (Some(r), Some(c)) = (r, code) {
+                push(r, Ended::Code(c));
+            }
+        }
+    }
+    out
 }
 
 /// Routes mpirun's `--tag-output` lines (`[1,R]<stdout>:text`) to rank R: prefixed
@@ -278,5 +454,18 @@ mod tests {
         let pieces = "[1,1]<stderr>:[rank [1,1]<stderr>:1[1,1]<stderr>:] panicked\n";
         assert_eq!(super::parse_tag(pieces), Some((1, "[rank 1] panicked\n".into())));
         assert_eq!(super::parse_tag("mpirun noticed that\n"), None);
+    }
+
+    #[test]
+    fn mpiruns_words_name_the_rank_that_ended() {
+        use super::Ended::*;
+        let killed = "mpirun noticed that process rank 3 with PID 4242 on node h.lan exited on signal 9 (Killed).\n";
+        assert_eq!(super::mpirun_told(killed), vec![(3, Signal(9))]);
+        let improper = "mpirun has exited due to process rank 2 with PID 0 on\nnode h exiting improperly. There are \
+                        three reasons this could occur:\n";
+        assert_eq!(super::mpirun_told(improper), vec![(2, Code(1))]);
+        let code = "The first process to do so was:\n\n  Process name: [[4807,1],1]\n  Exit code:    7\n";
+        assert_eq!(super::mpirun_told(code), vec![(1, Code(7))]);
+        assert_eq!(super::mpirun_told("[1,0]<stdout>:hello\n"), vec![]);
     }
 }

@@ -15,8 +15,11 @@ use std::time::{Duration, Instant};
 /// it was first seen) before it is reported.
 pub(crate) const CONFIRM: Duration = Duration::from_millis(200);
 
-/// A rank whose process is stopped (SIGSTOP) this long while others wait on it is
-/// reported. A rank held by a debugger (traced) never is: that is a person at work.
+/// A rank whose process is stopped (SIGSTOP) this long while others wait on it is named
+/// on stderr, once, by the lowest rank waiting on it: a stall, not a deadlock (a
+/// preempted VM, a job control stop, `kill -STOP` by an operator all resume), so the
+/// waits go on until the deadline (`DIST_TIMEOUT`), whose error names the stopped rank
+/// as the cause. A rank held by a debugger (traced) is never named: a person at work.
 pub(crate) const STOPPED_FOR: Duration = Duration::from_secs(1);
 
 /// How long a rank the detector does not name as the culprit waits for the culprit to
@@ -61,6 +64,19 @@ pub(crate) fn verdict_error(
         }
     }
     Some(crate::error::Error::Deadlock { op, comm: comm.to_string(), site, story: v.text, culprit: v.culprit, victim })
+}
+
+/// What a wait that reached its deadline in a stall ([`Detector::stall`]) adds to its
+/// `Error::Timeout`: the stopped rank is the cause (this rank exits as its victim, and
+/// the launcher is told which rank it was), and the words for the error.
+pub(crate) fn stall_at_deadline(stall: Option<&(usize, String)>) -> String {
+    match stall {
+        Some((r, text)) => {
+            crate::verify::failure::deadlock_victim(*r, text);
+            format!("; {text}")
+        }
+        None => String::new(),
+    }
 }
 
 /// One rank's published wait, as read from the board.
@@ -148,6 +164,9 @@ pub(crate) struct Detector {
     sighted: Option<(Instant, Vec<Seen>)>,
     /// A stopped rank this one depends on, and since when.
     stopped: Option<(usize, Instant)>,
+    /// A stall named ([`STOPPED_FOR`]): the stopped rank and the words, kept for the
+    /// deadline's error while the rank stays stopped.
+    stall: Option<(usize, String)>,
 }
 
 impl Detector {
@@ -183,6 +202,7 @@ impl Detector {
             return self.stopped_peer(me, snap, now, proc_state);
         };
         self.stopped = None;
+        self.stall = None;
         cycle.pop(); // the first rank, repeated at the end
         let seen: Vec<Seen> = cycle.iter().map(|&r| (r, snap[r].wait_id, snap[r].beat, snap[r].moved)).collect();
         let confirmed = match &self.sighted {
@@ -212,7 +232,16 @@ impl Detector {
         Some(describe(snap, &stuck, &cycle))
     }
 
-    /// A rank `me` depends on (through blocked ranks) whose process is stopped by a signal.
+    /// The stall this wait is in, if a rank it depends on has been stopped for
+    /// [`STOPPED_FOR`] and still is: (world rank, words). The deadline's error names it
+    /// ([`stall_at_deadline`]).
+    pub(crate) fn stall(&self) -> Option<&(usize, String)> {
+        self.stall.as_ref()
+    }
+
+    /// A rank `me` depends on (through blocked ranks) whose process is stopped by a
+    /// signal: never a verdict (the process may resume), but named once on stderr after
+    /// [`STOPPED_FOR`] by the lowest rank waiting on it, and kept for the deadline.
     fn stopped_peer(&mut self, me: usize, snap: &[Waiter], now: Instant, proc_state: ProcState) -> Option<Verdict> {
         let n = snap.len();
         let all: Vec<Vec<usize>> = snap
@@ -224,26 +253,32 @@ impl Detector {
             (0..n).find(|&r| r != me && deps[r] && !snap[r].blocked() && proc_state(snap[r].pid) == Some('T'));
         let Some(r) = stopped else {
             self.stopped = None;
+            self.stall = None;
             return None;
         };
-        match self.stopped {
-            Some((s, since)) if s == r => {
-                if now.duration_since(since) < STOPPED_FOR {
-                    return None;
-                }
-            }
+        let since = match self.stopped {
+            Some((s, since)) if s == r => since,
             _ => {
                 self.stopped = Some((r, now));
+                self.stall = None;
                 return None;
             }
+        };
+        if now.duration_since(since) < STOPPED_FOR || self.stall.is_some() {
+            return None;
         }
         let waiting: Vec<usize> = (0..n).filter(|&q| q != r && snap[q].blocked() && deps[q]).collect();
         let mut parts = vec![format!(
-            "rank {r}'s process (pid {}) is stopped (SIGSTOP) and cannot move; `kill -CONT {}` resumes it",
+            "rank {r}'s process (pid {}) is stopped (SIGSTOP): a stall, not a deadlock; `kill -CONT {}` resumes it",
             snap[r].pid, snap[r].pid
         )];
         parts.extend(groups(snap, &waiting));
-        Some(Verdict { culprit: r, text: parts.join("; ") })
+        let text = parts.join("; ");
+        if waiting.first() == Some(&me) {
+            eprintln!("[rank {me}] warning: {text}; the ranks wait on it until their deadline (DIST_TIMEOUT)");
+        }
+        self.stall = Some((r, text));
+        None
     }
 }
 
@@ -473,26 +508,32 @@ mod tests {
     }
 
     #[test]
-    fn a_stopped_rank_is_named_after_a_second_a_traced_one_never() {
+    fn a_stopped_rank_is_a_stall_named_after_a_second_a_traced_one_never() {
         let mut snap = vec![recv(1, 5), Waiter { pid: 42, ..Default::default() }];
         for (state, named) in [('T', true), ('t', false)] {
             let st = move |pid: u32| (pid == 42).then_some(state);
             let mut d = Detector::default();
             let t0 = Instant::now();
-            let mut got = None;
+            let mut first = None;
             for i in 0..60 {
                 beat(&mut snap);
-                if let Some(v) = d.step(0, &snap, t0 + Duration::from_millis(50 * i), &st) {
-                    got = Some((i, v));
-                    break;
+                // Never a verdict: the process may resume.
+                assert_eq!(d.step(0, &snap, t0 + Duration::from_millis(50 * i), &st), None);
+                if d.stall().is_some() && first.is_none() {
+                    first = Some(i);
                 }
             }
-            assert_eq!(got.is_some(), named, "{state}");
-            if let Some((i, v)) = got {
+            assert_eq!(first.is_some(), named, "{state}");
+            if let Some(i) = first {
                 assert!(i >= 20, "not before a second");
-                assert_eq!(v.culprit, 1);
-                assert!(v.text.contains("rank 1's process (pid 42) is stopped"), "{}", v.text);
-                assert!(v.text.contains("rank 0 waits in recv from rank 1"), "{}", v.text);
+                let (r, text) = d.stall().expect("kept while stopped");
+                assert_eq!(*r, 1);
+                assert!(text.contains("rank 1's process (pid 42) is stopped (SIGSTOP): a stall"), "{text}");
+                assert!(text.contains("rank 0 waits in recv from rank 1"), "{text}");
+                // Resumed: the stall is over.
+                let running = |_: u32| Some('S');
+                d.step(0, &snap, t0 + Duration::from_secs(4), &running);
+                assert!(d.stall().is_none());
             }
         }
     }

@@ -89,6 +89,19 @@ pub(crate) fn peer_left(rank: usize, comm: String, reason: String) -> crate::err
     e
 }
 
+/// The error for a peer whose process is gone without a word (killed, or an `exit()` or
+/// abort inside its entry): the launcher is told which rank it was, since its exit status
+/// may read as success (`exit(0)`) or be mpirun's to see.
+pub(crate) fn peer_gone(rank: usize, comm: String, reason: String) -> crate::error::Error {
+    let e = peer_failed(rank, comm, reason);
+    if let crate::error::Error::PeerFailed { rank, comm, .. } = &e {
+        if let Some(w) = crate::error::world_rank_in(comm, *rank) {
+            name_cause("cause", w, e.to_string());
+        }
+    }
+    e
+}
+
 /// A deadlock (or a stopped rank) named by this rank's detector, whose cause is another
 /// rank (world rank `culprit`): this rank stops as that failure's victim (exit code 3),
 /// and the launcher is told which rank caused it (the culprit may be stopped, or may

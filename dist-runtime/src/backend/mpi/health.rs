@@ -96,20 +96,11 @@ thread_local! {
     static ENTERED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Identifies this rank's host (and PID namespace): a pid means something only there.
-pub(super) fn host_id() -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().hash(&mut h);
-    std::fs::read_link("/proc/self/ns/pid").ok().hash(&mut h);
-    h.finish()
-}
-
 /// Makes `comm` (a duplicate of the world, this process's alone) the job's board.
 /// `procs` is every rank's (pid, host) as exchanged at init: a rank that never blocks
 /// can still be found stopped (SIGSTOP) by a peer on its host.
 pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize, procs: &[(u32, u64)]) {
-    let host = host_id();
+    let host = crate::verify::host_id();
     let board = (0..n)
         .map(|r| {
             let pid = procs.get(r).filter(|p| p.1 == host).map_or(0, |p| p.0);
@@ -291,6 +282,11 @@ impl Watch {
         }
     }
 
+    /// The stall this wait is in (a stopped rank it depends on), for the deadline's error.
+    pub(super) fn stall(&self) -> Option<&(usize, String)> {
+        self.detector.stall()
+    }
+
     /// Called from every poll of a wait that has lasted `waited`: publishes and looks at
     /// the board every [`EVERY`] once the wait is [`FIRST`] old; a deadlock verdict is an
     /// error (see `verify::deadlock::verdict_error`).
@@ -338,6 +334,15 @@ impl Watch {
                 return Err(crate::verify::failure::peer_failed(c.local_of(q), c.name.clone(), f.op.clone()));
             }
         }
+        // A rank of this host this wait depends on is gone without a word (killed, an
+        // `exit()` mid-job): as on shm. (Its record's pid is 0 on another host.)
+        for &q in &me.on {
+            let pid = st.board.get(q).map_or(0, |f| f.pid);
+            if pid != 0 && !crate::verify::pid_alive(pid) {
+                let reason = format!("its process (pid {pid}) is gone: killed or exited without finishing");
+                return Err(crate::verify::failure::peer_gone(c.local_of(q), c.name.clone(), reason));
+            }
+        }
         // A rank this wait depends on left its entry, and what it sent before has had
         // time to arrive ([`crate::verify::deadlock::CONFIRM`]) without ending the wait.
         match me.on.iter().copied().find(|&q| st.board.get(q).is_some_and(|f| f.kind == LEFT)) {
@@ -373,7 +378,7 @@ impl Watch {
         st.posted[h.me] = posted;
         let snap = prune(&st.board, &st.posted);
         drop(st);
-        let local = |pid: u32| crate::backend::shm::sync::pid_state(pid);
+        let local = |pid: u32| crate::verify::pid_state(pid);
         let Some(v) = self.detector.step(h.me, &snap, now, &local) else {
             self.verdict_at.set(None);
             return Ok(());

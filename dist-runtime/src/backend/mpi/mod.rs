@@ -394,7 +394,7 @@ impl MpiComm {
         call("MPI_Comm_set_errhandler", || unsafe { ffi::MPI_Comm_set_errhandler(board, ffi::RSMPI_ERRORS_RETURN) })?;
         // Every rank's pid and host, so the detector can tell a stopped rank on its host.
         let mut mine = std::process::id().to_le_bytes().to_vec();
-        mine.extend_from_slice(&health::host_id().to_le_bytes());
+        mine.extend_from_slice(&crate::verify::host_id().to_le_bytes());
         let mut all = vec![0u8; 12 * c.size];
         // SAFETY: a placeholder, written by MPI.
         let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
@@ -521,7 +521,11 @@ impl MpiComm {
                 return Err(Error::Timeout {
                     op: name,
                     comm: self.name.clone(),
-                    waiting_for: waiting_for(),
+                    waiting_for: format!(
+                        "{}{}",
+                        waiting_for(),
+                        crate::verify::deadlock::stall_at_deadline(watch.stall())
+                    ),
                     secs: self.timeout().as_secs_f64(),
                     site,
                 });

@@ -97,7 +97,8 @@ impl ShmComm {
                     return Err(crate::verify::failure::peer_left(r, self.name.clone(), reason));
                 }
                 _ if !sync::pid_alive(pid) => {
-                    Some(format!("its process (pid {pid}) is gone: killed or exited without finishing"))
+                    let reason = format!("its process (pid {pid}) is gone: killed or exited without finishing");
+                    return Err(crate::verify::failure::peer_gone(r, self.name.clone(), reason));
                 }
                 _ => None,
             };
@@ -122,7 +123,12 @@ impl ShmComm {
             return Err(Error::Timeout {
                 op,
                 comm: self.name.clone(),
-                waiting_for: format!("{}; {}", waiting(), self.wait_graph()),
+                waiting_for: format!(
+                    "{}; {}{}",
+                    waiting(),
+                    self.wait_graph(),
+                    crate::verify::deadlock::stall_at_deadline(ws.detector.borrow().stall())
+                ),
                 secs: self.timeout().as_secs_f64(),
                 site,
             });

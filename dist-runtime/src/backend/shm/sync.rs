@@ -223,31 +223,7 @@ pub(crate) fn pid_stopped(pid: u32) -> bool {
     matches!(pid_state(pid), Some('T' | 't'))
 }
 
-/// The state letter of process `pid` in `/proc/<pid>/stat` (R, S, D, T, t, Z, …).
-pub(crate) fn pid_state(pid: u32) -> Option<char> {
-    if pid == 0 {
-        return None;
-    }
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-/// Whether the process `pid` still exists (a zombie counts as gone).
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    if pid == 0 {
-        return true; // not attached yet: nothing to say
-    }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-        return false;
-    }
-    // A killed child not yet reaped by its parent is a zombie: treat it as dead.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])).unwrap_or(false),
-        Err(_) => r == 0,
-    }
-}
+pub(crate) use crate::verify::{pid_alive, pid_state};
 
 #[cfg(test)]
 mod tests {
