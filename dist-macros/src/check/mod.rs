@@ -1224,6 +1224,100 @@ mod tests {
         assert!(e[0].contains("`all_reduce`") && e[0].contains("reached by"), "{e:?}");
     }
 
+    /// A residual reduced along a 2-D grid's rows, then its columns, is the same on every
+    /// rank, as one reduced over the world: a loop on it that communicates is followed
+    /// (at grid sizes and where a dimension is 1 alike); reduced along the rows only, it
+    /// differs from row to row, and the loop is not followed.
+    #[test]
+    fn a_reduction_along_rows_then_columns_is_the_same_everywhere() {
+        let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            let n = world.size();
+            let a = if n % 2 == 0 { 2 } else { 1 };
+            let (col, row) = world.mesh2::<Cols, Rows>(a, n / a)?;
+            let me = world.rank() as f64;
+            let mut res = 1.0;
+            let mut it = 0;
+            while res > 0.1 && it < 50 {
+                let mut s = [me * 0.5 / (it as f64 + 1.0)];
+                row.all_reduce(&mut s, ReduceOp::Sum)?;
+                COLUMN
+                res = s[0].sqrt();
+                it += 1;
+                world.barrier()?;
+            }
+            Ok(())
+        }"#;
+        let both = src.replace("COLUMN", "col.all_reduce(&mut s, ReduceOp::Sum)?;");
+        for n in 1..=8 {
+            assert_eq!(problems(&both, "", n), Vec::<String>::new(), "size {n}");
+        }
+        let rows_only = src.replace("COLUMN", "");
+        let e = problems(&rows_only, "", 4);
+        assert!(e.iter().any(|e| e.contains("undecidable")), "{e:?}");
+    }
+
+    /// Code that cannot communicate, at any depth, is data processing whatever it is
+    /// given: a helper taking the communicator (for its rank) with a `continue` on data
+    /// in its loop is summarised, not left not followed; one that calls a helper that
+    /// communicates is still followed.
+    #[test]
+    fn a_helper_given_the_communicator_that_never_communicates_is_summarised() {
+        let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            const T: Tag<f64> = Tag::new(1);
+            fn accumulate(c: &Comm<World>, xs: &[f64], acc: &mut f64) {
+                let me = c.rank() as f64;
+                for x in xs {
+                    if *x > me { continue; }
+                    *acc += x;
+                }
+            }
+            let (r, n) = (world.rank(), world.size());
+            let mut got = vec![0.0; 4];
+            world.sendrecv((r + 1) % n, T, &[r as f64; 4], (r + n - 1) % n, &mut got)?;
+            let mut acc = 0.0;
+            accumulate(&world, &got, &mut acc);
+            let mut total = [acc];
+            world.all_reduce(&mut total, ReduceOp::Sum)?;
+            Ok(())
+        }"#;
+        for n in 1..=4 {
+            assert_eq!(problems(src, "", n), Vec::<String>::new(), "size {n}");
+        }
+    }
+
+    /// Flags parsed by a helper that is given the program's arguments (a `HashMap` of
+    /// `--key value` pairs, read back and parsed) are the program's inputs: a `--tp`
+    /// read that way shapes the mesh, sampled like any input number.
+    #[test]
+    fn flags_parsed_through_a_map_by_a_helper_are_inputs() {
+        let src = r#"fn f(world: Comm<World>) -> Result<(), String> {
+            fn parse(args: impl IntoIterator<Item = String>) -> Result<HashMap<String, String>, String> {
+                let mut flags = HashMap::new();
+                let mut it = args.into_iter();
+                while let Some(a) = it.next() {
+                    let Some(name) = a.strip_prefix("--") else { return Err(format!("not a flag: {a}")) };
+                    let v = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
+                    flags.insert(name.to_string(), v);
+                }
+                Ok(flags)
+            }
+            let flags = parse(std::env::args().skip(1))?;
+            let tp: usize = flags.get("tp").cloned().unwrap_or_else(|| "1".into()).parse().map_err(|_| "--tp".to_string())?;
+            let n = world.size();
+            if tp == 0 || n % tp != 0 {
+                return Err(format!("--tp {tp} does not divide {n}"));
+            }
+            let (dp, tpc) = world.mesh2::<Dp, Tp>(n / tp, tp).map_err(|e| e.to_string())?;
+            let mut x = [1.0];
+            tpc.all_reduce(&mut x, ReduceOp::Sum).map_err(|e| e.to_string())?;
+            dp.all_reduce(&mut x, ReduceOp::Sum).map_err(|e| e.to_string())?;
+            Ok(())
+        }"#;
+        for n in 1..=4 {
+            assert_eq!(problems(src, "", n), Vec::<String>::new(), "size {n}");
+        }
+    }
+
     /// A bucket plan built the way DDP builds one: `match plan.last_mut() { Some(b) if
     /// .. => b.push(t), _ => plan.push(vec![t]) }` over sizes from `params.iter().map(
     /// Vec::len)` of layers made by `windows(2).flat_map(..)`. What the arm does through

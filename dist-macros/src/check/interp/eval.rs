@@ -1701,8 +1701,22 @@ impl<'a> Interp<'a> {
             }
         }
         let memo_args = memo.map(|_| args.clone());
-        let args_fp = fp_of(&args.iter().collect::<Vec<_>>());
+        // Given a communicator, a helper may read its rank (`c.rank()` to seed a rank's
+        // keys): what it leaves, summarised, is this rank's.
+        let mut fp_args: Vec<&V<'a>> = args.iter().collect();
+        let me = V::Int(self.rank as i128);
+        if args.iter().any(V::has_comm) {
+            fp_args.push(&me);
+        }
+        let args_fp = fp_of(&fp_args);
         let input_args = exprs.iter().zip(&args).all(|(e, v)| input_like(e, v));
+        // (The inputs themselves: `std::env::args()` or `env::var(..)` in the call. A
+        // number from a config is not: what a helper makes of it with other values, a
+        // data set whose rank's slice is this rank's, is data.)
+        let given_input = exprs.iter().any(|e| {
+            let t: String = e.to_token_stream().to_string().chars().filter(|c| !c.is_whitespace()).collect();
+            t.contains("env::args") || t.contains("env::var")
+        });
         let run = |me: &mut Self| {
             if let Some(key) = via {
                 me.via.push((e, key.into()));
@@ -1724,7 +1738,8 @@ impl<'a> Interp<'a> {
         let r = self.quiet_region(f as *const ItemFn as usize, run);
         let read = read_uniform();
         swap_read_uniform(outer || read);
-        let touched = swap_touched_input(outer_touched) || read;
+        // (Given the inputs themselves, `Options::parse(std::env::args())`, it reads them.)
+        let touched = swap_touched_input(outer_touched) || read || given_input;
         swap_touched_input(outer_touched || touched);
         // Summarised, its result is data; but a helper that reads the program's inputs
         // from arguments that are the same on every rank (`Config::from_args()`) gives
@@ -2058,6 +2073,60 @@ pub(super) fn mut_loans(e: &Expr, out: &mut Vec<String>) {
 /// A value after something unknown was written into it: communicators, requests, tags
 /// and closures stay (a buffer write does not change them); with `keep_shape`, lists
 /// and tuples keep their length; everything else becomes opaque.
+/// Whether a function's result type holds no communicator, whatever the package
+/// declares: `()`, numbers, `bool`, `char`, `String`, and `Vec`s, arrays, slices,
+/// tuples, `Option`s and `Result`s of those.
+pub(super) fn plain_type(out: &syn::ReturnType) -> bool {
+    fn plain(t: &syn::Type) -> bool {
+        match t {
+            syn::Type::Tuple(t) => t.elems.iter().all(plain),
+            syn::Type::Array(a) => plain(&a.elem),
+            syn::Type::Slice(s) => plain(&s.elem),
+            syn::Type::Reference(r) => plain(&r.elem),
+            syn::Type::Paren(p) => plain(&p.elem),
+            syn::Type::Path(p) => {
+                let Some(last) = p.path.segments.last() else { return false };
+                let name = last.ident.to_string();
+                let args_plain = match &last.arguments {
+                    syn::PathArguments::None => true,
+                    syn::PathArguments::AngleBracketed(a) => a.args.iter().all(|g| match g {
+                        syn::GenericArgument::Type(t) => plain(t),
+                        _ => true,
+                    }),
+                    syn::PathArguments::Parenthesized(_) => false,
+                };
+                let leaf = matches!(
+                    name.as_str(),
+                    "u8" | "u16"
+                        | "u32"
+                        | "u64"
+                        | "u128"
+                        | "usize"
+                        | "i8"
+                        | "i16"
+                        | "i32"
+                        | "i64"
+                        | "i128"
+                        | "isize"
+                        | "f32"
+                        | "f64"
+                        | "bool"
+                        | "char"
+                        | "str"
+                        | "String"
+                );
+                let wrapper = matches!(name.as_str(), "Vec" | "Option" | "Result" | "Box" | "VecDeque");
+                (leaf || wrapper) && args_plain
+            }
+            _ => false,
+        }
+    }
+    match out {
+        syn::ReturnType::Default => true,
+        syn::ReturnType::Type(_, t) => plain(t),
+    }
+}
+
 pub(super) fn forget<'a>(v: V<'a>, keep_shape: bool) -> V<'a> {
     forget_with(v, keep_shape, 0)
 }

@@ -20,6 +20,78 @@ pub struct CommInst {
     pub members: Option<Vec<usize>>,
     /// Communicators created from this one so far.
     pub(super) children: usize,
+    /// The groups the call that made it split its parent into, on every rank: each world
+    /// rank's group (world ranks, sorted), empty where unknown (a rank outside the
+    /// parent, a split not resolved yet). What a reduction over it leaves is the same
+    /// within each group ([`Groups`]).
+    pub groups: Option<Groups>,
+}
+
+/// A partition of the world's ranks into groups, as a call that makes communicators
+/// made it: `of[w]` is world rank `w`'s group (an index into `lists`, `u32::MAX` where
+/// unknown: a rank outside the parent, a split not resolved yet); `lists` holds each
+/// group's world ranks, sorted.
+#[derive(Debug, PartialEq)]
+pub struct Partition {
+    pub of: Vec<u32>,
+    pub lists: Vec<Vec<usize>>,
+}
+
+/// Shared: every rank of one check that makes the same call gets the same partition.
+pub type Groups = std::rc::Rc<Partition>;
+
+impl Partition {
+    /// World rank `w`'s group, where known.
+    pub fn group(&self, w: usize) -> Option<&[usize]> {
+        let g = *self.of.get(w)?;
+        self.lists.get(g as usize).map(|v| v.as_slice())
+    }
+}
+
+thread_local! {
+    /// Partitions by (world size, parent key, creation index, which communicator of the
+    /// call): computed once per check, whichever rank makes the call first.
+    static PARTITIONS: std::cell::RefCell<HashMap<(usize, String, usize, usize), Groups>> = Default::default();
+}
+
+/// Forgets the partitions (between checks: a split's table changes between passes).
+pub(super) fn reset_partitions() {
+    PARTITIONS.with(|p| p.borrow_mut().clear());
+}
+
+/// The partition of `parent` (world ranks) a call made, given each member's group
+/// (by its local rank), cached under `key`.
+/// (`None` for `key`: not cached, as a split's, whose colors may change with the
+/// inputs' sample at one world size.)
+fn groups_of(
+    size: usize,
+    key: Option<(String, usize, usize)>,
+    parent: &[usize],
+    index: impl Fn(usize) -> Option<i128>,
+) -> Groups {
+    let full = key.map(|k| (size, k.0, k.1, k.2));
+    if let Some(g) = full.as_ref().and_then(|f| PARTITIONS.with(|p| p.borrow().get(f).cloned())) {
+        return g;
+    }
+    let mut of = vec![u32::MAX; size];
+    let mut lists: Vec<Vec<usize>> = Vec::new();
+    let mut ids: HashMap<i128, u32> = HashMap::new();
+    for (local, &w) in parent.iter().enumerate() {
+        if let (Some(g), true) = (index(local), w < size) {
+            let id = *ids.entry(g).or_insert_with(|| {
+                lists.push(Vec::new());
+                (lists.len() - 1) as u32
+            });
+            lists[id as usize].push(w);
+            of[w] = id;
+        }
+    }
+    lists.iter_mut().for_each(|l| l.sort_unstable());
+    let g = std::rc::Rc::new(Partition { of, lists });
+    if let Some(f) = full {
+        PARTITIONS.with(|p| p.borrow_mut().insert(f, g.clone()));
+    }
+    g
 }
 
 /// One `split` call seen on this rank: (parent key, creation index), this rank's number
@@ -27,7 +99,7 @@ pub struct CommInst {
 pub type SplitSeen = ((String, usize), usize, (i128, i128));
 
 /// What each rank passed to each `split`: `(parent key, creation index)` → per parent
-/// rank `(color, key)`. Filled by one pass, read by the next.
+/// rank, (color, key).
 pub type Splits = HashMap<(String, usize), HashMap<usize, (i128, i128)>>;
 
 /// The display name of an op (`send`, `all_reduce`).
@@ -676,10 +748,12 @@ impl<'a> Interp<'a> {
             site: self.site(e),
         });
         self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
-        let new = |me: &mut Self, key: String, g: String, members: Option<Vec<usize>>| -> V<'a> {
-            me.comms.push(CommInst { key, group: g, members, children: 0 });
-            V::Comm(me.comms.len() - 1)
-        };
+        let size = self.size;
+        let new =
+            |me: &mut Self, key: String, g: String, members: Option<Vec<usize>>, groups: Option<Groups>| -> V<'a> {
+                me.comms.push(CommInst { key, group: g, members, children: 0, groups });
+                V::Comm(me.comms.len() - 1)
+            };
         match m {
             "subgroup" | "subgroup_ordered" => {
                 let Some(mut ranks) = args.first().and_then(int_list) else {
@@ -706,7 +780,9 @@ impl<'a> Interp<'a> {
                     return Ok(V::Opt(None));
                 }
                 let members: Vec<usize> = ranks.iter().map(|&r| pmembers[r as usize]).collect();
-                let v = new(self, format!("{parent}/{k}:sub{members:?}"), group(0), Some(members));
+                // (Keyed by the list: ranks outside it make the call too.)
+                let groups = groups_of(size, Some((format!("{parent}:{members:?}"), k, 0)), &members, |_| Some(0));
+                let v = new(self, format!("{parent}/{k}:sub{members:?}"), group(0), Some(members), Some(groups));
                 Ok(V::Opt(Some(Box::new(v))))
             }
             "split" => {
@@ -725,7 +801,12 @@ impl<'a> Interp<'a> {
                 if members.is_none() {
                     self.needs_another_pass = true;
                 }
-                Ok(new(self, format!("{parent}/{k}:c{color}"), group(0), members))
+                let groups = self
+                    .splits_in
+                    .get(&(parent.clone(), k))
+                    .filter(|t| t.len() == pmembers.len())
+                    .map(|t| groups_of(size, None, &pmembers, |r| t.get(&r).map(|x| x.0)));
+                Ok(new(self, format!("{parent}/{k}:c{color}"), group(0), members, groups))
             }
             "mesh" | "submesh" | "mesh_group" => {
                 let dims = args.first().and_then(int_list);
@@ -753,7 +834,11 @@ impl<'a> Interp<'a> {
                     }
                     let (local, color) = dist_ops::mesh_group(&dims, &a, my_local);
                     let members: Vec<usize> = local.iter().map(|&r| pmembers[r]).collect();
-                    out.push(new(self, format!("{parent}/{k}:m{a:?}c{color}"), group(i), Some(members)));
+                    let groups = groups_of(size, Some((format!("{parent}{dims:?}{a:?}"), k, i)), &pmembers, |r| {
+                        let c = dist_ops::mesh_coordinate(&dims, r);
+                        Some((0..dims.len()).filter(|d| !a.contains(d)).fold(0, |acc, d| acc * dims[d] + c[d]) as i128)
+                    });
+                    out.push(new(self, format!("{parent}/{k}:m{a:?}c{color}"), group(i), Some(members), Some(groups)));
                 }
                 Ok(if m == "mesh_group" { out.pop().expect("one group") } else { V::Tuple(out) })
             }
@@ -779,8 +864,12 @@ impl<'a> Interp<'a> {
                 let (i, j) = (my_local / b, my_local % b);
                 let col: Vec<usize> = (0..a).map(|x| pmembers[x * b + j]).collect();
                 let row: Vec<usize> = (0..b).map(|y| pmembers[i * b + y]).collect();
-                let ca = new(self, format!("{parent}/{k}:c{j}"), group(0), Some(col));
-                let cb = new(self, format!("{parent}/{k}:r{i}"), group(1), Some(row));
+                let cols =
+                    groups_of(size, Some((format!("{parent}{a}x{b}"), k, 0)), &pmembers, |r| Some((r % b) as i128));
+                let rows =
+                    groups_of(size, Some((format!("{parent}{a}x{b}"), k, 1)), &pmembers, |r| Some((r / b) as i128));
+                let ca = new(self, format!("{parent}/{k}:c{j}"), group(0), Some(col), Some(cols));
+                let cb = new(self, format!("{parent}/{k}:r{i}"), group(1), Some(row), Some(rows));
                 Ok(V::Tuple(vec![ca, cb]))
             }
         }

@@ -130,10 +130,62 @@ impl<'a> Interp<'a> {
                             self.clobber_place(p, true);
                         }
                     }
+                    // Over part of the ranks: the same within each group of its call.
+                    Some(v) if matches!(base, "all_reduce" | "broadcast" | "all_gather") => {
+                        match self.group_uniform(v, c, base == "all_reduce", salt) {
+                            Some(v) if self.store(p, v.clone()).is_ok() => {}
+                            _ => self.clobber_place_with(p, true, salt),
+                        }
+                    }
                     _ => self.clobber_place_with(p, true, salt),
                 }
             }
         }
+    }
+
+    /// What a collective over part of the ranks (`c`, made by a call that split its
+    /// parent into groups) leaves in a buffer that held `v`: data the same on the ranks of
+    /// each group, noted with the groups (`UNIFORM_OVER`). A reduction of such data over
+    /// another communicator (`reduce`: a row's sum, then the column's) combines the
+    /// groups its members stand for; where they are distinct on every rank and every
+    /// rank's union is the whole world (a 2-D grid's rows, then columns), the result is
+    /// the same on every rank ([`V::Agreed`]), as a reduction over the world's would be.
+    /// `None` where the groups are not known (a split not resolved yet).
+    fn group_uniform(&mut self, v: V<'a>, c: usize, reduce: bool, salt: u64) -> Option<V<'a>> {
+        let groups = self.comms[c].groups.clone()?;
+        // Data the same on every rank, combined within groups of one size on every rank
+        // (a row of a grid, a rank alone): still the same on every rank.
+        if same_everywhere(&v)
+            && groups.of.iter().all(|&g| g != u32::MAX)
+            && groups.lists.iter().all(|l| l.len() == groups.lists[0].len())
+        {
+            return Some(agree(v));
+        }
+        let over = |fp: u64| super::summary::UNIFORM_OVER.with(|u| u.borrow().get(&fp).cloned());
+        // What the buffer held: data the same within the groups of one earlier call?
+        let mut leaves = Vec::new();
+        data_leaves(&v, &mut leaves);
+        let before = match leaves.first().and_then(|&fp| over(fp)) {
+            Some(p) if reduce && leaves.iter().all(|&fp| over(fp).is_some_and(|q| std::rc::Rc::ptr_eq(&p, &q))) => {
+                Some(p)
+            }
+            _ => None,
+        };
+        let part = match before {
+            Some(p) => match compose(&p, &groups, self.size) {
+                Composed::Everyone => return Some(agree(v)),
+                Composed::Groups(g) => g,
+                Composed::Unknown => return None,
+            },
+            None => groups,
+        };
+        let mut i = 0u64;
+        Some(fill_uniform(v, &mut || {
+            i += 1;
+            let fp = fp_of(&[&V::Int(salt as i128), &V::Int(i as i128)]);
+            super::summary::UNIFORM_OVER.with(|u| u.borrow_mut().insert(fp, part.clone()));
+            fp
+        }))
     }
 
     /// A `BTreeMap` or `HashMap` whose keys the check knows (string literals, integers),
@@ -270,6 +322,28 @@ impl<'a> Interp<'a> {
                 _ => Ok(V::taint(&[f, &x])),
             }
         };
+        // A string literal (a flag's default, `"4".parse()`): known, and so is the
+        // number it holds.
+        if let V::Name(lit) = &recv {
+            if let Some(text) = lit.strip_prefix('"').and_then(|l| l.strip_suffix('"')) {
+                match m.as_str() {
+                    "parse" => {
+                        let t = text.trim();
+                        return Ok(if let Ok(i) = t.parse::<i128>() {
+                            V::Int(i)
+                        } else if let Ok(b) = t.parse::<bool>() {
+                            V::Bool(b)
+                        } else if t.parse::<f64>().is_ok() {
+                            V::Agreed
+                        } else {
+                            V::opaque()
+                        });
+                    }
+                    "into" | "to_string" | "to_owned" | "clone" | "as_str" => return Ok(recv.clone()),
+                    _ => {}
+                }
+            }
+        }
         // The program's inputs: what is read from them stays an input (the same on every
         // rank); a number parsed from one is this run's sample of such numbers.
         if matches!(recv, V::Uniform) {
@@ -704,4 +778,120 @@ fn mutates_receiver(method: &syn::Ident) -> Option<bool> {
 /// by one peer's send).
 fn p2p_receives(m: &str) -> bool {
     matches!(m, "recv" | "irecv" | "sendrecv" | "recv_any" | "irecv_any" | "recv_object")
+}
+
+/// The `fp`s of the data in `v` (a buffer's items), in order.
+fn data_leaves(v: &V, out: &mut Vec<u64>) {
+    match v {
+        V::List(items) => items.iter().for_each(|x| data_leaves(x, out)),
+        V::Tuple(items) => items.iter().for_each(|x| data_leaves(x, out)),
+        V::Opt(Some(x)) => data_leaves(x, out),
+        V::Opaque { comm: false, fp } => out.push(*fp),
+        _ => out.push(0),
+    }
+}
+
+/// `v` with the same shape, each item fresh data (`fp` from `next`).
+fn fill_uniform<'a>(v: V<'a>, next: &mut dyn FnMut() -> u64) -> V<'a> {
+    match v {
+        V::List(items) => V::list(items.iter().cloned().map(|x| fill_uniform(x, next)).collect()),
+        V::Tuple(items) => V::Tuple(items.into_iter().map(|x| fill_uniform(x, next)).collect()),
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(fill_uniform(*x, next)))),
+        v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
+        v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
+        _ => V::data(next()),
+    }
+}
+
+/// What a reduction over the groups `over` makes of data the same within each group of
+/// `within`.
+enum Composed {
+    /// The same on every rank.
+    Everyone,
+    /// The same within each of these groups.
+    Groups(super::model::Groups),
+    /// Not a partition the check can follow (a group meeting one of `within` twice, a
+    /// rank not known): plain data.
+    Unknown,
+}
+
+/// A composition computed, with the two partitions it was computed from (held, so their
+/// addresses, the key, are not reused while it is kept).
+type ComposedEntry = (super::model::Groups, super::model::Groups, Option<super::model::Groups>);
+
+thread_local! {
+    static COMPOSED: std::cell::RefCell<HashMap<(usize, usize), ComposedEntry>> = Default::default();
+}
+
+/// Forgets the compositions (at the start of each check).
+pub(super) fn reset_composed() {
+    COMPOSED.with(|c| c.borrow_mut().clear());
+}
+
+/// Rank x's reduction over `over`'s group combines the groups of `within` its members
+/// stand in for. Where on every rank they are distinct, and the unions form a partition
+/// (two ranks' unions equal or apart), the result is the same within each union.
+fn compose(within: &super::model::Groups, over: &super::model::Groups, size: usize) -> Composed {
+    let key = (std::rc::Rc::as_ptr(within) as usize, std::rc::Rc::as_ptr(over) as usize);
+    let cached = COMPOSED.with(|c| c.borrow().get(&key).map(|e| e.2.clone()));
+    let g = match cached {
+        Some(g) => g,
+        None => {
+            let g = compose_uncached(within, over, size);
+            COMPOSED.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() > 4096 {
+                    c.clear();
+                }
+                c.insert(key, (within.clone(), over.clone(), g.clone()))
+            });
+            g
+        }
+    };
+    match g {
+        None => Composed::Unknown,
+        Some(g) if g.lists.len() == 1 && g.lists[0].len() == size && g.of.iter().all(|&x| x == 0) => Composed::Everyone,
+        Some(g) => Composed::Groups(g),
+    }
+}
+
+fn compose_uncached(
+    within: &super::model::Partition,
+    over: &super::model::Partition,
+    size: usize,
+) -> Option<super::model::Groups> {
+    let mut of = vec![u32::MAX; size];
+    let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+    let mut lists: Vec<Vec<usize>> = Vec::new();
+    // Each group of `within` belongs to one union at most.
+    let mut owner: HashMap<u32, u32> = HashMap::new();
+    for (x, slot) in of.iter_mut().enumerate() {
+        let Some(members) = over.group(x) else { continue };
+        let mut parts: Vec<u32> = Vec::with_capacity(members.len());
+        for &y in members {
+            let p = *within.of.get(y)?;
+            if p == u32::MAX {
+                return None;
+            }
+            parts.push(p);
+        }
+        parts.sort_unstable();
+        if parts.windows(2).any(|w| w[0] == w[1]) {
+            return None; // one group counted twice
+        }
+        let next = ids.len() as u32;
+        let id = *ids.entry(parts.clone()).or_insert_with(|| {
+            let mut l: Vec<usize> = parts.iter().flat_map(|&p| within.lists[p as usize].iter().copied()).collect();
+            l.sort_unstable();
+            lists.push(l);
+            next
+        });
+        for &p in &parts {
+            if *owner.entry(p).or_insert(id) != id {
+                return None; // two unions share a group: not a partition
+            }
+        }
+        *slot = id;
+    }
+    Some(std::rc::Rc::new(super::model::Partition { of, lists }))
 }

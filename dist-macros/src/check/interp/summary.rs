@@ -28,6 +28,12 @@ thread_local! {
     /// so a training loop's arithmetic costs one rank's quota per check.
     static OVERFLOWED: std::cell::RefCell<std::collections::HashSet<usize, std::hash::BuildHasherDefault<super::Fx>>> =
         std::cell::RefCell::new(Default::default());
+    /// Data a collective over part of the ranks left, by its `fp`: the groups within
+    /// which it is the same (`std_methods.rs`, `group_uniform`).
+    pub(super) static UNIFORM_OVER: std::cell::RefCell<FxMap<u64, super::model::Groups>> =
+        std::cell::RefCell::new(FxMap::default());
+    /// [`Interp::may_communicate_deep`] by the address of the syntax node, for one check.
+    static DEEP: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
     /// The identifiers of a syntax node, by its address, for one check.
     static IDENTS: std::cell::RefCell<FxMap<usize, std::rc::Rc<Vec<String>>>> =
         std::cell::RefCell::new(FxMap::default());
@@ -67,7 +73,11 @@ fn idents<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
 /// Forgets the cache of [`may_communicate`] (at the start of each check: addresses of
 /// another entry point's syntax may be reused) and the regions that overflowed.
 pub fn reset() {
+    super::model::reset_partitions();
+    super::std_methods::reset_composed();
+    UNIFORM_OVER.with(|q| q.borrow_mut().clear());
     QUIET.with(|q| q.borrow_mut().clear());
+    DEEP.with(|q| q.borrow_mut().clear());
     IDENTS.with(|m| m.borrow_mut().clear());
     WRITTEN.with(|m| m.borrow_mut().clear());
     OVERFLOWED.with(|o| o.borrow_mut().clear());
@@ -151,6 +161,52 @@ fn may_communicate_uncached(node: &impl ToTokens) -> bool {
     f.0
 }
 
+/// The names `node` calls: a function's path's last segment (`exchange` for
+/// `halo::exchange(..)`, `new` for `Trainer::new(..)`, with the type: `Trainer::new`), a
+/// method's name (`step` for `t.step()`), and names called inside macros.
+fn called_names(node: &impl ToTokens) -> Vec<String> {
+    struct Calls(Vec<String>);
+    impl<'ast> Visit<'ast> for Calls {
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            self.0.push(m.method.to_string());
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                if segs.len() >= 2 {
+                    self.0.push(segs[segs.len() - 2..].join("::"));
+                }
+                self.0.extend(segs.last().cloned());
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            fn walk(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
+                use proc_macro2::{Delimiter, TokenTree};
+                let tokens: Vec<TokenTree> = ts.into_iter().collect();
+                for (i, t) in tokens.iter().enumerate() {
+                    match t {
+                        TokenTree::Group(g) => walk(g.stream(), out),
+                        TokenTree::Ident(id) if matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis) => {
+                            out.push(id.to_string())
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            walk(m.tokens.clone(), &mut self.0);
+        }
+    }
+    let mut c = Calls(Vec::new());
+    if !visit_tokens(node, &mut c) {
+        return vec!["?".into()];
+    }
+    c.0.sort();
+    c.0.dedup();
+    c.0
+}
+
 /// Visits what `node`'s tokens parse as: a block, statements or an expression. (Parsed
 /// from the node's own tokens only: those of a helper read from its file are
 /// proc-macro2's, and must not be mixed with new tokens of the compiler's.)
@@ -224,7 +280,16 @@ impl<'a> Interp<'a> {
     /// Runs `f` (a loop over `body`) under the quota if `body` is quiet: past the quota,
     /// the variables it writes become opaque and the loop's value is opaque.
     pub(super) fn summarised_loop(&mut self, body: &impl ToTokens, f: impl FnOnce(&mut Self) -> R<'a>) -> R<'a> {
-        if may_communicate(body) || idents(body).iter().any(|i| self.lookup(i).is_some_and(V::has_comm)) {
+        // A closure it calls may communicate on what it captured.
+        let calls_closure = |me: &Self| {
+            idents(body).iter().any(|i| match me.lookup(i) {
+                Some(V::Closure(cl)) => me.may_communicate_deep(&*cl.0.body),
+                _ => false,
+            })
+        };
+        // (The package's functions it calls matter only where it can reach a communicator.)
+        let reaches_comm = |me: &Self| idents(body).iter().any(|i| me.lookup(i).is_some_and(V::has_comm));
+        if may_communicate(body) || calls_closure(self) || (reaches_comm(self) && self.may_communicate_deep(body)) {
             return f(self);
         }
         let key = body as *const _ as *const u8 as usize;
@@ -247,6 +312,10 @@ impl<'a> Interp<'a> {
                         Some(v) => read.push(v.clone()),
                         None => {}
                     }
+                }
+                // (One that can reach a communicator may read its rank.)
+                if read.iter().any(V::has_comm) {
+                    read.push(V::Int(self.rank as i128));
                 }
                 let salt = fp_of(&read.iter().collect::<Vec<_>>());
                 for k in changed {
@@ -282,9 +351,58 @@ impl<'a> Interp<'a> {
         }
     }
 
-    /// Whether a call to the helper `f` with `args` may be summarised.
+    /// Whether `node` may communicate: a call of its own that may ([`may_communicate`]),
+    /// or a call to one of the package's functions or methods that may, at any depth. A
+    /// method call is taken for a call to every method of the package with its name (the
+    /// receiver's type is not known here), so a name the package uses for a communicating
+    /// method counts wherever it is called. Code that provably cannot communicate is data
+    /// processing, whatever values it touches (a struct holding a communicator included):
+    /// the check may summarise it.
+    pub(super) fn may_communicate_deep<T: ToTokens>(&self, node: &T) -> bool {
+        let key = node as *const T as usize;
+        if let Some(v) = DEEP.with(|q| q.borrow().get(&key).copied()) {
+            return v;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let v = may_communicate(node) || self.calls_communicate(called_names(node), &mut seen);
+        DEEP.with(|q| q.borrow_mut().insert(key, v));
+        v
+    }
+
+    fn calls_communicate(&self, names: Vec<String>, seen: &mut std::collections::HashSet<String>) -> bool {
+        for name in names {
+            if name == "?" {
+                return true;
+            }
+            let suffix = format!("::{name}");
+            let mut hits: Vec<(&String, &ItemFn)> = Vec::new();
+            if let Some(f) = self.fns.get(&name) {
+                hits.push((&name, f));
+            }
+            hits.extend(self.file_fns.iter().filter(|(k, _)| **k == name || k.ends_with(&suffix)));
+            for (k, f) in hits {
+                if !seen.insert(k.clone()) {
+                    continue;
+                }
+                if may_communicate(&f.block) || self.calls_communicate(called_names(&f.block), seen) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether a call to the helper `f` with `args` may be summarised: given no
+    /// communicator, it calls no op itself; given one (`&self` of a struct holding one),
+    /// it cannot communicate at any depth ([`Self::may_communicate_deep`]) and its
+    /// result's type holds none (a constructor's struct is followed whole, or its
+    /// communicators would be lost).
     pub(super) fn quiet_helper(&self, f: &ItemFn, args: &[V<'a>]) -> bool {
-        !args.iter().any(V::has_comm) && !may_communicate(&f.block)
+        if !args.iter().any(V::has_comm) {
+            // Nothing to communicate on (a communicator comes only through its arguments).
+            return !may_communicate(&f.block);
+        }
+        !self.may_communicate_deep(&f.block) && super::eval::plain_type(&f.sig.output)
     }
 
     /// Starts a quiet region: [`QUOTA`] steps, or [`NESTED_QUOTA`] inside another
@@ -321,7 +439,8 @@ impl<'a> Interp<'a> {
     /// for the whole check), a run cut short by an outer region's quota is never kept.
     /// So a remembered result is the one running it again would give.
     pub(super) fn memo_key(&self, f: &ItemFn, exprs: &[&Expr], args: &[V<'a>]) -> Option<MemoKey> {
-        if !self.fns.is_empty() || args.iter().any(has_closure) {
+        // (A communicator is an index into this rank's own list: never shared.)
+        if !self.fns.is_empty() || args.iter().any(has_closure) || args.iter().any(V::has_comm) {
             return None;
         }
         let writes = f.sig.inputs.iter().any(|a| match a {
