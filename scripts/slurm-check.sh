@@ -13,7 +13,9 @@
 #   seconds, named first ("task 1: Killed"): Slurm's PMIx plugin cancels the step when a
 #   task dies (as mpirun aborts the job), so the survivors are stopped by Slurm rather
 #   than by dist's failure notice, and nothing hangs;
-# - a binary built without the feature fails at init with one clear line per rank.
+# - a binary built without the feature runs a one-node step on shared memory (plain
+#   `srun -n 4`, two steps side by side too), and stops a step across nodes with one
+#   clear line.
 #
 # Needs root (the daemons run as root); installs slurm-wlm and munge with apt where they
 # are missing, and skips with a message where it cannot. Every wait is bounded; the
@@ -168,9 +170,22 @@ first=$(echo "$out" | grep -m1 -E "task [0-9,]+: Killed|rank [0-9]+ (failed|exit
 echo "$first" | grep -qE "task 1: |rank 1 " || fail "the killed rank is not the one named first: $out"
 echo "the step ended $ms ms after rank 1 was killed (exit $rc)"
 
-echo "-- without the mpi feature: one clear line per rank"
-if out=$(timeout 60 srun -n 2 target/debug/examples/hello-shm-only 2>&1); then
-  fail "a build without the mpi feature ran under srun: $out"
+echo "-- without the mpi feature, one node: plain srun runs on shared memory (a port from the job and step)"
+out=$(timeout 60 srun -n 4 target/debug/examples/hello-shm-only 2>&1) || fail "plain srun on one node: $out"
+echo "$out" | grep -q "hello from 4 ranks" || fail "hello did not see a world of 4: $out"
+[ "$(echo "$out" | grep -c "shm backend")" -eq 4 ] || fail "hello's 4 ranks did not all run on shm: $out"
+out=$(timeout 120 salloc -n 8 bash -c '
+  srun --exact -n 4 target/debug/examples/hello-shm-only > "$0/shm1" 2>&1 & a=$!
+  srun --exact -n 4 target/debug/examples/hello-shm-only > "$0/shm2" 2>&1 & b=$!
+  wait $a && wait $b' "$work" 2>&1) || fail "two shm steps: $out $(cat "$work"/shm1 "$work"/shm2 2>/dev/null)"
+for s in shm1 shm2; do
+  grep -q "hello from 4 ranks" "$work/$s" || fail "$s did not see a world of 4: $(cat "$work/$s")"
+done
+echo "two plain srun steps side by side ran worlds of 4 on shm"
+echo "-- without the mpi feature, a step across nodes (as Slurm tells a rank): one clear line"
+if out=$(SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_STEP_NUM_NODES=2 SLURM_JOB_ID=9 SLURM_STEP_ID=0 \
+    timeout 60 target/debug/examples/hello-shm-only 2>&1); then
+  fail "a build without the mpi feature ran a step across nodes: $out"
 fi
 echo "$out" | grep -q "no \`mpi\` feature" || fail "unclear error: $out"
 echo "$out" | head -1

@@ -380,6 +380,45 @@ fn single_copy_reads_nothing_past_a_lent_buffer_when_lengths_disagree() {
     launch_each("collectives::single_copy_lengths_that_disagree", &[2, 3], &env);
 }
 
+/// With the checks on (the default), ranks whose lengths put them on different paths of
+/// one collective (8 KiB against 32 KiB: the staging slots on one side, single-copy reads
+/// on the other) get `Error::Mismatch` naming both calls, and leave the op in step: a
+/// collective after it completes (was: "rank 1 called an unknown op at :0", and every
+/// later collective failed).
+#[spmd(unchecked)]
+fn lengths_on_either_side_of_a_path_limit(world: Comm<World>) -> dist_runtime::Result<()> {
+    let (me, n) = (world.rank(), world.size());
+    for (small, large) in [(8usize << 10, 32usize << 10), (8 << 10, 16 << 10), (1000, 300 << 10)] {
+        // u8, a multiple of n (all_to_all).
+        let len = if me == 0 { small / n * n } else { large / n * n };
+        let named = |r: dist_runtime::Result<()>, what: &str| match r {
+            Err(e @ dist_runtime::Error::Mismatch { .. }) => {
+                let t = e.to_string();
+                assert!(!t.contains("unknown op"), "{what} {small}/{large}: {t}");
+                assert!(t.contains(&format!("{what}(u8 × {}", small / n * n)) || me != 0, "{what}: {t}");
+            }
+            other => panic!("{what} with lengths {small} against {large}: expected a mismatch, got {other:?}"),
+        };
+        let send = vec![me as u8; len];
+        let mut all = vec![0u8; len * n];
+        named(world.all_gather(&send, &mut all), "all_gather");
+        let mut buf = vec![me as u8; len];
+        named(world.broadcast(&mut buf, 0), "broadcast");
+        let mut recv = vec![0u8; len];
+        named(world.all_to_all(&send, &mut recv), "all_to_all");
+        // In step: a collective after them completes.
+        let mut x = [me as u64 + 1];
+        world.all_reduce(&mut x, ReduceOp::Sum)?;
+        assert_eq!(x[0], (n * (n + 1) / 2) as u64);
+    }
+    Ok(())
+}
+
+#[test]
+fn lengths_on_either_side_of_a_path_limit_are_a_mismatch_and_keep_the_ranks_in_step() {
+    launch_each("collectives::lengths_on_either_side_of_a_path_limit", &[2, 3], &[]);
+}
+
 /// A job whose very first op takes the single-copy path: every peer must be seen as
 /// joined by the probe (it once read a peer still joining as pid 0, and quietly turned
 /// single-copy reads off; forced, that is now an error).

@@ -139,6 +139,66 @@ fn a_killed_rank_is_detected() {
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
 }
 
+// Wrong on purpose: the last rank receives from itself what it never sent itself.
+#[spmd(unchecked)]
+fn recv_from_itself(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u32> = Tag::new(6);
+    let me = world.rank();
+    if me == world.size() - 1 {
+        let mut got = [0u32; 4];
+        world.recv(me, T, &mut got)?; // @self-recv
+    }
+    world.barrier()
+}
+
+/// A rank receiving from itself with nothing sent to itself waits on itself: a deadlock
+/// named in about a second (the peers, left in the barrier, stop as its victims), not a
+/// wait until the deadline.
+#[test]
+fn a_receive_from_itself_is_a_deadlock() {
+    for n in [1, 3] {
+        let r = run_env("recv_from_itself", n, 60.0, &[("DIST_TIMEOUT", "60")]);
+        let all = r.summary();
+        println!("recv from itself, {n} ranks: ended in {:?}", r.elapsed);
+        assert!(!r.success(), "{all}");
+        assert!(all.contains("deadlock detected in recv"), "{all}");
+        assert!(all.contains(&format!("rank {} waits in recv from rank {}", n - 1, n - 1)), "{all}");
+        assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(n - 1), "{all}");
+        assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
+    }
+}
+
+// Wrong on purpose: rank 0 posts many sends rank 1 never receives (it waits in a
+// barrier), then fails with its own error, dropping them all unwaited.
+#[spmd(unchecked)]
+fn fails_with_many_sends_pending(world: Comm<World>) -> Result<(), String> {
+    const T: Tag<u8> = Tag::new(4);
+    if world.rank() == 0 {
+        let data = vec![7u8; 64 << 10];
+        let mut pending = Vec::new();
+        for _ in 0..512 {
+            pending.push(world.isend(1, T, &data).map_err(|e| e.to_string())?);
+        }
+        return Err("bad input on purpose, with 512 sends pending".into());
+    }
+    world.barrier().map_err(|e| e.to_string())
+}
+
+/// A rank that fails with hundreds of sends pending (dropped unwaited as its error
+/// leaves) is named as the cause, in about a second: the first dropped send that cannot
+/// complete is its failure (the detector finds it waiting on the peer it left in a
+/// barrier), and the rest are let go at once, so it does not become a victim of that peer.
+#[test]
+fn a_rank_failing_with_many_sends_pending_is_named_fast() {
+    let r = run_env("fails_with_many_sends_pending", 2, 60.0, &[("DIST_TIMEOUT", "30")]);
+    let all = r.summary();
+    println!("a rank failing with 512 sends pending: ended in {:?}", r.elapsed);
+    assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
+    assert!(!r.ranks[0].killed_by_launcher && r.ranks[0].code != Some(3), "{all}");
+    assert!(all.contains("tests/harness.rs"), "{all}");
+    assert!(r.elapsed < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
+}
+
 // Wrong on purpose: rank 1 ends its process inside the job, as `DIST_TEST_EXIT` says
 // (`exit(0)`, `exit(7)`, `abort()`), while its peers wait for it in a barrier.
 #[spmd(unchecked)]

@@ -245,6 +245,23 @@ pub(crate) fn job_identity(get: &impl Fn(&str) -> Option<String>) -> Option<Stri
         .or_else(|| get("OMPI_MCA_ess_base_jobid").map(|j| format!("ompi-{j}")))
 }
 
+/// How many nodes this Slurm step spans (`SLURM_STEP_NUM_NODES`, else the job's).
+fn slurm_step_nodes(get: &impl Fn(&str) -> Option<String>) -> Option<usize> {
+    ["SLURM_STEP_NUM_NODES", "SLURM_JOB_NUM_NODES", "SLURM_NNODES"]
+        .iter()
+        .find_map(|k| get(k))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The rendezvous port of a one-node Slurm step: 10000–29999 (below Linux's ephemeral
+/// range), from the job and step ids, so the steps of one allocation get their own.
+fn slurm_step_port(get: &impl Fn(&str) -> Option<String>) -> u16 {
+    let id = format!("{}.{}", get("SLURM_JOB_ID").unwrap_or_default(), get("SLURM_STEP_ID").unwrap_or_default());
+    // FNV-1a: the same on every rank of the step.
+    let h = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    10_000 + (h % 20_000) as u16
+}
+
 /// Which MPI-style launcher started this process, and its rank and size variables.
 fn mpi_launcher(get: &impl Fn(&str) -> Option<String>) -> Option<(&'static str, &'static str, &'static str)> {
     [
@@ -315,7 +332,17 @@ impl Env {
             Some((k, v)) => parse(k, &v, "a positive count")?,
             None => world_size,
         };
+        // A Slurm step on one node, in a build without the MPI backend: the ranks meet on
+        // this host at a port derived from the job and step (two steps side by side in
+        // one allocation get two ports), on shared memory. Across nodes, MPI as below.
+        let slurm_here = launcher == Some("srun")
+            && !cfg!(feature = "mpi")
+            && get("MASTER_PORT").is_none()
+            && get("DIST_BACKEND").is_none()
+            && world_size > 1
+            && slurm_step_nodes(&get) == Some(1);
         let backend = match get("DIST_BACKEND") {
+            None if slurm_here => BackendChoice::Shm,
             // Under mpirun/srun without a rendezvous address, MPI is the engine.
             None if launcher.is_some() && get("MASTER_PORT").is_none() && world_size > 1 => BackendChoice::Mpi,
             None => BackendChoice::Shm,
@@ -323,6 +350,7 @@ impl Env {
         };
         let master_port = match get("MASTER_PORT") {
             Some(v) => Some(parse::<u16>("MASTER_PORT", &v, "a TCP port (0-65535)")?),
+            None if slurm_here => Some(slurm_step_port(&get)),
             None if backend == BackendChoice::Mpi => None,
             None if world_size > 1 => {
                 return Err(Error::Env(format!(
@@ -529,6 +557,35 @@ mod tests {
         assert!(msg(&[("DIST_STASH_MIB", "0")]).contains("DIST_STASH_MIB=0 is not a size in MiB"));
         assert!(msg(&[("DIST_STASH_MIB", "lots")]).contains("DIST_STASH_MIB"));
         assert!(msg(&[("DIST_ISEND_MIB", "0")]).contains("DIST_ISEND_MIB=0 is not a size in MiB"));
+    }
+
+    /// Plain `srun` on one node, in a build without the MPI backend: shared memory, at a
+    /// port from the job and step (another step, another port); across nodes, or with
+    /// the MPI backend built in, MPI as before.
+    #[test]
+    fn one_slurm_node_meets_on_shared_memory() {
+        let step = |id: &'static str, nodes: &'static str| {
+            env(&[
+                ("SLURM_PROCID", "1"),
+                ("SLURM_NTASKS", "4"),
+                ("SLURM_JOB_ID", "77"),
+                ("SLURM_STEP_ID", id),
+                ("SLURM_STEP_NUM_NODES", nodes),
+            ])
+            .unwrap()
+        };
+        let (a, b) = (step("0", "1"), step("1", "1"));
+        if cfg!(feature = "mpi") {
+            assert_eq!(a.backend, BackendChoice::Mpi);
+        } else {
+            assert_eq!(a.backend, BackendChoice::Shm);
+            assert_eq!(a.master_addr, "127.0.0.1");
+            let (pa, pb) = (a.master_port.unwrap(), b.master_port.unwrap());
+            assert!((10_000..30_000).contains(&pa) && (10_000..30_000).contains(&pb));
+            assert_ne!(pa, pb, "two steps of one allocation share a port");
+            assert_ne!(a.job_id, b.job_id);
+        }
+        assert_eq!(step("0", "2").backend, BackendChoice::Mpi);
     }
 
     #[test]

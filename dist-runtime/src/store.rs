@@ -162,9 +162,12 @@ fn accept_loop(listener: TcpListener, state: &Arc<State>, token: &[u8]) {
         }
         let st = state.clone();
         let token = token.to_vec();
-        let spawned = std::thread::Builder::new().name("dist-store-conn".into()).spawn(move || {
-            let _ = serve(conn, id, &st, &token);
-        });
+        // (A small stack: a connection reads keys and values into the heap; one thread per
+        // rank at the default 2 MiB is what a `ulimit -v` runs out of.)
+        let spawned =
+            std::thread::Builder::new().name("dist-store-conn".into()).stack_size(256 << 10).spawn(move || {
+                let _ = serve(conn, id, &st, &token);
+            });
         match spawned {
             Ok(h) => conns.push((keep, h)),
             Err(_) => state.pending.lock().unwrap_or_else(|p| p.into_inner()).retain(|(i, _)| *i != id),
@@ -189,24 +192,34 @@ fn read_bytes(r: &mut impl Read, max: usize) -> std::io::Result<Vec<u8>> {
 }
 
 /// Whether a connection may talk to this store: from another host (the token guards
-/// those), or from this one by this user or root. Another local user is refused even
-/// before the token (a token-less job is then still closed to them). The client end's
-/// owner comes from the kernel's table of TCP sockets (Linux `/proc/net/tcp{,6}`).
+/// those), or from this one by this user or root, whatever address it came through
+/// (loopback, or one of the host's own interfaces: `MASTER_ADDR` on a host address).
+/// Another local user is refused even before the token (a token-less job is then still
+/// closed to them). The client end is looked up in the kernel's table of this host's
+/// TCP sockets (Linux `/proc/net/tcp{,6}`): found, it is local and has an owner; not
+/// found, it is another host's (or another network namespace's), and the token guards.
 fn same_user(conn: &TcpStream) -> bool {
     let (Ok(peer), Ok(local)) = (conn.peer_addr(), conn.local_addr()) else { return false };
-    if !peer.ip().is_loopback() {
-        return true;
-    }
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
-    match loopback_peer_uid(peer, local) {
+    match local_peer_uid(peer, local) {
         Some(uid) => uid == me || uid == 0,
-        None => true, // not found (no /proc): the token still guards
+        None => true, // another host's (or no /proc): the token guards
     }
 }
 
-/// The uid owning the socket at `peer` connected to `local`, from `/proc/net/tcp{,6}`.
-fn loopback_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+/// The uid owning the socket at `peer` connected to `local`, if that socket is this
+/// host's, from `/proc/net/tcp{,6}` (an IPv4 client of a dual-stack listener, seen as
+/// `::ffff:a.b.c.d`, is looked up as IPv4).
+fn local_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
+    let v4 = |a: SocketAddr| match a {
+        SocketAddr::V6(v) => match v.ip().to_ipv4_mapped() {
+            Some(ip) => SocketAddr::new(ip.into(), v.port()),
+            None => a,
+        },
+        a => a,
+    };
+    let (peer, local) = (v4(peer), v4(local));
     let hex = |a: SocketAddr| match a {
         SocketAddr::V4(v) => format!("{:08X}:{:04X}", u32::from_le_bytes(v.ip().octets()), v.port()),
         SocketAddr::V6(v) => {
@@ -903,7 +916,7 @@ mod tests {
         let (s, peer) = l.accept().unwrap();
         // SAFETY: geteuid has no preconditions.
         let me = unsafe { libc::geteuid() };
-        assert_eq!(loopback_peer_uid(peer, s.local_addr().unwrap()), Some(me));
+        assert_eq!(local_peer_uid(peer, s.local_addr().unwrap()), Some(me));
         assert!(same_user(&s));
         drop(c);
     }
@@ -918,30 +931,50 @@ mod tests {
             eprintln!("another_local_user_is_refused: needs root and python3; skipped");
             return;
         }
-        let srv = StoreServer::bind("127.0.0.1:0", "").unwrap();
-        let port = srv.addr().port();
-        let script = format!(
-            "import socket,struct\ns=socket.create_connection(('127.0.0.1',{port}))\n\
-             s.sendall(b'DISTSTR1'+struct.pack('<I',0))\nprint('answer', s.recv(1))"
-        );
-        let mut cmd = std::process::Command::new("python3");
-        cmd.args(["-c", &script]);
-        // SAFETY: setgid/setuid are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
+        // On loopback, and on this host's own address (`MASTER_ADDR` set to a host
+        // interface), where there is one.
+        let mut addrs = vec!["127.0.0.1".to_string()];
+        if let Some(host) = host_address() {
+            addrs.push(host);
+        } else {
+            eprintln!("another_local_user_is_refused: no host address besides loopback; checked on loopback only");
         }
-        let out = cmd.output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        // The server closed without answering: Python reads b'' (or the reset fails it).
-        assert!(text.contains("answer b''") || !out.status.success(), "a stranger got an answer: {text}");
-        // The job's own user still gets in.
-        let c = Store::connect(&srv.addr().to_string(), "", Duration::from_secs(5)).unwrap();
-        c.set("k", b"v").unwrap();
+        for ip in addrs {
+            let srv = StoreServer::bind(format!("{ip}:0").as_str(), "").unwrap();
+            let port = srv.addr().port();
+            let script = format!(
+                "import socket,struct\ns=socket.create_connection(('{ip}',{port}))\n\
+                 s.sendall(b'DISTSTR1'+struct.pack('<I',0))\nprint('answer', s.recv(1))"
+            );
+            let mut cmd = std::process::Command::new("python3");
+            cmd.args(["-c", &script]);
+            // SAFETY: setgid/setuid are async-signal-safe.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let out = cmd.output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            // The server closed without answering: Python reads b'' (or the reset fails it).
+            assert!(text.contains("answer b''") || !out.status.success(), "a stranger got an answer on {ip}: {text}");
+            // The job's own user still gets in.
+            let c = Store::connect(&srv.addr().to_string(), "", Duration::from_secs(5)).unwrap();
+            c.set("k", b"v").unwrap();
+        }
+    }
+
+    /// One of this host's IPv4 addresses other than loopback, if it has one.
+    fn host_address() -> Option<String> {
+        let out = std::process::Command::new("hostname").arg("-I").output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let ip = text.split_whitespace().find(|a| a.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| !ip.is_loopback()))?;
+        // Bindable here (not a leftover of another namespace).
+        std::net::TcpListener::bind((ip, 0)).ok()?;
+        Some(ip.to_string())
     }
 
     #[test]

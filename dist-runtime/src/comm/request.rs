@@ -793,6 +793,17 @@ impl Request<'_> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
+        // A rank already failing (this thread handed out a fatal error, or unwinds a
+        // panic) lets its pending sends go instead of waiting for each: hundreds of them
+        // would each wait for the deadlock detector or the deadline, and the launcher would
+        // take the culprit, still dropping them, for a victim of the peers it left waiting.
+        // (A send's bytes are the backend's copy by now; receives are still completed,
+        // their buffers go with this frame.)
+        if matches!(self.state, ReqState::Send { .. }) && (std::thread::panicking() || crate::error::fatal_handed_out())
+        {
+            self.state = ReqState::Done;
+            return;
+        }
         // An error already handed out (by `test`, `wait_timeout`) is not raised again, nor
         // one after another op's fatal error (a request dropped as that error leaves the
         // caller's function: the rank is failing already, and its first error says why).

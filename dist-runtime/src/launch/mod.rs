@@ -369,6 +369,7 @@ impl Launch {
         };
         let user_timeout =
             self.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
+        ensure_fds(self.n)?;
         let mut children: Vec<Child> = Vec::with_capacity(self.n);
         let outputs: Vec<Arc<Mutex<Vec<u8>>>> = (0..self.n).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
         let mut pumps = Vec::new();
@@ -426,9 +427,19 @@ impl Launch {
             };
             let out = child.stdout.take().expect("piped");
             let err = child.stderr.take().expect("piped");
-            pumps.push(pump(out, rank, false, self.capture, self.prefix, sink.clone()));
-            pumps.push(pump(err, rank, true, self.capture, self.prefix, sink.clone()));
             children.push(child);
+            for (stream, is_err) in [(Box::new(out) as Box<dyn Read + Send>, false), (Box::new(err), true)] {
+                match pump(stream, rank, is_err, self.capture, self.prefix, sink.clone()) {
+                    Ok(p) => pumps.push(p),
+                    Err(e) => {
+                        for c in children.iter_mut() {
+                            let _ = c.kill();
+                            let _ = c.wait();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
         }
         let mut status: Vec<Option<ExitStatus>> = vec![None; self.n];
         let mut order: Vec<usize> = Vec::new();
@@ -650,8 +661,8 @@ fn pump(
     capture: bool,
     prefixed: bool,
     sink: Arc<Mutex<Vec<u8>>>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
+) -> Result<std::thread::JoinHandle<()>> {
+    spawn_thread(&format!("rank {rank}'s output"), move || {
         let mut r = BufReader::new(stream);
         let mut line = Vec::new();
         let prefix = format!("[rank {rank}] ");
@@ -683,6 +694,51 @@ fn pump(
             line.clear();
         }
     })
+}
+
+/// A thread of the launcher, or an error saying why it cannot have one (a process out of
+/// memory or threads, `ulimit -v`/`ulimit -u`), instead of a panic.
+pub(crate) fn spawn_thread<F: FnOnce() + Send + 'static>(what: &str, f: F) -> Result<std::thread::JoinHandle<()>> {
+    // Small stacks: a pump reads lines into a buffer (a 2 MiB default stack per thread,
+    // two threads per rank, is what a `ulimit -v` runs out of).
+    std::thread::Builder::new().stack_size(256 << 10).spawn(f).map_err(|e| Error::Backend {
+        backend: "launch",
+        msg: format!(
+            "cannot start a thread for {what}: {e}; the launcher needs two threads per rank it starts (raise the \
+             memory or thread limit, `ulimit -v` / `ulimit -u`, or start fewer ranks)"
+        ),
+        source: Some(Box::new(e)),
+    })
+}
+
+/// Makes sure this process may open the file descriptors `n` ranks need (two pipes each,
+/// a store connection each, and some to spare): raises the soft limit up to the hard
+/// one where it is lower, and says so clearly where even the hard limit is too low,
+/// instead of ranks failing to reach the store and waiting for the deadline.
+pub(crate) fn ensure_fds(n: usize) -> Result<()> {
+    let need = (6 * n + 64) as libc::rlim_t;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur >= need {
+        return Ok(());
+    }
+    if lim.rlim_max >= need {
+        let raised = libc::rlimit { rlim_cur: need.max(lim.rlim_cur), rlim_max: lim.rlim_max };
+        // SAFETY: setrlimit reads the struct we own; raising the soft limit up to the hard
+        // one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(Error::invalid(
+        "launch",
+        format!(
+            "starting {n} ranks needs about {need} file descriptors in the launcher (pipes and store connections), \
+             and this process may open only {} (`ulimit -n`, hard limit {}): raise it (`ulimit -n {need}`) or start \
+             fewer ranks",
+            lim.rlim_cur, lim.rlim_max
+        ),
+    ))
 }
 
 /// The opt-level dist-runtime was compiled at (from its build script).
@@ -784,4 +840,24 @@ pub fn launch<R: crate::entry::EntryReturn>(
             bincode::deserialize(v).map_err(|e| Error::Serde { op: "launch", msg: e.to_string() })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// More ranks than even the hard fd limit allows are refused at once, naming
+    /// `ulimit -n`; a launch within the limit goes ahead.
+    #[test]
+    fn a_launch_past_the_fd_limit_is_refused_at_once() {
+        assert!(super::ensure_fds(4).is_ok());
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes the struct we own.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        if lim.rlim_max == libc::RLIM_INFINITY || lim.rlim_max > (usize::MAX / 8) as libc::rlim_t {
+            eprintln!("no finite hard fd limit here; the refusal is not exercised");
+            return;
+        }
+        let n = lim.rlim_max as usize / 6 + 1;
+        let e = super::ensure_fds(n).unwrap_err().to_string();
+        assert!(e.contains("ulimit -n") && e.contains(&format!("starting {n} ranks")), "{e}");
+    }
 }

@@ -86,10 +86,17 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     })?;
     let outputs: Arc<Vec<Mutex<Vec<u8>>>> = Arc::new((0..l.n).map(|_| Mutex::new(Vec::new())).collect());
     let launcher_out = Arc::new(Mutex::new(Vec::new()));
-    let pumps = [
+    let pumps = match (
         pump(child.stdout.take().expect("piped"), false, l, outputs.clone(), launcher_out.clone()),
         pump(child.stderr.take().expect("piped"), true, l, outputs.clone(), launcher_out.clone()),
-    ];
+    ) {
+        (Ok(a), Ok(b)) => [a, b],
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     let mut timed_out = false;
     let mut term_at: Option<Instant> = None;
     // When every rank has reported its exit and mpirun still runs long after, mpirun is
@@ -392,9 +399,9 @@ fn pump(
     l: &Launch,
     outputs: Arc<Vec<Mutex<Vec<u8>>>>,
     launcher: Arc<Mutex<Vec<u8>>>,
-) -> std::thread::JoinHandle<()> {
+) -> Result<std::thread::JoinHandle<()>> {
     let (capture, prefixed) = (l.capture, l.prefix);
-    std::thread::spawn(move || {
+    super::spawn_thread("mpirun's output", move || {
         let mut r = BufReader::new(stream);
         let mut line = Vec::new();
         while let Ok(n) = r.read_until(b'\n', &mut line) {

@@ -109,7 +109,13 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             Bufs::InPlace(buf),
         ) if !matches!(op.reduce_op, Some(ReduceOp::User(_))) => {
             let unit = if op.kind == OpKind::Broadcast { 1 } else { op.dtype.map_or(1, |d| d.size()) };
-            let part = super::max_count().saturating_mul(unit);
+            // At most max_count elements, and (by default) 1 GiB, per call.
+            let limit = if std::env::var_os("DIST_MPI_MAX_COUNT").is_some() {
+                super::max_count()
+            } else {
+                super::MAX_PART_BYTES / unit.max(1)
+            };
+            let part = limit.max(1).saturating_mul(unit);
             if buf.len() > part {
                 for piece in buf.chunks_mut(part) {
                     run_part(c, op, Bufs::InPlace(piece))?;

@@ -158,6 +158,19 @@ fn probe_local(c: &ShmComm) -> bool {
 /// Whether single-copy reads are usable on this communicator (collective on first call:
 /// every rank must reach it at the same point, which the callers guarantee by deciding
 /// on sizes every rank agrees on).
+/// Whether an op of `kind` whose block on this rank is `len` bytes takes the single-copy
+/// path (`len` in `min_block..max`, and single-copy reads work here: [`usable`]).
+pub(super) fn single(
+    c: &ShmComm,
+    epoch: &mut u32,
+    cx: &crate::op::Op,
+    kind: Kind,
+    len: usize,
+    max: usize,
+) -> Result<bool> {
+    Ok((min_block(c, kind)..max).contains(&len) && usable(c, epoch, cx)?)
+}
+
 pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::op::Op) -> Result<bool> {
     match c.cma.load(SeqCst) {
         1 => return Ok(true),
@@ -166,8 +179,12 @@ pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::op::Op) -> Result
     }
     // Every peer is past `connect` (its pid and probe address written) only once all
     // have entered this collective: a peer still joining reads as pid 0, and that used to
-    // turn single-copy reads off for the communicator's whole life, at random.
-    c.sync(epoch, cx, false)?;
+    // turn single-copy reads off for the communicator's whole life, at random. The
+    // barrier carries the op's record: a peer whose length kept it off this path (or in
+    // another op altogether) is at its own first barrier, which carries its record, so
+    // both name the mismatch there and leave in step (was: "an unknown op at :0", and
+    // the ranks out of step for every later collective).
+    c.sync(epoch, cx, true)?;
     let mine = probe_local(c);
     let mut ok = [mine as u8];
     super::coll::all_reduce_min_u8(c, epoch, cx, &mut ok)?;

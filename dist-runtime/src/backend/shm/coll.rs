@@ -579,8 +579,7 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let cap = c.seg.layout.slot;
     let b = buf.len();
     let me = c.rank;
-    let single =
-        (cma::min_block(c, cma::Kind::Broadcast)..cma::broadcast_max(c.n)).contains(&b) && cma::usable(c, epoch, cx)?;
+    let single = cma::single(c, epoch, cx, cma::Kind::Broadcast, b, cma::broadcast_max(c.n))?;
     // At 2 ranks from 512 KiB the root's helping hand (`broadcast_cma`) beats reading
     // its allocated buffer in place, where one core copies (`dist-bench -n 2 --ops
     // broadcast --shared --sizes 256K,1M,16M`, µs, in place / helped, interleaved: 256
@@ -622,7 +621,7 @@ pub(super) fn gather_v(
     let mut epoch = lock(c);
     let epoch = &mut *epoch;
     let largest = counts.iter().copied().max().unwrap_or(0);
-    let single = largest >= cma::min_block(c, cma::Kind::Gather) && cma::usable(c, epoch, cx)?;
+    let single = cma::single(c, epoch, cx, cma::Kind::Gather, largest, usize::MAX)?;
     let eligible = largest >= shared::MIN;
     let watch = in_place_or!(c, epoch, cx, eligible, find(c, eligible, send), |j| counts[j], |e, p| shared::gather(
         c,
@@ -790,7 +789,7 @@ pub(super) fn all_to_all_v(
     // count) needs no count exchange; the varying one agrees on its counts first.
     if !cx.varying {
         let m = scounts[0];
-        let single = m >= cma::min_block(c, cma::Kind::AllToAll) && cma::usable(c, epoch, cx)?;
+        let single = cma::single(c, epoch, cx, cma::Kind::AllToAll, m, usize::MAX)?;
         let eligible = send.len() >= shared::MIN && m >= shared::MIN_BLOCK;
         let watch =
             in_place_or!(c, epoch, cx, eligible, find(c, eligible, send), |_| send.len(), |e, p| shared::all_to_all(

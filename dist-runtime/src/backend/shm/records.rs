@@ -106,7 +106,14 @@ impl ShmComm {
                 return Err(crate::verify::failure::peer_failed(r, self.name.clone(), reason));
             }
         }
-        self.watch(&on, op, site, ws)?;
+        // A send or receive with this rank itself as the peer waits on this rank: a
+        // blocked thread that is its own peer is a cycle of one (`recv(me, ..)` with
+        // nothing sent to itself first), named as a deadlock like any other.
+        if ws.kind != WAIT_COLL && ws.peer as usize == self.rank {
+            self.watch(&[self.rank], op, site, ws)?;
+        } else {
+            self.watch(&on, op, site, ws)?;
+        }
         let waited = started.elapsed();
         if self.cfg.detail && !ws.warned.get() && waited >= (self.timeout() / 2).min(std::time::Duration::from_secs(10))
         {
