@@ -416,6 +416,13 @@ fn lengths_on_either_side_of_a_path_limit(world: Comm<World>) -> dist_runtime::R
 
 #[test]
 fn lengths_on_either_side_of_a_path_limit_are_a_mismatch_and_keep_the_ranks_in_step() {
+    if std::env::var("DIST_BACKEND").is_ok_and(|b| b.eq_ignore_ascii_case("mpi")) {
+        // The shared-memory backend's paths. (On MPI across two hosts an all_to_all of
+        // 8 KiB against 32 KiB, on either side of the one-phase check's limit, waits for
+        // its deadline instead: docs/reliability.md row 85.)
+        println!("the shared-memory backend's paths; skipped on DIST_BACKEND=mpi");
+        return;
+    }
     launch_each("collectives::lengths_on_either_side_of_a_path_limit", &[2, 3], &[]);
 }
 

@@ -782,6 +782,30 @@ fn a_rank_that_cannot_join_is_named_by_the_rank_waiting_for_it() {
     assert!(!r0.1.contains("timed out"), "{r0:?}");
 }
 
+/// Ranks started by hand, one of which never starts: at its deadline, rank 0 names the
+/// rank that never joined and where it waited for it, not just a store key.
+#[test]
+fn a_rank_that_never_starts_is_named_at_the_deadline() {
+    if shm_only("a_rank_that_never_starts_is_named_at_the_deadline") {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let o = std::process::Command::new(&exe)
+        .env("DIST_ENTRY", "harness::barrier_pause_barrier")
+        .envs([("RANK", "0"), ("WORLD_SIZE", "3"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", &port)])
+        .envs([("DIST_TIMEOUT", "2"), ("RUST_BACKTRACE", "0")])
+        .env_remove("DIST_JOB_TOKEN")
+        .env_remove("DIST_JOB_ID")
+        .env_remove("TORCHELASTIC_RUN_ID")
+        .env_remove("DIST_BACKEND")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains(&format!("ranks 1, 2 of 3 never joined the job at 127.0.0.1:{port} within 2s")), "{err}");
+}
+
 // Wrong on purpose: rank 1 never receives what rank 0 sends.
 #[spmd(unchecked)]
 fn unmatched_sends(world: Comm<World>) -> dist_runtime::Result<()> {

@@ -81,9 +81,16 @@ fn publish_result(rank: usize, value: &[u8]) -> crate::error::Result<()> {
 
 /// Sets `key` in the launcher's store (at MASTER_ADDR:MASTER_PORT), when there is one.
 fn to_launcher(key: &str, value: &[u8]) -> crate::error::Result<()> {
+    to_launcher_within(key, value, None)
+}
+
+/// [`to_launcher`], giving up after `limit` (a best-effort report must not hold a rank
+/// that cannot reach the launcher for its whole deadline).
+fn to_launcher_within(key: &str, value: &[u8], limit: Option<std::time::Duration>) -> crate::error::Result<()> {
     let env = crate::env::Env::from_env()?;
     let Some(port) = env.master_port else { return Ok(()) };
-    let store = crate::store::Store::connect(&format!("{}:{port}", env.master_addr), &env.token, env.timeout)?;
+    let patience = limit.map_or(env.timeout, |l| l.min(env.timeout));
+    let store = crate::store::Store::connect(&format!("{}:{port}", env.master_addr), &env.token, patience)?;
     store.set(key, value)
 }
 
@@ -129,7 +136,11 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     if std::env::var_os("DIST_EXIT_REPORT").is_some() {
         if let Ok(env) = crate::env::Env::from_env() {
             let me = format!("{} {:x}", std::process::id(), crate::verify::host_id());
-            let _ = to_launcher(&format!("pid/{}", env.rank), me.as_bytes());
+            let _ = to_launcher_within(
+                &format!("pid/{}", env.rank),
+                me.as_bytes(),
+                Some(std::time::Duration::from_secs(2)),
+            );
         }
     }
     let world = match crate::init::init() {

@@ -253,9 +253,17 @@ fn slurm_step_nodes(get: &impl Fn(&str) -> Option<String>) -> Option<usize> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The rendezvous port of a one-node Slurm step: 10000–29999 (below Linux's ephemeral
-/// range), from the job and step ids, so the steps of one allocation get their own.
+/// The rendezvous port of a one-node Slurm step: the first of the ports Slurm reserved
+/// for the step (`SLURM_STEP_RESV_PORTS`, with `MpiParams=ports=` or `--resv-ports`),
+/// else 10000–29999 (below Linux's ephemeral range) from the job and step ids, so the
+/// steps of one allocation get their own.
 fn slurm_step_port(get: &impl Fn(&str) -> Option<String>) -> u16 {
+    if let Some(p) = get("SLURM_STEP_RESV_PORTS")
+        .and_then(|v| v.split(['-', ',']).next().and_then(|p| p.trim().parse::<u16>().ok()))
+        .filter(|&p| p > 0)
+    {
+        return p;
+    }
     let id = format!("{}.{}", get("SLURM_JOB_ID").unwrap_or_default(), get("SLURM_STEP_ID").unwrap_or_default());
     // FNV-1a: the same on every rank of the step.
     let h = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
@@ -340,7 +348,10 @@ impl Env {
             && get("MASTER_PORT").is_none()
             && get("DIST_BACKEND").is_none()
             && world_size > 1
-            && slurm_step_nodes(&get) == Some(1);
+            && slurm_step_nodes(&get) == Some(1)
+            // A job step of srun's (a batch script's own process is not one: its ranks
+            // would wait for peers nobody starts).
+            && get("SLURM_STEP_ID").and_then(|v| v.trim().parse::<u32>().ok()).is_some_and(|id| id < 0xFFFF_FFF0);
         let backend = match get("DIST_BACKEND") {
             None if slurm_here => BackendChoice::Shm,
             // Under mpirun/srun without a rendezvous address, MPI is the engine.
@@ -586,6 +597,21 @@ mod tests {
             assert_ne!(a.job_id, b.job_id);
         }
         assert_eq!(step("0", "2").backend, BackendChoice::Mpi);
+        // A batch script's own process (its step id is Slurm's batch step): not a step
+        // of srun's, whose peers would never come.
+        assert_eq!(step("4294967294", "1").backend, BackendChoice::Mpi);
+        if !cfg!(feature = "mpi") {
+            let resv = env(&[
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_ID", "77"),
+                ("SLURM_STEP_ID", "3"),
+                ("SLURM_STEP_NUM_NODES", "1"),
+                ("SLURM_STEP_RESV_PORTS", "12000-12003"),
+            ])
+            .unwrap();
+            assert_eq!(resv.master_port, Some(12000));
+        }
     }
 
     #[test]

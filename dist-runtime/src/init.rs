@@ -473,7 +473,33 @@ fn get_watching(store: &Store, key: &str, env: &Env) -> Result<Vec<u8>> {
             }
         }
         if start.elapsed() >= env.timeout {
-            return store.get(key, std::time::Duration::ZERO);
+            if let Some(v) = store.get_within(key, std::time::Duration::ZERO)? {
+                return Ok(v);
+            }
+            // Name the ranks that never arrived (their host key is what a joining rank
+            // writes first), not just the key this rank waited for.
+            let mut missing = Vec::new();
+            for r in 0..env.world_size {
+                if !store.check(&[&host_key(r)])? {
+                    missing.push(r);
+                }
+            }
+            let who = match missing.as_slice() {
+                [] => format!("a rank (waiting for {key:?})"),
+                [r] => format!("rank {r}"),
+                rs => format!("ranks {}", rs.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")),
+            };
+            return Err(Error::store(
+                format!(
+                    "{who} of {} never joined the job at {}:{} within {:.0}s (DIST_TIMEOUT): not started, or \
+                     started with another MASTER_ADDR, MASTER_PORT or WORLD_SIZE, or unable to reach this address",
+                    env.world_size,
+                    env.master_addr,
+                    env.master_port.map_or("?".to_string(), |p| p.to_string()),
+                    env.timeout.as_secs_f64()
+                ),
+                None,
+            ));
         }
     }
 }

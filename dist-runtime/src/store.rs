@@ -195,22 +195,29 @@ fn read_bytes(r: &mut impl Read, max: usize) -> std::io::Result<Vec<u8>> {
 /// those), or from this one by this user or root, whatever address it came through
 /// (loopback, or one of the host's own interfaces: `MASTER_ADDR` on a host address).
 /// Another local user is refused even before the token (a token-less job is then still
-/// closed to them). The client end is looked up in the kernel's table of this host's
-/// TCP sockets (Linux `/proc/net/tcp{,6}`): found, it is local and has an owner; not
-/// found, it is another host's (or another network namespace's), and the token guards.
+/// closed to them). A peer address this host can bind is this host's: its client socket
+/// is looked up in the kernel's tables of TCP sockets (Linux `/proc/net/tcp` and
+/// `/proc/net/tcp6`, where an IPv6 socket connected to an IPv4 address sits, mapped), and
+/// one that is not found there is refused. Other peers are other hosts' (or other network
+/// namespaces'), and the token guards them; their tables are not read.
 fn same_user(conn: &TcpStream) -> bool {
     let (Ok(peer), Ok(local)) = (conn.peer_addr(), conn.local_addr()) else { return false };
+    let this_host = peer.ip().is_loopback() || std::net::UdpSocket::bind((peer.ip(), 0)).is_ok();
+    if !this_host {
+        return true;
+    }
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     match local_peer_uid(peer, local) {
         Some(uid) => uid == me || uid == 0,
-        None => true, // another host's (or no /proc): the token guards
+        // Tables that cannot be read (no /proc): the token still guards.
+        None => std::fs::metadata("/proc/net/tcp").is_err(),
     }
 }
 
 /// The uid owning the socket at `peer` connected to `local`, if that socket is this
-/// host's, from `/proc/net/tcp{,6}` (an IPv4 client of a dual-stack listener, seen as
-/// `::ffff:a.b.c.d`, is looked up as IPv4).
+/// host's, from `/proc/net/tcp{,6}`: an IPv4 pair is looked for as IPv4, and mapped
+/// (`::ffff:a.b.c.d`) in the IPv6 table; an IPv6 pair in the IPv6 table.
 fn local_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
     let v4 = |a: SocketAddr| match a {
         SocketAddr::V6(v) => match v.ip().to_ipv4_mapped() {
@@ -219,7 +226,10 @@ fn local_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
         },
         a => a,
     };
-    let (peer, local) = (v4(peer), v4(local));
+    let mapped = |a: SocketAddr| match a {
+        SocketAddr::V4(v) => SocketAddr::new(v.ip().to_ipv6_mapped().into(), v.port()),
+        a => a,
+    };
     let hex = |a: SocketAddr| match a {
         SocketAddr::V4(v) => format!("{:08X}:{:04X}", u32::from_le_bytes(v.ip().octets()), v.port()),
         SocketAddr::V6(v) => {
@@ -229,14 +239,21 @@ fn local_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u32> {
             format!("{words}:{:04X}", v.port())
         }
     };
-    let file = if peer.is_ipv4() { "/proc/net/tcp" } else { "/proc/net/tcp6" };
-    let (want_local, want_remote) = (hex(peer), hex(local));
-    std::fs::read_to_string(file).ok()?.lines().skip(1).find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        (f.len() > 7 && f[1].eq_ignore_ascii_case(&want_local) && f[2].eq_ignore_ascii_case(&want_remote))
-            .then(|| f[7].parse().ok())
-            .flatten()
-    })
+    let find = |file: &str, peer: SocketAddr, local: SocketAddr| {
+        let (want_local, want_remote) = (hex(peer), hex(local));
+        std::fs::read_to_string(file).ok()?.lines().skip(1).find_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            (f.len() > 7 && f[1].eq_ignore_ascii_case(&want_local) && f[2].eq_ignore_ascii_case(&want_remote))
+                .then(|| f[7].parse().ok())
+                .flatten()
+        })
+    };
+    let (peer, local) = (v4(peer), v4(local));
+    if peer.is_ipv4() {
+        find("/proc/net/tcp", peer, local).or_else(|| find("/proc/net/tcp6", mapped(peer), mapped(local)))
+    } else {
+        find("/proc/net/tcp6", peer, local)
+    }
 }
 
 type Halves = (BufReader<TcpStream>, BufWriter<TcpStream>);
@@ -942,9 +959,12 @@ mod tests {
         for ip in addrs {
             let srv = StoreServer::bind(format!("{ip}:0").as_str(), "").unwrap();
             let port = srv.addr().port();
+            // An IPv4 socket, and an IPv6 one reaching the IPv4 listener mapped
+            // (`::ffff:a.b.c.d`, listed in /proc/net/tcp6 only).
             let script = format!(
-                "import socket,struct\ns=socket.create_connection(('{ip}',{port}))\n\
-                 s.sendall(b'DISTSTR1'+struct.pack('<I',0))\nprint('answer', s.recv(1))"
+                "import socket,struct\nfor fam,a in ((socket.AF_INET,'{ip}'),(socket.AF_INET6,'::ffff:{ip}')):\n\
+                 \x20 s=socket.socket(fam)\n\x20 s.connect((a,{port}))\n\
+                 \x20 s.sendall(b'DISTSTR1'+struct.pack('<I',0))\n\x20 print('answer', s.recv(1))"
             );
             let mut cmd = std::process::Command::new("python3");
             cmd.args(["-c", &script]);
@@ -960,7 +980,8 @@ mod tests {
             let out = cmd.output().unwrap();
             let text = String::from_utf8_lossy(&out.stdout);
             // The server closed without answering: Python reads b'' (or the reset fails it).
-            assert!(text.contains("answer b''") || !out.status.success(), "a stranger got an answer on {ip}: {text}");
+            assert!(!text.contains("answer b'\\x"), "a stranger got an answer on {ip}: {text}");
+            assert!(text.matches("answer b''").count() == 2 || !out.status.success(), "on {ip}: {text}");
             // The job's own user still gets in.
             let c = Store::connect(&srv.addr().to_string(), "", Duration::from_secs(5)).unwrap();
             c.set("k", b"v").unwrap();

@@ -1254,6 +1254,17 @@ mod tests {
         let rows_only = src.replace("COLUMN", "");
         let e = problems(&rows_only, "", 4);
         assert!(e.iter().any(|e| e.contains("undecidable")), "{e:?}");
+        // A branch on what an all-gather over a row delivered differs from row to row.
+        let gathered = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            let (_col, row) = world.mesh2::<Cols, Rows>(2, world.size() / 2)?;
+            let me = world.rank() as f64;
+            let mut all = vec![0.0; row.size()];
+            row.all_gather(&[me], &mut all)?;
+            if all[0] > 1.0 { world.barrier()?; }
+            Ok(())
+        }"#;
+        let e = problems(gathered, "", 4);
+        assert!(!e.is_empty(), "a branch on a row's all-gather was taken as the same everywhere");
     }
 
     /// Code that cannot communicate, at any depth, is data processing whatever it is

@@ -793,13 +793,13 @@ impl Request<'_> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        // A rank already failing (this thread handed out a fatal error, or unwinds a
-        // panic) lets its pending sends go instead of waiting for each: hundreds of them
+        // A rank already failing (marked failed: a deadlock verdict, a peer's failure; or
+        // unwinding a panic) lets its pending sends go instead of waiting for each: hundreds of them
         // would each wait for the deadlock detector or the deadline, and the launcher would
         // take the culprit, still dropping them, for a victim of the peers it left waiting.
         // (A send's bytes are the backend's copy by now; receives are still completed,
         // their buffers go with this frame.)
-        if matches!(self.state, ReqState::Send { .. }) && (std::thread::panicking() || crate::error::fatal_handed_out())
+        if matches!(self.state, ReqState::Send { .. }) && (std::thread::panicking() || crate::verify::failure::failed())
         {
             self.state = ReqState::Done;
             return;

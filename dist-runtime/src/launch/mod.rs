@@ -617,19 +617,28 @@ impl Injector {
             unsafe { libc::kill(p as i32, sig) };
         };
         match (f.stop_for, self.stopped) {
-            (None, _) => {
-                if let Some(p) = pid(f.rank) {
+            // (Under mpirun the rank's pid may not be known yet: tried again, up to 5 s.)
+            (None, _) => match pid(f.rank) {
+                Some(p) => {
                     signal(p, libc::SIGKILL);
+                    self.fault = None;
                 }
-                self.fault = None;
-            }
+                None if elapsed >= f.at + Duration::from_secs(5) => {
+                    eprintln!("launch: rank {}'s process was not found to kill; no fault injected", f.rank);
+                    self.fault = None;
+                }
+                None => {}
+            },
             (Some(_), None) => match pid(f.rank) {
                 Some(p) => {
                     signal(p, libc::SIGSTOP);
                     self.stopped = Some((p, elapsed));
                 }
                 // Not there (yet, under mpirun; or gone): nothing to stop.
-                None if elapsed >= f.at + Duration::from_secs(5) => self.fault = None,
+                None if elapsed >= f.at + Duration::from_secs(5) => {
+                    eprintln!("launch: rank {}'s process was not found to stop; no fault injected", f.rank);
+                    self.fault = None;
+                }
                 None => {}
             },
             (Some(d), Some((p, since))) => {

@@ -110,10 +110,10 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     let mut fault = super::Injector::new(l.fault.filter(|f| f.rank < l.n));
     let status = loop {
         if let Some(s) = child.try_wait().map_err(|e| Error::backend("launch", format!("waiting for mpirun: {e}")))? {
-            ranks_seen.look(&store);
+            ranks_seen.look(&store, term_at.is_some());
             break s;
         }
-        ranks_seen.look(&store);
+        ranks_seen.look(&store, term_at.is_some());
         fault.tick(start.elapsed(), |r| ranks_seen.running_here(r));
         if all_reported.is_none() && ranks_seen.reported.iter().all(Option::is_some) {
             all_reported = Some(Instant::now());
@@ -143,7 +143,10 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     let told = mpirun_told(&launcher_text);
     // A rank that ended without reporting before any rank reported a failure of its own
     // (killed, `exit()` or an abort mid-job): the cause, whatever came after it.
-    let ended_first = ranks_seen.first_unreported_end();
+    // (mpirun's own account of a rank that ended first, on any host, outranks a local
+    // process seen gone: that one may have been stopped by mpirun's teardown after it.)
+    let told_first = told.iter().map(|t| t.0).find(|&r| ranks_seen.reported[r].is_none());
+    let ended_first = ranks_seen.first_unreported_end().filter(|&r| told_first.is_none_or(|t| t == r)).or(told_first);
     let ranks: Vec<RankExit> = (0..l.n)
         .map(|r| {
             let code = ranks_seen.reported[r];
@@ -282,9 +285,11 @@ impl Watched {
     }
 
     /// Reads new reports and pids, and looks for processes of this host that ended
-    /// without a report (every 5 ms).
-    fn look(&mut self, store: &StoreServer) {
-        if self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(5)) {
+    /// without a report (every 20 ms; only ranks still unreported are looked at).
+    /// Once the launcher itself stopped the job (`stopping`), ends are mpirun's teardown,
+    /// not causes.
+    fn look(&mut self, store: &StoreServer, stopping: bool) {
+        if self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(20)) {
             return;
         }
         self.last = Some(Instant::now());
@@ -307,7 +312,7 @@ impl Watched {
                     }
                     continue;
                 }
-                if self.ended[r].is_none() {
+                if self.ended[r].is_none() && !stopping {
                     if let Some((p, true)) = self.pid[r] {
                         if !crate::verify::pid_alive(p) {
                             self.ended[r] = Some(Instant::now());

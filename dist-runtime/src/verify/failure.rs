@@ -117,6 +117,13 @@ pub(crate) fn take_named() -> Option<(&'static str, usize, String)> {
     NAMED.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
+static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this rank has marked itself failed (its peers were told).
+pub(crate) fn failed() -> bool {
+    FAILED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Whether this rank has seen a peer's failure.
 pub(crate) fn saw_peer_failure() -> bool {
     SAW_PEER_FAILURE.load(std::sync::atomic::Ordering::SeqCst)
@@ -145,6 +152,7 @@ pub(crate) fn poisoned() -> Option<crate::error::Error> {
 /// backend, so peers stop waiting on it at once instead of at their deadline. Whether
 /// any communicator heard it (none: this rank has joined none yet).
 pub(crate) fn mark_failed(reason: &str) -> bool {
+    FAILED.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut all = NOTICES.lock().unwrap_or_else(|p| p.into_inner());
     all.retain(|notify| notify(reason));
     !all.is_empty()

@@ -1710,12 +1710,20 @@ impl<'a> Interp<'a> {
         }
         let args_fp = fp_of(&fp_args);
         let input_args = exprs.iter().zip(&args).all(|(e, v)| input_like(e, v));
+        let args_have_comm = args.iter().any(V::has_comm);
         // (The inputs themselves: `std::env::args()` or `env::var(..)` in the call. A
         // number from a config is not: what a helper makes of it with other values, a
         // data set whose rank's slice is this rank's, is data.)
         let given_input = exprs.iter().any(|e| {
             let t: String = e.to_token_stream().to_string().chars().filter(|c| !c.is_whitespace()).collect();
-            t.contains("env::args") || t.contains("env::var")
+            ["env::args", "env::var"].iter().any(|w| {
+                t.match_indices(w).any(|(at, _)| {
+                    let before = t[..at].chars().next_back();
+                    let after = t[at + w.len()..].chars().next();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        && after.is_some_and(|c| c == '(' || c == '_' || c == 's')
+                })
+            })
         });
         let run = |me: &mut Self| {
             if let Some(key) = via {
@@ -1735,7 +1743,7 @@ impl<'a> Interp<'a> {
         // Whether this call reads an input, kept with its result.
         let outer = swap_read_uniform(false);
         let outer_touched = swap_touched_input(false);
-        let r = self.quiet_region(f as *const ItemFn as usize, run);
+        let r = self.quiet_region(f as *const ItemFn as usize, args_have_comm, run);
         let read = read_uniform();
         swap_read_uniform(outer || read);
         // (Given the inputs themselves, `Options::parse(std::env::args())`, it reads them.)

@@ -633,6 +633,7 @@ impl<'a> Interp<'a> {
                 group: "World".into(),
                 members: Some((0..size).collect()),
                 children: 0,
+                colls: 0,
                 groups: None,
             }],
             events: Vec::new(),

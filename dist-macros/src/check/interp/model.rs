@@ -20,6 +20,8 @@ pub struct CommInst {
     pub members: Option<Vec<usize>>,
     /// Communicators created from this one so far.
     pub(super) children: usize,
+    /// Collectives called on it so far (a step of what makes group-uniform data's recipe).
+    pub(super) colls: u64,
     /// The groups the call that made it split its parent into, on every rank: each world
     /// rank's group (world ranks, sorted), empty where unknown (a rank outside the
     /// parent, a split not resolved yet). What a reduction over it leaves is the same
@@ -751,7 +753,7 @@ impl<'a> Interp<'a> {
         let size = self.size;
         let new =
             |me: &mut Self, key: String, g: String, members: Option<Vec<usize>>, groups: Option<Groups>| -> V<'a> {
-                me.comms.push(CommInst { key, group: g, members, children: 0, groups });
+                me.comms.push(CommInst { key, group: g, members, children: 0, colls: 0, groups });
                 V::Comm(me.comms.len() - 1)
             };
         match m {
@@ -834,10 +836,12 @@ impl<'a> Interp<'a> {
                     }
                     let (local, color) = dist_ops::mesh_group(&dims, &a, my_local);
                     let members: Vec<usize> = local.iter().map(|&r| pmembers[r]).collect();
-                    let groups = groups_of(size, Some((format!("{parent}{dims:?}{a:?}"), k, i)), &pmembers, |r| {
-                        let c = dist_ops::mesh_coordinate(&dims, r);
-                        Some((0..dims.len()).filter(|d| !a.contains(d)).fold(0, |acc, d| acc * dims[d] + c[d]) as i128)
-                    });
+                    let groups =
+                        groups_of(size, Some((format!("{parent}{dims:?}{a:?}{pmembers:?}"), k, i)), &pmembers, |r| {
+                            let c = dist_ops::mesh_coordinate(&dims, r);
+                            Some((0..dims.len()).filter(|d| !a.contains(d)).fold(0, |acc, d| acc * dims[d] + c[d])
+                                as i128)
+                        });
                     out.push(new(self, format!("{parent}/{k}:m{a:?}c{color}"), group(i), Some(members), Some(groups)));
                 }
                 Ok(if m == "mesh_group" { out.pop().expect("one group") } else { V::Tuple(out) })
@@ -864,10 +868,12 @@ impl<'a> Interp<'a> {
                 let (i, j) = (my_local / b, my_local % b);
                 let col: Vec<usize> = (0..a).map(|x| pmembers[x * b + j]).collect();
                 let row: Vec<usize> = (0..b).map(|y| pmembers[i * b + y]).collect();
-                let cols =
-                    groups_of(size, Some((format!("{parent}{a}x{b}"), k, 0)), &pmembers, |r| Some((r % b) as i128));
-                let rows =
-                    groups_of(size, Some((format!("{parent}{a}x{b}"), k, 1)), &pmembers, |r| Some((r / b) as i128));
+                let cols = groups_of(size, Some((format!("{parent}{a}x{b}{pmembers:?}"), k, 0)), &pmembers, |r| {
+                    Some((r % b) as i128)
+                });
+                let rows = groups_of(size, Some((format!("{parent}{a}x{b}{pmembers:?}"), k, 1)), &pmembers, |r| {
+                    Some((r / b) as i128)
+                });
                 let ca = new(self, format!("{parent}/{k}:c{j}"), group(0), Some(col), Some(cols));
                 let cb = new(self, format!("{parent}/{k}:r{i}"), group(1), Some(row), Some(rows));
                 Ok(V::Tuple(vec![ca, cb]))

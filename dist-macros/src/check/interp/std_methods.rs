@@ -91,6 +91,9 @@ impl<'a> Interp<'a> {
         // What a collective of every rank leaves in its buffers is the same on every rank.
         let every = |me: &Self| matches!(&me.comms[c].members, Some(m) if m.len() == me.size);
         let base = m.trim_end_matches("_async");
+        if spec.class == dist_ops::Class::Collective {
+            self.comms[c].colls += 1;
+        }
         let agreed = matches!(base, "all_reduce" | "broadcast" | "all_gather") && every(self);
         // What arrives otherwise differs from rank to rank as far as the check knows, by
         // what it came from ([`V::Opaque`]'s `fp`): a receive's peer and tag (two ranks
@@ -110,9 +113,19 @@ impl<'a> Interp<'a> {
             _ if matches!(base, "all_reduce" | "broadcast" | "all_gather") => fp_of(&[&key, &V::Name(base.into())]),
             _ => fp_of(&[&key, &V::Name(base.into()), &V::Int(self.rank as i128)]),
         };
+        // An op with a buffer of its own to send (`all_gather(send, recv)`) writes only
+        // what comes after it; the in-place ones write their one buffer.
+        let in_place = matches!(base, "all_reduce" | "broadcast" | "reduce" | "scan" | "exscan");
+        let first_buffer = (0..mc.args.len()).find(|i| {
+            !(spec.peers.contains(i) || spec.tag == Some(*i) || spec.root == Some(*i) || spec.reduce == Some(*i))
+        });
         for (i, a) in mc.args.iter().enumerate() {
             let role = spec.peers.contains(&i) || spec.tag == Some(i) || spec.root == Some(i) || spec.reduce == Some(i);
             if role || (m == "sendrecv" && i != 4) {
+                continue;
+            }
+            let sends_it = !in_place && Some(i) == first_buffer && !p2p_receives(m);
+            if sends_it && !matches!(a, Expr::Reference(r) if r.mutability.is_some()) {
                 continue;
             }
             let mut places = Vec::new();
@@ -132,7 +145,7 @@ impl<'a> Interp<'a> {
                     }
                     // Over part of the ranks: the same within each group of its call.
                     Some(v) if matches!(base, "all_reduce" | "broadcast" | "all_gather") => {
-                        match self.group_uniform(v, c, base == "all_reduce", salt) {
+                        match self.group_uniform(v, c, base, salt) {
                             Some(v) if self.store(p, v.clone()).is_ok() => {}
                             _ => self.clobber_place_with(p, true, salt),
                         }
@@ -149,42 +162,70 @@ impl<'a> Interp<'a> {
     /// another communicator (`reduce`: a row's sum, then the column's) combines the
     /// groups its members stand for; where they are distinct on every rank and every
     /// rank's union is the whole world (a 2-D grid's rows, then columns), the result is
-    /// the same on every rank ([`V::Agreed`]), as a reduction over the world's would be.
+    /// exact data of its recipe: the same on every rank that made it by the same calls.
     /// `None` where the groups are not known (a split not resolved yet).
-    fn group_uniform(&mut self, v: V<'a>, c: usize, reduce: bool, salt: u64) -> Option<V<'a>> {
+    fn group_uniform(&mut self, v: V<'a>, c: usize, base: &str, salt: u64) -> Option<V<'a>> {
         let groups = self.comms[c].groups.clone()?;
+        let reduce = base == "all_reduce";
         // Data the same on every rank, combined within groups of one size on every rank
-        // (a row of a grid, a rank alone): still the same on every rank.
-        if same_everywhere(&v)
+        // (a row of a grid, a rank alone): still the same on every rank. (Only where the
+        // buffer held what goes in: in place; an all-gather's receive buffer held nothing.)
+        if base != "all_gather"
+            && same_everywhere(&v)
             && groups.of.iter().all(|&g| g != u32::MAX)
             && groups.lists.iter().all(|l| l.len() == groups.lists[0].len())
         {
             return Some(agree(v));
         }
         let over = |fp: u64| super::summary::UNIFORM_OVER.with(|u| u.borrow().get(&fp).cloned());
+        // Which call this is, the same in every group: the communicator's creation (its
+        // key without the group: "world/0/1") and its collective count.
+        let creation: String =
+            self.comms[c].key.split('/').map(|seg| seg.split(':').next().unwrap_or(seg)).collect::<Vec<_>>().join("/");
+        let recipe = fp_of(&[&V::Name(creation), &V::Int(self.comms[c].colls as i128), &V::Name(base.into())]);
         // What the buffer held: data the same within the groups of one earlier call?
         let mut leaves = Vec::new();
         data_leaves(&v, &mut leaves);
-        let before = match leaves.first().and_then(|&fp| over(fp)) {
-            Some(p) if reduce && leaves.iter().all(|&fp| over(fp).is_some_and(|q| std::rc::Rc::ptr_eq(&p, &q))) => {
-                Some(p)
+        let held: Vec<Option<(super::model::Groups, u64)>> = leaves.iter().map(|&fp| over(fp)).collect();
+        let before = match held.first() {
+            Some(Some((p, _)))
+                if reduce && held.iter().all(|h| h.as_ref().is_some_and(|(q, _)| std::rc::Rc::ptr_eq(p, q))) =>
+            {
+                Some(p.clone())
             }
             _ => None,
         };
+        // Each item's recipe: this call's, after what went in (an earlier reduction's).
+        let composing = before.is_some();
+        let item_recipe = |i: usize| match held.get(i).and_then(|h| h.as_ref()) {
+            Some((_, r)) if composing => fp_of(&[&V::Int(*r as i128), &V::Int(recipe as i128)]),
+            _ => fp_of(&[&V::Int(recipe as i128), &V::Int(i as i128)]),
+        };
         let part = match before {
             Some(p) => match compose(&p, &groups, self.size) {
-                Composed::Everyone => return Some(agree(v)),
+                // The same on every rank that made it by the same calls: exact data of its
+                // recipe, so ranks that combined different values (one rank's `a`, another's
+                // `b`) hold different data, and a condition on it is decided rank by rank.
+                Composed::Everyone => {
+                    let mut i = 0usize;
+                    return Some(fill_uniform(v, &mut || {
+                        let r = item_recipe(i);
+                        i += 1;
+                        V::derived(&[&V::Int(r as i128)])
+                    }));
+                }
                 Composed::Groups(g) => g,
                 Composed::Unknown => return None,
             },
             None => groups,
         };
-        let mut i = 0u64;
+        let mut i = 0usize;
         Some(fill_uniform(v, &mut || {
-            i += 1;
             let fp = fp_of(&[&V::Int(salt as i128), &V::Int(i as i128)]);
-            super::summary::UNIFORM_OVER.with(|u| u.borrow_mut().insert(fp, part.clone()));
-            fp
+            let r = item_recipe(i);
+            i += 1;
+            super::summary::UNIFORM_OVER.with(|u| u.borrow_mut().insert(fp, (part.clone(), r)));
+            V::data(fp)
         }))
     }
 
@@ -791,15 +832,15 @@ fn data_leaves(v: &V, out: &mut Vec<u64>) {
     }
 }
 
-/// `v` with the same shape, each item fresh data (`fp` from `next`).
-fn fill_uniform<'a>(v: V<'a>, next: &mut dyn FnMut() -> u64) -> V<'a> {
+/// `v` with the same shape, each item from `next`.
+fn fill_uniform<'a>(v: V<'a>, next: &mut dyn FnMut() -> V<'a>) -> V<'a> {
     match v {
         V::List(items) => V::list(items.iter().cloned().map(|x| fill_uniform(x, next)).collect()),
         V::Tuple(items) => V::Tuple(items.into_iter().map(|x| fill_uniform(x, next)).collect()),
         V::Opt(Some(x)) => V::Opt(Some(Box::new(fill_uniform(*x, next)))),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
         v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
-        _ => V::data(next()),
+        _ => next(),
     }
 }
 

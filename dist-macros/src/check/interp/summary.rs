@@ -29,8 +29,9 @@ thread_local! {
     static OVERFLOWED: std::cell::RefCell<std::collections::HashSet<usize, std::hash::BuildHasherDefault<super::Fx>>> =
         std::cell::RefCell::new(Default::default());
     /// Data a collective over part of the ranks left, by its `fp`: the groups within
-    /// which it is the same (`std_methods.rs`, `group_uniform`).
-    pub(super) static UNIFORM_OVER: std::cell::RefCell<FxMap<u64, super::model::Groups>> =
+    /// which it is the same, and its recipe (which calls made it, the same in every group:
+    /// `std_methods.rs`, `group_uniform`).
+    pub(super) static UNIFORM_OVER: std::cell::RefCell<FxMap<u64, (super::model::Groups, u64)>> =
         std::cell::RefCell::new(FxMap::default());
     /// [`Interp::may_communicate_deep`] by the address of the syntax node, for one check.
     static DEEP: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
@@ -293,7 +294,8 @@ impl<'a> Interp<'a> {
             return f(self);
         }
         let key = body as *const _ as *const u8 as usize;
-        match self.quiet_region(key, f) {
+        let in_reach = reaches_comm(self);
+        match self.quiet_region(key, in_reach, f) {
             Some(r) => r,
             None => {
                 // What it writes: in its body, and in the closures it calls (which write
@@ -331,7 +333,12 @@ impl<'a> Interp<'a> {
     /// when this region is to be summarised (it ran out of its own steps, now or earlier
     /// at this world size, or met data it cannot follow, which in code that cannot
     /// communicate is just data).
-    pub(super) fn quiet_region(&mut self, key: usize, f: impl FnOnce(&mut Self) -> R<'a>) -> Option<R<'a>> {
+    pub(super) fn quiet_region(
+        &mut self,
+        key: usize,
+        comm_in_reach: bool,
+        f: impl FnOnce(&mut Self) -> R<'a>,
+    ) -> Option<R<'a>> {
         let r = if overflowed(key) {
             Err(Flow::OverQuota)
         } else {
@@ -345,6 +352,12 @@ impl<'a> Interp<'a> {
             Err(Flow::OverQuota) => {
                 note_overflow(key);
                 None
+            }
+            // Where a communicator is in reach, what the check could not follow about it
+            // (a call into code it cannot read that takes it) may communicate: never
+            // summarised away.
+            Err(Flow::Stop(Stop::Undecidable { ref what, .. })) if comm_in_reach && what.contains("communicator") => {
+                Some(r)
             }
             Err(Flow::Stop(Stop::Undecidable { .. })) => None,
             r => Some(r),

@@ -181,7 +181,9 @@ fn max_count() -> usize {
 
 /// A count as MPI takes it (32-bit; at most `DIST_MPI_MAX_COUNT` where set).
 fn count(n: usize, what: &str) -> Result<c_int> {
-    let limit = if std::env::var_os("DIST_MPI_MAX_COUNT").is_some() { max_count() } else { c_int::MAX as usize };
+    static SET: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let set = *SET.get_or_init(|| std::env::var_os("DIST_MPI_MAX_COUNT").is_some());
+    let limit = if set { max_count() } else { c_int::MAX as usize };
     c_int::try_from(n).ok().filter(|_| n <= limit).ok_or_else(|| {
         Error::backend(
             "mpi",

@@ -155,9 +155,6 @@ fn probe_local(c: &ShmComm) -> bool {
     })
 }
 
-/// Whether single-copy reads are usable on this communicator (collective on first call:
-/// every rank must reach it at the same point, which the callers guarantee by deciding
-/// on sizes every rank agrees on).
 /// Whether an op of `kind` whose block on this rank is `len` bytes takes the single-copy
 /// path (`len` in `min_block..max`, and single-copy reads work here: [`usable`]).
 pub(super) fn single(
@@ -171,6 +168,9 @@ pub(super) fn single(
     Ok((min_block(c, kind)..max).contains(&len) && usable(c, epoch, cx)?)
 }
 
+/// Whether single-copy reads are usable on this communicator (collective on first call:
+/// every rank must reach it at the same point, which the callers guarantee by deciding
+/// on sizes every rank agrees on).
 pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::op::Op) -> Result<bool> {
     match c.cma.load(SeqCst) {
         1 => return Ok(true),
