@@ -1254,6 +1254,23 @@ mod tests {
         let rows_only = src.replace("COLUMN", "");
         let e = problems(&rows_only, "", 4);
         assert!(e.iter().any(|e| e.contains("undecidable")), "{e:?}");
+        // Ranks that combine different row sums (one's `a`, another's `b`) hold different
+        // values after the column's reduction: the branch on it differs, and the
+        // collective in it is reached by some ranks only.
+        let picked = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            let (col, row) = world.mesh2::<Cols, Rows>(2, world.size() / 2)?;
+            let me = world.rank() as f64;
+            let mut a = [me];
+            row.all_reduce(&mut a, ReduceOp::Sum)?;
+            let mut b = [2.0 * me];
+            row.all_reduce(&mut b, ReduceOp::Sum)?;
+            let mut s = if world.rank() % 2 == 0 { a } else { b };
+            col.all_reduce(&mut s, ReduceOp::Sum)?;
+            if s[0] > 8.0 { world.barrier()?; }
+            Ok(())
+        }"#;
+        let e = problems(picked, "", 4);
+        assert!(e.iter().any(|e| e.contains("barrier") && !e.contains("undecidable")), "{e:?}");
         // A branch on what an all-gather over a row delivered differs from row to row.
         let gathered = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
             let (_col, row) = world.mesh2::<Cols, Rows>(2, world.size() / 2)?;

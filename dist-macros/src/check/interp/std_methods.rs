@@ -219,9 +219,12 @@ impl<'a> Interp<'a> {
             },
             None => groups,
         };
+        // (The call's count on its communicator too: two reductions over one row leave
+        // different data, each noted with its own recipe.)
+        let colls = self.comms[c].colls as i128;
         let mut i = 0usize;
         Some(fill_uniform(v, &mut || {
-            let fp = fp_of(&[&V::Int(salt as i128), &V::Int(i as i128)]);
+            let fp = fp_of(&[&V::Int(salt as i128), &V::Int(colls), &V::Int(i as i128)]);
             let r = item_recipe(i);
             i += 1;
             super::summary::UNIFORM_OVER.with(|u| u.borrow_mut().insert(fp, (part.clone(), r)));
