@@ -110,20 +110,11 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
     use std::time::Duration;
     let features = if a.backend == "mpi" { vec!["dist-runtime/mpi".to_string()] } else { vec![] };
     let build = cargo_spmd::BuildSpec { example: Some("chaos".into()), release: true, features, ..Default::default() };
+    let exe = cargo_spmd::build(&build)?;
     if a.fault == "stop" {
-        return chaos_stop(&a, &exe_for(&build)?);
+        return chaos_stop(&a, &exe);
     }
-    let exe = exe_for(&build)?;
-    let mut seed = a.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-    }) | 1;
-    let mut rand = move |m: u64| {
-        // xorshift64*: plenty for choosing victims and moments
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        seed.wrapping_mul(0x2545_F491_4F6C_DD1D) % m
-    };
+    let mut rand = chooser(a.seed);
     println!("chaos: {} runs of {} ranks, seed {}", a.runs, a.n, a.seed.map_or("clock".into(), |s| s.to_string()));
     let shm_before = dev_shm_dist_entries();
     let (mut clean, mut named_by_peers, mut leftovers, mut survivors) = (0usize, 0usize, 0usize, 0usize);
@@ -193,9 +184,18 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
     Ok(if clean == a.runs && leftovers == 0 && survivors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// The chaos example, built as `build` says.
-fn exe_for(build: &cargo_spmd::BuildSpec) -> Result<std::path::PathBuf, String> {
-    cargo_spmd::build(build)
+/// Chaos's choices of victims, moments and lengths: xorshift64* from `seed` (default:
+/// the clock), plenty for that; `rand(m)` is in `0..m`.
+fn chooser(seed: Option<u64>) -> impl FnMut(u64) -> u64 {
+    let mut seed = seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    }) | 1;
+    move |m: u64| {
+        seed ^= seed >> 12;
+        seed ^= seed << 25;
+        seed ^= seed >> 27;
+        seed.wrapping_mul(0x2545_F491_4F6C_DD1D) % m
+    }
 }
 
 /// `cargo xtask chaos --fault stop`: each run stops a random rank (SIGSTOP) at a random
@@ -203,15 +203,7 @@ fn exe_for(build: &cargo_spmd::BuildSpec) -> Result<std::path::PathBuf, String> 
 /// is clean when every rank ends well and nothing reported a deadlock or a failure.
 fn chaos_stop(a: &ChaosArgs, exe: &std::path::Path) -> Result<ExitCode, String> {
     use std::time::Duration;
-    let mut seed = a.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-    }) | 1;
-    let mut rand = move |m: u64| {
-        seed ^= seed >> 12;
-        seed ^= seed << 25;
-        seed ^= seed >> 27;
-        seed.wrapping_mul(0x2545_F491_4F6C_DD1D) % m
-    };
+    let mut rand = chooser(a.seed);
     println!(
         "chaos: {} runs of {} ranks on {}, a rank stopped for 100 ms to 2 s, seed {}",
         a.runs,
