@@ -68,7 +68,7 @@ chmod +x "$work/agent.sh"
 
 mpi_args="--oversubscribe --host 10.77.0.1:2,10.77.0.2:2 --mca plm_rsh_agent $work/agent.sh \
 --mca plm_rsh_no_tree_spawn 1 --mca btl self,vader,tcp --mca btl_tcp_if_include 10.77.0.0/24 \
---mca oob_tcp_if_include 10.77.0.0/24 --mca mpi_yield_when_idle 1 --bind-to none"
+--mca oob_tcp_if_include 10.77.0.0/24 --mca mpi_yield_when_idle 1 --mca mpi_preconnect_mpi 1 --bind-to none"
 
 # Host A's script: becomes host A, starts host B inside it, then runs the checks.
 cat > "$work/hostA.sh" <<HOSTA
@@ -126,9 +126,13 @@ for t in $tests; do
     # MPI_Comm_dup, MPI_Iallgather) across these namespaces with the same options hangs
     # in 10 of 96 launches with three busy loops beside it, 2 of 100 with one, with
     # "Open MPI failed to TCP connect to a peer MPI process" or no message (the same
-    # over UCX's TCP transport: "Endpoint timeout"). So a test whose every failure is a
-    # rank that could not join the job is launched again, at most three times; any
-    # other failure fails the check at once. The first report is printed in full.
+    # over UCX's TCP transport: "Endpoint timeout"). The loss comes at a pair's first
+    # message, which without preconnection may be any op of a test (a receive that
+    # never arrives, 30 s after its sender finished); mpi_preconnect_mpi above makes
+    # every pair connect inside MPI_Init, which dist bounds like the rest of init. So a
+    # test whose every failure is a rank that could not join the job is launched again,
+    # at most three times; any other failure fails the check at once. The first report
+    # is printed in full.
     echo "   first run failed; its report, then relaunches of the failing tests:"
     report $work/test.log
     failed=\$(sed -n '/^failures:\$/,\$p' $work/test.log | sed -n 's/^    \([A-Za-z0-9_:]*\)\$/\1/p' | sort -u)

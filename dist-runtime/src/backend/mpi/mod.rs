@@ -354,15 +354,31 @@ impl MpiComm {
         let mut up: c_int = 0;
         call("MPI_Initialized", || unsafe { ffi::MPI_Initialized(&mut up) })?;
         if up == 0 {
-            let mut provided: c_int = 0;
-            // SAFETY: MPI_Init_thread accepts null argc/argv.
-            call("MPI_Init_thread", || unsafe {
-                ffi::MPI_Init_thread(
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    ffi::RSMPI_THREAD_SERIALIZED,
-                    &mut provided,
-                )
+            // Bounded like the rest of init: MPI_Init may connect to every peer (Open MPI's
+            // `mpi_preconnect_mpi`) and never return when a connection is lost. The thread
+            // that calls it needs no special role (SERIALIZED, not FUNNELED).
+            let provided = call_bounded("MPI_Init_thread", timeout, || {
+                let mut provided: c_int = 0;
+                // SAFETY: MPI_Init_thread accepts null argc/argv; `provided` is written by MPI.
+                let rc = unsafe {
+                    ffi::MPI_Init_thread(
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        ffi::RSMPI_THREAD_SERIALIZED,
+                        &mut provided,
+                    )
+                };
+                (rc, provided)
+            })
+            .unwrap_or_else(|| {
+                Err(Error::Timeout {
+                    op: "init",
+                    comm: "World".into(),
+                    waiting_for: "MPI_Init_thread to return (MPI starts and connects this rank to the job's others)"
+                        .into(),
+                    secs: timeout.as_secs_f64(),
+                    site: crate::error::Site::caller(),
+                })
             })?;
             // SAFETY: reading rsmpi's exported constant.
             if provided < unsafe { ffi::RSMPI_THREAD_SERIALIZED } {
