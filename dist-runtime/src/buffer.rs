@@ -9,6 +9,7 @@
 //!
 //! The traits are sealed: the runtime must know how to reach the bytes.
 
+use crate::backend::DevPtr;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use std::marker::PhantomData;
@@ -97,14 +98,6 @@ pub(crate) enum DevMem<'a> {
     Cuda(&'a dyn crate::backend::nccl::CudaRead),
     #[cfg(feature = "nccl")]
     CudaMut(&'a mut dyn crate::backend::nccl::CudaWrite),
-}
-
-/// A device buffer resolved for one op: its address on the device and its length.
-#[derive(Clone, Copy, Debug)]
-#[cfg_attr(not(any(feature = "sim-device", feature = "nccl")), allow(dead_code))]
-pub(crate) struct DevPtr {
-    pub(crate) addr: u64,
-    pub(crate) bytes: usize,
 }
 
 /// Keeps what resolving a device buffer borrowed until the op is enqueued (cudarc's

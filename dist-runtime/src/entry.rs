@@ -135,7 +135,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     // stop or kill one for fault injection.
     if std::env::var_os("DIST_EXIT_REPORT").is_some() {
         if let Ok(env) = crate::env::Env::from_env() {
-            let me = format!("{} {:x}", std::process::id(), crate::verify::host_id());
+            let me = format!("{} {:x}", std::process::id(), crate::sys::host_id());
             let _ = to_launcher_within(
                 &format!("pid/{}", env.rank),
                 me.as_bytes(),

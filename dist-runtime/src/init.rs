@@ -169,8 +169,8 @@ fn join_any(env: Env) -> Result<Comm<World>> {
     // By default only where the CPUs this process may use are fewer than the host's
     // ranks (a CPU quota that makes the job oversubscribed on many allowed CPUs is left
     // to the kernel: bound ranks alone on their CPUs would each spin through the quota).
-    if env.tuning.pin.unwrap_or(cfg.oversubscribed && allowed_cpus().len() < env.local_world_size) {
-        pin_to_core(env.local_rank, &env.job_id);
+    if env.tuning.pin.unwrap_or(cfg.oversubscribed && crate::sys::allowed_cpus().len() < env.local_world_size) {
+        crate::sys::pin_to_core(env.local_rank, &env.job_id);
     }
     let (store, keep): (Option<Arc<Store>>, Option<Box<dyn std::any::Any + Send + Sync>>) = if env.world_size > 1 {
         let port = env.master_port.expect("validated by Env");
@@ -261,7 +261,7 @@ fn with_sim_device(world: Comm<World>, env: &Env) -> Result<Comm<World>> {
     #[cfg(feature = "sim-device")]
     if env.sim_device {
         let all: Vec<usize> = (0..world.size()).collect();
-        let cx = crate::op::Op::new(crate::op::OpKind::CommCreate).extra(crate::comm::hash_usizes(&all));
+        let cx = crate::op::Op::new(crate::op::OpKind::CommCreate).extra(crate::op::hash_usizes(&all));
         let host = world.create_child(&cx, "SimDevice", &all)?.expect("every rank is a member");
         let dev = crate::backend::sim::SimDevice::new(host)?;
         let side = DeviceSide { dev: Arc::new(dev), timeout: env.timeout };
@@ -612,54 +612,4 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
              libclang-dev), or start the job with `cargo spmd run` (shared memory, one host)"
         ),
     ))
-}
-
-/// Binds local rank r to one CPU this process may run on, round robin from an offset
-/// that depends on the job (so two jobs with an odd number of ranks on one host do not
-/// both crowd the same CPU), as `mpirun --bind-to core` does. By default only where a
-/// host's ranks outnumber its cores (`DIST_PIN=1` always, `DIST_PIN=0` never): left to
-/// the kernel, 8 ranks on 2 cores land 4/4, 5/3 or 6/2 from launch to launch, and every
-/// small collective waits for the crowded core (8 B all_reduce 4.5, 7.5 or 11 µs; bound,
-/// 4.4–5.0 in every launch; docs/performance.md). Threads a rank starts later inherit
-/// the binding.
-fn pin_to_core(local_rank: usize, job: &str) {
-    if let Some(i) = bind(local_rank, job) {
-        PINNED.store(i, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// The CPU this process bound itself to (`usize::MAX`: none).
-static PINNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
-
-/// The CPU this process is bound to (`pin_to_core`).
-pub(crate) fn pinned_cpu() -> Option<usize> {
-    Some(PINNED.load(std::sync::atomic::Ordering::Relaxed)).filter(|&i| i != usize::MAX)
-}
-
-/// Binds this process's thread to the CPU for `local_rank`, which it returns.
-/// The CPUs this thread may run on (none if the kernel will not say).
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity only writes it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
-    }
-}
-
-fn bind(local_rank: usize, job: &str) -> Option<usize> {
-    let cpus = allowed_cpus();
-    if cpus.is_empty() {
-        return None;
-    }
-    // SAFETY: a zeroed cpu_set_t is valid; the call only reads it and sets our affinity.
-    unsafe {
-        let offset = job.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-        let cpu = cpus[local_rank.wrapping_add(offset) % cpus.len()];
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0).then_some(cpu)
-    }
 }

@@ -69,6 +69,7 @@ mod op;
 pub mod placement;
 mod reduce_op;
 pub mod store;
+mod sys;
 mod tag;
 pub mod testing;
 mod verify;

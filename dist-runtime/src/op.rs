@@ -267,6 +267,19 @@ impl Op {
     }
 }
 
+/// A hash of a list of numbers (ranks, counts, a shape) for an op record's `extra`:
+/// FNV-1a, stable across processes (unlike std's `RandomState`); never 0.
+pub(crate) fn hash_usizes(v: &[usize]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for x in v {
+        for b in (*x as u64).to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h | 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

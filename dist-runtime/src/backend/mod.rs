@@ -3,6 +3,7 @@
 //! A backend never sees user types: buffers arrive as `&[u8]`/`&mut [u8]` holding whole
 //! elements of a [`DType`], aligned for it, with every length already validated by `comm`.
 
+pub(crate) mod agree;
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 #[cfg(feature = "nccl")]
@@ -12,8 +13,6 @@ pub(crate) mod shm;
 #[cfg(feature = "sim-device")]
 pub(crate) mod sim;
 pub(crate) mod trace;
-
-pub(crate) use crate::buffer::DevPtr;
 
 use crate::dtype::DType;
 use crate::error::{Result, Site};
@@ -33,6 +32,14 @@ pub(crate) fn set_background() {
 /// Whether this thread is a background one (see [`set_background`]).
 pub(crate) fn background() -> bool {
     BACKGROUND.with(|b| b.get())
+}
+
+/// A device buffer resolved for one op: its address on the device and its length.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(any(feature = "sim-device", feature = "nccl")), allow(dead_code))]
+pub(crate) struct DevPtr {
+    pub(crate) addr: u64,
+    pub(crate) bytes: usize,
 }
 
 /// The buffers of one collective, by shape. Lengths are in bytes, already validated.
@@ -247,7 +254,7 @@ pub(crate) trait Backend: Send + Sync {
     /// ranks (the MPI backend's small all-reduce: its key, whole records only after a
     /// mismatch), so the check costs nearly nothing there.
     fn run_agreed(&self, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
-        crate::comm::exchange_records(self, name, op)?;
+        agree::exchange_records(self, name, op)?;
         self.run(op, bufs)
     }
 

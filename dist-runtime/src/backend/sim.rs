@@ -264,7 +264,7 @@ impl Device for SimDevice {
                 for c in colors {
                     let mut m: Vec<usize> = (0..n).filter(|&r| all[2 * r] == c).collect();
                     m.sort_by_key(|&r| (all[2 * r + 1], r));
-                    let cx = Op::new(OpKind::CommCreate).extra(crate::comm::hash_usizes(&m));
+                    let cx = Op::new(OpKind::CommCreate).extra(crate::op::hash_usizes(&m));
                     let child = host.create_child(&cx, &format!("sim#{nth}-{c}"), &format!("sim-device#{nth}"), &m)?;
                     if c == mine[0] {
                         out = child;

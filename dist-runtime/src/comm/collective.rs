@@ -5,10 +5,11 @@
 use crate::backend::{Bufs, DevBufs};
 use crate::buffer::{mixed, Buf, BufMut, SharedBuf, View, ViewMut};
 use crate::comm::request::{Request, Shape};
-use crate::comm::{bytes, bytes_mut, hash_usizes, Comm};
+use crate::comm::{bytes, bytes_mut, Comm};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::group::Group;
+use crate::op::hash_usizes;
 use crate::op::{Op, OpKind};
 use crate::reduce_op::ReduceOp;
 

@@ -5,9 +5,10 @@
 
 use crate::backend::Backend;
 use crate::comm::device::DeviceSide;
-use crate::comm::{hash_usizes, Comm};
+use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::group::{Group, World};
+use crate::op::hash_usizes;
 use crate::op::{Op, OpKind};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;

@@ -19,7 +19,7 @@ use crate::backend::{Backend, Bufs};
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::op::{Op, OpKind, RECORD_LEN};
+use crate::op::Op;
 use std::marker::PhantomData;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
@@ -153,72 +153,16 @@ pub(crate) fn bytes_mut<T: Element>(s: &mut [T]) -> &mut [u8] {
     crate::dtype::as_bytes_mut(s)
 }
 
-pub(crate) fn hash_usizes(v: &[usize]) -> u64 {
-    // FNV-1a: stable across processes (unlike std's RandomState).
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for x in v {
-        for b in (*x as u64).to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    h | 1
-}
-
-/// The agreement step of `verify` for a backend that does not piggyback it: every rank
-/// all-gathers its op record (fixed size, so it completes even when the ops differ)
-/// and checks the others against its own, before the op itself runs.
+/// The agreement step of `verify` for a backend that does not piggyback it
+/// ([`crate::backend::agree`]), on this communicator.
 pub(crate) fn agree(inner: &Inner, op: &Op) -> Result<()> {
-    agree_on(&*inner.backend, inner.check, &inner.name, op)
+    crate::backend::agree::agree_on(&*inner.backend, inner.check, &inner.name, op)
 }
 
-/// [`agree`] from the parts of a communicator (what the async worker holds).
-pub(crate) fn agree_on(backend: &dyn Backend, check: bool, name: &str, op: &Op) -> Result<()> {
-    if !check || backend.piggybacks_agreement() {
-        return Ok(());
-    }
-    exchange_on(backend, name, op)
-}
-
-/// Runs `op` on `backend`, compared across ranks first under `check` where the backend
-/// does not compare every op itself ([`Backend::run_agreed`]).
-pub(crate) fn run_on(backend: &dyn Backend, check: bool, name: &str, op: &Op, bufs: Bufs<'_>) -> Result<()> {
-    if !check || backend.piggybacks_agreement() {
-        return backend.run(op, bufs);
-    }
-    backend.run_agreed(name, op, bufs)
-}
-
-/// The record exchange of [`agree`], unconditionally: also how device ops (which never
-/// pass the host backend's barriers) are compared across ranks under `DIST_DEBUG=check`.
+/// The record exchange, unconditionally: also how device ops (which never pass the host
+/// backend's barriers) are compared across ranks under `DIST_DEBUG=check`.
 pub(crate) fn exchange(inner: &Inner, op: &Op) -> Result<()> {
-    exchange_on(&*inner.backend, &inner.name, op)
-}
-
-fn exchange_on(backend: &dyn Backend, name: &str, op: &Op) -> Result<()> {
-    exchange_records(backend, name, op)
-}
-
-/// The record all-gather and comparison of [`agree`], for any backend (what
-/// [`Backend::run_agreed`] does by default).
-pub(crate) fn exchange_records<B: Backend + ?Sized>(backend: &B, name: &str, op: &Op) -> Result<()> {
-    let n = backend.size();
-    let record = op.record();
-    let mut all = vec![0u8; n * RECORD_LEN];
-    let counts = vec![RECORD_LEN; n];
-    let mut exchange = Op::new(OpKind::AllGather).dtype(crate::dtype::DType::U8).count(RECORD_LEN);
-    // Named and placed as the op it checks, so a rank stuck here is reported as waiting
-    // in the user's call ("waits in barrier at src/x.rs:12").
-    exchange.name = op.name;
-    exchange.site = op.site;
-    exchange.agreement = true;
-    backend.run(&exchange, Bufs::Gather { send: &record, recv: Some(&mut all), counts: &counts })?;
-    let me = backend.rank();
-    let peers = (0..n).filter(|&r| r != me).map(|r| {
-        let rec: [u8; RECORD_LEN] = all[r * RECORD_LEN..(r + 1) * RECORD_LEN].try_into().expect("one record");
-        (r, rec)
-    });
-    crate::verify::agreement(name, me, op, peers)
+    crate::backend::agree::exchange_records(&*inner.backend, &inner.name, op)
 }
 
 impl<G: Group> Comm<G> {
@@ -481,7 +425,7 @@ impl<G: Group> Comm<G> {
     /// backend does not do that itself.
     pub(crate) fn run(&self, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         self.recorded_as(true, op.name, op.site, || {
-            run_on(&*self.inner.backend, self.inner.check, &self.inner.name, op, bufs)
+            crate::backend::agree::run_on(&*self.inner.backend, self.inner.check, &self.inner.name, op, bufs)
         })
     }
 

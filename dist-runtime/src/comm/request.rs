@@ -461,7 +461,7 @@ impl<G: Group> Comm<G> {
         let inflight = self.inner.inflight.clone();
         self.inner.enqueue(Box::new(move || {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                job(&mut |bufs| crate::comm::run_on(&*backend, check, &name, &cx, bufs))
+                job(&mut |bufs| crate::backend::agree::run_on(&*backend, check, &name, &cx, bufs))
             }));
             let r = outcome.unwrap_or_else(|_| {
                 Err(Error::backend(

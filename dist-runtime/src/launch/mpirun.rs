@@ -279,7 +279,7 @@ impl Watched {
             ended: vec![None; n],
             order: Vec::new(),
             first_end: None,
-            here: format!("{:x}", crate::verify::host_id()),
+            here: format!("{:x}", crate::sys::host_id()),
             last: None,
         }
     }
@@ -314,7 +314,7 @@ impl Watched {
                 }
                 if self.ended[r].is_none() && !stopping {
                     if let Some((p, true)) = self.pid[r] {
-                        if !crate::verify::pid_alive(p) {
+                        if !crate::sys::pid_alive(p) {
                             self.ended[r] = Some(Instant::now());
                             self.order.push(r);
                             // Ended before any rank reported a failure: the cause.

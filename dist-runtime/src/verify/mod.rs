@@ -11,43 +11,6 @@ pub(crate) mod watchdog;
 use crate::error::{Error, Result};
 use crate::op::{Op, KEY_LEN, RECORD_LEN};
 
-/// Identifies this process's host (and PID namespace): a pid means something only
-/// there. Ranks exchange it with their pids (MPI's board; the mpirun launcher's store), so
-/// a peer or the launcher looks up only pids of its own host.
-pub(crate) fn host_id() -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().hash(&mut h);
-    std::fs::read_link("/proc/self/ns/pid").ok().hash(&mut h);
-    h.finish()
-}
-
-/// The state letter of process `pid` in `/proc/<pid>/stat` (R, S, D, T, t, Z, …).
-pub(crate) fn pid_state(pid: u32) -> Option<char> {
-    if pid == 0 {
-        return None;
-    }
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-/// Whether the process `pid` still exists (a zombie counts as gone).
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    if pid == 0 {
-        return true; // not attached yet: nothing to say
-    }
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
-        return false;
-    }
-    // A killed child not yet reaped by its parent is a zombie: treat it as dead.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])).unwrap_or(false),
-        Err(_) => r == 0,
-    }
-}
-
 /// Checks that every peer's op record agrees with this rank's `mine`; otherwise an
 /// `Error::Mismatch` on communicator `comm` naming both calls and their sites. The
 /// fast path compares each peer's 32-byte key with ours; records are decoded only to

@@ -18,8 +18,18 @@ mod model;
 mod scopes;
 mod std_methods;
 mod summary;
-pub use summary::reset as reset_caches;
 mod value;
+
+/// Forgets every cache the interpreter keeps by syntax address (at the start of each
+/// check: another entry point's syntax may reuse the addresses).
+pub fn reset_caches() {
+    model::reset_partitions();
+    std_methods::reset_composed();
+    summary::reset();
+    elem::reset();
+    scopes::reset();
+    value::reset_exact();
+}
 
 use eval::{agree, mut_loan_places, mut_loans, place_root};
 use model::{call_name, mentions_comm};

@@ -73,18 +73,13 @@ fn idents<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
 
 /// Forgets the cache of [`may_communicate`] (at the start of each check: addresses of
 /// another entry point's syntax may be reused) and the regions that overflowed.
-pub fn reset() {
-    super::model::reset_partitions();
-    super::std_methods::reset_composed();
+pub(super) fn reset() {
     UNIFORM_OVER.with(|q| q.borrow_mut().clear());
     QUIET.with(|q| q.borrow_mut().clear());
     DEEP.with(|q| q.borrow_mut().clear());
     IDENTS.with(|m| m.borrow_mut().clear());
     WRITTEN.with(|m| m.borrow_mut().clear());
     OVERFLOWED.with(|o| o.borrow_mut().clear());
-    super::elem::reset();
-    super::scopes::reset();
-    super::value::reset_exact();
 }
 
 /// Whether the region at `key` ran out of steps before in this check.

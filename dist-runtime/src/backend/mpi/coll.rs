@@ -2,7 +2,7 @@
 //! `Bufs` shape as one nonblocking MPI collective, then
 //! the backend's bounded wait. Data moves as bytes; reductions use the element type.
 
-use super::ops::{self, bytes, datatype};
+use super::ops::{self, bytes, datatype, ptr};
 use super::{call, count, MpiComm};
 use crate::backend::{reduce, wrong_shape, Bufs};
 use crate::error::{Error, Result};
@@ -21,16 +21,6 @@ fn counts_displs(counts: &[usize], what: &str) -> Result<(Vec<c_int>, Vec<c_int>
         off += x;
     }
     Ok((c, d))
-}
-
-/// A buffer's address for MPI; null when empty (an empty slice's dangling address is
-/// 0x1, which Open MPI would read as MPI_IN_PLACE).
-pub(super) fn ptr(b: &[u8]) -> *mut c_void {
-    if b.is_empty() {
-        std::ptr::null_mut()
-    } else {
-        b.as_ptr() as *mut c_void
-    }
 }
 
 /// Whether an all-reduce of `len` bytes per rank takes the one-phase path
@@ -218,7 +208,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             } else {
                 call("MPI_Iscan", || unsafe { ffi::MPI_Iscan(sp, rp, n, t, mop, comm, &mut req) })?;
             }
-            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
+            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
             let upto = if exclusive { c.rank } else { c.rank + 1 };
             if upto == 0 {
                 // MPI leaves rank 0's exclusive result undefined; ours is the identity.
@@ -245,7 +235,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 call("MPI_Ireduce_scatter", || unsafe {
                     ffi::MPI_Ireduce_scatter(ptr(send), rp, elems.as_ptr(), t, mop, comm, &mut req)
                 })?;
-                c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
+                c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
                 ops::finish(d, r, c.size, recv);
                 return Ok(());
             }
@@ -276,7 +266,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                     )
                 })?;
             }
-            return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op));
+            return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op));
         }
         (OpKind::Scatter, Bufs::Scatter { send, recv, counts }) => {
             let k = count(recv.len(), op.name)?;
@@ -293,7 +283,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 call("MPI_Iscatterv", || unsafe {
                     ffi::MPI_Iscatterv(sp, cs.as_ptr(), ds.as_ptr(), bytes(), rp, k, bytes(), root, comm, &mut req)
                 })?;
-                return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op));
+                return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op));
             }
         }
         (OpKind::AllToAll, Bufs::AllToAll { send, send_counts, recv, recv_counts }) => {
@@ -305,7 +295,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         }
         _ => return Err(wrong_shape("mpi", op)),
     }
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
     if let Some((buf, d, r)) = post {
         ops::finish(d, r, c.size, buf);
     }
@@ -333,7 +323,7 @@ fn user(c: &MpiComm, op: &Op, u: ReduceOp, bufs: Bufs<'_>) -> Result<()> {
             call("MPI_Iallgather", || unsafe {
                 ffi::MPI_Iallgather(ptr(buf), k, bytes(), rp, k, bytes(), comm, &mut req)
             })?;
-            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
+            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
             let upto = match op.kind {
                 OpKind::Reduce if me != op.root as usize => return Ok(()),
                 OpKind::Scan => me + 1,
@@ -401,29 +391,7 @@ fn all_to_all_bytes(
             &mut req,
         )
     })?;
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))
-}
-
-pub(super) fn waiting(c: &MpiComm, op: &Op) -> String {
-    // The ranks whose wait records show them in this call: the others have not reached
-    // it (as shm names them, and torch's monitored_barrier).
-    if let Some(there) = super::health::in_this_collective(c) {
-        let missing: Vec<String> = (0..c.size).filter(|r| !there.contains(r)).map(|r| r.to_string()).collect();
-        if !missing.is_empty() {
-            return format!(
-                "rank {} waits in {} for rank(s) {} to reach the same call (rank(s) {} reached it)",
-                c.rank,
-                op.name,
-                missing.join(", "),
-                there.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
-            );
-        }
-    }
-    format!(
-        "the other members of {} to make the matching {} call (MPI does not say which ones are missing; \
-         DIST_DEBUG=check compares every call across ranks first)",
-        c.name, op.name
-    )
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))
 }
 
 /// The per-pair counts of an all-to-all-v agree (what i sends j is what j expects from
@@ -440,7 +408,7 @@ fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usiz
     call("MPI_Ialltoall", || unsafe {
         ffi::MPI_Ialltoall(mine.as_ptr() as *mut c_void, one, bytes(), rp, one, bytes(), c.comm, &mut req)
     })?;
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
     let me = c.rank;
     let wrong: Vec<String> = (0..n)
         .filter(|&j| theirs[j] != recv_counts[j] as u64)
@@ -454,7 +422,7 @@ fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usiz
     call("MPI_Iallreduce", || unsafe {
         ffi::MPI_Iallreduce(sp, rp, 1, datatype(crate::dtype::DType::U64), ffi::RSMPI_MAX, c.comm, &mut req)
     })?;
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| waiting(c, op))?;
+    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
     if any[0] == 0 {
         return Ok(());
     }

@@ -100,7 +100,7 @@ thread_local! {
 /// `procs` is every rank's (pid, host) as exchanged at init: a rank that never blocks
 /// can still be found stopped (SIGSTOP) by a peer on its host.
 pub(super) fn install(comm: ffi::MPI_Comm, me: usize, n: usize, procs: &[(u32, u64)]) {
-    let host = crate::verify::host_id();
+    let host = crate::sys::host_id();
     let board = (0..n)
         .map(|r| {
             let pid = procs.get(r).filter(|p| p.1 == host).map_or(0, |p| p.0);
@@ -338,7 +338,7 @@ impl Watch {
         // `exit()` mid-job): as on shm. (Its record's pid is 0 on another host.)
         for &q in &me.on {
             let pid = st.board.get(q).map_or(0, |f| f.pid);
-            if pid != 0 && !crate::verify::pid_alive(pid) {
+            if pid != 0 && !crate::sys::pid_alive(pid) {
                 let reason = format!("its process (pid {pid}) is gone: killed or exited without finishing");
                 return Err(crate::verify::failure::peer_gone(c.local_of(q), c.name.clone(), reason));
             }
@@ -378,7 +378,7 @@ impl Watch {
         st.posted[h.me] = posted;
         let snap = prune(&st.board, &st.posted);
         drop(st);
-        let local = |pid: u32| crate::verify::pid_state(pid);
+        let local = |pid: u32| crate::sys::pid_state(pid);
         let Some(v) = self.detector.step(h.me, &snap, now, &local) else {
             self.verdict_at.set(None);
             return Ok(());
@@ -647,6 +647,30 @@ fn decode(b: &[u8]) -> Option<Decoded> {
         inst_host: host,
         posted,
     })
+}
+
+/// What a rank waiting in collective `op` waits for: the ranks not in the call yet, where
+/// the wait board shows them.
+pub(super) fn waiting(c: &MpiComm, op: &crate::op::Op) -> String {
+    // The ranks whose wait records show them in this call: the others have not reached
+    // it (as shm names them, and torch's monitored_barrier).
+    if let Some(there) = in_this_collective(c) {
+        let missing: Vec<String> = (0..c.size).filter(|r| !there.contains(r)).map(|r| r.to_string()).collect();
+        if !missing.is_empty() {
+            return format!(
+                "rank {} waits in {} for rank(s) {} to reach the same call (rank(s) {} reached it)",
+                c.rank,
+                op.name,
+                missing.join(", "),
+                there.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    format!(
+        "the other members of {} to make the matching {} call (MPI does not say which ones are missing; \
+         DIST_DEBUG=check compares every call across ranks first)",
+        c.name, op.name
+    )
 }
 
 #[cfg(test)]

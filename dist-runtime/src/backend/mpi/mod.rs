@@ -420,7 +420,7 @@ impl MpiComm {
         call("MPI_Comm_set_errhandler", || unsafe { ffi::MPI_Comm_set_errhandler(board, ffi::RSMPI_ERRORS_RETURN) })?;
         // Every rank's pid and host, so the detector can tell a stopped rank on its host.
         let mut mine = std::process::id().to_le_bytes().to_vec();
-        mine.extend_from_slice(&crate::verify::host_id().to_le_bytes());
+        mine.extend_from_slice(&crate::sys::host_id().to_le_bytes());
         let mut all = vec![0u8; 12 * c.size];
         // SAFETY: a placeholder, written by MPI.
         let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
@@ -623,7 +623,7 @@ impl Backend for MpiComm {
                 ran
             }
             Err(bufs) => {
-                crate::comm::exchange_records(self, name, op)?;
+                crate::backend::agree::exchange_records(self, name, op)?;
                 self.run(op, bufs)
             }
         }

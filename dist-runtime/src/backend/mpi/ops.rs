@@ -165,3 +165,19 @@ pub(super) fn op(d: DType, op: ReduceOp) -> Result<ffi::MPI_Op> {
 pub(super) fn finish(d: DType, op: ReduceOp, n: usize, buf: &mut [u8]) {
     reduce::finish(d, op, n, buf)
 }
+
+/// A buffer's address for MPI; null when empty (an empty slice's dangling address is
+/// 0x1, which Open MPI would read as MPI_IN_PLACE).
+pub(super) fn ptr(b: &[u8]) -> *mut c_void {
+    if b.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        b.as_ptr() as *mut c_void
+    }
+}
+
+/// The tag of dist's own collective messages: the library's largest (`MPI_TAG_UB`, read
+/// at init); `send`/`recv` refuse it on MPI.
+pub(super) fn tag() -> c_int {
+    super::TAG_UB.load(std::sync::atomic::Ordering::Relaxed)
+}

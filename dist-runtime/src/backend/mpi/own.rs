@@ -16,7 +16,7 @@
 //! to the others: every rank gets the same bits, and the order does not depend on the
 //! number of ranks' segmentation or on MPI's choice of algorithm.
 
-use super::ops::bytes;
+use super::ops::{bytes, tag};
 use super::{call, count, MpiComm};
 use crate::backend::reduce;
 use crate::dtype::DType;
@@ -25,12 +25,6 @@ use crate::op::{Op, KEY_LEN, RECORD_LEN};
 use crate::reduce_op::ReduceOp;
 use mpi::ffi;
 use std::ffi::c_int;
-
-/// The tag of dist's own collective messages: the library's largest (`MPI_TAG_UB`, read
-/// at init); `send`/`recv` refuse it on MPI.
-pub(super) fn tag() -> c_int {
-    super::TAG_UB.load(std::sync::atomic::Ordering::Relaxed)
-}
 
 /// Largest communicator the direct schedules run on.
 pub(super) const MAX_RANKS: usize = 16;
@@ -108,7 +102,7 @@ fn exchange_counted(
             let n = wire(buf.len())?;
             // SAFETY: placeholder, written by MPI_Irecv.
             let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-            let p = super::coll::ptr(buf);
+            let p = super::ops::ptr(buf);
             // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
             call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), peer as c_int, tag(), c.comm, &mut r) })?;
             reqs.push(r);
@@ -119,7 +113,7 @@ fn exchange_counted(
             let n = wire(buf.len())?;
             // SAFETY: placeholder, written by MPI_Isend.
             let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-            let p = super::coll::ptr(buf);
+            let p = super::ops::ptr(buf);
             // SAFETY: `buf` outlives the request (completed before we return, or the
             // communicator is broken and the job ends, as for MPI's own collectives).
             call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), peer as c_int, tag(), c.comm, &mut r) })?;
@@ -130,7 +124,7 @@ fn exchange_counted(
     // SAFETY: plain C structs, written by MPI_Testall.
     let mut statuses: Vec<ffi::MPI_Status> = vec![unsafe { std::mem::zeroed() }; reqs.len()];
     let done = posted.and_then(|()| {
-        c.poll(super::Wait::Coll, op.name, op.site, &|| super::coll::waiting(c, op), || {
+        c.poll(super::Wait::Coll, op.name, op.site, &|| super::health::waiting(c, op), || {
             let mut flag: c_int = 0;
             // SAFETY: live requests of this process (completed ones are MPI_REQUEST_NULL);
             // one status per request.

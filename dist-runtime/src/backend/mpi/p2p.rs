@@ -168,7 +168,7 @@ fn wire_count(n: usize) -> Result<c_int> {
 }
 
 fn tag_of(tag: u32) -> Result<c_int> {
-    let top = super::own::tag();
+    let top = super::ops::tag();
     c_int::try_from(tag).ok().filter(|&t| t < top).ok_or_else(|| {
         Error::invalid(
             "send",
@@ -199,7 +199,7 @@ fn isend(
     let mut reqs = Vec::with_capacity(2);
     // SAFETY: placeholder, written by MPI_Isend.
     let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-    let (p, n) = (super::coll::ptr(&h), wire_count(h.len())?);
+    let (p, n) = (super::ops::ptr(&h), wire_count(h.len())?);
     // SAFETY: `h` is returned to the caller, which keeps it until the request completes
     // (its heap buffer does not move when the Vec does).
     call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut r) })?;
@@ -216,7 +216,7 @@ fn isend_payload(c: &MpiComm, dst: usize, tag: u32, data: &[u8]) -> Result<Vec<f
         let n = count(part.len(), "send")?;
         // SAFETY: placeholder, written by MPI_Isend.
         let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        let p = super::coll::ptr(part);
+        let p = super::ops::ptr(part);
         // SAFETY: the caller keeps `data` alive and unmoved until the requests complete.
         call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut r) })?;
         reqs.push(r);
@@ -583,13 +583,13 @@ pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, 
         let one = c.send_order.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: placeholders, written by MPI_Isend.
         let mut reqs: [ffi::MPI_Request; 2] = unsafe { [ffi::RSMPI_REQUEST_NULL; 2] };
-        let p = super::coll::ptr(h);
+        let p = super::ops::ptr(h);
         // SAFETY: the room outlives the request: it is kept for the next send only once
         // the waits below completed it, and left to MPI (leaked) otherwise.
         call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n as c_int, bytes(), dst as c_int, t, c.comm, &mut reqs[0]) })?;
         let mut parts = Vec::new();
         if !inline && data.len() <= super::max_count() {
-            let (p, n) = (super::coll::ptr(data), count(data.len(), "send")?);
+            let (p, n) = (super::ops::ptr(data), count(data.len(), "send")?);
             // SAFETY: `data` is borrowed until the wait below completes the request.
             call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), dst as c_int, t, c.comm, &mut reqs[1]) })?;
         } else if !inline {
@@ -712,7 +712,7 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     // SAFETY: placeholders, written by MPI.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
     let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
-    let (p, n) = (super::coll::ptr(buf), wire_count(buf.len())?);
+    let (p, n) = (super::ops::ptr(buf), wire_count(buf.len())?);
     // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
     call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), src as c_int, tag as c_int, c.comm, &mut req) })?;
     let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
@@ -737,7 +737,7 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
 /// Receives the matched message `msg` of `len` bytes into `buf`.
 fn take(msg: &mut ffi::MPI_Message, len: usize, buf: &mut [u8]) -> Result<()> {
     let n = wire_count(len)?;
-    let p = super::coll::ptr(buf);
+    let p = super::ops::ptr(buf);
     // SAFETY: `buf` holds `len` bytes; the message is ours (matched probe).
     call("MPI_Mrecv", || unsafe { ffi::MPI_Mrecv(p, n, bytes(), msg, ffi::RSMPI_STATUS_IGNORE) })
 }

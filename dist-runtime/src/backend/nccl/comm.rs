@@ -9,7 +9,7 @@
 //! A blocking communicator would wait inside NCCL with no bound: a first device send to a
 //! peer that never posts its receive hung there forever.
 
-use super::{fail, ok, DevPtr};
+use super::{fail, ok, CuPtr};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use cudarc::driver::{CudaContext, CudaStream};
@@ -171,8 +171,8 @@ impl NcclComm {
     ///
     /// # Safety
     /// `p` is a device buffer of at least `n` elements of `dt` on this comm's device.
-    pub(crate) unsafe fn post_send(&self, p: DevPtr, n: usize, dt: DType, peer: usize) -> Result<()> {
-        let t = super::ops::nccl_type(dt);
+    pub(crate) unsafe fn post_send(&self, p: CuPtr, n: usize, dt: DType, peer: usize) -> Result<()> {
+        let t = super::types::nccl_type(dt);
         // SAFETY: forwarded.
         ok(unsafe { result::send(p as *const c_void, n, t, peer as i32, self.comm, self.cu()) }, "ncclSend")
     }
@@ -181,8 +181,8 @@ impl NcclComm {
     ///
     /// # Safety
     /// As [`post_send`](Self::post_send), for writing.
-    pub(crate) unsafe fn post_recv(&self, p: DevPtr, n: usize, dt: DType, peer: usize) -> Result<()> {
-        let t = super::ops::nccl_type(dt);
+    pub(crate) unsafe fn post_recv(&self, p: CuPtr, n: usize, dt: DType, peer: usize) -> Result<()> {
+        let t = super::types::nccl_type(dt);
         // SAFETY: forwarded.
         ok(unsafe { result::recv(p as *mut c_void, n, t, peer as i32, self.comm, self.cu()) }, "ncclRecv")
     }

@@ -2,6 +2,7 @@
 //! and the completion as a CUDA event recorded after it. Arguments arrive checked by the
 //! typed layer (`comm/device.rs`), which also compares the `Op` across ranks first.
 
+use super::types::{nccl_size, nccl_type};
 use super::{fail, ok, NcclComm};
 use crate::backend::{Completion, DevBufs, DevP2p, DevPtr, Device};
 use crate::dtype::DType;
@@ -14,39 +15,6 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// NCCL's type of a dist element type (the same ten; `i16`/`u16`, which NCCL lacks,
-/// travel as 16-bit words of another type, which ops that only move data never read —
-/// [`launch`](NcclComm::launch) refuses to reduce them).
-pub(crate) fn nccl_type(d: DType) -> sys::ncclDataType_t {
-    use sys::ncclDataType_t::*;
-    match d {
-        DType::I8 => ncclInt8,
-        DType::U8 | DType::Bool => ncclUint8,
-        DType::I32 => ncclInt32,
-        DType::U32 => ncclUint32,
-        DType::I64 => ncclInt64,
-        DType::U64 => ncclUint64,
-        DType::F16 => ncclFloat16,
-        DType::BF16 => ncclBfloat16,
-        DType::F32 => ncclFloat32,
-        DType::F64 => ncclFloat64,
-        DType::I16 | DType::U16 => ncclFloat16,
-        // A complex number is a pair of floats: sums, averages and scalings of pairs are
-        // those of the numbers; `launch` refuses the product.
-        DType::C64 => ncclFloat32,
-        DType::C128 => ncclFloat64,
-    }
-}
-
-/// Bytes of one element of [`nccl_type`]`(d)`: counts passed to NCCL are in these.
-pub(crate) fn nccl_size(d: DType) -> usize {
-    match d {
-        DType::C64 => 4,
-        DType::C128 => 8,
-        d => d.size(),
-    }
-}
 
 /// A device buffer an op reads: its address on `stream`, and cudarc's record that makes
 /// the buffer's next user wait for this op (keep it until the op is enqueued).

@@ -186,10 +186,9 @@ pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::op::Op) -> Result
     // the ranks out of step for every later collective).
     c.sync(epoch, cx, true)?;
     let mine = probe_local(c);
-    let mut ok = [mine as u8];
-    super::coll::all_reduce_min_u8(c, epoch, cx, &mut ok)?;
-    c.cma.store(if ok[0] == 1 { 1 } else { 2 }, SeqCst);
-    if ok[0] == 0 && c.cfg.algo.cma == Some(true) {
+    let ok = super::slots::all_yes(c, epoch, cx, mine)?;
+    c.cma.store(if ok { 1 } else { 2 }, SeqCst);
+    if !ok && c.cfg.algo.cma == Some(true) {
         // Forced on (`DIST_CMA=1`, `DIST_ALGO=cma`): say so rather than quietly copying.
         return Err(Error::backend(
             "shm",
@@ -205,7 +204,7 @@ pub(super) fn usable(c: &ShmComm, epoch: &mut u32, cx: &crate::op::Op) -> Result
             ),
         ));
     }
-    Ok(ok[0] == 1)
+    Ok(ok)
 }
 
 pub(super) fn err(peer: usize, e: std::io::Error) -> Error {

@@ -13,6 +13,7 @@
 //! Reductions always combine contributions in rank order 0, 1, …, n−1, so every rank
 //! gets bitwise the same result, on every path.
 
+use super::slots::{from_shm, lock, parities, part, publish, published, shm, shm_mut, to_shm, unit, whole};
 use super::{cma, shared, ShmComm};
 use crate::backend::reduce;
 use crate::dtype::DType;
@@ -20,76 +21,18 @@ use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::reduce_op::ReduceOp;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
-use std::sync::MutexGuard;
-
-pub(super) fn lock(c: &ShmComm) -> MutexGuard<'_, u32> {
-    c.coll.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[inline]
-fn to_shm(dst: *mut u8, src: &[u8]) {
-    // SAFETY: callers pass a region of their own slot of the write parity, which no peer
-    // reads until this rank arrives at the next epoch.
-    unsafe { super::copy::copy(dst, src.as_ptr(), src.len()) }
-}
-
-#[inline]
-fn from_shm(dst: &mut [u8], src: *const u8) {
-    // SAFETY: callers pass a region of a peer's slot of the read parity, which that peer
-    // wrote before arriving at the epoch we waited for and won't touch until we arrive.
-    unsafe { super::copy::copy(dst.as_mut_ptr(), src, dst.len()) }
-}
-
-/// A read-only view of a peer's region of the read parity (same contract as `from_shm`).
-#[inline]
-fn shm<'a>(p: *const u8, len: usize) -> &'a [u8] {
-    // SAFETY: see `from_shm`; the region stays unchanged while the view is used.
-    unsafe { std::slice::from_raw_parts(p, len) }
-}
-
-/// A writable view of this rank's own region of the write parity (contract of `to_shm`).
-#[inline]
-fn shm_mut<'a>(p: *mut u8, len: usize) -> &'a mut [u8] {
-    // SAFETY: see `to_shm`.
-    unsafe { std::slice::from_raw_parts_mut(p, len) }
-}
 
 /// Bytes before the data in a slot on the flat reduce path: the op's key, folded.
 const FLAT_KEY: usize = 8;
-
-fn parities(epoch: u32) -> (u32, u32) {
-    (epoch.wrapping_add(1) % 2, epoch % 2)
-}
-
-/// Splits `len` bytes of `es`-byte elements into `n` near-equal parts; returns part j.
-pub(super) fn part(len: usize, es: usize, n: usize, j: usize) -> (usize, usize) {
-    let ce = len / es;
-    ((ce * j / n) * es, (ce * (j + 1) / n) * es)
-}
 
 /// Region of a slot given to each of n destinations (64-byte aligned).
 fn region(c: &ShmComm) -> usize {
     region_of(c, 1)
 }
 
-/// `x` rounded down to a whole number of 64-byte lines that is also a whole number of
-/// `unit`-byte items (a user reduction's items must never be cut by a chunk).
-pub(super) fn whole(x: usize, unit: usize) -> usize {
-    let mut step: usize = 64;
-    while !step.is_multiple_of(unit) {
-        step += 64;
-    }
-    x / step * step
-}
-
 /// [`region`] for items of `unit` bytes.
 fn region_of(c: &ShmComm, unit: usize) -> usize {
     whole(c.seg.layout.slot / c.n, unit)
-}
-
-/// Bytes of the smallest piece a reduction with `op` may be cut into.
-pub(super) fn unit(dtype: DType, op: ReduceOp) -> usize {
-    dtype.size() * op.width()
 }
 
 /// Offsets of blocks of `counts` bytes laid end to end.
@@ -876,27 +819,6 @@ fn exchange_fixed(c: &ShmComm, epoch: &mut u32, cx: &Op, send: &mut [u8], recv: 
         from_shm(&mut recv[j * m..(j + 1) * m], c.slot(j, r).wrapping_add(me * reg));
     }
     Ok(())
-}
-
-/// MIN all-reduce of a few bytes (the single-copy probe), with the op's fingerprint.
-pub(super) fn all_reduce_min_u8(c: &ShmComm, epoch: &mut u32, cx: &Op, buf: &mut [u8]) -> Result<()> {
-    reduce_locked(c, epoch, cx, true, false, buf, DType::U8, ReduceOp::Min, None).map(|_| ())
-}
-
-/// Publishes `words` (addresses, offsets) in this rank's write-parity slot.
-pub(super) fn publish(c: &ShmComm, epoch: u32, words: &[u64]) {
-    let (w, _) = parities(epoch);
-    to_shm(c.slot(c.rank, w), bytemuck::cast_slice(words));
-}
-
-/// Word `k` of what rank j published in the step just completed (no copy of the rest:
-/// this is on every single-copy op's path, once or twice per peer).
-pub(super) fn published(c: &ShmComm, epoch: u32, j: usize, k: usize) -> u64 {
-    let (_, r) = parities(epoch);
-    // SAFETY: word k of rank j's slot of the read parity, which j wrote before arriving at
-    // the epoch we waited for and won't touch until we arrive (`from_shm`'s contract); the
-    // callers read no further than what `publish` wrote, inside the slot.
-    unsafe { std::ptr::read_unaligned(c.slot(j, r).add(8 * k) as *const u64) }
 }
 
 /// Ranks in the order this rank reads them: itself, then the next ones round the ring,

@@ -10,6 +10,7 @@ mod p2p;
 mod records;
 pub(crate) mod segment;
 mod shared;
+mod slots;
 pub(crate) mod sync;
 pub(crate) mod tuning;
 
@@ -84,7 +85,7 @@ pub(crate) struct ShmComm {
 /// to its CPU and 1 where ranks are bound (`init.rs`), else every rank of the host and
 /// its core count.
 fn awake_word(cfg: &Config) -> (usize, usize) {
-    match crate::init::pinned_cpu() {
+    match crate::sys::pinned_cpu() {
         Some(i) => (segment::AWAKE_CPU + 4 * (i % segment::AWAKE_CPUS), 1),
         None => (segment::AWAKE, cfg.cores),
     }

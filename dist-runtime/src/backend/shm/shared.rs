@@ -169,7 +169,7 @@ pub(super) fn alloc(c: &ShmComm, cx: &Op, bytes: usize) -> Result<Box<dyn Shared
         return Ok(Box::new(HeapMem::new(bytes)?));
     }
     let (n, me) = (c.n, c.rank);
-    let mut epoch = super::coll::lock(c);
+    let mut epoch = super::slots::lock(c);
     let epoch = &mut *epoch;
     let id = c.allocs.fetch_add(1, SeqCst);
     let map_len = bytes.div_ceil(4096) * 4096;
@@ -183,11 +183,11 @@ pub(super) fn alloc(c: &ShmComm, cx: &Op, bytes: usize) -> Result<Box<dyn Shared
         }
         Err(_) => -1,
     };
-    super::coll::publish(c, *epoch, &[fdnum as u64]);
+    super::slots::publish(c, *epoch, &[fdnum as u64]);
     c.sync(epoch, cx, true)?;
     let mut failed: Option<Error> = made.as_ref().err().map(|e| Error::backend("shm", e.to_string()));
     for j in (0..n).filter(|&j| j != me) {
-        let theirs = super::coll::published(c, *epoch, j, 0) as i64;
+        let theirs = super::slots::published(c, *epoch, j, 0) as i64;
         if theirs < 0 || failed.is_some() {
             continue;
         }
@@ -198,13 +198,12 @@ pub(super) fn alloc(c: &ShmComm, cx: &Op, bytes: usize) -> Result<Box<dyn Shared
     }
     // Every rank has mapped every file it could (so the owners may close theirs), and
     // all learn whether every rank has all n.
-    let mut ok = [failed.is_none() as u8];
-    super::coll::all_reduce_min_u8(c, epoch, cx, &mut ok)?;
+    let ok = super::slots::all_yes(c, epoch, cx, failed.is_none())?;
     drop(made);
     if let Some(e) = failed {
         return Err(e);
     }
-    if ok[0] == 0 {
+    if !ok {
         return Err(Error::backend(
             "shm",
             format!("alloc at {}: another rank of {} could not map this allocation (see its error)", cx.site, c.name),
@@ -354,8 +353,8 @@ pub(super) fn all_to_all(c: &ShmComm, epoch: &mut u32, cx: &Op, recv: &mut [u8],
 /// `out = src(0) ⊕ … ⊕ src(k − 1)` in rank order, piece by piece (no finishing step);
 /// `src(j, at, len)` is rank j's `len` bytes at `at` of what is folded.
 fn fold<'a>(out: &mut [u8], k: usize, dtype: DType, op: ReduceOp, src: impl Fn(usize, usize, usize) -> &'a [u8]) {
-    let unit = super::coll::unit(dtype, op);
-    let piece = super::coll::whole(PIECE, unit).max(unit);
+    let unit = super::slots::unit(dtype, op);
+    let piece = super::slots::whole(PIECE, unit).max(unit);
     let mut s = 0;
     while s < out.len() {
         let e = out.len().min(s + piece);
@@ -397,9 +396,9 @@ pub(super) fn all_reduce(
     p: &Peers,
 ) -> Result<()> {
     let (n, me, b) = (c.n, c.rank, buf.len());
-    let unit = super::coll::unit(dtype, op);
-    let (ps, pe) = super::coll::part(b, unit, n, me);
-    let piece = super::coll::whole(PIECE, unit).max(unit).min(pe - ps);
+    let unit = super::slots::unit(dtype, op);
+    let (ps, pe) = super::slots::part(b, unit, n, me);
+    let piece = super::slots::whole(PIECE, unit).max(unit).min(pe - ps);
     let commutes = reduce::commutes(dtype, op);
     // Where the order allows, the fold runs in this rank's own buffer: rank 0's share
     // starts with its own contribution; any other rank's, for an op that commutes, with
@@ -445,7 +444,7 @@ pub(super) fn all_reduce(
     }
     c.sync(epoch, cx, false)?;
     for j in (0..n).filter(|&j| j != me) {
-        let (js, je) = super::coll::part(b, unit, n, j);
+        let (js, je) = super::slots::part(b, unit, n, j);
         super::copy::copy_slice(&mut buf[js..je], p.of(j, js, je - js));
     }
     c.sync(epoch, cx, false)

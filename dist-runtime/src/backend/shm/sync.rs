@@ -223,7 +223,7 @@ pub(crate) fn pid_stopped(pid: u32) -> bool {
     matches!(pid_state(pid), Some('T' | 't'))
 }
 
-pub(crate) use crate::verify::{pid_alive, pid_state};
+pub(crate) use crate::sys::{pid_alive, pid_state};
 
 #[cfg(test)]
 mod tests {
