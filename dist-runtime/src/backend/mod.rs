@@ -180,6 +180,7 @@ pub(crate) struct HeapMem {
 
 // SAFETY: plain owned memory; `SharedBuf` hands out access by the borrow rules.
 unsafe impl Send for HeapMem {}
+// SAFETY: as for `Send`.
 unsafe impl Sync for HeapMem {}
 
 impl HeapMem {

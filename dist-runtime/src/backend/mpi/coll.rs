@@ -184,10 +184,11 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             };
             let recv = if me_root { ptr(buf) } else { std::ptr::null_mut() };
             let t = datatype(d);
-            // SAFETY: buffers of `n` elements live until the wait returns.
             if to_root {
+                // SAFETY: buffers of `n` elements live until the wait returns.
                 call("MPI_Ireduce", || unsafe { ffi::MPI_Ireduce(send, recv, n, t, mop, root, comm, &mut req) })?;
             } else {
+                // SAFETY: buffers of `n` elements live until the wait returns.
                 call("MPI_Iallreduce", || unsafe { ffi::MPI_Iallreduce(send, recv, n, t, mop, comm, &mut req) })?;
             }
             if me_root {
@@ -202,10 +203,11 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             _scratch = buf.to_vec();
             let (sp, rp) = (ptr(&_scratch), ptr(buf));
             let exclusive = op.kind == OpKind::Exscan;
-            // SAFETY: both buffers hold `n` elements and outlive the wait.
             if exclusive {
+                // SAFETY: both buffers hold `n` elements and outlive the wait.
                 call("MPI_Iexscan", || unsafe { ffi::MPI_Iexscan(sp, rp, n, t, mop, comm, &mut req) })?;
             } else {
+                // SAFETY: both buffers hold `n` elements and outlive the wait.
                 call("MPI_Iscan", || unsafe { ffi::MPI_Iscan(sp, rp, n, t, mop, comm, &mut req) })?;
             }
             c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
@@ -245,12 +247,13 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
             let (cs, ds) = counts_displs(counts, op.name)?;
             let sn = count(send.len(), op.name)?;
             let rp = recv.map_or(std::ptr::null_mut(), |r| ptr(r));
-            // SAFETY: the typed layer checked the lengths against `counts`.
             if op.kind == OpKind::AllGather {
+                // SAFETY: the typed layer checked the lengths against `counts`.
                 call("MPI_Iallgatherv", || unsafe {
                     ffi::MPI_Iallgatherv(ptr(send), sn, bytes(), rp, cs.as_ptr(), ds.as_ptr(), bytes(), comm, &mut req)
                 })?;
             } else {
+                // SAFETY: the typed layer checked the lengths against `counts`.
                 call("MPI_Igatherv", || unsafe {
                     ffi::MPI_Igatherv(
                         ptr(send),
@@ -402,6 +405,7 @@ fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usiz
     let mine: Vec<u64> = send_counts.iter().map(|&x| x as u64).collect();
     let mut theirs = vec![0u64; n];
     let one = count(8, op.name)?;
+    // SAFETY: reading rsmpi's exported constant.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
     let rp = theirs.as_mut_ptr() as *mut c_void;
     // SAFETY: n u64 each way, alive until the wait.

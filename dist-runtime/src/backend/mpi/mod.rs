@@ -314,6 +314,7 @@ fn end() {
         // SAFETY: MPI is initialized; this ends the job.
         let _ = call("MPI_Abort", || unsafe { ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1) });
     }
+    // SAFETY: MPI is initialized (checked above) and this is its last call in the process.
     let _ = call("MPI_Finalize", || unsafe { ffi::MPI_Finalize() });
     ENDED.store(true, Ordering::SeqCst);
 }
@@ -343,6 +344,7 @@ impl MpiComm {
     /// duplicate of `MPI_COMM_WORLD`, returning errors instead of aborting the job.
     pub(crate) fn world(expect: Option<(usize, usize)>, timeout: Duration) -> Result<MpiComm> {
         let mut done: c_int = 0;
+        // SAFETY: MPI_Finalized may be called at any time; it writes `done`.
         call("MPI_Finalized", || unsafe { ffi::MPI_Finalized(&mut done) })?;
         if done != 0 {
             return Err(Error::backend(
@@ -352,6 +354,7 @@ impl MpiComm {
             ));
         }
         let mut up: c_int = 0;
+        // SAFETY: MPI_Initialized may be called at any time; it writes `up`.
         call("MPI_Initialized", || unsafe { ffi::MPI_Initialized(&mut up) })?;
         if up == 0 {
             // Bounded like the rest of init: MPI_Init may connect to every peer (Open MPI's
@@ -488,7 +491,9 @@ impl MpiComm {
         };
         // SAFETY: a valid communicator.
         call("MPI_Comm_set_errhandler", || unsafe { ffi::MPI_Comm_set_errhandler(comm, ffi::RSMPI_ERRORS_RETURN) })?;
+        // SAFETY: a valid communicator.
         call("MPI_Comm_rank", || unsafe { ffi::MPI_Comm_rank(comm, &mut rank) })?;
+        // SAFETY: a valid communicator.
         call("MPI_Comm_size", || unsafe { ffi::MPI_Comm_size(comm, &mut size) })?;
         c.rank = rank as usize;
         c.size = size as usize;

@@ -138,6 +138,7 @@ fn exchange_counted(
         for r in reqs[..nrecv].iter_mut() {
             // SAFETY: cancelling and completing our own pending receives.
             let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(r) });
+            // SAFETY: cancelling and completing our own pending receives.
             let _ = call("MPI_Wait", || unsafe { ffi::MPI_Wait(r, ffi::RSMPI_STATUS_IGNORE) });
         }
     }

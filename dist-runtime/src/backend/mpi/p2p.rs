@@ -693,6 +693,7 @@ fn try_probe_from(c: &MpiComm, src: c_int, tag: u32) -> Result<Option<(ffi::MPI_
     let mut flag: c_int = 0;
     // SAFETY: placeholders, written by MPI.
     let mut msg: ffi::MPI_Message = unsafe { ffi::RSMPI_MESSAGE_NULL };
+    // SAFETY: placeholders, written by MPI.
     let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
     // SAFETY: a valid communicator; outputs written by MPI.
     call("MPI_Improbe", || unsafe { ffi::MPI_Improbe(src, tag as c_int, c.comm, &mut flag, &mut msg, &mut st) })?;
@@ -711,6 +712,7 @@ fn try_probe_from(c: &MpiComm, src: c_int, tag: u32) -> Result<Option<(ffi::MPI_
 fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> Result<usize> {
     // SAFETY: placeholders, written by MPI.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: placeholders, written by MPI.
     let mut st: ffi::MPI_Status = unsafe { std::mem::zeroed() };
     let (p, n) = (super::ops::ptr(buf), wire_count(buf.len())?);
     // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
@@ -725,6 +727,7 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     if let Err(e) = done {
         // SAFETY: cancelling and completing our own pending receive.
         let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(&mut req) });
+        // SAFETY: cancelling and completing our own pending receive.
         let _ = call("MPI_Wait", || unsafe { ffi::MPI_Wait(&mut req, ffi::RSMPI_STATUS_IGNORE) });
         return Err(e);
     }

@@ -340,8 +340,9 @@ impl NcclComm {
                             let src = send.addr + off;
                             let dst = if j == self.rank { recv.addr } else { src };
                             off += c as u64;
-                            // SAFETY: block j lies inside `send`; `recv` holds counts[rank] bytes.
                             ok(
+                                // SAFETY: block j lies inside `send`; `recv` holds counts[rank]
+                                // bytes.
                                 unsafe {
                                     result::reduce(
                                         src as *const c_void,

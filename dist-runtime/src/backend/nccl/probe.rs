@@ -20,6 +20,7 @@ pub fn probe() -> Result<usize> {
              the NVIDIA driver (or run where one is), or use DIST_BACKEND=shm",
         ));
     }
+    // SAFETY: both only try to dlopen the library's candidate names.
     if !unsafe { cudarc::nccl::sys::is_culib_present() } {
         // cudarc opens NCCL by its development name (`libnccl.so`); the runtime package
         // and the pip wheels ship only `libnccl.so.2`.

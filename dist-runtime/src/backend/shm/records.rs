@@ -257,14 +257,16 @@ impl ShmComm {
     /// `write_fp` with the op's key already made.
     pub(crate) fn write_fp_key(&self, parity: u32, op: &Op, key: &[u8; KEY_LEN]) {
         let base = self.ctl(self.rank) + segment::FP + parity as usize * segment::FP_LEN;
-        // SAFETY (both copies): our own op record of this parity; peers read it only
-        // after they see our epoch store (SeqCst) that follows.
+        // SAFETY: our own op record of this parity; peers read it only after they see our
+        // epoch store (SeqCst) that follows.
         unsafe { std::ptr::copy_nonoverlapping(key.as_ptr(), self.seg.ptr(base), KEY_LEN) };
         let file = op.site.0.file();
         let tag = ((file.len() as u64) << 32) | op.site.0.line() as u64;
         let (fp, ft) = &self.last_site[parity as usize];
         if fp.load(Relaxed) != file.as_ptr() as u64 || ft.load(Relaxed) != tag {
             let site = op.site_part();
+            // SAFETY: the site part of the same record, inside its FP_LEN bytes (`site_part`
+            // is RECORD_LEN - KEY_LEN long, and FP_LEN == RECORD_LEN), under the same rule.
             unsafe { std::ptr::copy_nonoverlapping(site.as_ptr(), self.seg.ptr(base + KEY_LEN), site.len()) };
             fp.store(file.as_ptr() as u64, Relaxed);
             ft.store(tag, Relaxed);

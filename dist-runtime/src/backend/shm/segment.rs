@@ -151,6 +151,7 @@ pub(crate) struct Segment {
 // SAFETY: the mapping is process-wide memory; all shared access goes through atomics or
 // through the epoch/ring protocols, which never let two parties touch one byte at once.
 unsafe impl Send for Segment {}
+// SAFETY: as for `Send`.
 unsafe impl Sync for Segment {}
 
 fn os_err(what: &str) -> Error {

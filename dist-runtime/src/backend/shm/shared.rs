@@ -80,6 +80,7 @@ pub(super) struct Region {
 // SAFETY: the mappings are process-wide; who touches which bytes when is the protocol's
 // business (module docs): peers only read, each rank writes its own.
 unsafe impl Send for Region {}
+// SAFETY: as for `Send`.
 unsafe impl Sync for Region {}
 
 impl Drop for Region {
