@@ -6,8 +6,9 @@
 //! rank's exit code (reported by the rank through the launcher's store, which also
 //! carries results), the first failing rank, and the timeout.
 
+use super::report::{blame, leftovers, RankExit, Report};
+use super::Launch;
 use crate::error::{Error, Result};
-use crate::launch::{Launch, RankExit, Report};
 use crate::store::StoreServer;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,11 +28,110 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
     let store = StoreServer::bind(format!("{addr}:0").as_str(), token)?;
     let port = store.addr().port().to_string();
     let start = Instant::now();
+    let mut cmd = command(l, &addr, &port, token);
+    let mut child = cmd.spawn().map_err(|e| Error::Backend {
+        backend: "launch",
+        msg: format!(
+            "cannot start {} for the MPI backend: {e} (install an MPI, e.g. apt install openmpi-bin, or set \
+             DIST_MPIRUN)",
+            mpirun().to_string_lossy()
+        ),
+        source: Some(Box::new(e)),
+    })?;
+    let outputs: Arc<Vec<Mutex<Vec<u8>>>> = Arc::new((0..l.n).map(|_| Mutex::new(Vec::new())).collect());
+    let launcher_out = Arc::new(Mutex::new(Vec::new()));
+    let pumps = match (
+        pump(child.stdout.take().expect("piped"), false, l, outputs.clone(), launcher_out.clone()),
+        pump(child.stderr.take().expect("piped"), true, l, outputs.clone(), launcher_out.clone()),
+    ) {
+        (Ok(a), Ok(b)) => [a, b],
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let mut job = Mpirun {
+        store: &store,
+        child,
+        seen: Watched::new(l.n),
+        status: None,
+        all_reported: None,
+        stopping: false,
+        stuck_teardown: false,
+    };
+    let mut fault = super::supervise::Injector::new(l.fault.filter(|f| f.rank < l.n));
+    let timed_out = super::supervise::supervise(&mut job, start, l.timeout, &mut fault)?;
+    let (status, stuck_teardown, ranks_seen) =
+        (job.status.expect("supervised to the end"), job.stuck_teardown, job.seen);
+    for p in pumps {
+        let _ = p.join();
+    }
+    let launcher_text = String::from_utf8_lossy(&launcher_out.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+    let told = mpirun_told(&launcher_text);
+    // A rank that ended without reporting before any rank reported a failure of its own
+    // (killed, `exit()` or an abort mid-job): the cause, whatever came after it.
+    // (mpirun's own account of a rank that ended first, on any host, outranks a local
+    // process seen gone: that one may have been stopped by mpirun's teardown after it.)
+    let told_first = told.iter().map(|t| t.0).find(|&r| ranks_seen.reported[r].is_none());
+    let ended_first = ranks_seen.first_unreported_end().filter(|&r| told_first.is_none_or(|t| t == r)).or(told_first);
+    let stopped = timed_out || !status.success();
+    let mut ranks: Vec<RankExit> = (0..l.n)
+        .map(|r| {
+            let output = String::from_utf8_lossy(&outputs[r].lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+            exit_of(r, &ranks_seen, &told, ended_first, output, &launcher_text, stopped)
+        })
+        .collect();
+    if stuck_teardown {
+        ranks[0].output.push_str(&format!(
+            "mpirun did not exit {}s after every rank had reported its exit; stopped (Open MPI's teardown hung):\n{launcher_text}",
+            TEARDOWN_GRACE.as_secs()
+        ));
+    } else if !status.success() && !timed_out && ranks.iter().all(RankExit::success) {
+        // Every rank reported success, then something failed in teardown (MPI_Finalize,
+        // an abort): the job did not succeed; rank 0 carries mpirun's account of it.
+        ranks[0].code = Some(status.code().unwrap_or(1));
+        ranks[0].output.push_str(&format!(
+            "mpirun exited with {status} after every rank reported success (a failure in teardown):\n{launcher_text}"
+        ));
+    }
+    // In the order the launcher saw them: reports of failures, and ranks that ended
+    // without one (their own end: what mpirun said of them counts when no pid was seen).
+    let order =
+        ranks_seen.order.iter().copied().chain(told.iter().map(|t| t.0)).chain(0..l.n).fold(Vec::new(), |mut v, r| {
+            if !v.contains(&r) {
+                v.push(r);
+            }
+            v
+        });
+    let stored = |key: &str| store.get_local(key);
+    let blamed = blame(&ranks, order, ended_first, 0, &stored);
+    let first_failure =
+        blamed.first_failure.or_else(|| (!status.success()).then(|| ranks.iter().position(|r| !r.success())).flatten());
+    let (results, flight) = leftovers(&ranks, 0, &stored);
+    Ok(Report {
+        ranks,
+        first_failure,
+        remote_failure: None,
+        left_early: blamed.left_early,
+        cause: blamed.cause,
+        flight,
+        timed_out,
+        elapsed: start.elapsed(),
+        results,
+        joined: None,
+    })
+}
+
+/// The mpirun command for `l`'s ranks: its options, then the variables the ranks need
+/// (the store at `addr:port`, the job's token, the launcher's own `DIST_*`/`RUST_*`),
+/// set on mpirun and exported to the ranks with `-x`.
+fn command(l: &Launch, addr: &str, port: &str, token: &str) -> Command {
     let mut cmd = Command::new(mpirun());
     // Variables for the ranks: set on mpirun and exported with -x.
     let mut vars: Vec<(OsString, OsString)> = vec![
         ("DIST_BACKEND".into(), "mpi".into()),
-        ("MASTER_ADDR".into(), addr.clone().into()),
+        ("MASTER_ADDR".into(), addr.into()),
         ("MASTER_PORT".into(), port.into()),
         ("DIST_JOB_TOKEN".into(), token.into()),
         ("DIST_EXIT_REPORT".into(), "1".into()),
@@ -75,183 +175,97 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         cmd.env(k, v).arg("-x").arg(k);
     }
     cmd.arg(&l.program).args(&l.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| Error::Backend {
-        backend: "launch",
-        msg: format!(
-            "cannot start {} for the MPI backend: {e} (install an MPI, e.g. apt install openmpi-bin, or set \
-             DIST_MPIRUN)",
-            mpirun().to_string_lossy()
-        ),
-        source: Some(Box::new(e)),
-    })?;
-    let outputs: Arc<Vec<Mutex<Vec<u8>>>> = Arc::new((0..l.n).map(|_| Mutex::new(Vec::new())).collect());
-    let launcher_out = Arc::new(Mutex::new(Vec::new()));
-    let pumps = match (
-        pump(child.stdout.take().expect("piped"), false, l, outputs.clone(), launcher_out.clone()),
-        pump(child.stderr.take().expect("piped"), true, l, outputs.clone(), launcher_out.clone()),
-    ) {
-        (Ok(a), Ok(b)) => [a, b],
-        (Err(e), _) | (_, Err(e)) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-    };
-    let mut timed_out = false;
-    let mut term_at: Option<Instant> = None;
-    // When every rank has reported its exit and mpirun still runs long after, mpirun is
-    // stuck in its own teardown (Open MPI 4.1's mpirun can deadlock when one rank aborts
-    // while another finalizes, its ranks all gone): stop it rather than wait for the
-    // timeout. The grace covers a rank's own end after its report (its linger and abort).
-    const TEARDOWN_GRACE: Duration = Duration::from_secs(4);
-    let mut all_reported: Option<Instant> = None;
-    let mut stuck_teardown = false;
-    let mut ranks_seen = Watched::new(l.n);
-    let mut fault = super::Injector::new(l.fault.filter(|f| f.rank < l.n));
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(|e| Error::backend("launch", format!("waiting for mpirun: {e}")))? {
-            ranks_seen.look(&store, term_at.is_some());
-            break s;
-        }
-        ranks_seen.look(&store, term_at.is_some());
-        fault.tick(start.elapsed(), |r| ranks_seen.running_here(r));
-        if all_reported.is_none() && ranks_seen.reported.iter().all(Option::is_some) {
-            all_reported = Some(Instant::now());
-        }
-        if all_reported.is_some_and(|t| t.elapsed() >= TEARDOWN_GRACE) && term_at.is_none() {
-            stuck_teardown = true;
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-            term_at = Some(Instant::now());
-        }
-        if l.timeout.is_some_and(|t| start.elapsed() >= t) && term_at.is_none() {
-            timed_out = true;
-            // mpirun passes SIGTERM on to the ranks; SIGKILL if it does not end.
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-            term_at = Some(Instant::now());
-        }
-        if term_at.is_some_and(|t| t.elapsed() > Duration::from_secs(3)) {
-            let _ = child.kill();
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    for p in pumps {
-        let _ = p.join();
+    cmd
+}
+
+/// How rank `r` ended, as the launcher can tell under mpirun: its own report, else what
+/// mpirun said of it (`told`), else its end seen on this host (`ended_first`: it ended on
+/// its own), else killed in mpirun's teardown (`stopped`: the launcher or mpirun ended
+/// the job). A rank without a report gets mpirun's own words in its output.
+fn exit_of(
+    r: usize,
+    seen: &Watched,
+    told: &[(usize, Ended)],
+    ended_first: Option<usize>,
+    mut output: String,
+    launcher_text: &str,
+    stopped: bool,
+) -> RankExit {
+    let code = seen.reported[r];
+    if code.is_none() && !launcher_text.is_empty() {
+        output.push_str(launcher_text);
     }
-    let launcher_text = String::from_utf8_lossy(&launcher_out.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
-    let told = mpirun_told(&launcher_text);
-    // A rank that ended without reporting before any rank reported a failure of its own
-    // (killed, `exit()` or an abort mid-job): the cause, whatever came after it.
-    // (mpirun's own account of a rank that ended first, on any host, outranks a local
-    // process seen gone: that one may have been stopped by mpirun's teardown after it.)
-    let told_first = told.iter().map(|t| t.0).find(|&r| ranks_seen.reported[r].is_none());
-    let ended_first = ranks_seen.first_unreported_end().filter(|&r| told_first.is_none_or(|t| t == r)).or(told_first);
-    let ranks: Vec<RankExit> = (0..l.n)
-        .map(|r| {
-            let code = ranks_seen.reported[r];
-            let mut output =
-                String::from_utf8_lossy(&outputs[r].lock().unwrap_or_else(|p| p.into_inner())).into_owned();
-            if code.is_none() && !launcher_text.is_empty() {
-                output.push_str(&launcher_text);
-            }
-            // Ended on its own without a report: what mpirun said of it, if anything.
-            // (Processes that ended after it were stopped by mpirun's teardown.)
-            let own_end = code.is_none() && (ended_first == Some(r) || told.iter().any(|t| t.0 == r));
-            let (code, signal) = match told.iter().find(|t| t.0 == r) {
-                Some(&(_, Ended::Signal(s))) if code.is_none() => (None, Some(s)),
-                Some(&(_, Ended::Code(c))) if code.is_none() => (Some(c), None),
-                _ if code.is_none() && !own_end => (None, Some(libc::SIGKILL)),
-                _ => (code, None),
-            };
-            if own_end && code.is_none() && signal.is_none() {
-                output.push_str(&format!(
-                    "[launcher] rank {r}'s process (pid {}) ended without reporting how: an exit() or an abort \
-                     inside the job, before its entry returned\n",
-                    ranks_seen.pid[r].map_or(0, |p| p.0)
-                ));
-            }
-            RankExit {
-                rank: r,
-                pid: ranks_seen.pid[r].map_or(0, |p| p.0),
-                code,
-                signal,
-                killed_by_launcher: code.is_none() && !own_end && (timed_out || !status.success()),
-                output,
-            }
-        })
-        .collect();
-    let mut ranks = ranks;
-    if stuck_teardown {
-        ranks[0].output.push_str(&format!(
-            "mpirun did not exit {}s after every rank had reported its exit; stopped (Open MPI's teardown hung):\n{launcher_text}",
-            TEARDOWN_GRACE.as_secs()
-        ));
-    } else if !status.success() && !timed_out && ranks.iter().all(RankExit::success) {
-        // Every rank reported success, then something failed in teardown (MPI_Finalize,
-        // an abort): the job did not succeed; rank 0 carries mpirun's account of it.
-        ranks[0].code = Some(status.code().unwrap_or(1));
-        ranks[0].output.push_str(&format!(
-            "mpirun exited with {status} after every rank reported success (a failure in teardown):\n{launcher_text}"
+    // Ended on its own without a report: what mpirun said of it, if anything.
+    // (Processes that ended after it were stopped by mpirun's teardown.)
+    let own_end = code.is_none() && (ended_first == Some(r) || told.iter().any(|t| t.0 == r));
+    let (code, signal) = match told.iter().find(|t| t.0 == r) {
+        Some(&(_, Ended::Signal(s))) if code.is_none() => (None, Some(s)),
+        Some(&(_, Ended::Code(c))) if code.is_none() => (Some(c), None),
+        _ if code.is_none() && !own_end => (None, Some(libc::SIGKILL)),
+        _ => (code, None),
+    };
+    let pid = seen.pid[r].map_or(0, |p| p.0);
+    if own_end && code.is_none() && signal.is_none() {
+        output.push_str(&format!(
+            "[launcher] rank {r}'s process (pid {pid}) ended without reporting how: an exit() or an abort inside \
+             the job, before its entry returned\n"
         ));
     }
-    // In the order the launcher saw them: reports of failures, and ranks that ended
-    // without one (their own end: what mpirun said of them counts when no pid was seen).
-    let failing: Vec<usize> = ranks_seen
-        .order
-        .iter()
-        .copied()
-        .chain(told.iter().map(|t| t.0))
-        .chain(0..l.n)
-        .filter(|&r| !ranks[r].success() && !ranks[r].killed_by_launcher)
-        .fold(Vec::new(), |mut v, r| {
-            if !v.contains(&r) {
-                v.push(r);
-            }
-            v
-        });
-    let mut first_failure = ended_first
-        .or_else(|| failing.iter().copied().find(|&i| ranks[i].code != Some(3)))
-        .or(failing.first().copied());
-    // Only victims reported: one of them may have named the cause (a rank that returned
-    // early while it waited on it, or a deadlock's culprit), as on the other launchers.
-    let named = |key: &str, exited_ok: bool| {
-        (0..l.n).filter(|&i| !exited_ok || ranks[i].success()).find_map(|i| {
-            let what = store.get_local(&format!("{key}/{i}"))?;
-            Some((i, String::from_utf8_lossy(&what).into_owned()))
-        })
-    };
-    let only_victims = |f: Option<usize>| f.is_some_and(|i| ranks[i].code == Some(3));
-    let (mut left_early, mut cause) = (None, None);
-    if only_victims(first_failure) {
-        if let Some((i, what)) = named("left", true) {
-            left_early = Some(what);
-            first_failure = Some(i);
-        } else if let Some((i, what)) = named("cause", false) {
-            cause = Some(what);
-            first_failure = Some(i);
+    RankExit { rank: r, pid, code, signal, killed_by_launcher: code.is_none() && !own_end && stopped, output }
+}
+
+/// When every rank has reported its exit and mpirun still runs long after, mpirun is stuck
+/// in its own teardown (Open MPI 4.1's mpirun can deadlock when one rank aborts while
+/// another finalizes, its ranks all gone): stop it rather than wait for the timeout. The
+/// grace covers a rank's own end after its report (its linger and abort).
+const TEARDOWN_GRACE: Duration = Duration::from_secs(4);
+
+/// The job as the launcher supervises it: mpirun, its child, and the ranks as seen.
+struct Mpirun<'a> {
+    store: &'a StoreServer,
+    child: std::process::Child,
+    seen: Watched,
+    /// mpirun's exit, once it has ended.
+    status: Option<std::process::ExitStatus>,
+    all_reported: Option<Instant>,
+    /// Whether the launcher asked mpirun to stop (ends after that are its teardown).
+    stopping: bool,
+    stuck_teardown: bool,
+}
+
+impl super::supervise::Supervised for Mpirun<'_> {
+    fn look(&mut self) -> Result<super::supervise::Seen> {
+        use super::supervise::Seen;
+        let ended = self.child.try_wait().map_err(|e| Error::backend("launch", format!("waiting for mpirun: {e}")))?;
+        self.seen.look(self.store, self.stopping);
+        if let Some(s) = ended {
+            self.status = Some(s);
+            return Ok(Seen::Ended);
         }
+        if self.all_reported.is_none() && self.seen.reported.iter().all(Option::is_some) {
+            self.all_reported = Some(Instant::now());
+        }
+        if self.all_reported.is_some_and(|t| t.elapsed() >= TEARDOWN_GRACE) && !self.stopping {
+            self.stuck_teardown = true;
+            return Ok(Seen::StopNow);
+        }
+        Ok(Seen::Running)
     }
-    let first_failure =
-        first_failure.or_else(|| (!status.success()).then(|| ranks.iter().position(|r| !r.success())).flatten());
-    let results = (0..l.n).map(|r| store.get_local(&format!("result/{r}"))).collect();
-    let dumps: Vec<(usize, String)> = (0..l.n)
-        .filter(|&i| !ranks[i].success())
-        .filter_map(|i| Some((i, String::from_utf8_lossy(&store.get_local(&format!("flight/{i}"))?).into_owned())))
-        .collect();
-    let flight = Some(crate::verify::recorder::line_up(&dumps)).filter(|s| !s.is_empty());
-    Ok(Report {
-        ranks,
-        first_failure,
-        remote_failure: None,
-        left_early,
-        cause,
-        flight,
-        timed_out,
-        elapsed: start.elapsed(),
-        results,
-        joined: None,
-    })
+
+    fn pid(&self, rank: usize) -> Option<u32> {
+        self.seen.running_here(rank)
+    }
+
+    fn stop(&mut self) {
+        // mpirun passes SIGTERM on to the ranks.
+        self.stopping = true;
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+    }
 }
 
 /// What the launcher sees of the ranks under mpirun, whose children they are not: each
