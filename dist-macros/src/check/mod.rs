@@ -249,7 +249,7 @@ fn check_entry(
 ) -> Raw {
     interp::reset_caches();
     interp::set_strict(strict);
-    interp::set_written_fields(std::iter::once(f).chain(file.values()));
+    interp::set_written_fields(std::iter::once(("", f)).chain(file.iter().map(|(k, g)| (k.as_str(), g))));
     let start = interp::total_steps();
     let default = sizes.len() == 8 + SPREAD.len() && sizes[8..] == SPREAD;
     let mut macros = parse_macros(f);
@@ -313,9 +313,11 @@ fn check_entry(
 /// several times), and once more as run without command-line arguments (a parser's
 /// defaults). Conditions on data the same on every rank (a residual reduced over all
 /// ranks against a tolerance, a flag from the command line) are decided by one of
-/// [`interp::AGREED_MODES`] in each run; when the program has one, all four patterns are
-/// run. A size is supported when one run gets through (the program's own `assert!` may
-/// refuse some inputs). Problems found past the first run say which run showed them.
+/// [`interp::AGREED_MODES`] in each run; when the program has one, every pattern is run
+/// (the last, conditions met late, without command-line arguments: a training loop's
+/// first 32 tests). A size is supported when one run gets through (the program's own
+/// `assert!` may refuse some inputs). Problems found past the first run say which run
+/// showed them.
 fn check_size_for_inputs<'a>(
     f: &'a ItemFn,
     n: usize,
@@ -335,13 +337,17 @@ fn check_size_for_inputs<'a>(
     // (A first run that failed, e.g. refused by the program's own check of its inputs,
     // may have stopped before any such condition: the other samples run every pattern.)
     let runs: &[(i128, u8)] = if decided {
-        &[(2, 1), (3, 2), (1, 3), (0, 0)]
+        &[(2, 1), (3, 2), (1, 3), (0, 0), (0, LATE_MET)]
     } else if matches!(first, SizeResult::Fails) {
         &[(2, 0), (3, 1), (2, 2), (3, 3), (0, 0)]
     } else {
         &[(2, 0), (3, 0), (0, 0)]
     };
     let mut clean = matches!(first, SizeResult::Clean);
+    // Conditions met late run a counted loop's many steps (from a parser's
+    // defaults): at sizes 2 and 3 only, where what one rank does at step 25 shows as
+    // well as at any other size, and the cost stays a fraction of the check's.
+    let runs = runs.iter().filter(|&&(_, mode)| mode != LATE_MET || (2..=LATE_MET_SIZES).contains(&n));
     for &(sample, mode) in runs {
         interp::set_uniform_sample(sample);
         interp::set_agreed_mode(mode);
@@ -363,6 +369,11 @@ fn check_size_for_inputs<'a>(
         SizeResult::Fails
     }
 }
+
+/// The pattern of [`interp::AGREED_MODES`] where conditions on data the same on every
+/// rank are met late, and the largest world size it runs at.
+const LATE_MET: u8 = 4;
+const LATE_MET_SIZES: usize = 3;
 
 /// Problems found past the first run, with inputs' numbers `sample` and pattern
 /// `mode`, say so.
@@ -1029,7 +1040,7 @@ mod tests {
         // call's syntax is gone.)
         super::interp::reset_caches();
         let f: syn::ItemFn = syn::parse_str(src).unwrap();
-        super::interp::set_written_fields(std::iter::once(&f));
+        super::interp::set_written_fields(std::iter::once(("", &f)));
         let consts: Vec<syn::ItemConst> = syn::parse_str::<syn::File>(consts)
             .unwrap()
             .items
@@ -1282,6 +1293,55 @@ mod tests {
         }"#;
         let e = problems(gathered, "", 4);
         assert!(!e.is_empty(), "a branch on a row's all-gather was taken as the same everywhere");
+    }
+
+    /// A struct a helper builds from the same values on every rank (a problem of the
+    /// inputs' size, too large to run within the quota, so summarised) is exact data of
+    /// them: its `n` bounds a loop that communicates (reversed here), which is followed,
+    /// and a collective that rank 0 alone makes in it is found.
+    #[test]
+    fn a_loop_bounded_by_a_helper_built_size_is_followed() {
+        let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            struct Sys { n: usize, a: Vec<u64> }
+            fn random(n: usize, seed: u64) -> Sys {
+                let mut s = seed;
+                let a: Vec<u64> = (0..n * n).map(|i| { s = s.wrapping_mul(6364136223846793005) ^ i as u64; s >> 11 }).collect();
+                Sys { n, a }
+            }
+            let sys = random(90, 7);
+            let n = sys.n;
+            for k in (0..n).rev() {
+                let mut s = [sys.a.len() as f64];
+                world.reduce(&mut s, ReduceOp::Sum, k % world.size())?;
+                EXTRA
+            }
+            Ok(())
+        }"#;
+        let clean = src.replace("EXTRA", "");
+        for n in 1..=4 {
+            assert_eq!(problems(&clean, "", n), Vec::<String>::new(), "size {n}");
+        }
+        let bug = src.replace("EXTRA", "if world.rank() == 0 { world.barrier()?; }");
+        let e = problems(&bug, "", 2);
+        assert!(e.iter().any(|e| e.contains("barrier") && !e.contains("undecidable")), "{e:?}");
+    }
+
+    /// A training loop with an early stop on a reduced loss is also run as one that
+    /// does not stop soon: what rank 0 alone does every 25 steps is found.
+    #[test]
+    fn a_collective_every_25_steps_on_one_rank_is_found() {
+        let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+            let mut loss = [1.0f64];
+            for step in 1..=400 {
+                world.all_reduce(&mut loss, ReduceOp::Sum)?;
+                if world.rank() == 0 && step % 25 == 0 { LOG }
+                if loss[0] < 1e-3 { break; }
+            }
+            Ok(())
+        }"#;
+        assert_eq!(problems(&src.replace("LOG", ""), "", 2), Vec::<String>::new());
+        let e = problems(&src.replace("LOG", "world.all_reduce(&mut [0.5f64], ReduceOp::Max)?;"), "", 2);
+        assert!(e.iter().any(|e| e.contains("all_reduce") && !e.contains("undecidable")), "{e:?}");
     }
 
     /// Code that cannot communicate, at any depth, is data processing whatever it is

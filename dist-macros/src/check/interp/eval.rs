@@ -485,7 +485,14 @@ impl<'a> Interp<'a> {
                             None => V::opaque(),
                         }
                     }
-                    (_, b) => V::derived(&[&b]),
+                    // (Each field its own data: `sys.n` and `sys.a` of one struct differ.)
+                    (member, b) => {
+                        let name = match member {
+                            syn::Member::Named(i) => i.to_string(),
+                            syn::Member::Unnamed(i) => i.index.to_string(),
+                        };
+                        V::derived(&[&b, &V::Name(name)])
+                    }
                 })
             }
             Expr::Index(ix) => {
@@ -863,13 +870,13 @@ impl<'a> Interp<'a> {
         fn go<'a>(v: V<'a>, fields: &[&str], salt: u64, indexed: bool) -> V<'a> {
             match (v, fields.split_first()) {
                 (V::Struct(t, fs), Some((f, rest))) if fs.iter().any(|(k, _)| k == f) => V::Struct(
-                    t,
+                    t.clone(),
                     fs.into_iter()
                         .map(|(k, v)| {
                             if k != *f {
                                 (k, v)
                             } else if rest.is_empty() {
-                                let v = forget_field(&k, v, false, salt, indexed);
+                                let v = forget_field(&t, &k, v, false, salt, indexed);
                                 (k, v)
                             } else {
                                 let v = go(v, rest, salt, indexed);
@@ -1445,6 +1452,7 @@ impl<'a> Interp<'a> {
     fn for_loop_items(&mut self, f: &'a syn::ExprForLoop, it: V<'a>) -> R<'a> {
         match iter_items(&it) {
             Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, None),
+            None if self.unknown_count(&f.expr)?.is_some() => self.counted_loop(f),
             None => {
                 let o = V::taint(&[&it]);
                 self.scoped(|me| {
@@ -1454,6 +1462,69 @@ impl<'a> Interp<'a> {
                 Ok(V::Unit)
             }
         }
+    }
+
+    /// For `a..n` (or `a..=n`, or either `.rev()`) with `a` known and `n` unknown but
+    /// followed, the same on every rank ([`V::Agreed`]) or data computed exactly
+    /// ([`V::derived`]: `sys.n` of a struct a helper built from the inputs): `(a, n,
+    /// reversed)`.
+    fn unknown_count(&mut self, e: &'a Expr) -> Result<Option<(i128, V<'a>, bool)>, Flow<'a>> {
+        let strip = |mut e: &'a Expr| {
+            while let Expr::Paren(p) = e {
+                e = &p.expr;
+            }
+            e
+        };
+        let (e, rev) = match strip(e) {
+            Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => (strip(&m.receiver), true),
+            e => (e, false),
+        };
+        // (Open or closed: the count is unknown either way.)
+        let Expr::Range(r) = e else { return Ok(None) };
+        let Some(end) = &r.end else { return Ok(None) };
+        let start = match &r.start {
+            Some(s) => self.expr(s)?,
+            None => V::Int(0),
+        };
+        let V::Int(a) = start else { return Ok(None) };
+        Ok(match self.expr(end)? {
+            V::Agreed => Some((a, V::Agreed, rev)),
+            v @ V::Opaque { comm: false, fp } if super::value::is_exact(fp) => Some((a, v, rev)),
+            _ => None,
+        })
+    }
+
+    /// A `for` loop over a range whose end is unknown but followed ([`Self::unknown_count`]):
+    /// how many passes it makes is decided as a `while` loop's condition on such data is,
+    /// pass by pass (by this run's pattern; ranks whose end is the same data make as many),
+    /// and the items count from the start (down to it, reversed).
+    fn counted_loop(&mut self, f: &'a syn::ExprForLoop) -> R<'a> {
+        let Some((a, end, rev)) = self.unknown_count(&f.expr)? else { return Ok(V::Unit) };
+        let site = &*f.expr as *const Expr as usize;
+        let entry = {
+            let e = self.loop_entries.entry(site).or_insert(0);
+            *e += 1;
+            *e - 1
+        };
+        let branch = [Branch::Block(&f.body)];
+        let mut passes = 0i128;
+        loop {
+            if passes as u64 >= LOOP_BOUND {
+                return Err(undecidable(&f.expr, format!("a `for` loop of more than {LOOP_BOUND} iterations")));
+            }
+            let k = passes as u32;
+            let go = match end {
+                V::Agreed => self.agreed_branch(site, &branch, f)?.is_some() && super::loop_decision(entry, k),
+                V::Opaque { fp, .. } => self.local_branch(fp, &f.expr, site, &branch, f, Some((entry, k)))? == Some(0),
+                _ => false,
+            };
+            if !go {
+                break;
+            }
+            passes += 1;
+        }
+        let items = (0..passes).map(move |i| V::Int(if rev { a + passes - 1 - i } else { a + i }));
+        self.iterate(f.label.as_ref(), Some(&f.pat), items, &f.body, None)
     }
 
     pub(super) fn while_loop(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
@@ -1701,6 +1772,8 @@ impl<'a> Interp<'a> {
             }
         }
         let memo_args = memo.map(|_| args.clone());
+        let pure = quiet && memo.is_none() && self.by_values(f, &exprs, &args) && self.deterministic(f);
+        let args_kept = if pure { args.clone() } else { Vec::new() };
         // Given a communicator, a helper may read its rank (`c.rank()` to seed a rank's
         // keys): what it leaves, summarised, is this rank's.
         let mut fp_args: Vec<&V<'a>> = args.iter().collect();
@@ -1752,9 +1825,15 @@ impl<'a> Interp<'a> {
         // Summarised, its result is data; but a helper that reads the program's inputs
         // from arguments that are the same on every rank (`Config::from_args()`) gives
         // the same on every rank: an input, whatever it computes.
+        // (A helper that computes from its arguments alone gives exact data of them: ranks
+        // that pass it the same values hold the same result, `System::random(n, seed)`'s
+        // `n` included, and a condition or a loop count on it is followed rank by rank.)
         let summary = match &memo_args {
             _ if touched && input_args => V::Uniform,
+            Some(args) if self.deterministic(f) => V::derived(&args.iter().collect::<Vec<_>>()),
             Some(args) => V::taint(&args.iter().collect::<Vec<_>>()),
+            // (A helper nested in the entry is not remembered, but computes alike.)
+            None if pure => V::derived(&args_kept.iter().collect::<Vec<_>>()),
             None => V::data(args_fp),
         };
         if let (Some(key), Some(args)) = (memo, memo_args) {
@@ -2158,11 +2237,11 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         // package never writes after building it (`super::set_written_fields`); its data
         // is forgotten.
         V::Struct(t, fields) => V::Struct(
-            t,
+            t.clone(),
             fields
                 .into_iter()
                 .map(|(k, v)| {
-                    let v = forget_field(&k, v, keep_shape, salt, false);
+                    let v = forget_field(&t, &k, v, keep_shape, salt, false);
                     (k, v)
                 })
                 .collect(),
@@ -2188,10 +2267,16 @@ fn pat_at<'p>(p: &'p Pat, path: &[usize]) -> Option<&'p Pat> {
 /// A struct's field `k` after something unknown was written into the struct: a number
 /// or flag the package never writes after building the struct stays; a list it never
 /// resizes (or one written through an index, `indexed`) keeps its length.
-fn forget_field<'a>(k: &str, v: V<'a>, keep_shape: bool, salt: u64, indexed: bool) -> V<'a> {
+fn forget_field<'a>(ty: &str, k: &str, v: V<'a>, keep_shape: bool, salt: u64, indexed: bool) -> V<'a> {
     match v {
-        v @ (V::Int(_) | V::Bool(_)) if !super::field_written(k) => v,
-        v @ V::List(_) if indexed || !super::field_resized(k) => forget_with(v, true, salt),
+        // A field the package never assigns nor lends mutably after building the struct
+        // keeps what it holds: a number, an input, exact data (`n: sys.n`).
+        v @ (V::Int(_) | V::Bool(_) | V::Uniform | V::Agreed | V::Name(_) | V::Opaque { comm: false, .. })
+            if !super::field_written(ty, k) =>
+        {
+            v
+        }
+        v @ V::List(_) if indexed || !super::field_resized(ty, k) => forget_with(v, true, salt),
         v => forget_with(v, keep_shape, salt),
     }
 }

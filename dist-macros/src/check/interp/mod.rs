@@ -140,13 +140,21 @@ thread_local! {
 /// against a tolerance, a flag from the command line) takes, by the times the same
 /// condition was met before in the rank's run: every rank takes the same branch, and
 /// each pattern is one way a real run may go. A loop that tests one runs once, twice or
-/// not at all; an early `break` on one comes at the first, second or third test.
-pub const AGREED_MODES: [&str; 4] = [
+/// not at all; an early `break` on one comes at the first, second or third test, or
+/// late (a run that does not converge soon goes through [`LATE`] tests first, so what a
+/// counted training loop does only at step 25 is checked too; a `loop` that ends only on
+/// such a test still ends).
+pub const AGREED_MODES: [&str; 5] = [
     "true the first time, false after",
     "true the first two times, false after",
     "false the first time, true after",
     "false the first two times, true after",
+    "false the first 32 times, true after",
 ];
+
+/// The tests a condition on data the same on every rank fails before it holds, in the
+/// last pattern of [`AGREED_MODES`].
+const LATE: u32 = 32;
 
 /// Sets this run's pattern (an index into [`AGREED_MODES`]) and clears [`decided_agreed`].
 pub fn set_agreed_mode(mode: u8) {
@@ -167,16 +175,17 @@ fn agreed_decision(j: u32) -> bool {
             0 => j < 1,
             1 => j < 2,
             2 => j >= 1,
-            _ => j >= 2,
+            3 => j >= 2,
+            _ => j >= LATE,
         }
     })
 }
 
 /// Whether a `while` loop whose condition the check decides by this run's pattern runs
 /// its body at the `k`th test of its `entry`th entry: once per entry, twice per entry,
-/// not at the first entry and once after, not at the first entry and twice after (a
-/// loop on a converged residual runs a bounded number of times, never until the step
-/// budget).
+/// not at the first entry and once after, not at the first entry and twice after, and
+/// (with conditions false every time) three times per entry (a loop on a converged
+/// residual runs a bounded number of times, never until the step budget).
 pub(super) fn loop_decision(entry: u32, k: u32) -> bool {
     AGREED.with(|a| {
         let (mode, _) = a.get();
@@ -185,57 +194,122 @@ pub(super) fn loop_decision(entry: u32, k: u32) -> bool {
             0 => 1,
             1 => 2,
             2 => u32::from(entry > 0),
-            _ => 2 * u32::from(entry > 0),
+            3 => 2 * u32::from(entry > 0),
+            _ => 3,
         };
         k < trips
     })
 }
 
 thread_local! {
-    /// The names of the struct fields the package's code ever writes after building the
-    /// struct ([`set_written_fields`]).
-    static WRITTEN_FIELDS: std::cell::RefCell<(std::collections::HashSet<String>, std::collections::HashSet<String>)> =
-        Default::default();
+    /// The (type, field) pairs the package's code ever writes, and ever resizes, after
+    /// building the struct ([`set_written_fields`]; type `*`: not known).
+    static WRITTEN_FIELDS: std::cell::RefCell<(FieldSet, FieldSet)> = Default::default();
 }
 
-/// Reads the package's functions for the fields they write after construction: the
-/// target of an assignment or compound assignment (`x.rows = ..`, `self.n += 1`), or
-/// lent mutably (`&mut self.n`). A number or flag in any other field (`Mat { rows, cols,
-/// data }`'s `rows`) is fixed when the struct is built: an unknown write into the struct
-/// (a summarised `&mut self` helper, a buffer lent to a library) changes its data, never
-/// those fields.
-pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = &'f syn::ItemFn>) {
+/// (type, field) pairs.
+type FieldSet = std::collections::HashSet<(String, String)>;
+
+/// Reads which struct fields the package writes after building the struct, from the
+/// entry `f` and the package's functions (`(key, fn)`: a method's key is `Type::name`):
+/// a field assigned (`x.k = ..`, `x.k += ..`) or lent mutably (`&mut x.k`) is written,
+/// and may be resized, as one a method that adds or removes items is called on (`push`,
+/// `clear`, …). Each write is noted with the struct's type where the code says it: a
+/// `self.k` in a method of `impl T`, an `x.k` where `x` was bound from `T { .. }`,
+/// `T::new(..)` or with `: T`; elsewhere with the field's name alone, for every type.
+pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = (&'f str, &'f syn::ItemFn)>) {
     use syn::visit::Visit;
     #[derive(Default)]
-    struct W(std::collections::HashSet<String>, std::collections::HashSet<String>);
+    struct W {
+        written: std::collections::HashSet<(String, String)>,
+        resized: std::collections::HashSet<(String, String)>,
+        /// The type of `self` in the function visited.
+        me: Option<String>,
+        /// Local bindings whose type the code names.
+        types: HashMap<String, String>,
+    }
+    /// The type an initializer names: `T { .. }`, `T::new(..)`, `T::default()`.
+    fn named_type(e: &syn::Expr) -> Option<String> {
+        match e {
+            syn::Expr::Struct(s) => s.path.segments.last().map(|x| x.ident.to_string()),
+            syn::Expr::Call(c) => match &*c.func {
+                syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
+                    let t = p.path.segments[p.path.segments.len() - 2].ident.to_string();
+                    t.chars().next().is_some_and(|c| c.is_uppercase()).then_some(t)
+                }
+                _ => None,
+            },
+            syn::Expr::Try(t) => named_type(&t.expr),
+            syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
+                named_type(&m.receiver)
+            }
+            _ => None,
+        }
+    }
     impl W {
-        /// The field at the root of the place `e`, through parens and derefs, and with
-        /// `deep` through indexing and accessors too (`self.params[i].iter_mut()`).
-        fn field(e: &syn::Expr, deep: bool) -> Option<String> {
+        /// The field at the root of the place `e` and the type of what holds it (`*`:
+        /// not known), through parens and derefs, and with `deep` through indexing and
+        /// accessors too (`self.params[i].iter_mut()`).
+        fn field(&self, e: &syn::Expr, deep: bool) -> Option<(String, String)> {
             match e {
-                syn::Expr::Field(f) => Some(match &f.member {
-                    syn::Member::Named(i) => i.to_string(),
-                    syn::Member::Unnamed(i) => i.index.to_string(),
-                }),
-                syn::Expr::Paren(p) => Self::field(&p.expr, deep),
-                syn::Expr::Unary(u) => Self::field(&u.expr, deep),
-                syn::Expr::Reference(r) if deep => Self::field(&r.expr, deep),
-                syn::Expr::Index(i) if deep => Self::field(&i.expr, deep),
-                syn::Expr::MethodCall(m) if deep => Self::field(&m.receiver, deep),
+                syn::Expr::Field(f) => {
+                    let name = match &f.member {
+                        syn::Member::Named(i) => i.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    };
+                    let owner = match &*f.base {
+                        syn::Expr::Path(p) if p.path.is_ident("self") => self.me.clone(),
+                        syn::Expr::Path(p) => p.path.get_ident().and_then(|i| self.types.get(&i.to_string()).cloned()),
+                        _ => None,
+                    };
+                    Some((owner.unwrap_or_else(|| "*".into()), name))
+                }
+                syn::Expr::Paren(p) => self.field(&p.expr, deep),
+                syn::Expr::Unary(u) => self.field(&u.expr, deep),
+                syn::Expr::Reference(r) if deep => self.field(&r.expr, deep),
+                syn::Expr::Index(i) if deep => self.field(&i.expr, deep),
+                syn::Expr::MethodCall(m) if deep => self.field(&m.receiver, deep),
                 _ => None,
             }
         }
         /// A place whose length may change (`self.params[i].push(..)`).
         fn resized(&mut self, e: &syn::Expr) {
-            self.1.extend(Self::field(e, true));
+            if let Some(f) = self.field(e, true) {
+                self.resized.insert(f);
+            }
         }
         /// A place assigned or lent mutably: its field is written, and may be resized.
         fn target(&mut self, e: &syn::Expr) {
             self.resized(e);
-            self.0.extend(Self::field(e, false));
+            if let Some(f) = self.field(e, false) {
+                self.written.insert(f);
+            }
         }
     }
     impl<'ast> Visit<'ast> for W {
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            let (name, ty) = match &l.pat {
+                syn::Pat::Type(t) => (
+                    match &*t.pat {
+                        syn::Pat::Ident(i) => Some(i.ident.to_string()),
+                        _ => None,
+                    },
+                    match &*t.ty {
+                        syn::Type::Path(p) => p.path.segments.last().map(|x| x.ident.to_string()),
+                        _ => None,
+                    },
+                ),
+                syn::Pat::Ident(i) => (Some(i.ident.to_string()), l.init.as_ref().and_then(|x| named_type(&x.expr))),
+                _ => (None, None),
+            };
+            if let Some(name) = name {
+                match ty {
+                    Some(t) => self.types.insert(name, t),
+                    None => self.types.remove(&name),
+                };
+            }
+            syn::visit::visit_local(self, l);
+        }
         fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
             self.target(&a.left);
             syn::visit::visit_expr_assign(self, a);
@@ -287,23 +361,32 @@ pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = &'f syn::ItemFn>) {
         }
     }
     let mut w = W::default();
-    for f in fns {
+    for (key, f) in fns {
+        w.me = key.rsplit_once("::").map(|(t, _)| t.rsplit("::").next().unwrap_or(t).to_string());
+        w.types.clear();
         w.visit_item_fn(f);
     }
-    WRITTEN_FIELDS.with(|s| *s.borrow_mut() = (w.0, w.1));
+    WRITTEN_FIELDS.with(|s| *s.borrow_mut() = (w.written, w.resized));
 }
 
-/// Whether the package writes a field of this name after building its struct.
-pub(super) fn field_written(name: &str) -> bool {
-    WRITTEN_FIELDS.with(|s| s.borrow().0.contains(name))
+/// Whether the package writes the field `name` of a struct of type `ty` after building
+/// it (a write whose struct's type the code does not say counts for every type).
+pub(super) fn field_written(ty: &str, name: &str) -> bool {
+    WRITTEN_FIELDS.with(|s| {
+        let s = s.borrow();
+        s.0.contains(&(ty.to_string(), name.to_string())) || s.0.contains(&("*".to_string(), name.to_string()))
+    })
 }
 
-/// Whether the package may change the length of a field of this name (or of a list in
-/// it) after building its struct: assigned, lent mutably, or a method that adds or
+/// Whether the package may change the length of the field `name` of a `ty` (or of a list
+/// in it) after building its struct: assigned, lent mutably, or a method that adds or
 /// removes items called on it (`push`, `clear`, `extend`, `truncate`, …). Where it never
 /// does, an unknown write into the struct forgets the field's items, not its length.
-pub(super) fn field_resized(name: &str) -> bool {
-    WRITTEN_FIELDS.with(|s| s.borrow().1.contains(name))
+pub(super) fn field_resized(ty: &str, name: &str) -> bool {
+    WRITTEN_FIELDS.with(|s| {
+        let s = s.borrow();
+        s.1.contains(&(ty.to_string(), name.to_string())) || s.1.contains(&("*".to_string(), name.to_string()))
+    })
 }
 
 /// One condition on data that differs from rank to rank, met in this pass: the first

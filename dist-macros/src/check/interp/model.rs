@@ -154,6 +154,11 @@ impl<'a> Interp<'a> {
             // Device buffers go through the same methods (NCCL runs them in stream order,
             // so they are checked like blocking host ops); `stream()` is the CUDA stream.
             "clone" | "as_ref" | "borrow" => return Ok(V::Comm(c)),
+            // A `Result` holding a communicator (`split`'s, `subgroup`'s) is its value here.
+            "map_err" | "context" | "with_context" | "unwrap" | "expect" => {
+                self.args(&mc.args)?;
+                return Ok(V::Comm(c));
+            }
             "members" => {
                 return Ok(match &self.comms[c].members {
                     Some(m) => V::list(m.iter().map(|&w| V::Int(w as i128)).collect()),

@@ -35,6 +35,8 @@ thread_local! {
         std::cell::RefCell::new(FxMap::default());
     /// [`Interp::may_communicate_deep`] by the address of the syntax node, for one check.
     static DEEP: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
+    /// [`Interp::deterministic`] by the address of the helper, for one check.
+    static PURE: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
     /// The identifiers of a syntax node, by its address, for one check.
     static IDENTS: std::cell::RefCell<FxMap<usize, std::rc::Rc<Vec<String>>>> =
         std::cell::RefCell::new(FxMap::default());
@@ -77,6 +79,7 @@ pub(super) fn reset() {
     UNIFORM_OVER.with(|q| q.borrow_mut().clear());
     QUIET.with(|q| q.borrow_mut().clear());
     DEEP.with(|q| q.borrow_mut().clear());
+    PURE.with(|q| q.borrow_mut().clear());
     IDENTS.with(|m| m.borrow_mut().clear());
     WRITTEN.with(|m| m.borrow_mut().clear());
     OVERFLOWED.with(|o| o.borrow_mut().clear());
@@ -400,6 +403,85 @@ impl<'a> Interp<'a> {
         false
     }
 
+    /// Whether the helper `f` computes its result from its arguments alone, at any depth
+    /// of the package's code it calls: it reads no clock, randomness, environment,
+    /// file, standard input, process id, `HashMap` order (seeded per process) or
+    /// process-wide state (a `static` other than the package's constants, an atomic, a
+    /// thread-local, a once-cell). A summarised call of such a helper is exact data of
+    /// its arguments ([`V::derived`]): the same on every rank that passes the same values.
+    pub(super) fn deterministic(&self, f: &ItemFn) -> bool {
+        let key = f as *const ItemFn as usize;
+        if let Some(v) = PURE.with(|q| q.borrow().get(&key).copied()) {
+            return v;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let v = self.reads_only_args(&f.block, &mut seen);
+        PURE.with(|q| q.borrow_mut().insert(key, v));
+        v
+    }
+
+    fn reads_only_args(&self, node: &impl ToTokens, seen: &mut std::collections::HashSet<String>) -> bool {
+        const OUTSIDE: [&str; 27] = [
+            "thread_rng",
+            "ThreadRng",
+            "random",
+            "from_entropy",
+            "OsRng",
+            "getrandom",
+            "from_os_rng",
+            "Instant",
+            "SystemTime",
+            "UNIX_EPOCH",
+            "env",
+            "process",
+            "getpid",
+            "hostname",
+            "stdin",
+            "File",
+            "fs",
+            "read_to_string",
+            "HashMap",
+            "HashSet",
+            "RandomState",
+            "thread_local",
+            "OnceLock",
+            "OnceCell",
+            "Lazy",
+            "lazy_static",
+            "static",
+        ];
+        let ids = idents_of(node);
+        if ids.iter().any(|i| {
+            OUTSIDE.contains(&i.as_str()) || i.starts_with("Atomic") || i == "rng" && ids.iter().any(|j| j == "rand")
+        }) {
+            return false;
+        }
+        // An upper-case name that is not one of the package's constants may be a `static`.
+        let statics = ids.iter().any(|i| {
+            i.len() > 1
+                && i.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                && i.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                && !self.consts.contains_key(i)
+        });
+        if statics {
+            return false;
+        }
+        for name in called_names(node) {
+            let suffix = format!("::{name}");
+            let mut hits: Vec<(&String, &ItemFn)> = Vec::new();
+            if let Some(f) = self.fns.get(&name) {
+                hits.push((&name, f));
+            }
+            hits.extend(self.file_fns.iter().filter(|(k, _)| **k == name || k.ends_with(&suffix)));
+            for (k, f) in hits {
+                if seen.insert(k.clone()) && !self.reads_only_args(&f.block, seen) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// Whether a call to the helper `f` with `args` may be summarised: given no
     /// communicator, it calls no op itself; given one (`&self` of a struct holding one),
     /// it cannot communicate at any depth ([`Self::may_communicate_deep`]) and its
@@ -447,17 +529,7 @@ impl<'a> Interp<'a> {
     /// for the whole check), a run cut short by an outer region's quota is never kept.
     /// So a remembered result is the one running it again would give.
     pub(super) fn memo_key(&self, f: &ItemFn, exprs: &[&Expr], args: &[V<'a>]) -> Option<MemoKey> {
-        // (A communicator is an index into this rank's own list: never shared.)
-        if !self.fns.is_empty() || args.iter().any(has_closure) || args.iter().any(V::has_comm) {
-            return None;
-        }
-        let writes = f.sig.inputs.iter().any(|a| match a {
-            FnArg::Receiver(rc) => rc.mutability.is_some(),
-            FnArg::Typed(pt) => lends_mut_type(&pt.ty),
-        });
-        let mut loans = Vec::new();
-        exprs.iter().for_each(|e| mut_loans(e, &mut loans));
-        if writes || !loans.is_empty() {
+        if !self.fns.is_empty() || !self.by_values(f, exprs, args) {
             return None;
         }
         let mut h = Fx::default();
@@ -468,6 +540,23 @@ impl<'a> Interp<'a> {
             self.speculative > 0,
             std::hash::Hasher::finish(&h),
         ))
+    }
+
+    /// Whether a call of `f` with `args` (from `exprs`) depends on the argument values
+    /// alone as far as the call goes: no communicator (an index into this rank's own
+    /// list), no closure (it reads its captures from the caller's scopes), nothing it can
+    /// write through (`&mut` parameters or loans, a `mut self`).
+    pub(super) fn by_values(&self, f: &ItemFn, exprs: &[&Expr], args: &[V<'a>]) -> bool {
+        if args.iter().any(has_closure) || args.iter().any(V::has_comm) {
+            return false;
+        }
+        let writes = f.sig.inputs.iter().any(|a| match a {
+            FnArg::Receiver(rc) => rc.mutability.is_some(),
+            FnArg::Typed(pt) => lends_mut_type(&pt.ty),
+        });
+        let mut loans = Vec::new();
+        exprs.iter().for_each(|e| mut_loans(e, &mut loans));
+        !writes && loans.is_empty()
     }
 
     /// The remembered result of a call with `args`.
