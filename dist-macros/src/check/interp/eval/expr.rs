@@ -1,0 +1,416 @@
+//! Expressions: literals, paths, operators, fields, indexing; enum variants.
+
+use super::*;
+
+impl<'a> Interp<'a> {
+    pub(in crate::check::interp) fn expr(&mut self, e: &'a Expr) -> R<'a> {
+        self.tick(e)?;
+        match e {
+            Expr::Lit(l) => Ok(lit_value(&l.lit).unwrap_or(V::opaque())),
+            Expr::Path(p) => Ok(self.path(&p.path)),
+            Expr::Paren(p) => self.expr(&p.expr),
+            Expr::Group(g) => self.expr(&g.expr),
+            Expr::Reference(r) => self.expr(&r.expr),
+            Expr::Cast(c) => match self.expr(&c.expr)? {
+                // `b as usize`: a bool cast to an integer is 0 or 1.
+                V::Bool(b) if !matches!(&*c.ty, syn::Type::Path(p) if p.path.is_ident("bool")) => Ok(V::Int(b as i128)),
+                v => Ok(v),
+            },
+            Expr::Block(b) => self.labeled_block(b.label.as_ref(), &b.block),
+            Expr::Unsafe(u) => self.block(&u.block),
+            Expr::Unary(u) => {
+                let v = self.expr(&u.expr)?;
+                Ok(match (&u.op, v) {
+                    (UnOp::Neg(_), V::Int(x)) => V::Int(-x),
+                    (UnOp::Not(_), V::Bool(b)) => V::Bool(!b),
+                    (UnOp::Not(_), V::Int(x)) => V::Int(!x),
+                    (UnOp::Deref(_), v) => v,
+                    (_, v @ (V::Agreed | V::Uniform)) => v,
+                    (_, v) => V::derived(&[&v]),
+                })
+            }
+            Expr::Binary(b) => self.binary(b),
+            Expr::Tuple(t) => {
+                let mut out = Vec::new();
+                for x in &t.elems {
+                    out.push(self.expr(x)?);
+                    self.aliased(x);
+                }
+                Ok(if out.is_empty() { V::Unit } else { V::Tuple(out) })
+            }
+            Expr::Array(a) => {
+                let mut out = Vec::new();
+                for x in &a.elems {
+                    out.push(self.expr(x)?);
+                    self.aliased(x);
+                }
+                Ok(V::list(out))
+            }
+            Expr::Repeat(r) => self.repeat(&r.expr, &r.len),
+            Expr::Range(r) => {
+                let lo = match &r.start {
+                    Some(s) => self.expr(s)?,
+                    None => V::Int(0),
+                };
+                let hi = match &r.end {
+                    Some(s) => self.expr(s)?,
+                    None => return Ok(V::opaque()),
+                };
+                Ok(match (lo, hi) {
+                    (V::Int(a), V::Int(b)) => match r.limits {
+                        RangeLimits::HalfOpen(_) => V::Range(a, b),
+                        RangeLimits::Closed(_) => V::Range(a, b + 1),
+                    },
+                    // `0..steps` with `steps` from the program's inputs: this run's count.
+                    // (The input's value, as everywhere else in this run: `1..pc` with
+                    // `pc` 1 is empty, as the program's is.)
+                    (V::Int(a), V::Uniform) => {
+                        let b = super::uniform_number();
+                        match r.limits {
+                            RangeLimits::HalfOpen(_) => V::Range(a, b.max(a)),
+                            RangeLimits::Closed(_) => V::Range(a, (b + 1).max(a)),
+                        }
+                    }
+                    _ => V::opaque(),
+                })
+            }
+            Expr::Field(f) => {
+                let base = self.expr(&f.base)?;
+                Ok(match (&f.member, base) {
+                    (syn::Member::Unnamed(i), V::Tuple(items)) => {
+                        items.get(i.index as usize).cloned().unwrap_or(V::opaque())
+                    }
+                    (syn::Member::Named(m), V::Status(Some(src))) if m == "source" => V::Int(src),
+                    // `range.start`, `range.end` of a `Range` the check holds.
+                    (syn::Member::Named(m), V::Range(a, _)) if m == "start" => V::Int(a),
+                    (syn::Member::Named(m), V::Range(_, b)) if m == "end" => V::Int(b),
+                    // A field of a parsed command line (`args.tp`) is an input too.
+                    (_, V::Uniform) => V::Uniform,
+                    (_, V::Agreed) => V::Agreed,
+                    (member, V::Struct(_, fields)) => {
+                        let name = match member {
+                            syn::Member::Named(i) => i.to_string(),
+                            syn::Member::Unnamed(i) => i.index.to_string(),
+                        };
+                        match fields.into_iter().find(|(k, _)| *k == name) {
+                            Some((_, v)) => v,
+                            None => V::opaque(),
+                        }
+                    }
+                    // (Each field its own data: `sys.n` and `sys.a` of one struct differ.)
+                    (member, b) => {
+                        let name = match member {
+                            syn::Member::Named(i) => i.to_string(),
+                            syn::Member::Unnamed(i) => i.index.to_string(),
+                        };
+                        V::derived(&[&b, &V::Name(name)])
+                    }
+                })
+            }
+            Expr::Index(ix) => {
+                let base = self.expr(&ix.expr)?;
+                // An open-ended slice of a list the check holds (`x[a..]`, `x[..]`) ends
+                // at its length; any other range is evaluated as it is written.
+                let i = match (&base, &*ix.index) {
+                    (V::List(items), Expr::Range(rg)) if rg.end.is_none() => match &rg.start {
+                        Some(e) => match self.expr(e)? {
+                            V::Int(a) => V::Range(a, items.len() as i128),
+                            _ => V::opaque(),
+                        },
+                        None => V::Range(0, items.len() as i128),
+                    },
+                    _ => self.expr(&ix.index)?,
+                };
+                // A slice by a range the check holds: `x[a..b]`, `full[owned]`.
+                if let (V::List(items), V::Range(a, b)) = (&base, &i) {
+                    return Ok(if 0 <= *a && a <= b && *b as usize <= items.len() {
+                        V::list(items[*a as usize..*b as usize].to_vec())
+                    } else {
+                        V::opaque()
+                    });
+                }
+                Ok(match (base, i) {
+                    // `args[1]`, `argv[i + 1]` in an argument loop: an input. (The check
+                    // cannot tell a loop counter from a rank: `hosts[rank]` of a file read
+                    // on every rank is taken for an input too; see docs/static-checks.md.)
+                    (V::Uniform, _) => V::Uniform,
+                    (V::Agreed, ref i) if input_like(&ix.index, i) || matches!(i, V::Agreed) => V::Agreed,
+                    // An item the same on every rank, picked by an index that may differ
+                    // (`gathered[rank]`): known to this rank only.
+                    (V::List(items), V::Int(i))
+                        if i >= 0
+                            && (i as usize) < items.len()
+                            && matches!(items[i as usize], V::Agreed)
+                            && !input_like(&ix.index, &V::Int(i)) =>
+                    {
+                        V::derived(&[&V::Int(i)])
+                    }
+                    (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
+                    (V::List(items), V::Int(i)) => {
+                        return Err(Flow::Stop(Stop::Invalid {
+                            site: self.site(e),
+                            msg: format!("index {i} is out of bounds for a list of {}", items.len()),
+                        }))
+                    }
+                    (b, i) => V::derived(&[&b, &i]),
+                })
+            }
+            Expr::If(i) => self.if_expr(i),
+            Expr::Match(m) => self.match_expr(m),
+            Expr::Let(l) => {
+                let v = self.expr(&l.expr)?;
+                let same = matches!(v, V::Uniform | V::Agreed);
+                Ok(match self.bind(&l.pat, v) {
+                    Some(b) => V::Bool(b),
+                    // Whether an input matches: the same on every rank.
+                    None if same => V::Agreed,
+                    None => V::opaque(),
+                })
+            }
+            Expr::ForLoop(f) => self.for_loop(f),
+            Expr::While(w) => self.while_loop(w),
+            Expr::Loop(l) => self.loop_expr(l),
+            Expr::Break(b) => {
+                let v = match &b.expr {
+                    Some(x) => self.expr(x)?,
+                    None => V::Unit,
+                };
+                Err(Flow::Break(b.label.as_ref().map(|l| l.ident.to_string()), v))
+            }
+            Expr::Continue(c) => Err(Flow::Continue(c.label.as_ref().map(|l| l.ident.to_string()))),
+            Expr::Return(r) => {
+                let v = match &r.expr {
+                    Some(x) => self.expr(x)?,
+                    None => V::Unit,
+                };
+                if v == V::Err {
+                    Err(Flow::Fail)
+                } else {
+                    Err(Flow::Return(v))
+                }
+            }
+            Expr::Try(t) => {
+                let v = self.expr(&t.expr)?;
+                // Results are transparent (`subgroup(..)?` is still an Option).
+                match v {
+                    V::Err => Err(Flow::Fail),
+                    other => Ok(other),
+                }
+            }
+            Expr::Assign(a) => {
+                let v = self.expr(&a.right)?;
+                if let Some(name) = pat_name_of_place(&a.left) {
+                    let origin = self.numbering_of(&a.right).map_or(V::Unit, |c| V::Int(c as i128));
+                    self.assign(&origin_key(&name), origin);
+                }
+                self.store(&a.left, v)?;
+                Ok(V::Unit)
+            }
+            Expr::Closure(c) => Ok(V::Closure(Closure(c))),
+            Expr::MethodCall(mc) => self.method(e, mc),
+            Expr::Call(c) => self.call(e, c),
+            Expr::Macro(m) => self.mac(&m.mac),
+            Expr::Struct(s) => {
+                let mut fields: Vec<(String, V<'a>)> = Vec::new();
+                for f in &s.fields {
+                    let name = match &f.member {
+                        syn::Member::Named(i) => i.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    };
+                    fields.push((name, self.expr(&f.expr)?));
+                }
+                if let Some(rest) = &s.rest {
+                    match self.expr(rest)? {
+                        V::Struct(_, more) => {
+                            for (k, v) in more {
+                                if !fields.iter().any(|(f, _)| *f == k) {
+                                    fields.push((k, v));
+                                }
+                            }
+                        }
+                        other => fields.push(("..".into(), V::taint(&[&other]))),
+                    }
+                }
+                let mut ty = last_seg(&s.path);
+                if ty == "Self" {
+                    ty = self.self_ty.last().cloned().unwrap_or(ty);
+                }
+                if let Some(en) = self.enum_of(&ty) {
+                    ty = format!("{en}::{ty}");
+                }
+                Ok(V::Struct(ty, fields))
+            }
+            Expr::Async(_) | Expr::Await(_) | Expr::TryBlock(_) | Expr::Yield(_) => {
+                if mentions_comm(self, &e.to_token_stream()) {
+                    Err(undecidable(e, "async code or a try block that uses a communicator"))
+                } else {
+                    Ok(V::opaque())
+                }
+            }
+            _ => Ok(V::opaque()),
+        }
+    }
+
+    pub(in crate::check::interp) fn path(&self, p: &'a syn::Path) -> V<'a> {
+        if p.segments.len() == 1 {
+            if let Some(v) = self.lookup_ident(&p.segments[0].ident) {
+                return v.clone();
+            }
+            let name = p.segments[0].ident.to_string();
+            if name == "None" {
+                return V::Opt(None);
+            }
+            if self.fns.contains_key(&name) {
+                return V::Name(name);
+            }
+        }
+        // A unit variant of the package's enum: `Phase::Warmup`, or `Warmup` after a `use`.
+        let last = last_seg(p);
+        if let Some(en) = self.enum_of(&last) {
+            let n = p.segments.len();
+            if n == 1 || p.segments[n - 2].ident == en {
+                return V::Struct(format!("{en}::{last}"), Vec::new());
+            }
+        }
+        let s = path_str(p);
+        // `usize::BITS`, `u32::MAX`, `i64::MIN`: the integer types' constants (`usize`
+        // and `isize` as 64 bits).
+        if let (2, Some((ty, c))) = (p.segments.len(), s.split_once("::")) {
+            let bits: Option<u32> = match ty {
+                "u8" | "i8" => Some(8),
+                "u16" | "i16" => Some(16),
+                "u32" | "i32" => Some(32),
+                "u64" | "i64" | "usize" | "isize" => Some(64),
+                "u128" | "i128" => Some(128),
+                _ => None,
+            };
+            if let Some(b) = bits {
+                let signed = ty.starts_with('i');
+                let v = match c {
+                    "BITS" => Some(b as i128),
+                    "MAX" if b == 128 => signed.then_some(i128::MAX),
+                    "MAX" if signed => Some((1i128 << (b - 1)) - 1),
+                    "MAX" => Some((1i128 << b) - 1),
+                    "MIN" if signed && b == 128 => Some(i128::MIN),
+                    "MIN" if signed => Some(-(1i128 << (b - 1))),
+                    "MIN" => Some(0),
+                    _ => None,
+                };
+                if let Some(v) = v {
+                    return V::Int(v);
+                }
+            }
+        }
+        match s.as_str() {
+            _ if s.ends_with("ReduceOp::Sum")
+                || s.ends_with("ReduceOp::Prod")
+                || s.ends_with("ReduceOp::Max")
+                || s.ends_with("ReduceOp::Min")
+                || s.ends_with("ReduceOp::Avg")
+                || s.ends_with("ReduceOp::BAnd")
+                || s.ends_with("ReduceOp::BOr")
+                || s.ends_with("ReduceOp::BXor") =>
+            {
+                V::Name(last_seg(p))
+            }
+            _ => V::Name(s),
+        }
+    }
+
+    /// A `&mut place` kept beyond a call's arguments (`let r = &mut self.buf;`, `for v in
+    /// [&mut self.a, &mut self.b] { *v = .. }`): what is written through it is not
+    /// followed, so the place is forgotten (length included).
+    pub(in crate::check::interp) fn aliased(&mut self, e: &'a Expr) {
+        if let Expr::Reference(r) = e {
+            if r.mutability.is_some() {
+                self.clobber_place(&r.expr, false);
+            }
+        }
+    }
+
+    /// The enum of the package that has a variant named `variant`.
+    pub(in crate::check::interp) fn enum_of(&self, variant: &str) -> Option<String> {
+        let f = self.file_fns.get(&format!("{variant}::__enum"))?;
+        match &f.sig.output {
+            syn::ReturnType::Type(_, t) => match &**t {
+                syn::Type::Path(tp) => Some(last_seg(&tp.path)),
+                _ => None,
+            },
+            syn::ReturnType::Default => None,
+        }
+    }
+
+    /// Whether a pattern naming `pat` (`Action::RecvAct(..)`, `Config { .. }`) cannot
+    /// match a value of type `ty`: another variant of the same enum.
+    pub(in crate::check::interp) fn other_variant(&self, pat: &syn::Path, ty: &str) -> bool {
+        let p = last_seg(pat);
+        let v = ty.rsplit("::").next().unwrap_or(ty);
+        p != "Self" && p != v && (ty.contains("::") || self.enum_of(&p).is_some())
+    }
+
+    pub(in crate::check::interp) fn binary(&mut self, b: &'a syn::ExprBinary) -> R<'a> {
+        use BinOp::*;
+        // Short-circuit with opaque operands: false && ? = false; true || ? = true.
+        if matches!(b.op, And(_) | Or(_)) {
+            let l = self.expr(&b.left)?;
+            match (&b.op, &l) {
+                (And(_), V::Bool(false)) => return Ok(V::Bool(false)),
+                (Or(_), V::Bool(true)) => return Ok(V::Bool(true)),
+                _ => {}
+            }
+            let r = self.expr(&b.right)?;
+            let same = |v: &V| matches!(v, V::Agreed | V::Uniform);
+            return Ok(match (&b.op, l, r) {
+                (_, V::Bool(_), V::Bool(y)) => V::Bool(y),
+                (And(_), _, V::Bool(false)) => V::Bool(false),
+                (Or(_), _, V::Bool(true)) => V::Bool(true),
+                // The same on every rank, with what this rank knows: still the same.
+                (_, V::Bool(_), y) if same(&y) => V::Agreed,
+                (_, x, V::Bool(_)) if same(&x) => V::Agreed,
+                (_, x, y) if same(&x) && same(&y) => V::Agreed,
+                (_, x, y) => V::derived(&[&x, &y]),
+            });
+        }
+        let compound = match b.op {
+            AddAssign(_) => Some(Add(Default::default())),
+            SubAssign(_) => Some(Sub(Default::default())),
+            MulAssign(_) => Some(Mul(Default::default())),
+            DivAssign(_) => Some(Div(Default::default())),
+            RemAssign(_) => Some(Rem(Default::default())),
+            BitXorAssign(_) => Some(BitXor(Default::default())),
+            BitAndAssign(_) => Some(BitAnd(Default::default())),
+            BitOrAssign(_) => Some(BitOr(Default::default())),
+            ShlAssign(_) => Some(Shl(Default::default())),
+            ShrAssign(_) => Some(Shr(Default::default())),
+            _ => None,
+        };
+        let l = self.expr(&b.left)?;
+        let r = self.expr(&b.right)?;
+        let op = compound.unwrap_or(b.op);
+        // Data the same on every rank with a literal or a constant (`active[0] == 0`,
+        // `loss / 2`): still the same on every rank.
+        let fixed = |x: &Expr, v: &V| matches!(v, V::Int(_) | V::Bool(_)) && input_like(x, v);
+        if (matches!(l, V::Agreed) && fixed(&b.right, &r)) || (matches!(r, V::Agreed) && fixed(&b.left, &l)) {
+            if compound.is_some() {
+                self.store(&b.left, V::Agreed)?;
+                return Ok(V::Unit);
+            }
+            return Ok(V::Agreed);
+        }
+        let v = match arith(&op, &l, &r) {
+            Ok(v) => v,
+            // The program panics here with these values (an input too small for the
+            // grid it divides, a size it does not support): that run fails, like an
+            // `assert!`; a verdict is never made of it.
+            Err(msg) if msg.starts_with("division") => return Err(Flow::Fail),
+            // Past i128 (a hash, a random number generator): what the program computes
+            // in its fixed-width integers is data to the check.
+            Err(_) => V::derived(&[&l, &r]),
+        };
+        if compound.is_some() {
+            self.store(&b.left, v)?;
+            return Ok(V::Unit);
+        }
+        Ok(v)
+    }
+}

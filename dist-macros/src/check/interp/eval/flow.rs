@@ -1,0 +1,579 @@
+//! Control flow: `if`, `match` and loops, and how conditions the check cannot evaluate
+//! are decided (by pattern where the same on every rank, rank by rank on data).
+
+use super::*;
+
+impl<'a> Interp<'a> {
+    /// A match guard's value: one the same on every rank but unknown to the check is
+    /// decided by this run's pattern ([`super::AGREED_MODES`]), the same way on every rank.
+    pub(in crate::check::interp) fn decided(&mut self, cond: &'a Expr) -> R<'a> {
+        Ok(match self.expr(cond)? {
+            V::Agreed | V::Uniform => V::Bool(self.agreed_next(cond as *const Expr as usize, true).1),
+            v => v,
+        })
+    }
+
+    /// The ordinal of this decision at `site` in the rank's run, and the pattern's
+    /// answer for it (noted as decided when `note`).
+    pub(in crate::check::interp) fn agreed_next(&mut self, site: usize, note: bool) -> (u32, bool) {
+        let seen = self.agreed_seen.entry(site).or_insert(0);
+        let j = *seen;
+        *seen += 1;
+        (j, if note { super::agreed_decision(j) } else { false })
+    }
+
+    /// Code under a condition that is the same on every rank but unknown (a residual
+    /// reduced over every rank against a tolerance, a flag or mode from the command
+    /// line). Where none of `branches` communicates, or leaves early, it is speculated
+    /// like a condition on data (`Ok(None)`: what the branches set is forgotten, so an
+    /// argument parser's fields stay unknown; so is any such condition in code that
+    /// cannot communicate). Where one does, every rank takes the same
+    /// branch, and this run's pattern decides which: `Ok(Some(j))`, the decision's
+    /// ordinal at `site` ([`Self::agreed_next`]); the caller runs that branch for real.
+    pub(in crate::check::interp) fn agreed_branch(
+        &mut self,
+        site: usize,
+        branches: &[Branch<'a>],
+        at: &impl ToTokens,
+    ) -> Result<Option<u32>, Flow<'a>> {
+        if !self.agreed_communicates.contains(&site) {
+            let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
+            self.spec_agreed = true;
+            match self.speculate(branches, at) {
+                Ok(()) => return Ok(None),
+                // (In code that cannot communicate and reads the program's inputs itself,
+                // an argument parser's loop, the region is summarised instead: what it
+                // computes stays an input as a whole, not one decided path of it.)
+                Err(Flow::Stop(Stop::Undecidable { .. }))
+                    if self.speculative == 0 && (self.quotas.is_empty() || !touched_input()) =>
+                {
+                    self.rewind_to_decide(site, (ne, nc, id));
+                }
+                Err(f) => return Err(f),
+            }
+        }
+        Ok(Some(self.agreed_next(site, false).0))
+    }
+
+    /// After speculating the branches at `site` showed they communicate or leave early:
+    /// what the speculation recorded (events, communicators, ids since `mark`) is
+    /// dropped, and the condition is decided from now on, never speculated again.
+    pub(in crate::check::interp) fn rewind_to_decide(&mut self, site: usize, mark: (usize, usize, usize)) {
+        self.events.truncate(mark.0);
+        self.comms.truncate(mark.1);
+        self.next_id = mark.2;
+        self.agreed_communicates.insert(site);
+    }
+
+    /// Code under a condition on data that may differ from rank to rank (a local loss,
+    /// a received count, `rank == owner` with the owner data): speculated where none of
+    /// `branches` communicates or leaves early (`Ok(None)`). Where one does, the ranks
+    /// decide it ([`super::local_decision`]): rank by rank, by the data's hash (`fp`), so
+    /// that ranks whose data was computed from different values take different branches
+    /// where the run's pattern makes them; `Ok(Some(arm))` is this rank's branch. When
+    /// no two ranks' data tell apart, the pass ends as this construct not followed
+    /// ([`super::local_verdict`]), as before. `trip`: the test's place in a `while` loop
+    /// (which entry into the loop, which test in it), decided so that the loop runs a
+    /// bounded number of times ([`super::loop_decision`]).
+    pub(in crate::check::interp) fn local_branch(
+        &mut self,
+        fp: u64,
+        cond: &'a Expr,
+        site: usize,
+        branches: &[Branch<'a>],
+        at: &impl ToTokens,
+        trip: Option<(u32, u32)>,
+    ) -> Result<Option<usize>, Flow<'a>> {
+        if !self.agreed_communicates.contains(&site) {
+            let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
+            self.cond_fp = fp;
+            match self.speculate(branches, at) {
+                Ok(()) => return Ok(None),
+                Err(Flow::Stop(Stop::Undecidable { at: a, what, located }))
+                    if fp != 0 && self.speculative == 0 && (self.quotas.is_empty() || !touched_input()) =>
+                {
+                    if !super::local_enabled() {
+                        super::local_stop(site, fp);
+                        return Err(Flow::Stop(Stop::Undecidable { at: a, what, located }));
+                    }
+                    self.rewind_to_decide(site, (ne, nc, id));
+                    self.local_seen.insert(site, (0, what));
+                }
+                Err(f) => return Err(f),
+            }
+        }
+        // (A condition decided before on data the same on every rank, now on data that
+        // may differ: `shift <= tol` with `shift` reduced at first, then computed from
+        // what the ranks computed.)
+        if !self.local_seen.contains_key(&site) && fp != 0 && self.speculative == 0 {
+            let what = "a condition on data whose code communicates or leaves early".to_string();
+            if !super::local_enabled() {
+                super::local_stop(site, fp);
+                return Err(undecidable(at, what));
+            }
+            self.local_seen.insert(site, (0, what));
+        }
+        let Some((j, what)) = self.local_seen.get_mut(&site).map(|e| {
+            e.0 += 1;
+            (e.0 - 1, e.1.clone())
+        }) else {
+            return Err(undecidable(at, "a condition on data under a condition the same on every rank"));
+        };
+        let (at, what) = match self.locate_stop::<()>(Err(undecidable(at, what))) {
+            Err(Flow::Stop(Stop::Undecidable { at, what, .. })) => (at, what),
+            _ => unreachable!("locate_stop keeps the error"),
+        };
+        let text = format!("`{}` at {}", super::trace::expr_text(cond), self.chain_text(trace::line_of(cond)));
+        let arms = branches.len().max(2);
+        let (j, first) = match trip {
+            Some((entry, k)) => ((entry << 16) | k.min(0xffff), Some(super::loop_decision(entry, k))),
+            None => (j, None),
+        };
+        let pick = super::local_decision(site, j, fp, self.rank, arms, at, what, text, first);
+        Ok(Some(pick))
+    }
+
+    pub(in crate::check::interp) fn labeled_block(&mut self, label: Option<&syn::Label>, b: &'a Block) -> R<'a> {
+        match self.block(b) {
+            Err(Flow::Break(Some(l), v)) if label.is_some_and(|x| x.name.ident == l) => Ok(v),
+            r => r,
+        }
+    }
+
+    pub(in crate::check::interp) fn if_expr(&mut self, i: &'a syn::ExprIf) -> R<'a> {
+        self.scoped(|me| {
+            let c = me.expr(&i.cond)?;
+            match c {
+                V::Bool(true) => me.block(&i.then_branch),
+                V::Bool(false) => match &i.else_branch {
+                    Some((_, e)) => me.expr(e),
+                    None => Ok(V::Unit),
+                },
+                c => {
+                    let mut branches = vec![Branch::Block(&i.then_branch)];
+                    if let Some((_, e)) = &i.else_branch {
+                        branches.push(Branch::Expr(e));
+                    }
+                    if matches!(c, V::Agreed | V::Uniform) {
+                        if let Some(j) = me.agreed_branch(&*i.cond as *const Expr as usize, &branches, i)? {
+                            return match (super::agreed_decision(j), &i.else_branch) {
+                                (true, _) => me.block(&i.then_branch),
+                                (false, Some((_, e))) => me.expr(e),
+                                (false, None) => Ok(V::Unit),
+                            };
+                        }
+                        // Every rank took the same branch: its value is the same on
+                        // every rank where each branch's is.
+                        let vals = std::mem::take(&mut me.spec_values);
+                        if i.else_branch.is_some() && vals.len() == 2 && vals.iter().all(same_everywhere) {
+                            return Ok(if vals[0] == vals[1] { vals[0].clone() } else { agree(vals[0].clone()) });
+                        }
+                        if i.else_branch.is_some() && vals.len() == 2 {
+                            return Ok(V::derived(&[&c, &vals[0], &vals[1]]));
+                        }
+                        return Ok(V::opaque());
+                    }
+                    if let V::Opaque { comm: false, fp } = c {
+                        let site = &*i.cond as *const Expr as usize;
+                        return match me.local_branch(fp, &i.cond, site, &branches, i, None)? {
+                            Some(0) => me.block(&i.then_branch),
+                            Some(_) => match &i.else_branch {
+                                Some((_, e)) => me.expr(e),
+                                None => Ok(V::Unit),
+                            },
+                            // Both branches computed from exact data under an exact
+                            // condition: the value is exact too.
+                            None => {
+                                let vals = std::mem::take(&mut me.spec_values);
+                                let mut all: Vec<&V<'a>> = vec![&c];
+                                all.extend(vals.iter());
+                                Ok(
+                                    if super::value::is_exact(fp)
+                                        && vals.len() == branches.len()
+                                        && i.else_branch.is_some()
+                                    {
+                                        V::derived(&all)
+                                    } else {
+                                        V::taint(&[&c])
+                                    },
+                                )
+                            }
+                        };
+                    }
+                    me.speculate(&branches, i)?;
+                    Ok(V::taint(&[&c]))
+                }
+            }
+        })
+    }
+
+    pub(in crate::check::interp) fn match_expr(&mut self, m: &'a syn::ExprMatch) -> R<'a> {
+        let accessor = self.mut_accessor(&m.expr)?;
+        let v = match &accessor {
+            Some((_, _, v)) => v.clone(),
+            None => self.expr(&m.expr)?,
+        };
+        let mut unknown: Vec<Branch<'a>> = Vec::new();
+        let mut unknown_arms: Vec<&'a syn::Arm> = Vec::new();
+        for arm in &m.arms {
+            let r = self.scoped(|me| -> Result<Option<R<'a>>, Flow<'a>> {
+                let hit = me.bind(&arm.pat, v.clone());
+                let hit = match (hit, &arm.guard) {
+                    (Some(true), Some((_, g))) => match me.decided(g)? {
+                        V::Bool(b) => Some(b),
+                        _ => None,
+                    },
+                    (h, _) => h,
+                };
+                match hit {
+                    Some(true) if unknown.is_empty() => {
+                        let r = me.expr(&arm.body);
+                        if let (Ok(_), Some((place, Some(idx), _))) = (&r, &accessor) {
+                            me.write_back(&arm.pat, place, *idx)?;
+                        }
+                        Ok(Some(r))
+                    }
+                    Some(false) => Ok(None),
+                    _ => {
+                        unknown.push(Branch::Expr(&arm.body));
+                        unknown_arms.push(arm);
+                        Ok(None)
+                    }
+                }
+            })?;
+            if let Some(r) = r {
+                return r;
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(V::Unit);
+        }
+        // An arm the check cannot pick may write through the accessor's binding.
+        if let Some((place, _, _)) = &accessor {
+            self.clobber_place(place, true);
+        }
+        // A value the same on every rank (a mode from the command line): every rank takes
+        // the same arm, picked by this run's pattern.
+        if matches!(v, V::Agreed | V::Uniform) && unknown_arms.len() > 1 {
+            let site = m as *const syn::ExprMatch as usize;
+            let Some(j) = self.scoped(|me| {
+                for arm in &unknown_arms {
+                    me.bind_opaque(&arm.pat, &v);
+                }
+                me.agreed_branch(site, &unknown, m)
+            })?
+            else {
+                return Ok(V::opaque());
+            };
+            let pick = (super::agreed_mode() as usize + j as usize + usize::from(super::agreed_decision(j)))
+                % unknown_arms.len();
+            let arm = unknown_arms[pick];
+            return self.scoped(|me| {
+                me.bind_opaque(&arm.pat, &v);
+                me.expr(&arm.body)
+            });
+        }
+        // Data that may differ from rank to rank: each rank takes an arm by its data.
+        if let (V::Opaque { comm: false, fp }, true) = (&v, unknown_arms.len() > 1) {
+            let (fp, site) = (*fp, m as *const syn::ExprMatch as usize);
+            let o = V::taint(&[&v]);
+            let pick = self.scoped(|me| {
+                for arm in &unknown_arms {
+                    me.bind_opaque(&arm.pat, &o);
+                }
+                me.local_branch(fp, &m.expr, site, &unknown, m, None)
+            })?;
+            if let Some(pick) = pick {
+                let arm = unknown_arms[pick % unknown_arms.len()];
+                return self.scoped(|me| {
+                    me.bind_opaque(&arm.pat, &o);
+                    me.expr(&arm.body)
+                });
+            }
+            return Ok(o);
+        }
+        // Arms whose patterns the check cannot decide: they must not communicate.
+        self.scoped(|me| {
+            let o = V::taint(&[&v]);
+            for arm in &m.arms {
+                me.bind_opaque(&arm.pat, &o);
+            }
+            me.speculate(&unknown, m)
+        })?;
+        Ok(V::taint(&[&v]))
+    }
+
+    /// Iterates a loop body over `items`, handling break/continue with labels.
+    /// Runs `body` once per item bound to `pat`; with `keep`, pushes what each pass left
+    /// in the binding named `keep.0` (see [`Self::for_loop`]).
+    pub(in crate::check::interp) fn iterate(
+        &mut self,
+        label: Option<&syn::Label>,
+        pat: Option<&'a Pat>,
+        items: impl Iterator<Item = V<'a>>,
+        body: &'a Block,
+        mut keep: Option<(&str, &mut Vec<Option<V<'a>>>)>,
+    ) -> R<'a> {
+        let mine =
+            |l: &Option<String>| l.is_none() || label.is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()));
+        for x in items {
+            let r = self.scoped(|me| {
+                if let Some(p) = pat {
+                    me.bind(p, x);
+                }
+                let r = me.block(body);
+                if let Some((name, out)) = keep.as_mut() {
+                    out.push(me.lookup(name).cloned());
+                }
+                r
+            });
+            match r {
+                Ok(_) => {}
+                Err(Flow::Break(l, v)) if mine(&l) => return Ok(v),
+                Err(Flow::Continue(l)) if mine(&l) => {}
+                Err(f) => return Err(f),
+            }
+        }
+        Ok(V::Unit)
+    }
+
+    pub(in crate::check::interp) fn for_loop(&mut self, f: &'a syn::ExprForLoop) -> R<'a> {
+        // `for w in self.w.iter_mut()`, `for (w, g) in w.iter_mut().zip(&g)`, `for (i, x)
+        // in xs[a..b].iter_mut().enumerate()`: what the body leaves in the binding is
+        // the list's item afterwards (`*w -= lr * g`), so the list keeps what it holds
+        // instead of becoming data.
+        let lent = self.lent_items(f)?;
+        let it = self.expr(&f.expr)?;
+        let Some((place, offset, before, path)) = lent else {
+            return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it));
+        };
+        let name = match pat_at(&f.pat, &path) {
+            Some(Pat::Ident(p)) if p.subpat.is_none() => p.ident.to_string(),
+            _ => return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it)),
+        };
+        let Some(items) = iter_items(&it) else {
+            return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it));
+        };
+        let mut after: Vec<Option<V<'a>>> = Vec::new();
+        let r = self.summarised_loop(&f.body, |me| {
+            me.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, Some((&name, &mut after)))
+        });
+        // Written back only where every pass left its item (a summarised loop did not).
+        if r.is_ok() && after.len() <= items.len() && after.iter().all(Option::is_some) {
+            let mut list = (*before).clone();
+            if offset + after.len() <= list.len() {
+                for (i, v) in after.into_iter().enumerate() {
+                    list[offset + i] = v.expect("checked");
+                }
+                if self.store(place, V::list(list)).is_err() {
+                    self.clobber_place(place, true);
+                }
+            }
+        }
+        r
+    }
+
+    /// For a `for` loop over items lent mutably from a list the check holds
+    /// (`x.iter_mut()`, `&mut x`, `x[a..b].iter_mut()`, through `zip` and `enumerate`):
+    /// the list's place, the first item's index in it, the list before the loop, and
+    /// where the item sits in the loop's pattern (tuple positions).
+    #[allow(clippy::type_complexity)]
+    pub(in crate::check::interp) fn lent_items(
+        &mut self,
+        f: &'a syn::ExprForLoop,
+    ) -> Result<Option<(&'a Expr, usize, std::rc::Rc<Vec<V<'a>>>, Vec<usize>)>, Flow<'a>> {
+        fn source(e: &Expr) -> Option<(&Expr, Vec<usize>)> {
+            match e {
+                Expr::Paren(p) => source(&p.expr),
+                Expr::Reference(r) if r.mutability.is_some() => Some((&r.expr, vec![])),
+                Expr::MethodCall(m) if m.method == "iter_mut" && m.args.is_empty() => Some((&m.receiver, vec![])),
+                Expr::MethodCall(m) if m.method == "enumerate" => {
+                    source(&m.receiver).map(|(p, path)| (p, [vec![1], path].concat()))
+                }
+                Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => match source(&m.receiver) {
+                    Some((p, path)) => Some((p, [vec![0], path].concat())),
+                    None => source(&m.args[0]).map(|(p, path)| (p, [vec![1], path].concat())),
+                },
+                _ => None,
+            }
+        }
+        let Some((src, path)) = source(&f.expr) else { return Ok(None) };
+        let (place, offset) = match src {
+            Expr::Index(ix) => match &*ix.index {
+                Expr::Range(r) if plain_index(&ix.expr) || matches!(&*ix.expr, Expr::Field(_)) => {
+                    let start = match &r.start {
+                        Some(s) if plain_index(s) => match self.expr(s)? {
+                            V::Int(i) if i >= 0 => i as usize,
+                            _ => return Ok(None),
+                        },
+                        Some(_) => return Ok(None),
+                        None => 0,
+                    };
+                    (&*ix.expr, start)
+                }
+                _ => return Ok(None),
+            },
+            p => (p, 0),
+        };
+        match self.place_value(place) {
+            Some(V::List(items)) => Ok(Some((place, offset, items, path))),
+            _ => Ok(None),
+        }
+    }
+
+    pub(in crate::check::interp) fn for_loop_items(&mut self, f: &'a syn::ExprForLoop, it: V<'a>) -> R<'a> {
+        match iter_items(&it) {
+            Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, None),
+            None if self.unknown_count(&f.expr)?.is_some() => self.counted_loop(f),
+            None => {
+                let o = V::taint(&[&it]);
+                self.scoped(|me| {
+                    me.bind_opaque(&f.pat, &o);
+                    me.speculate(&[Branch::Block(&f.body)], f)
+                })?;
+                Ok(V::Unit)
+            }
+        }
+    }
+
+    /// For `a..n` (or `a..=n`, or either `.rev()`) with `a` known and `n` unknown but
+    /// followed, the same on every rank ([`V::Agreed`]) or data computed exactly
+    /// ([`V::derived`]: `sys.n` of a struct a helper built from the inputs): `(a, n,
+    /// reversed)`.
+    pub(in crate::check::interp) fn unknown_count(
+        &mut self,
+        e: &'a Expr,
+    ) -> Result<Option<(i128, V<'a>, bool)>, Flow<'a>> {
+        let strip = |mut e: &'a Expr| {
+            while let Expr::Paren(p) = e {
+                e = &p.expr;
+            }
+            e
+        };
+        let (e, rev) = match strip(e) {
+            Expr::MethodCall(m) if m.method == "rev" && m.args.is_empty() => (strip(&m.receiver), true),
+            e => (e, false),
+        };
+        // (Open or closed: the count is unknown either way.)
+        let Expr::Range(r) = e else { return Ok(None) };
+        let Some(end) = &r.end else { return Ok(None) };
+        let start = match &r.start {
+            Some(s) => self.expr(s)?,
+            None => V::Int(0),
+        };
+        let V::Int(a) = start else { return Ok(None) };
+        Ok(match self.expr(end)? {
+            V::Agreed => Some((a, V::Agreed, rev)),
+            v @ V::Opaque { comm: false, fp } if super::value::is_exact(fp) => Some((a, v, rev)),
+            _ => None,
+        })
+    }
+
+    /// A `for` loop over a range whose end is unknown but followed ([`Self::unknown_count`]):
+    /// how many passes it makes is decided as a `while` loop's condition on such data is,
+    /// pass by pass (by this run's pattern; ranks whose end is the same data make as many),
+    /// and the items count from the start (down to it, reversed).
+    pub(in crate::check::interp) fn counted_loop(&mut self, f: &'a syn::ExprForLoop) -> R<'a> {
+        let Some((a, end, rev)) = self.unknown_count(&f.expr)? else { return Ok(V::Unit) };
+        let site = &*f.expr as *const Expr as usize;
+        let entry = {
+            let e = self.loop_entries.entry(site).or_insert(0);
+            *e += 1;
+            *e - 1
+        };
+        let branch = [Branch::Block(&f.body)];
+        let mut passes = 0i128;
+        loop {
+            if passes as u64 >= LOOP_BOUND {
+                return Err(undecidable(&f.expr, format!("a `for` loop of more than {LOOP_BOUND} iterations")));
+            }
+            let k = passes as u32;
+            let go = match end {
+                V::Agreed => self.agreed_branch(site, &branch, f)?.is_some() && super::loop_decision(entry, k),
+                V::Opaque { fp, .. } => self.local_branch(fp, &f.expr, site, &branch, f, Some((entry, k)))? == Some(0),
+                _ => false,
+            };
+            if !go {
+                break;
+            }
+            passes += 1;
+        }
+        let items = (0..passes).map(move |i| V::Int(if rev { a + passes - 1 - i } else { a + i }));
+        self.iterate(f.label.as_ref(), Some(&f.pat), items, &f.body, None)
+    }
+
+    pub(in crate::check::interp) fn while_loop(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
+        self.summarised_loop(w, |me| me.while_loop_run(w))
+    }
+
+    pub(in crate::check::interp) fn while_loop_run(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
+        let mine = |l: &Option<String>| {
+            l.is_none() || w.label.as_ref().is_some_and(|x| l.as_deref() == Some(&*x.name.ident.to_string()))
+        };
+        // Which entry into this loop this is: a condition the check decides by pattern
+        // runs the loop a bounded number of times per entry ([`super::loop_decision`]).
+        let entry = {
+            let e = self.loop_entries.entry(&*w.cond as *const Expr as usize).or_insert(0);
+            *e += 1;
+            *e - 1
+        };
+        let mut n = 0u64;
+        loop {
+            let k = n as u32;
+            n += 1;
+            if n > LOOP_BOUND {
+                return Err(undecidable(&w.cond, format!("a `while` loop of more than {LOOP_BOUND} iterations")));
+            }
+            let r = self.scoped(|me| -> R<'a> {
+                match me.expr(&w.cond)? {
+                    V::Bool(true) => me.block(&w.body).map(|_| V::Bool(true)),
+                    V::Bool(false) => Ok(V::Bool(false)),
+                    V::Agreed | V::Uniform => {
+                        let site = &*w.cond as *const Expr as usize;
+                        match me.agreed_branch(site, &[Branch::Block(&w.body)], w)? {
+                            Some(_) if super::loop_decision(entry, k) => me.block(&w.body).map(|_| V::Bool(true)),
+                            _ => Ok(V::Bool(false)),
+                        }
+                    }
+                    V::Opaque { comm: false, fp } => {
+                        let site = &*w.cond as *const Expr as usize;
+                        match me.local_branch(fp, &w.cond, site, &[Branch::Block(&w.body)], w, Some((entry, k)))? {
+                            Some(0) => me.block(&w.body).map(|_| V::Bool(true)),
+                            _ => Ok(V::Bool(false)),
+                        }
+                    }
+                    _ => {
+                        me.speculate(&[Branch::Block(&w.body)], w)?;
+                        Ok(V::Bool(false))
+                    }
+                }
+            });
+            match r {
+                Ok(V::Bool(false)) => return Ok(V::Unit),
+                Ok(_) => {}
+                Err(Flow::Break(l, _)) if mine(&l) => return Ok(V::Unit),
+                Err(Flow::Continue(l)) if mine(&l) => {}
+                Err(f) => return Err(f),
+            }
+        }
+    }
+
+    pub(in crate::check::interp) fn loop_expr(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
+        self.summarised_loop(&l.body, |me| me.loop_run(l))
+    }
+
+    pub(in crate::check::interp) fn loop_run(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
+        let mine = |x: &Option<String>| {
+            x.is_none() || l.label.as_ref().is_some_and(|y| x.as_deref() == Some(&*y.name.ident.to_string()))
+        };
+        for _ in 0..LOOP_BOUND {
+            match self.block(&l.body) {
+                Ok(_) => {}
+                Err(Flow::Break(x, v)) if mine(&x) => return Ok(v),
+                Err(Flow::Continue(x)) if mine(&x) => {}
+                Err(f) => return Err(f),
+            }
+        }
+        Err(undecidable(&l.body, format!("a `loop` of more than {LOOP_BOUND} iterations")))
+    }
+}

@@ -1,0 +1,189 @@
+//! Patterns: binding a value to a `let`, `match` or closure pattern.
+
+use super::*;
+
+impl<'a> Interp<'a> {
+    /// Matches `v` against `pat`, binding names in the current scope.
+    /// `Some(true)`: matched; `Some(false)`: did not; `None`: cannot tell.
+    pub(in crate::check::interp) fn bind(&mut self, pat: &Pat, v: V<'a>) -> Option<bool> {
+        match pat {
+            // `Warmup =>` after `use Phase::*`: the unit variant, not a new name.
+            Pat::Ident(pi)
+                if pi.subpat.is_none()
+                    && pi.by_ref.is_none()
+                    && pi.mutability.is_none()
+                    && matches!(&v, V::Struct(ty, f) if ty.contains("::") && f.is_empty())
+                    && self.enum_of(&pi.ident.to_string()).is_some() =>
+            {
+                let V::Struct(ty, _) = &v else { return None };
+                Some(ty.rsplit("::").next() == Some(&*pi.ident.to_string()))
+            }
+            Pat::Ident(pi) => {
+                if let Some((_, sub)) = &pi.subpat {
+                    let m = self.bind(sub, v.clone());
+                    if m != Some(true) {
+                        return m;
+                    }
+                }
+                self.define(pi.ident.to_string(), v);
+                Some(true)
+            }
+            Pat::Wild(_) | Pat::Rest(_) => Some(true),
+            Pat::Type(pt) => self.bind(&pt.pat, v),
+            Pat::Paren(p) => self.bind(&p.pat, v),
+            Pat::Reference(r) => self.bind(&r.pat, v),
+            Pat::Lit(l) => {
+                let want = lit_value(&l.lit)?;
+                match (&want, &v) {
+                    (V::Int(a), V::Int(b)) => Some(a == b),
+                    (V::Bool(a), V::Bool(b)) => Some(a == b),
+                    _ => None,
+                }
+            }
+            Pat::Range(r) => {
+                let V::Int(x) = v else { return None };
+                let lo = match &r.start {
+                    Some(e) => const_int(e)?,
+                    None => i128::MIN,
+                };
+                let hi = match &r.end {
+                    Some(e) => const_int(e)?,
+                    None => i128::MAX,
+                };
+                Some(match r.limits {
+                    RangeLimits::HalfOpen(_) => lo <= x && x < hi,
+                    RangeLimits::Closed(_) => lo <= x && x <= hi,
+                })
+            }
+            Pat::Or(o) => {
+                let mut unknown = false;
+                for case in &o.cases {
+                    match self.bind(case, v.clone()) {
+                        Some(true) => return Some(true),
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+                if unknown {
+                    None
+                } else {
+                    Some(false)
+                }
+            }
+            Pat::Tuple(t) => {
+                let items = match v {
+                    V::Tuple(items) if items.len() == t.elems.len() => items,
+                    // `let (pr, pc) = cfg.grid.unwrap_or(..)`: parts of an input are inputs.
+                    v @ (V::Uniform | V::Agreed) => {
+                        for p in &t.elems {
+                            self.bind_opaque(p, &v);
+                        }
+                        return Some(true);
+                    }
+                    other => {
+                        let o = V::taint(&[&other]);
+                        for p in &t.elems {
+                            self.bind_opaque(p, &o);
+                        }
+                        return if matches!(other, V::Opaque { .. }) { Some(true) } else { None };
+                    }
+                };
+                let mut all = Some(true);
+                for (p, x) in t.elems.iter().zip(items) {
+                    match self.bind(p, x) {
+                        Some(true) => {}
+                        r => all = if all == Some(false) || r == Some(false) { Some(false) } else { None },
+                    }
+                }
+                all
+            }
+            Pat::TupleStruct(ts) => {
+                let name = last_seg(&ts.path);
+                match (name.as_str(), v) {
+                    ("Some", V::Opt(Some(x))) if ts.elems.len() == 1 => self.bind(&ts.elems[0], *x),
+                    ("Some", V::Opt(None)) => Some(false),
+                    ("Ok", x) if ts.elems.len() == 1 && x != V::Err => self.bind(&ts.elems[0], x),
+                    (_, V::Struct(ty, _)) if self.other_variant(&ts.path, &ty) => Some(false),
+                    // `if let Some(px) = args.px`: an input may or may not be there, the
+                    // same on every rank; what it holds is an input too.
+                    (_, v @ (V::Uniform | V::Agreed)) => {
+                        for p in &ts.elems {
+                            self.bind_opaque(p, &v);
+                        }
+                        None
+                    }
+                    (_, V::Struct(_, fields)) => {
+                        let mut all = Some(true);
+                        for (i, p) in ts.elems.iter().enumerate() {
+                            let x =
+                                fields.iter().find(|(k, _)| *k == i.to_string()).map_or(V::opaque(), |f| f.1.clone());
+                            match self.bind(p, x) {
+                                Some(true) => {}
+                                r => all = if all == Some(false) || r == Some(false) { Some(false) } else { None },
+                            }
+                        }
+                        all
+                    }
+                    (_, other) => {
+                        let o = V::taint(&[&other]);
+                        for p in &ts.elems {
+                            self.bind_opaque(p, &o);
+                        }
+                        None
+                    }
+                }
+            }
+            Pat::Struct(ps) => {
+                let fields = match v {
+                    v @ (V::Uniform | V::Agreed) => {
+                        for f in &ps.fields {
+                            self.bind_opaque(&f.pat, &v);
+                        }
+                        return Some(true);
+                    }
+                    V::Struct(ty, _) if self.other_variant(&ps.path, &ty) => return Some(false),
+                    V::Struct(_, fields) => fields,
+                    other => {
+                        let o = V::taint(&[&other]);
+                        for f in &ps.fields {
+                            self.bind_opaque(&f.pat, &o);
+                        }
+                        return None;
+                    }
+                };
+                let mut all = Some(true);
+                for f in &ps.fields {
+                    let name = match &f.member {
+                        syn::Member::Named(i) => i.to_string(),
+                        syn::Member::Unnamed(i) => i.index.to_string(),
+                    };
+                    let x = fields.iter().find(|(k, _)| *k == name).map_or(V::opaque(), |f| f.1.clone());
+                    match self.bind(&f.pat, x) {
+                        Some(true) => {}
+                        r => all = if all == Some(false) || r == Some(false) { Some(false) } else { None },
+                    }
+                }
+                all
+            }
+            Pat::Path(p) => match (last_seg(&p.path).as_str(), &v) {
+                ("None", V::Opt(x)) => Some(x.is_none()),
+                (_, V::Struct(ty, _)) if ty.contains("::") => Some(!self.other_variant(&p.path, ty)),
+                _ => None,
+            },
+            _ => {
+                let o = V::taint(&[&v]);
+                self.bind_opaque(pat, &o);
+                None
+            }
+        }
+    }
+
+    /// Binds every name in `pat` to an opaque value.
+    pub(in crate::check::interp) fn bind_opaque(&mut self, pat: &Pat, o: &V<'a>) {
+        let mut names = Vec::new();
+        pat_names(pat, &mut names);
+        for n in names {
+            self.define(n, o.clone());
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Statements and blocks, and speculation: running the branches of a condition the
+//! check cannot decide to see whether they communicate, and what they leave.
+
+use super::*;
+
+impl<'a> Interp<'a> {
+    pub(in crate::check::interp) fn block(&mut self, b: &'a Block) -> R<'a> {
+        self.scoped(|me| me.stmts(&b.stmts))
+    }
+
+    pub(in crate::check::interp) fn stmts(&mut self, stmts: &'a [Stmt]) -> R<'a> {
+        // Nested fns and consts are visible in the whole block.
+        for s in stmts {
+            match s {
+                Stmt::Item(Item::Fn(f)) => {
+                    self.fns.insert(f.sig.ident.to_string(), f);
+                }
+                Stmt::Item(Item::Const(c)) => {
+                    let v = self.expr(&c.expr).unwrap_or(V::opaque());
+                    self.define(c.ident.to_string(), v);
+                }
+                _ => {}
+            }
+        }
+        let mut last = V::Unit;
+        for (i, s) in stmts.iter().enumerate() {
+            last = match s {
+                Stmt::Local(l) => {
+                    let Some(init) = &l.init else {
+                        self.bind_opaque(&l.pat, &V::opaque());
+                        continue;
+                    };
+                    let v = self.expr(&init.expr)?;
+                    self.aliased(&init.expr);
+                    if matches!(v, V::Opaque { .. }) {
+                        let mut names = Vec::new();
+                        pat_names(&l.pat, &mut names);
+                        for n in names {
+                            let text =
+                                format!("`{n}` is `{}` ({})", init.expr.to_token_stream(), self.place(&init.expr));
+                            self.note_why(&n, text, &init.expr);
+                        }
+                    }
+                    self.note_numbering(&l.pat, &init.expr);
+                    self.note_elem(&l.pat, Some(&init.expr));
+                    match self.bind(&l.pat, v) {
+                        Some(true) => {}
+                        Some(false) => match &init.diverge {
+                            Some((_, e)) => {
+                                // The else block diverges (return, break, panic).
+                                self.expr(e)?;
+                                return Err(Flow::Fail);
+                            }
+                            None => return Err(Flow::Fail),
+                        },
+                        None => {
+                            if let Some((_, e)) = &init.diverge {
+                                // The else branch may run: it must not communicate.
+                                self.speculate(&[Branch::Expr(e)], e)?;
+                            }
+                        }
+                    }
+                    V::Unit
+                }
+                Stmt::Item(_) => V::Unit,
+                Stmt::Expr(e, semi) => {
+                    let v = self.expr(e)?;
+                    if semi.is_some() && i + 1 < stmts.len() {
+                        V::Unit
+                    } else if semi.is_some() {
+                        // `return`-free last statement with a semicolon: the block is ().
+                        if v == V::Err {
+                            V::Err
+                        } else {
+                            V::Unit
+                        }
+                    } else {
+                        v
+                    }
+                }
+                Stmt::Macro(m) => self.mac(&m.mac)?,
+            };
+        }
+        Ok(last)
+    }
+
+    /// Evaluates branches that may or may not run (their condition is opaque). They must
+    /// not communicate; variables they change become opaque afterwards.
+    pub(in crate::check::interp) fn speculate(
+        &mut self,
+        branches: &[Branch<'a>],
+        at: &impl ToTokens,
+    ) -> Result<(), Flow<'a>> {
+        let before_scopes = self.scopes.clone();
+        let (ne, nc) = (self.events.len(), self.comms.len());
+        let mut changed: Vec<scopes::Sym> = Vec::new();
+        let mut reshaped: Vec<scopes::Sym> = Vec::new();
+        // What each changed variable was set to, in any branch, and the condition: the
+        // data it holds after is computed from those ([`V::Opaque`]'s `fp`).
+        let cond_fp = std::mem::take(&mut self.cond_fp);
+        let agreed_cond = std::mem::take(&mut self.spec_agreed);
+        let mut salts: Vec<(scopes::Sym, u64)> = Vec::new();
+        // Under a condition the same on every rank, every rank takes the same branch:
+        // a variable that each branch leaves the same on every rank (and that was so
+        // before) is the same on every rank after (`if counts[c] > 0 { x = sums[c] /
+        // counts[c] }`).
+        let mut all_agreed: Vec<(scopes::Sym, bool)> = Vec::new();
+        // Under a condition on exact data ([`V::derived`]), what each branch leaves is
+        // exact where its values and the variable's before are.
+        let mut all_exact: Vec<(scopes::Sym, bool)> = Vec::new();
+        let mut values = Vec::new();
+        for b in branches {
+            self.scopes = before_scopes.clone();
+            self.speculative += 1;
+            let r = match b {
+                Branch::Expr(e) => self.expr(e),
+                Branch::Block(b) => self.block(b),
+            };
+            self.speculative -= 1;
+            let communicated = self.events.len() != ne || self.comms.len() != nc;
+            if communicated {
+                let what = match &self.events[ne..].first() {
+                    Some(ev) => format!("`{}` under a condition that depends on data", ev.call()),
+                    None => "a communicator created under a condition that depends on data".into(),
+                };
+                self.scopes = before_scopes;
+                return Err(undecidable(at, what));
+            }
+            match r {
+                Ok(v) => values.push(v),
+                Err(Flow::Fail) => {}
+                Err(Flow::Stop(s)) => {
+                    self.scopes = before_scopes;
+                    return Err(Flow::Stop(s));
+                }
+                Err(_) => {
+                    self.scopes = before_scopes;
+                    return Err(undecidable(
+                        at,
+                        "`return`, `break` or `continue` under a condition that depends on data",
+                    ));
+                }
+            }
+            for (depth, k, v) in self.scopes.entries() {
+                if before_scopes.get_in(depth, k) != Some(v) {
+                    // Whether only its data changed (a struct whose buffers a branch
+                    // wrote keeps its communicators and shape).
+                    let same_shape = before_scopes
+                        .get_in(depth, k)
+                        .is_some_and(|b| shape(forget(b.clone(), false)) == shape(forget(v.clone(), false)));
+                    if !same_shape {
+                        reshaped.push(k);
+                    }
+                    changed.push(k);
+                    salts.push((k, fp_of(&[v, &V::Int(cond_fp as i128)])));
+                    let before = before_scopes.get_in(depth, k);
+                    let same = agreed_cond && same_everywhere(v) && before.is_none_or(same_everywhere);
+                    let exact = (agreed_cond || super::value::is_exact(cond_fp))
+                        && exact_class(v)
+                        && before.is_none_or(exact_class);
+                    all_agreed.push((k, same));
+                    all_exact.push((k, exact));
+                }
+            }
+        }
+        self.scopes = before_scopes;
+        self.spec_values = values;
+        let cond = self.place(at);
+        for k in changed {
+            if let Some(slot) = self.scopes.get_mut(k) {
+                let salt = salts.iter().filter(|x| x.0 == k).fold(0u64, |a, x| a.rotate_left(5) ^ x.1) | 1;
+                let agreed = all_agreed.iter().filter(|x| x.0 == k).all(|x| x.1);
+                let exact = all_exact.iter().filter(|x| x.0 == k).all(|x| x.1)
+                    && !slot.has_comm()
+                    && !matches!(slot, V::Struct(..));
+                *slot = if agreed {
+                    if reshaped.contains(&k) {
+                        V::Agreed
+                    } else {
+                        agree(slot.clone())
+                    }
+                } else if exact {
+                    let salt = V::Int(salt as i128);
+                    match &*slot {
+                        // A list keeps its length where no branch changed it.
+                        V::List(items) if !reshaped.contains(&k) => {
+                            V::list(items.iter().map(|x| V::derived(&[x, &salt])).collect())
+                        }
+                        v => V::derived(&[v, &salt]),
+                    }
+                } else if reshaped.contains(&k) {
+                    let comm = slot.has_comm();
+                    V::Opaque { comm, fp: if comm { 0 } else { fp_of(&[slot, &V::Int(salt as i128)]) } }
+                } else {
+                    forget_with(slot.clone(), false, salt)
+                };
+                let name = scopes::text(k).to_string();
+                if !name.starts_with('\u{0}') {
+                    let text = format!("`{name}` is set in a branch or loop whose condition depends on data ({cond})");
+                    self.note_why(&name, text, at);
+                }
+            }
+        }
+        Ok(())
+    }
+}
