@@ -4,7 +4,8 @@
 
 use crate::backend::{Bufs, DevBufs};
 use crate::buffer::{mixed, Buf, BufMut, SharedBuf, View, ViewMut};
-use crate::comm::request::{Request, Shape};
+use crate::comm::nonblocking::Shape;
+use crate::comm::request::Request;
 use crate::comm::{bytes, bytes_mut, Comm};
 use crate::dtype::Element;
 use crate::error::{Error, Result};

@@ -7,6 +7,7 @@
 mod collective;
 pub(crate) mod device;
 mod group;
+mod nonblocking;
 mod object;
 mod p2p;
 mod request;
