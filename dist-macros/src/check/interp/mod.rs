@@ -210,6 +210,149 @@ thread_local! {
 /// (type, field) pairs.
 type FieldSet = std::collections::HashSet<(String, String)>;
 
+/// What [`set_written_fields`] reads from one function at a time.
+#[derive(Default)]
+struct W {
+    written: std::collections::HashSet<(String, String)>,
+    resized: std::collections::HashSet<(String, String)>,
+    /// The type of `self` in the function visited.
+    me: Option<String>,
+    /// Local bindings whose type the code names.
+    types: HashMap<String, String>,
+}
+/// The type an initializer names: `T { .. }`, `T::new(..)`, `T::default()`.
+fn named_type(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Struct(s) => s.path.segments.last().map(|x| x.ident.to_string()),
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
+                let t = p.path.segments[p.path.segments.len() - 2].ident.to_string();
+                t.chars().next().is_some_and(|c| c.is_uppercase()).then_some(t)
+            }
+            _ => None,
+        },
+        syn::Expr::Try(t) => named_type(&t.expr),
+        syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
+            named_type(&m.receiver)
+        }
+        _ => None,
+    }
+}
+impl W {
+    /// The field at the root of the place `e` and the type of what holds it (`*`:
+    /// not known), through parens and derefs, and with `deep` through indexing and
+    /// accessors too (`self.params[i].iter_mut()`).
+    fn field(&self, e: &syn::Expr, deep: bool) -> Option<(String, String)> {
+        match e {
+            syn::Expr::Field(f) => {
+                let name = match &f.member {
+                    syn::Member::Named(i) => i.to_string(),
+                    syn::Member::Unnamed(i) => i.index.to_string(),
+                };
+                let owner = match &*f.base {
+                    syn::Expr::Path(p) if p.path.is_ident("self") => self.me.clone(),
+                    syn::Expr::Path(p) => p.path.get_ident().and_then(|i| self.types.get(&i.to_string()).cloned()),
+                    _ => None,
+                };
+                Some((owner.unwrap_or_else(|| "*".into()), name))
+            }
+            syn::Expr::Paren(p) => self.field(&p.expr, deep),
+            syn::Expr::Unary(u) => self.field(&u.expr, deep),
+            syn::Expr::Reference(r) if deep => self.field(&r.expr, deep),
+            syn::Expr::Index(i) if deep => self.field(&i.expr, deep),
+            syn::Expr::MethodCall(m) if deep => self.field(&m.receiver, deep),
+            _ => None,
+        }
+    }
+    /// A place whose length may change (`self.params[i].push(..)`).
+    fn resized(&mut self, e: &syn::Expr) {
+        if let Some(f) = self.field(e, true) {
+            self.resized.insert(f);
+        }
+    }
+    /// A place assigned or lent mutably: its field is written, and may be resized.
+    fn target(&mut self, e: &syn::Expr) {
+        self.resized(e);
+        if let Some(f) = self.field(e, false) {
+            self.written.insert(f);
+        }
+    }
+}
+impl<'ast> syn::visit::Visit<'ast> for W {
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        let (name, ty) = match &l.pat {
+            syn::Pat::Type(t) => (
+                match &*t.pat {
+                    syn::Pat::Ident(i) => Some(i.ident.to_string()),
+                    _ => None,
+                },
+                match &*t.ty {
+                    syn::Type::Path(p) => p.path.segments.last().map(|x| x.ident.to_string()),
+                    _ => None,
+                },
+            ),
+            syn::Pat::Ident(i) => (Some(i.ident.to_string()), l.init.as_ref().and_then(|x| named_type(&x.expr))),
+            _ => (None, None),
+        };
+        if let Some(name) = name {
+            match ty {
+                Some(t) => self.types.insert(name, t),
+                None => self.types.remove(&name),
+            };
+        }
+        syn::visit::visit_local(self, l);
+    }
+    fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+        self.target(&a.left);
+        syn::visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+        if summary::is_compound_assign(&b.op) {
+            self.target(&b.left);
+        }
+        syn::visit::visit_expr_binary(self, b);
+    }
+    fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+        if r.mutability.is_some() {
+            self.target(&r.expr);
+        }
+        syn::visit::visit_expr_reference(self, r);
+    }
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        let name = m.method.to_string();
+        if matches!(
+            name.as_str(),
+            "push"
+                | "push_back"
+                | "push_front"
+                | "pop"
+                | "pop_back"
+                | "pop_front"
+                | "clear"
+                | "extend"
+                | "extend_from_slice"
+                | "append"
+                | "insert"
+                | "remove"
+                | "swap_remove"
+                | "truncate"
+                | "resize"
+                | "resize_with"
+                | "retain"
+                | "retain_mut"
+                | "drain"
+                | "dedup"
+                | "dedup_by"
+                | "dedup_by_key"
+                | "split_off"
+                | "push_str"
+        ) {
+            self.resized(&m.receiver);
+        }
+        syn::visit::visit_expr_method_call(self, m);
+    }
+}
+
 /// Reads which struct fields the package writes after building the struct, from the
 /// entry `f` and the package's functions (`(key, fn)`: a method's key is `Type::name`):
 /// a field assigned (`x.k = ..`, `x.k += ..`) or lent mutably (`&mut x.k`) is written,
@@ -219,147 +362,6 @@ type FieldSet = std::collections::HashSet<(String, String)>;
 /// `T::new(..)` or with `: T`; elsewhere with the field's name alone, for every type.
 pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = (&'f str, &'f syn::ItemFn)>) {
     use syn::visit::Visit;
-    #[derive(Default)]
-    struct W {
-        written: std::collections::HashSet<(String, String)>,
-        resized: std::collections::HashSet<(String, String)>,
-        /// The type of `self` in the function visited.
-        me: Option<String>,
-        /// Local bindings whose type the code names.
-        types: HashMap<String, String>,
-    }
-    /// The type an initializer names: `T { .. }`, `T::new(..)`, `T::default()`.
-    fn named_type(e: &syn::Expr) -> Option<String> {
-        match e {
-            syn::Expr::Struct(s) => s.path.segments.last().map(|x| x.ident.to_string()),
-            syn::Expr::Call(c) => match &*c.func {
-                syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
-                    let t = p.path.segments[p.path.segments.len() - 2].ident.to_string();
-                    t.chars().next().is_some_and(|c| c.is_uppercase()).then_some(t)
-                }
-                _ => None,
-            },
-            syn::Expr::Try(t) => named_type(&t.expr),
-            syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect") => {
-                named_type(&m.receiver)
-            }
-            _ => None,
-        }
-    }
-    impl W {
-        /// The field at the root of the place `e` and the type of what holds it (`*`:
-        /// not known), through parens and derefs, and with `deep` through indexing and
-        /// accessors too (`self.params[i].iter_mut()`).
-        fn field(&self, e: &syn::Expr, deep: bool) -> Option<(String, String)> {
-            match e {
-                syn::Expr::Field(f) => {
-                    let name = match &f.member {
-                        syn::Member::Named(i) => i.to_string(),
-                        syn::Member::Unnamed(i) => i.index.to_string(),
-                    };
-                    let owner = match &*f.base {
-                        syn::Expr::Path(p) if p.path.is_ident("self") => self.me.clone(),
-                        syn::Expr::Path(p) => p.path.get_ident().and_then(|i| self.types.get(&i.to_string()).cloned()),
-                        _ => None,
-                    };
-                    Some((owner.unwrap_or_else(|| "*".into()), name))
-                }
-                syn::Expr::Paren(p) => self.field(&p.expr, deep),
-                syn::Expr::Unary(u) => self.field(&u.expr, deep),
-                syn::Expr::Reference(r) if deep => self.field(&r.expr, deep),
-                syn::Expr::Index(i) if deep => self.field(&i.expr, deep),
-                syn::Expr::MethodCall(m) if deep => self.field(&m.receiver, deep),
-                _ => None,
-            }
-        }
-        /// A place whose length may change (`self.params[i].push(..)`).
-        fn resized(&mut self, e: &syn::Expr) {
-            if let Some(f) = self.field(e, true) {
-                self.resized.insert(f);
-            }
-        }
-        /// A place assigned or lent mutably: its field is written, and may be resized.
-        fn target(&mut self, e: &syn::Expr) {
-            self.resized(e);
-            if let Some(f) = self.field(e, false) {
-                self.written.insert(f);
-            }
-        }
-    }
-    impl<'ast> Visit<'ast> for W {
-        fn visit_local(&mut self, l: &'ast syn::Local) {
-            let (name, ty) = match &l.pat {
-                syn::Pat::Type(t) => (
-                    match &*t.pat {
-                        syn::Pat::Ident(i) => Some(i.ident.to_string()),
-                        _ => None,
-                    },
-                    match &*t.ty {
-                        syn::Type::Path(p) => p.path.segments.last().map(|x| x.ident.to_string()),
-                        _ => None,
-                    },
-                ),
-                syn::Pat::Ident(i) => (Some(i.ident.to_string()), l.init.as_ref().and_then(|x| named_type(&x.expr))),
-                _ => (None, None),
-            };
-            if let Some(name) = name {
-                match ty {
-                    Some(t) => self.types.insert(name, t),
-                    None => self.types.remove(&name),
-                };
-            }
-            syn::visit::visit_local(self, l);
-        }
-        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-            self.target(&a.left);
-            syn::visit::visit_expr_assign(self, a);
-        }
-        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
-            if summary::is_compound_assign(&b.op) {
-                self.target(&b.left);
-            }
-            syn::visit::visit_expr_binary(self, b);
-        }
-        fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
-            if r.mutability.is_some() {
-                self.target(&r.expr);
-            }
-            syn::visit::visit_expr_reference(self, r);
-        }
-        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            let name = m.method.to_string();
-            if matches!(
-                name.as_str(),
-                "push"
-                    | "push_back"
-                    | "push_front"
-                    | "pop"
-                    | "pop_back"
-                    | "pop_front"
-                    | "clear"
-                    | "extend"
-                    | "extend_from_slice"
-                    | "append"
-                    | "insert"
-                    | "remove"
-                    | "swap_remove"
-                    | "truncate"
-                    | "resize"
-                    | "resize_with"
-                    | "retain"
-                    | "retain_mut"
-                    | "drain"
-                    | "dedup"
-                    | "dedup_by"
-                    | "dedup_by_key"
-                    | "split_off"
-                    | "push_str"
-            ) {
-                self.resized(&m.receiver);
-            }
-            syn::visit::visit_expr_method_call(self, m);
-        }
-    }
     let mut w = W::default();
     for (key, f) in fns {
         w.me = key.rsplit_once("::").map(|(t, _)| t.rsplit("::").next().unwrap_or(t).to_string());

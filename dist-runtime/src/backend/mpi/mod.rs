@@ -339,59 +339,66 @@ pub(crate) fn at_exit() {
     end();
 }
 
+/// Starts MPI in this process unless it runs already (`MPI_Init_thread`, bounded by
+/// `timeout`), refusing a process whose MPI was finalized or that lacks
+/// `MPI_THREAD_SERIALIZED`.
+fn start_mpi(timeout: Duration) -> Result<()> {
+    let mut done: c_int = 0;
+    // SAFETY: MPI_Finalized may be called at any time; it writes `done`.
+    call("MPI_Finalized", || unsafe { ffi::MPI_Finalized(&mut done) })?;
+    if done != 0 {
+        return Err(Error::backend(
+            "mpi",
+            "MPI was already finalized in this process (its world communicator was dropped): a process \
+             joins an MPI job once",
+        ));
+    }
+    let mut up: c_int = 0;
+    // SAFETY: MPI_Initialized may be called at any time; it writes `up`.
+    call("MPI_Initialized", || unsafe { ffi::MPI_Initialized(&mut up) })?;
+    if up == 0 {
+        // Bounded like the rest of init: MPI_Init may connect to every peer (Open MPI's
+        // `mpi_preconnect_mpi`) and never return when a connection is lost. The thread
+        // that calls it needs no special role (SERIALIZED, not FUNNELED).
+        let provided = call_bounded("MPI_Init_thread", timeout, || {
+            let mut provided: c_int = 0;
+            // SAFETY: MPI_Init_thread accepts null argc/argv; `provided` is written by MPI.
+            let rc = unsafe {
+                ffi::MPI_Init_thread(
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    ffi::RSMPI_THREAD_SERIALIZED,
+                    &mut provided,
+                )
+            };
+            (rc, provided)
+        })
+        .unwrap_or_else(|| {
+            Err(Error::Timeout {
+                op: "init",
+                comm: "World".into(),
+                waiting_for: "MPI_Init_thread to return (MPI starts and connects this rank to the job's others)".into(),
+                secs: timeout.as_secs_f64(),
+                site: crate::error::Site::caller(),
+            })
+        })?;
+        // SAFETY: reading rsmpi's exported constant.
+        if provided < unsafe { ffi::RSMPI_THREAD_SERIALIZED } {
+            return Err(Error::backend(
+                "mpi",
+                "this MPI library does not support MPI_THREAD_SERIALIZED, which dist needs (calls come from \
+                 more than one thread, one at a time)",
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl MpiComm {
     /// Starts MPI (once per process) and returns this rank's world communicator: a
     /// duplicate of `MPI_COMM_WORLD`, returning errors instead of aborting the job.
     pub(crate) fn world(expect: Option<(usize, usize)>, timeout: Duration) -> Result<MpiComm> {
-        let mut done: c_int = 0;
-        // SAFETY: MPI_Finalized may be called at any time; it writes `done`.
-        call("MPI_Finalized", || unsafe { ffi::MPI_Finalized(&mut done) })?;
-        if done != 0 {
-            return Err(Error::backend(
-                "mpi",
-                "MPI was already finalized in this process (its world communicator was dropped): a process \
-                 joins an MPI job once",
-            ));
-        }
-        let mut up: c_int = 0;
-        // SAFETY: MPI_Initialized may be called at any time; it writes `up`.
-        call("MPI_Initialized", || unsafe { ffi::MPI_Initialized(&mut up) })?;
-        if up == 0 {
-            // Bounded like the rest of init: MPI_Init may connect to every peer (Open MPI's
-            // `mpi_preconnect_mpi`) and never return when a connection is lost. The thread
-            // that calls it needs no special role (SERIALIZED, not FUNNELED).
-            let provided = call_bounded("MPI_Init_thread", timeout, || {
-                let mut provided: c_int = 0;
-                // SAFETY: MPI_Init_thread accepts null argc/argv; `provided` is written by MPI.
-                let rc = unsafe {
-                    ffi::MPI_Init_thread(
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        ffi::RSMPI_THREAD_SERIALIZED,
-                        &mut provided,
-                    )
-                };
-                (rc, provided)
-            })
-            .unwrap_or_else(|| {
-                Err(Error::Timeout {
-                    op: "init",
-                    comm: "World".into(),
-                    waiting_for: "MPI_Init_thread to return (MPI starts and connects this rank to the job's others)"
-                        .into(),
-                    secs: timeout.as_secs_f64(),
-                    site: crate::error::Site::caller(),
-                })
-            })?;
-            // SAFETY: reading rsmpi's exported constant.
-            if provided < unsafe { ffi::RSMPI_THREAD_SERIALIZED } {
-                return Err(Error::backend(
-                    "mpi",
-                    "this MPI library does not support MPI_THREAD_SERIALIZED, which dist needs (calls come from \
-                     more than one thread, one at a time)",
-                ));
-            }
-        }
+        start_mpi(timeout)?;
         read_tag_ub()?;
         // SAFETY: MPI is initialized; `comm` is written by MPI.
         let comm = call_bounded("MPI_Comm_dup", timeout, || unsafe {
@@ -411,7 +418,27 @@ impl MpiComm {
         let mut c = MpiComm::wrap(comm, "World".into(), timeout)?;
         c.world = (0..c.size).collect();
         c.uid = WORLD_UID;
-        // The deadlock detector's board: a duplicate of the world of its own.
+        c.join_board(timeout)?;
+        if let Some((rank, size)) = expect {
+            if (rank, size) != (c.rank, c.size) {
+                return Err(Error::backend(
+                    "mpi",
+                    format!(
+                        "the environment says rank {rank} of {size}, but MPI says rank {} of {}: start the job \
+                         with one launcher (mpirun/srun sets both)",
+                        c.rank, c.size
+                    ),
+                ));
+            }
+        }
+        Ok(c)
+    }
+
+    /// Joins the deadlock detector's board: a duplicate of the world of its own, over which
+    /// every rank learns every rank's pid and host (so the detector can tell a stopped
+    /// rank on its host), then the health check and the failure notice are installed.
+    fn join_board(&self, timeout: Duration) -> Result<()> {
+        let c = self;
         // SAFETY: MPI is initialized; `board` is written by MPI.
         let board = call_bounded("MPI_Comm_dup", timeout, || unsafe {
             let mut board: ffi::MPI_Comm = ffi::RSMPI_COMM_NULL;
@@ -454,19 +481,7 @@ impl MpiComm {
             health::announce(reason);
             true
         }));
-        if let Some((rank, size)) = expect {
-            if (rank, size) != (c.rank, c.size) {
-                return Err(Error::backend(
-                    "mpi",
-                    format!(
-                        "the environment says rank {rank} of {size}, but MPI says rank {} of {}: start the job \
-                         with one launcher (mpirun/srun sets both)",
-                        c.rank, c.size
-                    ),
-                ));
-            }
-        }
-        Ok(c)
+        Ok(())
     }
 
     fn wrap(comm: ffi::MPI_Comm, name: String, timeout: Duration) -> Result<MpiComm> {
