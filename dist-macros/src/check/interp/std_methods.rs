@@ -348,6 +348,8 @@ impl<'a> Interp<'a> {
         })
     }
 
+    /// A method of the standard library on a value the check holds. (Long as one
+    /// `match` over (method, receiver): one arm per method it knows.)
     fn std_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, recv: V<'a>, m: &str) -> R<'a> {
         let m = m.to_string();
         let args = self.args(&mc.args)?;

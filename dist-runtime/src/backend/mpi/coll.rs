@@ -120,6 +120,7 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
 }
 
 /// One collective call on MPI (a part of a larger in-place one, see [`run`]).
+/// (Long as one `match` over the op's kind and buffer shape, one MPI call per arm.)
 fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     // SAFETY: placeholder, written by the posting call.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };

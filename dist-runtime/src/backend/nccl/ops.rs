@@ -229,6 +229,8 @@ impl NcclComm {
         })
     }
 
+    /// Enqueues `op` on the communicator's stream. (Long as one `match` over the op's
+    /// kind and buffer shape, one NCCL call per arm, after the refusals NCCL needs.)
     fn launch(&self, op: &Op, dt: DType, bufs: DevBufs, until: Instant) -> Result<()> {
         let (t, es) = (nccl_type(dt), nccl_size(dt));
         let (comm, cu) = (self.comm, self.cu());

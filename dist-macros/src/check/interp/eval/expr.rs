@@ -3,6 +3,8 @@
 use super::*;
 
 impl<'a> Interp<'a> {
+    /// One expression's value. (Long as one `match` over the expression's syntax: one
+    /// arm per kind, the large ones in their own methods.)
     pub(in crate::check::interp) fn expr(&mut self, e: &'a Expr) -> R<'a> {
         self.tick(e)?;
         match e {

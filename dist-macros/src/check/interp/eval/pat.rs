@@ -4,6 +4,7 @@ use super::*;
 
 impl<'a> Interp<'a> {
     /// Matches `v` against `pat`, binding names in the current scope.
+    /// (Long as one `match` over the pattern's syntax.)
     /// `Some(true)`: matched; `Some(false)`: did not; `None`: cannot tell.
     pub(in crate::check::interp) fn bind(&mut self, pat: &Pat, v: V<'a>) -> Option<bool> {
         match pat {
