@@ -76,6 +76,15 @@ impl OpKind {
     }
 }
 
+/// The reduction an op applies: none, this rank's own, or a peer's read back from its
+/// record (only its [`ReduceOp::code`] travels).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reduction {
+    None,
+    Mine(ReduceOp),
+    Peer(u64),
+}
+
 /// One collective call: what every rank must agree on, plus the user's name for the
 /// call and where it was made (for messages, traces and wait records).
 #[derive(Clone, Copy, Debug)]
@@ -87,11 +96,8 @@ pub(crate) struct Op {
     /// Element count every rank must pass identically (0 where counts legitimately differ).
     pub count: u64,
     pub root: u32,
-    /// [`ReduceOp::code`], 0 when the op does not reduce.
-    pub reduce: u64,
-    /// The reduction itself, for the backend (`None` when the op does not reduce, and in
-    /// records read back from peers).
-    pub reduce_op: Option<ReduceOp>,
+    /// The reduction it applies, if any ([`Op::reduce_op`], [`Op::reduce_code`]).
+    pub reduction: Reduction,
     /// Hash of anything else that must agree (count vectors of the `_v` forms).
     pub extra: u64,
     pub site: Site,
@@ -120,8 +126,7 @@ impl Op {
             dtype: None,
             count: 0,
             root: u32::MAX,
-            reduce: 0,
-            reduce_op: None,
+            reduction: Reduction::None,
             extra: 0,
             site: Site::caller(),
             varying: false,
@@ -146,9 +151,26 @@ impl Op {
         self
     }
     pub(crate) fn reduce(mut self, op: ReduceOp) -> Self {
-        self.reduce = op.code();
-        self.reduce_op = Some(op);
+        self.reduction = Reduction::Mine(op);
         self
+    }
+
+    /// This rank's reduction, for the backend (`None` when the op does not reduce, and in
+    /// records read back from peers).
+    pub(crate) fn reduce_op(&self) -> Option<ReduceOp> {
+        match self.reduction {
+            Reduction::Mine(op) => Some(op),
+            _ => None,
+        }
+    }
+
+    /// [`ReduceOp::code`] of the reduction, 0 when the op does not reduce.
+    pub(crate) fn reduce_code(&self) -> u64 {
+        match self.reduction {
+            Reduction::None => 0,
+            Reduction::Mine(op) => op.code(),
+            Reduction::Peer(code) => code,
+        }
     }
 
     /// The root, for the ops that have one.
@@ -175,14 +197,14 @@ impl Op {
         if self.root != u32::MAX {
             args.push(format!("root={}", self.root));
         }
-        if self.reduce != 0 {
-            args.push(match self.reduce_op {
+        if self.reduce_code() != 0 {
+            args.push(match self.reduce_op() {
                 // This rank's own op: its name; a peer's record only carries the code.
                 Some(ReduceOp::User(u)) => {
-                    format!("op=user reduction {:?} #{:x}", u.name(), self.reduce >> 8 & 0xffff)
+                    format!("op=user reduction {:?} #{:x}", u.name(), self.reduce_code() >> 8 & 0xffff)
                 }
-                _ => match ReduceOp::name_of_code(self.reduce) {
-                    "a user reduction" => format!("op=a user reduction #{:x}", self.reduce >> 8 & 0xffff),
+                _ => match ReduceOp::name_of_code(self.reduce_code()) {
+                    "a user reduction" => format!("op=a user reduction #{:x}", self.reduce_code() >> 8 & 0xffff),
                     name => format!("op={name}"),
                 },
             });
@@ -202,7 +224,7 @@ impl Op {
         k[2] = self.varying as u8;
         k[4..8].copy_from_slice(&self.root.to_le_bytes());
         k[8..16].copy_from_slice(&self.count.to_le_bytes());
-        k[16..24].copy_from_slice(&self.reduce.to_le_bytes());
+        k[16..24].copy_from_slice(&self.reduce_code().to_le_bytes());
         k[24..32].copy_from_slice(&self.extra.to_le_bytes());
         k
     }
@@ -256,8 +278,10 @@ impl Op {
             dtype: DType::from_u8(rec[1]),
             root: u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes")),
             count: u64_at(8),
-            reduce: u64_at(16),
-            reduce_op: None,
+            reduction: match u64_at(16) {
+                0 => Reduction::None,
+                code => Reduction::Peer(code),
+            },
             extra: u64_at(24),
             site: Site::caller(),
             varying: rec[2] != 0,

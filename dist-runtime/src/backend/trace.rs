@@ -113,7 +113,7 @@ fn op_args(cx: &Op, bufs: &Bufs<'_>) -> String {
     if let Some(r) = cx.root_rank() {
         args.push_str(&format!(r#","root":{r}"#));
     }
-    if let Some(op) = cx.reduce_op {
+    if let Some(op) = cx.reduce_op() {
         args.push_str(&format!(r#","op":"{op:?}""#));
     }
     args

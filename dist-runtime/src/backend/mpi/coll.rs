@@ -29,7 +29,7 @@ fn counts_displs(counts: &[usize], what: &str) -> Result<(Vec<c_int>, Vec<c_int>
 pub(super) fn small_all_reduce(c: &MpiComm, op: &Op, len: usize) -> bool {
     op.kind == OpKind::AllReduce
         && op.dtype.is_some()
-        && matches!(op.reduce_op, Some(r) if !matches!(r, ReduceOp::User(_)))
+        && matches!(op.reduce_op(), Some(r) if !matches!(r, ReduceOp::User(_)))
         && len * c.size <= super::own::SMALL
         && super::own::applies_to_reductions(c)
 }
@@ -59,7 +59,7 @@ pub(super) fn agreed_in_one_phase<'a>(
     const BLOCK: usize = (4 << 10) - crate::op::KEY_LEN;
     let most = |counts: &[usize]| counts.iter().copied().max().unwrap_or(0);
     let small = |block: usize, total: usize| block <= BLOCK && total <= own::SMALL;
-    let reduction = op.dtype.zip(op.reduce_op).filter(|(_, r)| !matches!(r, ReduceOp::User(_)));
+    let reduction = op.dtype.zip(op.reduce_op()).filter(|(_, r)| !matches!(r, ReduceOp::User(_)));
     if !own::applies_agreed(c) {
         return Err(bufs);
     }
@@ -97,7 +97,7 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         (
             OpKind::Broadcast | OpKind::AllReduce | OpKind::Reduce | OpKind::Scan | OpKind::Exscan,
             Bufs::InPlace(buf),
-        ) if !matches!(op.reduce_op, Some(ReduceOp::User(_))) => {
+        ) if !matches!(op.reduce_op(), Some(ReduceOp::User(_))) => {
             let unit = if op.kind == OpKind::Broadcast { 1 } else { op.dtype.map_or(1, |d| d.size()) };
             // At most max_count elements, and (by default) 1 GiB, per call.
             let limit = if std::env::var_os("DIST_MPI_MAX_COUNT").is_some() {
@@ -127,13 +127,13 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     let comm = c.comm;
     let root = op.root as c_int;
     let dt = || op.dtype.ok_or_else(|| wrong_shape("mpi", op));
-    let rop = || op.reduce_op.ok_or_else(|| wrong_shape("mpi", op));
+    let rop = || op.reduce_op().ok_or_else(|| wrong_shape("mpi", op));
     // Buffers a posted op reads must outlive the wait (the copy when MPI has no
     // MPI_IN_PLACE we know).
     let mut _scratch: Vec<u8> = Vec::new();
     // What to finish after the wait: (buffer, dtype, op) of a reduction's result.
     let mut post: Option<(&mut [u8], crate::dtype::DType, ReduceOp)> = None;
-    if let Some(u @ ReduceOp::User(_)) = op.reduce_op {
+    if let Some(u @ ReduceOp::User(_)) = op.reduce_op() {
         return user(c, op, u, bufs);
     }
     let own = super::own::applies(c);

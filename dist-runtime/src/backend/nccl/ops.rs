@@ -235,7 +235,7 @@ impl NcclComm {
         let (t, es) = (nccl_type(dt), nccl_size(dt));
         let (comm, cu) = (self.comm, self.cu());
         let root = op.root as i32;
-        let reduce = op.reduce_op.unwrap_or(ReduceOp::Sum);
+        let reduce = op.reduce_op().unwrap_or(ReduceOp::Sum);
         let reduces = matches!(op.kind, OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter);
         if dt.is_complex() && reduces && reduce == ReduceOp::Prod {
             return Err(Error::backend(

@@ -240,7 +240,7 @@ impl Backend for ShmComm {
 
     fn run(&self, cx: &Op, bufs: Bufs<'_>) -> Result<()> {
         board::enter();
-        let reduce_op = || cx.reduce_op.ok_or_else(|| wrong_shape("shm", cx));
+        let reduce_op = || cx.reduce_op().ok_or_else(|| wrong_shape("shm", cx));
         let dtype = || cx.dtype.ok_or_else(|| wrong_shape("shm", cx));
         match (cx.kind, bufs) {
             (OpKind::Barrier, Bufs::None) => self.barrier(cx),
