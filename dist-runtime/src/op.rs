@@ -349,6 +349,7 @@ mod tests {
             include_str!("comm/collective.rs"),
             include_str!("comm/p2p.rs"),
             include_str!("comm/request.rs"),
+            include_str!("comm/nonblocking.rs"),
             include_str!("comm/object.rs"),
             include_str!("comm/group.rs"),
         ]
