@@ -8,8 +8,10 @@
 //! checks.
 
 //!
-//! Files: `eval.rs` (the recursive core), `std_methods.rs` (method calls), `macros.rs`,
-//! `model.rs` (communicators and what each op posts), `value.rs` (values and flow).
+//! Files: `eval/` (the recursive core, one file per kind of syntax), `std_methods.rs`
+//! (method calls), `macros.rs`, `model.rs` (communicators and what each op posts),
+//! `value.rs` (values and flow), `summary.rs` (summarising code that cannot
+//! communicate), `scopes.rs`, `elem.rs`.
 
 mod elem;
 mod eval;
