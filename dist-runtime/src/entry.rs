@@ -195,13 +195,13 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
         Ok(Ok(value)) => match publish_result(rank, &value) {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("[rank {rank}] error: cannot hand the result to the launcher: {e}");
+                crate::sys::say(format!("[rank {rank}] error: cannot hand the result to the launcher: {e}"));
                 1
             }
         },
         Ok(Err(fail)) => {
             crate::verify::failure::mark_failed(&format!("returned an error: {}", fail.msg));
-            eprintln!("[rank {rank}] error: {}", fail.msg);
+            crate::sys::say(format!("[rank {rank}] error: {}", fail.msg));
             // An error after a peer's failure is that failure's consequence, even when the
             // entry turned it into a type that does not say so (`Result<(), String>`).
             if fail.code == 1 && crate::verify::failure::saw_peer_failure() {
@@ -213,7 +213,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
         Err(_) => {
             let msg = crate::verify::failure::last_panic();
             crate::verify::failure::mark_failed(&msg);
-            eprintln!("[rank {rank}] {msg}");
+            crate::sys::say(format!("[rank {rank}] {msg}"));
             // A panic on a peer's failure (an `unwrap` of it) is that failure's consequence.
             if crate::verify::failure::saw_peer_failure() {
                 3
@@ -232,7 +232,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
                 .iter()
                 .map(|l| format!("    {}", l.replace('\t', " ")))
                 .collect();
-            eprintln!("[rank {rank}] flight recorder, last ops (oldest first):\n{}", tail.join("\n"));
+            crate::sys::say(format!("[rank {rank}] flight recorder, last ops (oldest first):\n{}", tail.join("\n")));
             if launcher_store() {
                 let _ = to_launcher(&format!("flight/{rank}"), ring.as_bytes());
             }
@@ -240,7 +240,10 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             if let Some(dir) = std::env::var_os("DIST_TRACE").filter(|d| !d.is_empty()) {
                 let path = std::path::Path::new(&dir).join(format!("flight-{rank}.tsv"));
                 if let Err(e) = std::fs::write(&path, ring.as_bytes()) {
-                    eprintln!("[rank {rank}] cannot write the flight recorder to {}: {e}", path.display());
+                    crate::sys::say(format!(
+                        "[rank {rank}] cannot write the flight recorder to {}: {e}",
+                        path.display()
+                    ));
                 }
             }
         }
@@ -257,7 +260,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
         // Under mpirun the launcher sees one exit status for the job: each rank says its
         // own (before the world goes: a failed MPI rank aborts the job there).
         if let Err(e) = to_launcher(&format!("exit/{rank}"), code.to_string().as_bytes()) {
-            eprintln!("[rank {rank}] error: cannot report the exit code to the launcher: {e}");
+            crate::sys::say(format!("[rank {rank}] error: cannot report the exit code to the launcher: {e}"));
         }
     }
     drop(keep);

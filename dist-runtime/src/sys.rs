@@ -88,3 +88,15 @@ fn bind(local_rank: usize, job: &str) -> Option<usize> {
         (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0).then_some(cpu)
     }
 }
+
+/// Writes `text` and a newline to stderr in one `write`: a rank's message is one line
+/// (or block) even where many ranks share the stream. Under mpirun they do, and
+/// `eprintln!` writes its pieces one by one ("[rank ", "0", "] error: ", …), which
+/// mpirun interleaves with other ranks' pieces and tags mid-line.
+pub(crate) fn say(text: impl AsRef<str>) {
+    use std::io::Write;
+    let mut line = String::with_capacity(text.as_ref().len() + 1);
+    line.push_str(text.as_ref());
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}

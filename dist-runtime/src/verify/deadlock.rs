@@ -275,7 +275,9 @@ impl Detector {
         parts.extend(groups(snap, &waiting));
         let text = parts.join("; ");
         if waiting.first() == Some(&me) {
-            eprintln!("[rank {me}] warning: {text}; the ranks wait on it until their deadline (DIST_TIMEOUT)");
+            crate::sys::say(format!(
+                "[rank {me}] warning: {text}; the ranks wait on it until their deadline (DIST_TIMEOUT)"
+            ));
         }
         self.stall = Some((r, text));
         None

@@ -421,7 +421,7 @@ impl<'a> Interp<'a> {
     }
 
     fn reads_only_args(&self, node: &impl ToTokens, seen: &mut std::collections::HashSet<String>) -> bool {
-        const OUTSIDE: [&str; 27] = [
+        const OUTSIDE: [&str; 31] = [
             "thread_rng",
             "ThreadRng",
             "random",
@@ -432,6 +432,8 @@ impl<'a> Interp<'a> {
             "Instant",
             "SystemTime",
             "UNIX_EPOCH",
+            "now",
+            "new_v4",
             "env",
             "process",
             "getpid",
@@ -449,6 +451,8 @@ impl<'a> Interp<'a> {
             "Lazy",
             "lazy_static",
             "static",
+            "current",
+            "available_parallelism",
         ];
         let ids = idents_of(node);
         if ids.iter().any(|i| {

@@ -118,13 +118,13 @@ impl ShmComm {
         if self.cfg.detail && !ws.warned.get() && waited >= (self.timeout() / 2).min(std::time::Duration::from_secs(10))
         {
             ws.warned.set(true);
-            eprintln!(
+            crate::sys::say(format!(
                 "[rank {}] watchdog: {} waits in {op} at {site} for {:.1}s; {}",
                 self.rank,
                 self.name,
                 waited.as_secs_f64(),
                 self.wait_graph()
-            );
+            ));
         }
         if waited >= self.timeout() {
             return Err(Error::Timeout {

@@ -155,7 +155,7 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
             fields
                 .into_iter()
                 .map(|(k, v)| {
-                    let v = forget_field(&t, &k, v, keep_shape, salt, false);
+                    let v = forget_field(&t, &k, v, keep_shape, salt, false, true);
                     (k, v)
                 })
                 .collect(),
@@ -178,15 +178,19 @@ fn pat_at<'p>(p: &'p Pat, path: &[usize]) -> Option<&'p Pat> {
     }
 }
 
-/// A struct's field `k` after something unknown was written into the struct: a number
-/// or flag the package never writes after building the struct stays; a list it never
-/// resizes (or one written through an index, `indexed`) keeps its length.
-fn forget_field<'a>(ty: &str, k: &str, v: V<'a>, keep_shape: bool, salt: u64, indexed: bool) -> V<'a> {
+/// A field of a struct whose data is forgotten: `whole` when the write is into the struct
+/// somewhere (an unknown write, a summarised region's), not to this field. A number or
+/// flag in a field the package never assigns nor lends mutably after building the
+/// struct keeps its value either way (no method changes a number in place); where the
+/// write is not to the field, one that the package also never resizes keeps an input, a
+/// value the same on every rank or exact data too (`DistLu { n: sys.n, .. }`'s `n`). A
+/// list in a field never resized keeps its length.
+fn forget_field<'a>(ty: &str, k: &str, v: V<'a>, keep_shape: bool, salt: u64, indexed: bool, whole: bool) -> V<'a> {
+    let fixed = !super::field_written(ty, k);
     match v {
-        // A field the package never assigns nor lends mutably after building the struct
-        // keeps what it holds: a number, an input, exact data (`n: sys.n`).
-        v @ (V::Int(_) | V::Bool(_) | V::Uniform | V::Agreed | V::Name(_) | V::Opaque { comm: false, .. })
-            if !super::field_written(ty, k) =>
+        v @ (V::Int(_) | V::Bool(_)) if fixed => v,
+        v @ (V::Uniform | V::Agreed | V::Name(_) | V::Opaque { comm: false, .. })
+            if whole && fixed && !super::field_resized(ty, k) =>
         {
             v
         }

@@ -144,7 +144,7 @@ impl<'a> Interp<'a> {
                             if k != *f {
                                 (k, v)
                             } else if rest.is_empty() {
-                                let v = forget_field(&t, &k, v, false, salt, indexed);
+                                let v = forget_field(&t, &k, v, false, salt, indexed, false);
                                 (k, v)
                             } else {
                                 let v = go(v, rest, salt, indexed);
