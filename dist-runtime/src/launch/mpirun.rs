@@ -237,6 +237,12 @@ impl super::supervise::Supervised for Mpirun<'_> {
     fn look(&mut self) -> Result<super::supervise::Seen> {
         use super::supervise::Seen;
         let ended = self.child.try_wait().map_err(|e| Error::backend("launch", format!("waiting for mpirun: {e}")))?;
+        if ended.is_some() {
+            // The last look reads every report, however soon after the one before (a
+            // look is every 20 ms): a rank that reported its exit just before mpirun
+            // ended is never taken for one it killed.
+            self.seen.last = None;
+        }
         self.seen.look(self.store, self.stopping);
         if let Some(s) = ended {
             self.status = Some(s);

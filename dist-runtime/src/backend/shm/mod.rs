@@ -10,6 +10,7 @@ mod p2p;
 mod records;
 pub(crate) mod segment;
 mod shared;
+mod single;
 mod slots;
 pub(crate) mod sync;
 pub(crate) mod tuning;
