@@ -229,6 +229,17 @@ impl Launch {
     }
 }
 
+impl Launch {
+    /// The `DIST_TIMEOUT` the ranks get (a little under the launcher's own timeout, so a
+    /// rank names what it waits for before the launcher kills it), unless the user set
+    /// one for the ranks or this process.
+    pub(crate) fn rank_timeout(&self) -> Option<String> {
+        let user = self.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
+        let t = self.timeout.filter(|_| !user)?;
+        Some(format!("{:.3}", (t.as_secs_f64() * 0.8).max(0.5)))
+    }
+}
+
 /// The opt-level dist-runtime was compiled at (from its build script).
 pub const RUNTIME_OPT_LEVEL: &str = env!("DIST_RUNTIME_OPT_LEVEL");
 

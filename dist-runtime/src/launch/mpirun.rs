@@ -136,9 +136,8 @@ fn command(l: &Launch, addr: &str, port: &str, token: &str) -> Command {
         ("DIST_JOB_TOKEN".into(), token.into()),
         ("DIST_EXIT_REPORT".into(), "1".into()),
     ];
-    let user_timeout = l.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
-    if let (Some(t), false) = (l.timeout, user_timeout) {
-        vars.push(("DIST_TIMEOUT".into(), format!("{:.3}", (t.as_secs_f64() * 0.8).max(0.5)).into()));
+    if let Some(t) = l.rank_timeout() {
+        vars.push(("DIST_TIMEOUT".into(), t.into()));
     }
     vars.extend(l.envs.iter().cloned());
     // Variables of this process the ranks read (DIST_*, RUST_*): exported as well.

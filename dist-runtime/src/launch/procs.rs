@@ -204,7 +204,7 @@ fn spawn_ranks(
     rv: &Rendezvous<'_>,
     outputs: &[Arc<Mutex<Vec<u8>>>],
 ) -> Result<(Vec<Child>, Vec<std::thread::JoinHandle<()>>)> {
-    let user_timeout = l.envs.iter().any(|(k, _)| k == "DIST_TIMEOUT") || std::env::var_os("DIST_TIMEOUT").is_some();
+    let rank_timeout = l.rank_timeout();
     let mut children: Vec<Child> = Vec::with_capacity(l.n);
     let mut pumps = Vec::new();
     let started = (|| -> Result<()> {
@@ -226,8 +226,8 @@ fn spawn_ranks(
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
-            if let (Some(t), false) = (l.timeout, user_timeout) {
-                cmd.env("DIST_TIMEOUT", format!("{:.3}", (t.as_secs_f64() * 0.8).max(0.5)));
+            if let Some(t) = &rank_timeout {
+                cmd.env("DIST_TIMEOUT", t);
             }
             for k in &l.removed {
                 cmd.env_remove(k);

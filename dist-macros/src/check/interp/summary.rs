@@ -380,19 +380,27 @@ impl<'a> Interp<'a> {
         v
     }
 
+    /// The package's functions a call of `name` may run: a fn nested in the entry of that
+    /// name, and every function or method of the package's files whose path ends with it
+    /// (the receiver's type is not known here); each with its key.
+    fn package_fns(&self, name: &str) -> Vec<(String, &'a ItemFn)> {
+        let suffix = format!("::{name}");
+        let nested = self.fns.get(name).map(|f| (name.to_string(), *f));
+        nested
+            .into_iter()
+            .chain(
+                self.file_fns.iter().filter(|(k, _)| *k == name || k.ends_with(&suffix)).map(|(k, f)| (k.clone(), f)),
+            )
+            .collect()
+    }
+
     fn calls_communicate(&self, names: Vec<String>, seen: &mut std::collections::HashSet<String>) -> bool {
         for name in names {
             if name == "?" {
                 return true;
             }
-            let suffix = format!("::{name}");
-            let mut hits: Vec<(&String, &ItemFn)> = Vec::new();
-            if let Some(f) = self.fns.get(&name) {
-                hits.push((&name, f));
-            }
-            hits.extend(self.file_fns.iter().filter(|(k, _)| **k == name || k.ends_with(&suffix)));
-            for (k, f) in hits {
-                if !seen.insert(k.clone()) {
+            for (k, f) in self.package_fns(&name) {
+                if !seen.insert(k) {
                     continue;
                 }
                 if may_communicate(&f.block) || self.calls_communicate(called_names(&f.block), seen) {
@@ -471,14 +479,8 @@ impl<'a> Interp<'a> {
             return false;
         }
         for name in called_names(node) {
-            let suffix = format!("::{name}");
-            let mut hits: Vec<(&String, &ItemFn)> = Vec::new();
-            if let Some(f) = self.fns.get(&name) {
-                hits.push((&name, f));
-            }
-            hits.extend(self.file_fns.iter().filter(|(k, _)| **k == name || k.ends_with(&suffix)));
-            for (k, f) in hits {
-                if seen.insert(k.clone()) && !self.reads_only_args(&f.block, seen) {
+            for (k, f) in self.package_fns(&name) {
+                if seen.insert(k) && !self.reads_only_args(&f.block, seen) {
                     return false;
                 }
             }

@@ -424,15 +424,17 @@ impl<'a> Interp<'a> {
     pub(in crate::check::interp) fn for_loop_items(&mut self, f: &'a syn::ExprForLoop, it: V<'a>) -> R<'a> {
         match iter_items(&it) {
             Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, None),
-            None if self.unknown_count(&f.expr)?.is_some() => self.counted_loop(f),
-            None => {
-                let o = V::taint(&[&it]);
-                self.scoped(|me| {
-                    me.bind_opaque(&f.pat, &o);
-                    me.speculate(&[Branch::Block(&f.body)], f)
-                })?;
-                Ok(V::Unit)
-            }
+            None => match self.unknown_count(&f.expr)? {
+                Some(count) => self.counted_loop(f, count),
+                None => {
+                    let o = V::taint(&[&it]);
+                    self.scoped(|me| {
+                        me.bind_opaque(&f.pat, &o);
+                        me.speculate(&[Branch::Block(&f.body)], f)
+                    })?;
+                    Ok(V::Unit)
+                }
+            },
         }
     }
 
@@ -473,8 +475,11 @@ impl<'a> Interp<'a> {
     /// how many passes it makes is decided as a `while` loop's condition on such data is,
     /// pass by pass (by this run's pattern; ranks whose end is the same data make as many),
     /// and the items count from the start (down to it, reversed).
-    pub(in crate::check::interp) fn counted_loop(&mut self, f: &'a syn::ExprForLoop) -> R<'a> {
-        let Some((a, end, rev)) = self.unknown_count(&f.expr)? else { return Ok(V::Unit) };
+    pub(in crate::check::interp) fn counted_loop(
+        &mut self,
+        f: &'a syn::ExprForLoop,
+        (a, end, rev): (i128, V<'a>, bool),
+    ) -> R<'a> {
         let site = &*f.expr as *const Expr as usize;
         let entry = {
             let e = self.loop_entries.entry(site).or_insert(0);
