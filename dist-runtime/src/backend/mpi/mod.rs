@@ -234,7 +234,7 @@ pub(crate) struct MpiComm {
     uid: u64,
     /// Collectives run on this communicator (the agreement all-gathers included): the
     /// same count on every member of a correct program.
-    colls: std::sync::atomic::AtomicU64,
+    colls: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The deadline of a wait, in microseconds (`DIST_TIMEOUT`, or `Comm::set_timeout`).
     timeout_us: std::sync::atomic::AtomicU64,
     in_place: Option<*mut c_void>,
@@ -418,6 +418,7 @@ impl MpiComm {
         let mut c = MpiComm::wrap(comm, "World".into(), timeout)?;
         c.world = (0..c.size).collect();
         c.uid = WORLD_UID;
+        health::track(c.uid, &c.colls);
         c.join_board(timeout)?;
         if let Some((rank, size)) = expect {
             if (rank, size) != (c.rank, c.size) {
@@ -494,7 +495,7 @@ impl MpiComm {
             name,
             world: Vec::new(),
             uid: 0,
-            colls: std::sync::atomic::AtomicU64::new(0),
+            colls: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
             timeout_us: std::sync::atomic::AtomicU64::new(timeout.as_micros().min(u64::MAX as u128) as u64),
             in_place: in_place(),
             broken: AtomicBool::new(false),
@@ -727,6 +728,7 @@ impl Backend for MpiComm {
         let mut child = MpiComm::wrap(new, name.to_string(), self.timeout())?;
         child.world = members.iter().map(|&m| self.world.get(m).copied().unwrap_or(usize::MAX)).collect();
         child.uid = health::mix(self.uid, key_word(key));
+        health::track(child.uid, &child.colls);
         Ok(Some(Box::new(child)))
     }
 
