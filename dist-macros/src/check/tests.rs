@@ -880,3 +880,32 @@ fn strict_never_accepts_an_agreeing_argument_that_depends_on_rank_local_data() {
     assert!(accepted.is_empty(), "strict accepted {} program(s); the first:\n{}", accepted.len(), accepted[0]);
     assert!(refused.is_empty(), "strict refused {} uniform program(s); the first:\n{}", refused.len(), refused[0]);
 }
+
+#[test]
+fn zz_probe() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        struct Model { w: Vec<f64>, b: f64 }
+        fn flat(m: &Model) -> Vec<f64> {
+            m.w.iter().copied().chain(std::iter::once(m.b)).collect()
+        }
+        let features: usize = std::env::args().nth(1).unwrap().parse().unwrap();
+        let model = Model { w: vec![0.0; features], b: 0.0 };
+        let flat = flat(&model);
+        let width = flat.len();
+        if world.rank() == 0 {
+            let mut all = vec![0.0; LEN * world.size()];
+            world.gather(&flat, Some(&mut all[..]), 0)?;
+        } else {
+            world.gather(&flat, None, 0)?;
+        }
+        Ok(())
+    }"#;
+    eprintln!("clean {:?}", problems(&src.replace("LEN", "width"), "", 2));
+    eprintln!("bug {:?}", problems(&src.replace("LEN", "model.w.len()"), "", 2));
+    let s2 = src.replace("m.w.iter().copied().chain(std::iter::once(m.b)).collect()", "let mut v = m.w.clone(); v.push(m.b); v");
+    eprintln!("bug2 {:?}", problems(&s2.replace("LEN", "model.w.len()"), "", 2));
+    let s3 = s2.replace("std::env::args().nth(1).unwrap().parse().unwrap()", "3");
+    eprintln!("bug3 {:?}", problems(&s3.replace("LEN", "model.w.len()"), "", 2));
+    let s4 = src.replace("std::env::args().nth(1).unwrap().parse().unwrap()", "3");
+    eprintln!("bug4 {:?}", problems(&s4.replace("LEN", "model.w.len()"), "", 2));
+}

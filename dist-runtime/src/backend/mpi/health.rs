@@ -506,7 +506,8 @@ fn prune(board: &[Waiter], extra: &[Extra]) -> Vec<Waiter> {
                 }),
                 _ => false,
             };
-            !matched && !(w.kind == WAIT_COLL && entered(extra.get(a), extra.get(q)))
+            let past = w.kind == WAIT_COLL && entered(extra.get(a), extra.get(q));
+            !matched && !past
         });
     }
     snap

@@ -454,6 +454,13 @@ impl<'a> Interp<'a> {
             ("new" | "default", []) if name.ends_with("BTreeMap::new") || name.ends_with("HashMap::new") => {
                 Ok(V::Struct(if name.ends_with("BTreeMap::new") { "BTreeMap" } else { "HashMap" }.into(), Vec::new()))
             }
+            // `std::iter::once(b)`, `empty()`, `repeat_n(x, k)`: iterators of known length,
+            // followed as lists (`w.iter().chain(once(b)).collect()` has `w.len() + 1` items).
+            ("once", [x]) if iter_fn(&name, "once") => Ok(V::list(vec![x.clone()])),
+            ("empty", []) if iter_fn(&name, "empty") => Ok(V::list(vec![])),
+            ("repeat_n", [x, V::Int(k)]) if iter_fn(&name, "repeat_n") && (0..=REPEAT_BOUND).contains(k) => {
+                Ok(V::list(vec![x.clone(); *k as usize]))
+            }
             ("min", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.min(b))),
             ("max", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.max(b))),
             ("from" | "try_from", [V::Int(a)]) => Ok(V::Int(*a)),
@@ -503,4 +510,10 @@ impl<'a> Interp<'a> {
         // Anything else computes from its arguments.
         Ok(V::taint(&args.iter().collect::<Vec<_>>()))
     }
+}
+
+/// Whether the path `name` names `std::iter`'s function `f` (`std::iter::once`,
+/// `iter::once`, or `once` brought into scope).
+fn iter_fn(name: &str, f: &str) -> bool {
+    name == f || name.strip_suffix(f).is_some_and(|p| p.ends_with("iter::"))
 }
