@@ -469,10 +469,14 @@ fn check_size<'a>(
         // Conditions on data that may differ from rank to rank: followed where ranks'
         // data tell apart (problems found then say how the ranks went), else the
         // construct is not followed.
-        let local_note = match interp::local_verdict() {
-            interp::LocalVerdict::Unknown(at, what) => return SizeResult::Undecidable(at, what),
-            interp::LocalVerdict::Followed(note) => note,
-        };
+        // A condition only ranks with data the check cannot tell apart met leaves the
+        // pass unproven; but where ranks whose data differ went different ways, what
+        // that run did wrong is a run the program can take, whatever the other
+        // conditions would have done, and is reported.
+        let interp::LocalVerdict { unknown, note: local_note } = interp::local_verdict();
+        if let Some((at, what)) = unknown.clone().filter(|_| local_note.is_none()) {
+            return SizeResult::Undecidable(at, what);
+        }
         let noted = |errs: Vec<syn::Error>| match &local_note {
             None => SizeResult::Problems(errs),
             Some(note) => SizeResult::Problems(
@@ -509,7 +513,11 @@ fn check_size<'a>(
                 Err(sim::AnySource::Unmatched(e, _)) => return noted(vec![e]),
             }
             let errs = sim::check(n, &traces);
-            return if errs.is_empty() { SizeResult::Clean } else { noted(errs) };
+            return match unknown {
+                _ if !errs.is_empty() => noted(errs),
+                Some((at, what)) => SizeResult::Undecidable(at, what),
+                None => SizeResult::Clean,
+            };
         }
         break;
     }

@@ -464,30 +464,30 @@ pub fn local_data_differs() -> bool {
 }
 
 /// How the pass's conditions on rank-local data went ([`local_decision`]).
-pub enum LocalVerdict {
-    /// None met, or each one met by ranks whose data was computed from different inputs.
-    Followed(Option<String>),
+pub struct LocalVerdict {
     /// One met only by ranks whose data the check cannot tell apart: it may agree or
     /// not, which the check cannot know (the construct it cannot follow).
-    Unknown(proc_macro2::TokenStream, String),
+    pub unknown: Option<(proc_macro2::TokenStream, String)>,
+    /// Where ranks whose data was computed from different inputs took different
+    /// branches: a note for the problems found.
+    pub note: Option<String>,
 }
 
-/// The verdict on this pass's conditions on rank-local data, and, where ranks took
-/// different branches, a note for the problems found.
+/// The verdict on this pass's conditions on rank-local data.
 pub fn local_verdict() -> LocalVerdict {
     LOCAL.with(|l| {
         let l = l.borrow();
-        let mut note = None;
+        let mut v = LocalVerdict { unknown: None, note: None };
         for k in &l.order {
             let s = &l.sites[k];
             match s.other {
                 // Computed exactly, the same way on every rank: the same on every rank.
                 None if l.size > 1 && !value::is_exact(s.fp) => {
-                    return LocalVerdict::Unknown(s.at.clone(), s.what.clone())
+                    v.unknown.get_or_insert_with(|| (s.at.clone(), s.what.clone()));
                 }
                 None => {}
                 Some(o) => {
-                    note.get_or_insert_with(|| {
+                    v.note.get_or_insert_with(|| {
                         format!(
                             "when the condition {} goes one way on rank {} and the other way on rank {o}: it \
                              tests data computed from different values on those ranks, which may differ",
@@ -497,7 +497,7 @@ pub fn local_verdict() -> LocalVerdict {
                 }
             }
         }
-        LocalVerdict::Followed(note)
+        v
     })
 }
 

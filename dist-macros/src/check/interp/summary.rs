@@ -277,8 +277,15 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
 
 impl<'a> Interp<'a> {
     /// Runs `f` (a loop over `body`) under the quota if `body` is quiet: past the quota,
-    /// the variables it writes become opaque and the loop's value is opaque.
-    pub(super) fn summarised_loop(&mut self, body: &impl ToTokens, f: impl FnOnce(&mut Self) -> R<'a>) -> R<'a> {
+    /// the variables it writes become opaque and the loop's value is opaque, computed
+    /// from what the body reads and what a `for` loop goes `over` (`for i in range`: a
+    /// rank's rows).
+    pub(super) fn summarised_loop(
+        &mut self,
+        body: &impl ToTokens,
+        over: Option<&V<'a>>,
+        f: impl FnOnce(&mut Self) -> R<'a>,
+    ) -> R<'a> {
         // A closure it calls may communicate on what it captured.
         let calls_closure = |me: &Self| {
             idents(body).iter().any(|i| match me.lookup(i) {
@@ -302,7 +309,7 @@ impl<'a> Interp<'a> {
                 // What it computes is computed from what it reads: the values of the
                 // variables it names (so ranks that ran it on different data keep
                 // different hashes, [`V::Opaque`]'s `fp`).
-                let mut read: Vec<V<'a>> = Vec::new();
+                let mut read: Vec<V<'a>> = over.into_iter().cloned().collect();
                 for i in idents(body).iter() {
                     match self.lookup(i) {
                         Some(V::Closure(cl)) => {

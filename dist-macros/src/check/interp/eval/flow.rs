@@ -345,17 +345,17 @@ impl<'a> Interp<'a> {
         let lent = self.lent_items(f)?;
         let it = self.expr(&f.expr)?;
         let Some((place, offset, before, path)) = lent else {
-            return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it));
+            return self.summarised_loop(&f.body, Some(&it.clone()), |me| me.for_loop_items(f, it));
         };
         let name = match pat_at(&f.pat, &path) {
             Some(Pat::Ident(p)) if p.subpat.is_none() => p.ident.to_string(),
-            _ => return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it)),
+            _ => return self.summarised_loop(&f.body, Some(&it.clone()), |me| me.for_loop_items(f, it)),
         };
         let Some(items) = iter_items(&it) else {
-            return self.summarised_loop(&f.body, |me| me.for_loop_items(f, it));
+            return self.summarised_loop(&f.body, Some(&it.clone()), |me| me.for_loop_items(f, it));
         };
         let mut after: Vec<Option<V<'a>>> = Vec::new();
-        let r = self.summarised_loop(&f.body, |me| {
+        let r = self.summarised_loop(&f.body, Some(&it), |me| {
             me.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, Some((&name, &mut after)))
         });
         // Written back only where every pass left its item (a summarised loop did not).
@@ -508,7 +508,7 @@ impl<'a> Interp<'a> {
     }
 
     pub(in crate::check::interp) fn while_loop(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
-        self.summarised_loop(w, |me| me.while_loop_run(w))
+        self.summarised_loop(w, None, |me| me.while_loop_run(w))
     }
 
     pub(in crate::check::interp) fn while_loop_run(&mut self, w: &'a syn::ExprWhile) -> R<'a> {
@@ -564,7 +564,7 @@ impl<'a> Interp<'a> {
     }
 
     pub(in crate::check::interp) fn loop_expr(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
-        self.summarised_loop(&l.body, |me| me.loop_run(l))
+        self.summarised_loop(&l.body, None, |me| me.loop_run(l))
     }
 
     pub(in crate::check::interp) fn loop_run(&mut self, l: &'a syn::ExprLoop) -> R<'a> {
