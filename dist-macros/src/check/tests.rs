@@ -937,3 +937,37 @@ fn a_summarised_loop_computes_from_what_it_goes_over() {
     let e = problems(&src.replace("COND", "loss"), "", 2);
     assert!(e.iter().any(|e| e.contains("barrier") || e.contains("all_reduce")), "{e:?}");
 }
+
+/// An early-stopping rule kept in a struct (`best` starting at `f64::INFINITY`, a count
+/// of bad epochs) and fed an all-reduced validation loss decides the same on every rank:
+/// the training loop's `break` on it is followed, and a rank validating alone is found.
+#[test]
+fn an_early_stopping_rule_on_a_reduced_loss_is_followed() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        struct Stopper { patience: usize, best: f64, bad: usize }
+        fn should_stop(s: &mut Stopper, val: f64) -> bool {
+            if val < s.best * (1.0 - 1e-3) {
+                s.best = val;
+                s.bad = 0;
+            } else {
+                s.bad += 1;
+            }
+            s.bad >= s.patience
+        }
+        let mut stopper = Stopper { patience: 3, best: f64::INFINITY, bad: 0 };
+        for epoch in 0..50 {
+            let mut loss = [world.rank() as f64 / (epoch as f64 + 1.0)];
+            VALIDATE
+            if should_stop(&mut stopper, loss[0]) { break; }
+        }
+        world.barrier()?;
+        Ok(())
+    }"#;
+    let clean = src.replace("VALIDATE", "world.all_reduce(&mut loss, ReduceOp::Sum)?;");
+    for n in 1..=4 {
+        assert_eq!(problems(&clean, "", n), Vec::<String>::new(), "size {n}");
+    }
+    let bug = src.replace("VALIDATE", "if world.rank() == 0 { world.all_reduce(&mut loss, ReduceOp::Sum)?; }");
+    let e = problems(&bug, "", 2);
+    assert!(e.iter().any(|e| e.contains("all_reduce") && !e.contains("undecidable")), "{e:?}");
+}

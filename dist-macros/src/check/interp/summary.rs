@@ -53,6 +53,29 @@ pub(super) fn ident_walk(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
     }
 }
 
+/// The names `X` written as a primitive type's constant, `f64::X`, `u32::X`,
+/// `consts::X` (`std::f64::consts::PI`), in `ts`.
+fn assoc_consts(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
+    use proc_macro2::TokenTree as T;
+    const OWNERS: [&str; 16] = [
+        "f32", "f64", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize", "char",
+        "consts",
+    ];
+    let toks: Vec<T> = ts.into_iter().collect();
+    for (k, t) in toks.iter().enumerate() {
+        match t {
+            T::Group(g) => assoc_consts(g.stream(), out),
+            T::Ident(i) if k >= 3 => {
+                let colons = matches!((&toks[k - 2], &toks[k - 1]), (T::Punct(a), T::Punct(b)) if a.as_char() == ':' && b.as_char() == ':');
+                if colons && matches!(&toks[k - 3], T::Ident(o) if OWNERS.contains(&o.to_string().as_str())) {
+                    out.push(i.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The identifiers in `node` (deduplicated), computed once per node.
 /// The identifiers in `node` (cached by its address).
 pub(super) fn idents_of<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
@@ -475,12 +498,16 @@ impl<'a> Interp<'a> {
         }) {
             return false;
         }
-        // An upper-case name that is not one of the package's constants may be a `static`.
+        // An upper-case name that is not one of the package's constants may be a `static`
+        // (not a primitive type's constant: `f64::INFINITY`, `u64::MAX`, `consts::PI`).
+        let mut assoc = Vec::new();
+        assoc_consts(node.to_token_stream(), &mut assoc);
         let statics = ids.iter().any(|i| {
             i.len() > 1
                 && i.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
                 && i.chars().next().is_some_and(|c| c.is_ascii_uppercase())
                 && !self.consts.contains_key(i)
+                && !assoc.contains(i)
         });
         if statics {
             return false;

@@ -303,6 +303,12 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+        // `f64::INFINITY`, `f32::EPSILON`, `std::f64::consts::PI`: a float, the same on
+        // every rank (as a float literal is).
+        let n = p.segments.len();
+        if n >= 2 && matches!(p.segments[n - 2].ident.to_string().as_str(), "f32" | "f64" | "consts") {
+            return V::Agreed;
+        }
         match s.as_str() {
             _ if s.ends_with("ReduceOp::Sum")
                 || s.ends_with("ReduceOp::Prod")

@@ -109,6 +109,8 @@ impl<'a> Interp<'a> {
         // exact where its values and the variable's before are.
         let mut all_exact: Vec<(scopes::Sym, bool)> = Vec::new();
         let mut values = Vec::new();
+        // What each branch left in each variable it changed.
+        let mut afters: Vec<(scopes::Sym, V<'a>)> = Vec::new();
         for b in branches {
             self.scopes = before_scopes.clone();
             self.speculative += 1;
@@ -153,6 +155,7 @@ impl<'a> Interp<'a> {
                     }
                     changed.push(k);
                     salts.push((k, fp_of(&[v, &V::Int(cond_fp as i128)])));
+                    afters.push((k, v.clone()));
                     let before = before_scopes.get_in(depth, k);
                     let same = agreed_cond && same_everywhere(v) && before.is_none_or(same_everywhere);
                     let exact = (agreed_cond || super::value::is_exact(cond_fp))
@@ -170,9 +173,7 @@ impl<'a> Interp<'a> {
             if let Some(slot) = self.scopes.get_mut(k) {
                 let salt = salts.iter().filter(|x| x.0 == k).fold(0u64, |a, x| a.rotate_left(5) ^ x.1) | 1;
                 let agreed = all_agreed.iter().filter(|x| x.0 == k).all(|x| x.1);
-                let exact = all_exact.iter().filter(|x| x.0 == k).all(|x| x.1)
-                    && !slot.has_comm()
-                    && !matches!(slot, V::Struct(..));
+                let exact = all_exact.iter().filter(|x| x.0 == k).all(|x| x.1) && !slot.has_comm();
                 *slot = if agreed {
                     if reshaped.contains(&k) {
                         V::Agreed
@@ -180,14 +181,8 @@ impl<'a> Interp<'a> {
                         agree(slot.clone())
                     }
                 } else if exact {
-                    let salt = V::Int(salt as i128);
-                    match &*slot {
-                        // A list keeps its length where no branch changed it.
-                        V::List(items) if !reshaped.contains(&k) => {
-                            V::list(items.iter().map(|x| V::derived(&[x, &salt])).collect())
-                        }
-                        v => V::derived(&[v, &salt]),
-                    }
+                    let after: Vec<&V<'a>> = afters.iter().filter(|x| x.0 == k).map(|x| &x.1).collect();
+                    exact_after(slot.clone(), &after, !reshaped.contains(&k), salt)
                 } else if reshaped.contains(&k) {
                     let comm = slot.has_comm();
                     V::Opaque { comm, fp: if comm { 0 } else { fp_of(&[slot, &V::Int(salt as i128)]) } }
@@ -202,5 +197,46 @@ impl<'a> Interp<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// What a variable holds after a branch under a condition on exact data (or one the
+/// same on every rank) whose branches leave it exact: what it was (`v`) where every branch
+/// that changed it (`after`) left it so, else exact data of what it was and what the
+/// branches did (`salt`); where no branch changed its shape, a list keeps its length and
+/// a struct its fields, each merged alike (`stopper.bad_epochs` after `if val <
+/// self.best { .. } else { self.bad_epochs += 1 }`, its `patience` kept as it was).
+fn exact_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, salt: u64) -> V<'a> {
+    if !after.is_empty() && after.iter().all(|a| **a == v) {
+        return v;
+    }
+    match v {
+        V::List(items) if same_shape => {
+            V::list(items.iter().map(|x| V::derived(&[x, &V::Int(salt as i128)])).collect())
+        }
+        V::Struct(t, fields) if same_shape => {
+            let merged = fields
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k, x))| {
+                    let at: Vec<&V<'a>> = after
+                        .iter()
+                        .filter_map(|a| match a {
+                            V::Struct(_, f) => f.get(i).filter(|(fk, _)| *fk == k).map(|(_, fv)| fv),
+                            _ => None,
+                        })
+                        .collect();
+                    let salt = fp_of(&[&V::Int(salt as i128), &V::Name(k.clone())]);
+                    let x = if at.len() == after.len() {
+                        exact_after(x, &at, true, salt)
+                    } else {
+                        V::derived(&[&x, &V::Int(salt as i128)])
+                    };
+                    (k, x)
+                })
+                .collect();
+            V::Struct(t, merged)
+        }
+        v => V::derived(&[&v, &V::Int(salt as i128)]),
     }
 }
