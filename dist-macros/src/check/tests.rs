@@ -971,3 +971,32 @@ fn an_early_stopping_rule_on_a_reduced_loss_is_followed() {
     let e = problems(&bug, "", 2);
     assert!(e.iter().any(|e| e.contains("all_reduce") && !e.contains("undecidable")), "{e:?}");
 }
+
+/// Floats computed from known numbers are known: a grid from `(n as f64).sqrt()`, a
+/// chunk from `(len as f64 / n as f64).ceil()`, are followed, and what depends on them
+/// is checked (a split by the grid's rows, a gather sized by the chunk). A float
+/// division is not an integer one: `rows as f64 / n as f64 > 0.5` is decided as Rust
+/// computes it.
+#[test]
+fn floats_from_known_numbers_are_known() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        let n = world.size();
+        let mut pc = (n as f64).sqrt().floor() as usize;
+        while pc > 1 && n % pc != 0 { pc -= 1; }
+        let pr = n / pc.max(1);
+        let row = world.split::<Row>((world.rank() / pc) as u32, 0)?;
+        assert_eq!(row.size(), pc);
+        let chunk = (100.0 / n as f64).ceil() as usize;
+        let mine = vec![1.0f64; chunk];
+        let mut all = vec![0.0f64; LEN];
+        world.all_gather(&mine, &mut all)?;
+        if 3 as f64 / n as f64 > 0.5 { world.barrier()?; }
+        let _ = pr;
+        Ok(())
+    }"#;
+    for n in 1..=8 {
+        assert_eq!(problems(&src.replace("LEN", "chunk * n"), "", n), Vec::<String>::new(), "size {n}");
+    }
+    let e = problems(&src.replace("LEN", "100"), "", 3);
+    assert!(e.iter().any(|e| e.contains("all_gather") && e.contains("must have")), "{e:?}");
+}

@@ -379,8 +379,8 @@ impl<'a> Interp<'a> {
                             V::Int(i)
                         } else if let Ok(b) = t.parse::<bool>() {
                             V::Bool(b)
-                        } else if t.parse::<f64>().is_ok() {
-                            V::Agreed
+                        } else if let Ok(x) = t.parse::<f64>() {
+                            V::Float(x, true)
                         } else {
                             V::opaque()
                         });
@@ -515,6 +515,48 @@ impl<'a> Interp<'a> {
                     Some(V::Opt(if *y != 0 { Some(Box::new(V::Int(x / y))) } else { None }))
                 }
                 ("into" | "try_into" | "to_owned" | "clone", _) => Some(V::Int(x)),
+                _ => None,
+            };
+            if let Some(r) = r {
+                return Ok(r);
+            }
+        }
+        if let V::Float(x, same) = recv {
+            let y = match args.first() {
+                Some(V::Float(y, s)) => Some((*y, *s)),
+                Some(V::Int(i)) => Some((*i as f64, false)),
+                _ => None,
+            };
+            let f = |r: f64| Some(V::Float(r, same));
+            let r = match (m.as_str(), y) {
+                ("sqrt", None) => f(x.sqrt()),
+                ("cbrt", None) => f(x.cbrt()),
+                ("floor", None) => f(x.floor()),
+                ("ceil", None) => f(x.ceil()),
+                ("round", None) => f(x.round()),
+                ("trunc", None) => f(x.trunc()),
+                ("fract", None) => f(x.fract()),
+                ("abs", None) => f(x.abs()),
+                ("signum", None) => f(x.signum()),
+                ("recip", None) => f(x.recip()),
+                ("exp", None) => f(x.exp()),
+                ("exp2", None) => f(x.exp2()),
+                ("ln", None) => f(x.ln()),
+                ("log2", None) => f(x.log2()),
+                ("log10", None) => f(x.log10()),
+                ("sin", None) => f(x.sin()),
+                ("cos", None) => f(x.cos()),
+                ("tanh", None) => f(x.tanh()),
+                ("powi", Some((y, s))) => Some(V::Float(x.powi(y as i32), same && s)),
+                ("powf" | "log", Some((y, s))) => {
+                    Some(V::Float(if m == "powf" { x.powf(y) } else { x.log(y) }, same && s))
+                }
+                ("min", Some((y, s))) => Some(V::Float(x.min(y), same && s)),
+                ("max", Some((y, s))) => Some(V::Float(x.max(y), same && s)),
+                ("is_nan", None) => Some(V::Bool(x.is_nan())),
+                ("is_finite", None) => Some(V::Bool(x.is_finite())),
+                ("is_sign_negative", None) => Some(V::Bool(x.is_sign_negative())),
+                ("into" | "clone" | "to_owned", None) => f(x),
                 _ => None,
             };
             if let Some(r) = r {

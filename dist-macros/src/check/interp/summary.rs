@@ -630,6 +630,10 @@ pub(super) fn fingerprint(v: &V, h: &mut Fx) {
     std::mem::discriminant(v).hash(h);
     match v {
         V::Int(i) => h.write_u64(*i as u64),
+        V::Float(x, same) => {
+            h.write_u64(x.to_bits());
+            h.write_u64(*same as u64);
+        }
         V::Bool(b) => h.write_u64(*b as u64),
         V::Comm(c) | V::Batch(c) => h.write_usize(*c),
         V::Req(r) => r.iter().for_each(|&x| h.write_usize(x)),
@@ -665,6 +669,7 @@ pub(super) fn fingerprint(v: &V, h: &mut Fx) {
 fn detach(v: &V<'_>) -> Option<V<'static>> {
     Some(match v {
         V::Int(i) => V::Int(*i),
+        V::Float(x, same) => V::Float(*x, *same),
         V::Bool(b) => V::Bool(*b),
         V::Unit => V::Unit,
         V::Comm(c) => V::Comm(*c),

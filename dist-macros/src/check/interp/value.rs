@@ -11,6 +11,10 @@ use syn::{BinOp, Block, Expr, Lit, Pat, UnOp};
 #[derive(Clone, Debug, PartialEq)]
 pub enum V<'a> {
     Int(i128),
+    /// A float the check knows (`(n as f64).sqrt()`, `len as f64 / 2.0`); `true` when it
+    /// is the same on every rank (a literal, a float type's constant, computed from those
+    /// alone), `false` when it may be the rank's own (`rank as f64`), as an `Int` may.
+    Float(f64, bool),
     Bool(bool),
     Unit,
     /// A communicator: index into [`Interp::comms`].
@@ -136,7 +140,15 @@ pub(super) fn reset_exact() {
 /// every rank, exact data, or a collection of those.
 pub(super) fn exact_class(v: &V) -> bool {
     match v {
-        V::Int(_) | V::Bool(_) | V::Unit | V::Range(..) | V::Agreed | V::Uniform | V::Name(_) | V::Tag(_) => true,
+        V::Int(_)
+        | V::Float(..)
+        | V::Bool(_)
+        | V::Unit
+        | V::Range(..)
+        | V::Agreed
+        | V::Uniform
+        | V::Name(_)
+        | V::Tag(_) => true,
         V::Opt(None) => true,
         V::Opt(Some(x)) => exact_class(x),
         V::List(l) => l.iter().all(exact_class),
@@ -234,8 +246,8 @@ pub(super) fn lit_value<'a>(l: &Lit) -> Option<V<'a>> {
         // A string literal: known by its text (so that `flag("--tp")` and `flag("--pp")`
         // are different calls), data otherwise.
         Lit::Str(t) => Some(V::Name(format!("{:?}", t.value()))),
-        // A float literal: data, but the same on every rank.
-        Lit::Float(_) => Some(V::Agreed),
+        // A float literal: known, and the same on every rank.
+        Lit::Float(f) => Some(f.base10_parse::<f64>().map_or(V::Agreed, |x| V::Float(x, true))),
         _ => None,
     }
 }
@@ -279,6 +291,7 @@ pub(super) fn sampled<'a>(v: V<'a>) -> V<'a> {
 pub(super) fn same_everywhere(v: &V) -> bool {
     match v {
         V::Agreed | V::Uniform | V::Name(_) | V::Tag(_) | V::Unit | V::Opt(None) => true,
+        V::Float(_, same) => *same,
         V::List(l) => l.iter().all(same_everywhere),
         V::Tuple(l) => l.iter().all(same_everywhere),
         V::Struct(_, f) => f.iter().all(|(_, v)| same_everywhere(v)),
@@ -338,9 +351,41 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
             return Ok(V::Bool((a == b) == matches!(op, Eq(_))));
         }
     }
-    let agreed = |v: &V<'a>| matches!(v, V::Agreed | V::Uniform | V::Name(_));
-    if agreed(l) && agreed(r) && (compare || matches!((l, r), (V::Agreed, _) | (_, V::Agreed))) {
+    let agreed = |v: &V<'a>| matches!(v, V::Agreed | V::Uniform | V::Name(_) | V::Float(_, true));
+    let known = |v: &V<'a>| matches!(v, V::Float(..));
+    if agreed(l)
+        && agreed(r)
+        && !(known(l) && known(r))
+        && (compare
+            || matches!((l, r), (V::Agreed, _) | (_, V::Agreed))
+            || matches!((l, r), (V::Uniform, V::Float(..)) | (V::Float(..), V::Uniform)))
+    {
         return Ok(V::Agreed);
+    }
+    // Floats the check knows (an integer among them is one a cast gave back).
+    let float = |v: &V<'a>| match v {
+        V::Float(x, same) => Some((*x, *same)),
+        V::Int(i) => Some((*i as f64, false)),
+        _ => None,
+    };
+    if matches!(l, V::Float(..)) || matches!(r, V::Float(..)) {
+        if let (Some((a, sa)), Some((b, sb))) = (float(l), float(r)) {
+            let same = sa && sb;
+            return Ok(match op {
+                Add(_) => V::Float(a + b, same),
+                Sub(_) => V::Float(a - b, same),
+                Mul(_) => V::Float(a * b, same),
+                Div(_) => V::Float(a / b, same),
+                Rem(_) => V::Float(a % b, same),
+                Eq(_) => V::Bool(a == b),
+                Ne(_) => V::Bool(a != b),
+                Lt(_) => V::Bool(a < b),
+                Le(_) => V::Bool(a <= b),
+                Gt(_) => V::Bool(a > b),
+                Ge(_) => V::Bool(a >= b),
+                _ => V::derived(&[l, r]),
+            });
+        }
     }
     if matches!((l, r), (V::Uniform, V::Int(_) | V::Uniform) | (V::Int(_), V::Uniform)) {
         return arith(op, &sample(l), &sample(r));

@@ -463,6 +463,9 @@ impl<'a> Interp<'a> {
             }
             ("min", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.min(b))),
             ("max", [V::Int(a), V::Int(b)]) => Ok(V::Int(*a.max(b))),
+            ("from", [V::Int(a)]) if name.starts_with("f64::") || name.starts_with("f32::") => {
+                Ok(V::Float(*a as f64, false))
+            }
             ("from" | "try_from", [V::Int(a)]) => Ok(V::Int(*a)),
             ("from" | "try_from", [V::Bool(b)]) if !name.starts_with("bool") => Ok(V::Int(*b as i128)),
             ("wait_all", [v]) => {

@@ -13,17 +13,14 @@ impl<'a> Interp<'a> {
             Expr::Paren(p) => self.expr(&p.expr),
             Expr::Group(g) => self.expr(&g.expr),
             Expr::Reference(r) => self.expr(&r.expr),
-            Expr::Cast(c) => match self.expr(&c.expr)? {
-                // `b as usize`: a bool cast to an integer is 0 or 1.
-                V::Bool(b) if !matches!(&*c.ty, syn::Type::Path(p) if p.path.is_ident("bool")) => Ok(V::Int(b as i128)),
-                v => Ok(v),
-            },
+            Expr::Cast(c) => Ok(cast(self.expr(&c.expr)?, &c.ty)),
             Expr::Block(b) => self.labeled_block(b.label.as_ref(), &b.block),
             Expr::Unsafe(u) => self.block(&u.block),
             Expr::Unary(u) => {
                 let v = self.expr(&u.expr)?;
                 Ok(match (&u.op, v) {
                     (UnOp::Neg(_), V::Int(x)) => V::Int(-x),
+                    (UnOp::Neg(_), V::Float(x, same)) => V::Float(-x, same),
                     (UnOp::Not(_), V::Bool(b)) => V::Bool(!b),
                     (UnOp::Not(_), V::Int(x)) => V::Int(!x),
                     (UnOp::Deref(_), v) => v,
@@ -307,7 +304,8 @@ impl<'a> Interp<'a> {
         // every rank (as a float literal is).
         let n = p.segments.len();
         if n >= 2 && matches!(p.segments[n - 2].ident.to_string().as_str(), "f32" | "f64" | "consts") {
-            return V::Agreed;
+            let f32 = p.segments[n - 2].ident == "f32" || s.contains("f32::");
+            return float_const(&last, f32).map_or(V::Agreed, |x| V::Float(x, true));
         }
         match s.as_str() {
             _ if s.ends_with("ReduceOp::Sum")
@@ -420,5 +418,64 @@ impl<'a> Interp<'a> {
             return Ok(V::Unit);
         }
         Ok(v)
+    }
+}
+
+/// A float type's constant or one of `std::f64::consts` (`f32`'s as `f32` values).
+fn float_const(name: &str, f32: bool) -> Option<f64> {
+    let (a, b) = match name {
+        "INFINITY" => (f64::INFINITY, f32::INFINITY),
+        "NEG_INFINITY" => (f64::NEG_INFINITY, f32::NEG_INFINITY),
+        "MAX" => (f64::MAX, f32::MAX),
+        "MIN" => (f64::MIN, f32::MIN),
+        "MIN_POSITIVE" => (f64::MIN_POSITIVE, f32::MIN_POSITIVE),
+        "EPSILON" => (f64::EPSILON, f32::EPSILON),
+        "NAN" => (f64::NAN, f32::NAN),
+        "PI" => (std::f64::consts::PI, std::f32::consts::PI),
+        "TAU" => (std::f64::consts::TAU, std::f32::consts::TAU),
+        "E" => (std::f64::consts::E, std::f32::consts::E),
+        "SQRT_2" => (std::f64::consts::SQRT_2, std::f32::consts::SQRT_2),
+        "LN_2" => (std::f64::consts::LN_2, std::f32::consts::LN_2),
+        "LN_10" => (std::f64::consts::LN_10, std::f32::consts::LN_10),
+        _ => return None,
+    };
+    Some(if f32 { b as f64 } else { a })
+}
+
+/// `v as ty`: a bool to an integer is 0 or 1; an integer to a float is that float (the
+/// rank's own, as the integer may be); a float to an integer truncates and saturates as
+/// Rust's `as` does; to `f32`, rounded to `f32`. Anything else keeps its value.
+pub(in crate::check::interp) fn cast<'a>(v: V<'a>, ty: &syn::Type) -> V<'a> {
+    let name = match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let int_range = |n: &str| -> Option<(i128, i128)> {
+        Some(match n {
+            "u8" => (0, u8::MAX as i128),
+            "u16" => (0, u16::MAX as i128),
+            "u32" => (0, u32::MAX as i128),
+            "u64" | "usize" => (0, u64::MAX as i128),
+            "u128" => (0, i128::MAX),
+            "i8" => (i8::MIN as i128, i8::MAX as i128),
+            "i16" => (i16::MIN as i128, i16::MAX as i128),
+            "i32" => (i32::MIN as i128, i32::MAX as i128),
+            "i64" | "isize" => (i64::MIN as i128, i64::MAX as i128),
+            "i128" => (i128::MIN, i128::MAX),
+            _ => return None,
+        })
+    };
+    match (v, name.as_str()) {
+        // `b as usize`: a bool cast to an integer is 0 or 1.
+        (V::Bool(b), n) if n != "bool" => V::Int(b as i128),
+        (V::Int(i), "f64") => V::Float(i as f64, false),
+        (V::Int(i), "f32") => V::Float(i as f32 as f64, false),
+        (V::Float(x, same), "f64") => V::Float(x, same),
+        (V::Float(x, same), "f32") => V::Float(x as f32 as f64, same),
+        (V::Float(x, _), n) if int_range(n).is_some() => {
+            let (lo, hi) = int_range(n).expect("checked");
+            V::Int(if x.is_nan() { 0 } else { (x.trunc().clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) })
+        }
+        (v, _) => v,
     }
 }
