@@ -15,8 +15,11 @@
 
 mod elem;
 mod eval;
+mod lists;
 mod macros;
 mod model;
+mod numbers;
+mod options;
 mod scopes;
 mod std_methods;
 mod summary;

@@ -1,5 +1,6 @@
-//! Method calls: the std methods the check understands (Option/Result, integers,
-//! iterators and lists), and the hand-off of communicator methods to the model.
+//! Method calls: the std methods the check understands (Option/Result, strings, inputs;
+//! numbers in `numbers.rs`, lists and iterators in `lists.rs`), and the hand-off of
+//! communicator methods to the model.
 
 use super::super::trace::Ev;
 use super::*;
@@ -350,24 +351,26 @@ impl<'a> Interp<'a> {
 
     /// A method of the standard library on a value the check holds. (Long as one
     /// `match` over (method, receiver): one arm per method it knows.)
+    /// Applies `f`, a closure or a method named by its path, to `x` (iterator adapters'
+    /// functions).
+    pub(super) fn apply_fn(&mut self, f: &V<'a>, x: V<'a>) -> R<'a> {
+        match f {
+            V::Closure(c) => self.apply_closure(*c, vec![x]),
+            // A method named by its path (`.map(Vec::len)`, `.map(Clone::clone)`).
+            V::Name(n) => Ok(match (n.rsplit("::").next().unwrap_or(n), &x) {
+                ("len", V::List(l)) => V::Int(l.len() as i128),
+                ("len", V::Range(a, b)) => V::Int((b - a).max(0)),
+                ("is_empty", V::List(l)) => V::Bool(l.is_empty()),
+                ("clone" | "to_vec" | "to_owned" | "from" | "into" | "identity", _) => x,
+                _ => V::taint(&[&x]),
+            }),
+            _ => Ok(V::taint(&[f, &x])),
+        }
+    }
+
     fn std_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, recv: V<'a>, m: &str) -> R<'a> {
         let m = m.to_string();
         let args = self.args(&mc.args)?;
-        // Closures applied by iterator adapters.
-        let apply = |me: &mut Self, f: &V<'a>, x: V<'a>| -> R<'a> {
-            match f {
-                V::Closure(c) => me.apply_closure(*c, vec![x]),
-                // A method named by its path (`.map(Vec::len)`, `.map(Clone::clone)`).
-                V::Name(n) => Ok(match (n.rsplit("::").next().unwrap_or(n), &x) {
-                    ("len", V::List(l)) => V::Int(l.len() as i128),
-                    ("len", V::Range(a, b)) => V::Int((b - a).max(0)),
-                    ("is_empty", V::List(l)) => V::Bool(l.is_empty()),
-                    ("clone" | "to_vec" | "to_owned" | "from" | "into" | "identity", _) => x,
-                    _ => V::taint(&[&x]),
-                }),
-                _ => Ok(V::taint(&[f, &x])),
-            }
-        };
         // A string literal (a flag's default, `"4".parse()`): known, and so is the
         // number it holds.
         if let V::Name(lit) = &recv {
@@ -397,7 +400,7 @@ impl<'a> Interp<'a> {
                 // A number parsed from an input: this run's sample (the same on every rank).
                 "parse" | "parse_from" => Ok(V::Int(super::uniform_number())),
                 "map" | "and_then" | "map_or" | "map_or_else" if !args.is_empty() => match args.last() {
-                    Some(f @ V::Closure(_)) => apply(self, f, recv),
+                    Some(f @ V::Closure(_)) => self.apply_fn(f, recv),
                     _ => Ok(recv),
                 },
                 _ => Ok(recv),
@@ -412,69 +415,8 @@ impl<'a> Interp<'a> {
             return Ok(if same { V::Agreed } else { V::derived(&all) });
         }
         // Result/Option pass-throughs: the check assumes communication succeeds.
-        match (m.as_str(), &recv) {
-            ("unwrap_or_else" | "unwrap_or_default", V::Opt(Some(x))) => return Ok((**x).clone()),
-            // A result's value (results are their values here).
-            (
-                "unwrap_or" | "unwrap_or_else" | "unwrap_or_default",
-                V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_) | V::Struct(..),
-            ) => return Ok(recv),
-            // `Result::ok`: results are their values here, an `Err` is `None`.
-            ("ok", V::Err) if args.is_empty() => return Ok(V::Opt(None)),
-            ("ok", V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_) | V::Struct(..)) if args.is_empty() => {
-                return Ok(V::Opt(Some(Box::new(recv))))
-            }
-            // Only a `Result` has `map_err`, and a result is its value here: an
-            // `Option` inside it (`subgroup`'s) stays an `Option`.
-            ("map_err", _) => return Ok(recv),
-            ("unwrap" | "expect" | "context" | "with_context", V::Opt(Some(x))) => return Ok((**x).clone()),
-            ("unwrap" | "expect", V::Opt(None)) => return Err(Flow::Fail),
-            ("unwrap" | "expect" | "context" | "with_context", V::Err) => return Err(Flow::Fail),
-            ("unwrap" | "expect" | "context" | "with_context" | "clone" | "as_ref" | "borrow" | "to_owned", _) => {
-                return Ok(recv)
-            }
-            ("ok_or" | "ok_or_else", V::Opt(Some(x))) => return Ok((**x).clone()),
-            ("ok_or" | "ok_or_else", V::Opt(None)) => return Ok(V::Err),
-            ("is_some", V::Opt(x)) => return Ok(V::Bool(x.is_some())),
-            ("is_none", V::Opt(x)) => return Ok(V::Bool(x.is_none())),
-            ("unwrap_or", V::Opt(x)) => return Ok(x.as_deref().cloned().unwrap_or_else(|| args[0].clone())),
-            // `opt.take()`: the value, and `None` left behind.
-            ("take", V::Opt(_)) if args.is_empty() => {
-                if let Expr::Path(p) = &*mc.receiver {
-                    self.store_path(p, V::Opt(None));
-                    return Ok(recv);
-                }
-                // `self.east.take()`: the field the check follows is `None` after.
-                if self.place_value(&mc.receiver).is_some() && self.store(&mc.receiver, V::Opt(None)).is_ok() {
-                    return Ok(recv);
-                }
-            }
-            ("map", V::Opt(x)) if args.len() == 1 => {
-                return Ok(match x {
-                    Some(x) => V::Opt(Some(Box::new(apply(self, &args[0], (**x).clone())?))),
-                    None => V::Opt(None),
-                })
-            }
-            ("and_then", V::Opt(None)) | ("filter", V::Opt(None)) => return Ok(V::Opt(None)),
-            ("and_then", V::Opt(Some(x))) if args.len() == 1 => return apply(self, &args[0], (**x).clone()),
-            ("unwrap_or_else", V::Opt(None)) => {
-                if let Some(V::Closure(c)) = args.first() {
-                    return self.apply_closure(*c, vec![]);
-                }
-            }
-            ("map_or", V::Opt(None)) if args.len() == 2 => return Ok(args[0].clone()),
-            ("map_or", V::Opt(Some(x))) if args.len() == 2 => return apply(self, &args[1], (**x).clone()),
-            ("or" | "or_else", V::Opt(Some(_))) => return Ok(recv),
-            ("or", V::Opt(None)) if args.len() == 1 => return Ok(args[0].clone()),
-            ("cloned" | "copied", V::Opt(_)) => return Ok(recv),
-            // Option<Result<T>> ⇄ Result<Option<T>>: results are their values here.
-            ("transpose", V::Opt(_)) => return Ok(recv),
-            ("get" | "get_mut", _) if args.len() == 1 => {
-                if let (Some(items), V::Int(i)) = (iter_items(&recv), &args[0]) {
-                    return Ok(V::Opt(usize::try_from(*i).ok().and_then(|i| items.get(i).cloned()).map(Box::new)));
-                }
-            }
-            _ => {}
+        if let Some(r) = self.wrapper_method(mc, &recv, &m, &args)? {
+            return Ok(r);
         }
         if let V::Int(x) = recv {
             // A number from the program's inputs as the argument: this run's sample.
@@ -482,84 +424,12 @@ impl<'a> Interp<'a> {
                 Some(V::Uniform) => Some(V::Int(super::uniform_number())),
                 a => a.cloned(),
             };
-            let a = sampled.as_ref();
-            let r = match (m.as_str(), a) {
-                ("pow", Some(V::Int(y))) => x.checked_pow(*y as u32).map(V::Int),
-                ("min", Some(V::Int(y))) => Some(V::Int(x.min(*y))),
-                ("max", Some(V::Int(y))) => Some(V::Int(x.max(*y))),
-                ("abs", None) => Some(V::Int(x.abs())),
-                ("rem_euclid", Some(V::Int(y))) if *y != 0 => Some(V::Int(x.rem_euclid(*y))),
-                ("div_euclid", Some(V::Int(y))) if *y != 0 => Some(V::Int(x.div_euclid(*y))),
-                ("div_ceil", Some(V::Int(y))) if *y > 0 => Some(V::Int((x + y - 1).div_euclid(*y))),
-                ("is_multiple_of", Some(V::Int(y))) => Some(V::Bool(if *y == 0 { x == 0 } else { x % y == 0 })),
-                ("saturating_sub", Some(V::Int(y))) => Some(V::Int((x - y).max(0))),
-                ("wrapping_add" | "saturating_add", Some(V::Int(y))) => Some(V::Int(x + y)),
-                ("checked_sub", Some(V::Int(y))) => {
-                    Some(V::Opt(if x >= *y { Some(Box::new(V::Int(x - y))) } else { None }))
-                }
-                ("is_power_of_two", None) => Some(V::Bool(x > 0 && x & (x - 1) == 0)),
-                ("trailing_zeros", None) => Some(V::Int(if x == 0 { 128 } else { x.trailing_zeros() as i128 })),
-                ("ilog2", None) if x > 0 => Some(V::Int(127 - x.leading_zeros() as i128)),
-                ("count_ones", None) => Some(V::Int(x.count_ones() as i128)),
-                // As a `usize`/`u64` (64 bits), the integers ranks and sizes are.
-                ("leading_zeros", None) if (0..=u64::MAX as i128).contains(&x) => {
-                    Some(V::Int((x as u64).leading_zeros() as i128))
-                }
-                ("next_power_of_two", None) if (0..=1i128 << 62).contains(&x) => {
-                    Some(V::Int((x as u64).next_power_of_two() as i128))
-                }
-                ("abs_diff", Some(V::Int(y))) => Some(V::Int((x - y).abs())),
-                ("signum", None) => Some(V::Int(x.signum())),
-                ("isqrt", None) if x >= 0 => Some(V::Int((x as u64).isqrt() as i128)),
-                ("checked_div", Some(V::Int(y))) => {
-                    Some(V::Opt(if *y != 0 { Some(Box::new(V::Int(x / y))) } else { None }))
-                }
-                ("into" | "try_into" | "to_owned" | "clone", _) => Some(V::Int(x)),
-                _ => None,
-            };
-            if let Some(r) = r {
+            if let Some(r) = numbers::int_method(x, &m, sampled.as_ref()) {
                 return Ok(r);
             }
         }
         if let V::Float(x, same) = recv {
-            let y = match args.first() {
-                Some(V::Float(y, s)) => Some((*y, *s)),
-                Some(V::Int(i)) => Some((*i as f64, false)),
-                _ => None,
-            };
-            let f = |r: f64| Some(V::Float(r, same));
-            let r = match (m.as_str(), y) {
-                ("sqrt", None) => f(x.sqrt()),
-                ("cbrt", None) => f(x.cbrt()),
-                ("floor", None) => f(x.floor()),
-                ("ceil", None) => f(x.ceil()),
-                ("round", None) => f(x.round()),
-                ("trunc", None) => f(x.trunc()),
-                ("fract", None) => f(x.fract()),
-                ("abs", None) => f(x.abs()),
-                ("signum", None) => f(x.signum()),
-                ("recip", None) => f(x.recip()),
-                ("exp", None) => f(x.exp()),
-                ("exp2", None) => f(x.exp2()),
-                ("ln", None) => f(x.ln()),
-                ("log2", None) => f(x.log2()),
-                ("log10", None) => f(x.log10()),
-                ("sin", None) => f(x.sin()),
-                ("cos", None) => f(x.cos()),
-                ("tanh", None) => f(x.tanh()),
-                ("powi", Some((y, s))) => Some(V::Float(x.powi(y as i32), same && s)),
-                ("powf" | "log", Some((y, s))) => {
-                    Some(V::Float(if m == "powf" { x.powf(y) } else { x.log(y) }, same && s))
-                }
-                ("min", Some((y, s))) => Some(V::Float(x.min(y), same && s)),
-                ("max", Some((y, s))) => Some(V::Float(x.max(y), same && s)),
-                ("is_nan", None) => Some(V::Bool(x.is_nan())),
-                ("is_finite", None) => Some(V::Bool(x.is_finite())),
-                ("is_sign_negative", None) => Some(V::Bool(x.is_sign_negative())),
-                ("into" | "clone" | "to_owned", None) => f(x),
-                _ => None,
-            };
-            if let Some(r) = r {
+            if let Some(r) = numbers::float_method(x, same, &m, args.first()) {
                 return Ok(r);
             }
         }
@@ -574,223 +444,8 @@ impl<'a> Interp<'a> {
             }
         }
         if let Some(items) = iter_items(&recv) {
-            let ints =
-                || items.iter().map(|x| if let V::Int(i) = x { Some(*i) } else { None }).collect::<Option<Vec<_>>>();
-            match (m.as_str(), args.as_slice()) {
-                ("max" | "min", []) => {
-                    if let Some(v) = ints() {
-                        let r = if m == "max" { v.iter().max() } else { v.iter().min() };
-                        return Ok(V::Opt(r.map(|x| Box::new(V::Int(*x)))));
-                    }
-                }
-                ("product", []) => {
-                    if let Some(v) = ints() {
-                        // (Past i128, a product is just data.)
-                        let p = v.iter().try_fold(1i128, |acc, &x| acc.checked_mul(x));
-                        return Ok(p.map_or_else(V::opaque, V::Int));
-                    }
-                }
-                // `it.next()` on an iterator kept in a variable or field: its first item,
-                // and the rest left behind.
-                ("next", []) if matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_)) => {
-                    let rest = V::list(items.iter().skip(1).cloned().collect());
-                    if self.place_value(&mc.receiver).is_some() && self.store(&mc.receiver, rest).is_ok() {
-                        return Ok(V::Opt(items.first().cloned().map(Box::new)));
-                    }
-                }
-                ("nth", [V::Int(k)]) => {
-                    return Ok(V::Opt(usize::try_from(*k).ok().and_then(|k| items.get(k)).cloned().map(Box::new)))
-                }
-                ("windows" | "chunks" | "chunks_exact", [V::Int(k)]) if *k > 0 => {
-                    let k = *k as usize;
-                    let parts: Vec<V<'a>> = if m == "windows" {
-                        items.windows(k).map(|w| V::list(w.to_vec())).collect()
-                    } else if m == "chunks" {
-                        items.chunks(k).map(|w| V::list(w.to_vec())).collect()
-                    } else {
-                        items.chunks_exact(k).map(|w| V::list(w.to_vec())).collect()
-                    };
-                    return Ok(V::list(parts));
-                }
-                ("any" | "all" | "find", [f @ V::Closure(_)]) => {
-                    let f = f.clone();
-                    for x in items.iter().cloned() {
-                        match (m.as_str(), apply(self, &f, x.clone())?) {
-                            ("any", V::Bool(true)) => return Ok(V::Bool(true)),
-                            ("all", V::Bool(false)) => return Ok(V::Bool(false)),
-                            ("find", V::Bool(true)) => return Ok(V::Opt(Some(Box::new(x)))),
-                            (_, V::Bool(_)) => {}
-                            (_, other) => return Ok(V::derived(&[&V::List(items.clone()), &other])),
-                        }
-                    }
-                    return Ok(if m == "find" { V::Opt(None) } else { V::Bool(m == "all") });
-                }
-                ("for_each", [V::Closure(c)]) => {
-                    let c = *c;
-                    for x in items.iter().cloned() {
-                        self.apply_closure(c, vec![x])?;
-                    }
-                    return Ok(V::Unit);
-                }
-                ("fold", [init, V::Closure(c)]) => {
-                    let (c, mut acc) = (*c, init.clone());
-                    for x in items.iter().cloned() {
-                        acc = self.apply_closure(c, vec![acc, x])?;
-                    }
-                    return Ok(acc);
-                }
-                // `scan(init, |acc, x| { *acc += x; Some(*acc) })`: the state is what the
-                // closure leaves in its first parameter.
-                ("scan", [init, V::Closure(c)]) => {
-                    let (c, mut st) = (*c, init.clone());
-                    let mut out = Vec::new();
-                    for x in items.iter().cloned() {
-                        match self.apply_closure_state(c, vec![st.clone(), x])? {
-                            (V::Opt(Some(v)), Some(next)) => {
-                                out.push(*v);
-                                st = next;
-                            }
-                            (V::Opt(None), _) => break,
-                            (other, _) => return Ok(V::derived(&[&V::List(items.clone()), &other])),
-                        }
-                    }
-                    return Ok(V::list(out));
-                }
-                ("partition", [f @ V::Closure(_)]) => {
-                    let f = f.clone();
-                    let (mut yes, mut no) = (Vec::new(), Vec::new());
-                    for x in items.iter().cloned() {
-                        match apply(self, &f, x.clone())? {
-                            V::Bool(true) => yes.push(x),
-                            V::Bool(false) => no.push(x),
-                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
-                        }
-                    }
-                    return Ok(V::Tuple(vec![V::list(yes), V::list(no)]));
-                }
-                ("filter_map", [f @ V::Closure(_)]) => {
-                    let f = f.clone();
-                    let mut out = Vec::new();
-                    for x in items.iter().cloned() {
-                        match apply(self, &f, x)? {
-                            V::Opt(Some(y)) => out.push(*y),
-                            V::Opt(None) => {}
-                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
-                        }
-                    }
-                    return Ok(V::list(out));
-                }
-                ("iter" | "into_iter" | "iter_mut" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec", _) => {
-                    return Ok(V::List(items))
-                }
-                ("rev", _) => return Ok(V::list(items.iter().rev().cloned().collect())),
-                ("zip", [other]) => {
-                    if let Some(b) = iter_items(other) {
-                        return Ok(V::list(
-                            items.iter().cloned().zip(b.iter().cloned()).map(|(x, y)| V::Tuple(vec![x, y])).collect(),
-                        ));
-                    }
-                }
-                ("chain", [other]) => {
-                    if let Some(b) = iter_items(other) {
-                        return Ok(V::list(items.iter().chain(b.iter()).cloned().collect()));
-                    }
-                }
-                ("len" | "count", _) => return Ok(V::Int(items.len() as i128)),
-                ("is_empty", _) => return Ok(V::Bool(items.is_empty())),
-                ("enumerate", _) => {
-                    return Ok(V::list(
-                        items.iter().cloned().enumerate().map(|(i, x)| V::Tuple(vec![V::Int(i as i128), x])).collect(),
-                    ))
-                }
-                ("step_by", [V::Int(k)]) if *k > 0 => {
-                    return Ok(V::list(items.iter().step_by(*k as usize).cloned().collect()))
-                }
-                ("skip", [V::Int(k)]) => return Ok(V::list(items.iter().skip(*k as usize).cloned().collect())),
-                ("take", [V::Int(k)]) => return Ok(V::list(items.iter().take(*k as usize).cloned().collect())),
-                ("contains", [x]) if items.iter().all(|i| matches!(i, V::Int(_) | V::Bool(_))) => {
-                    if matches!(x, V::Int(_) | V::Bool(_)) {
-                        return Ok(V::Bool(items.contains(x)));
-                    }
-                }
-                ("first", _) => return Ok(V::Opt(items.first().cloned().map(Box::new))),
-                ("last", _) => return Ok(V::Opt(items.last().cloned().map(Box::new))),
-                ("sum", _) if items.iter().all(|i| matches!(i, V::Int(_))) => {
-                    let total =
-                        items
-                            .iter()
-                            .try_fold(0i128, |acc, i| if let V::Int(x) = i { acc.checked_add(*x) } else { Some(acc) });
-                    return Ok(total.map_or_else(V::opaque, V::Int));
-                }
-                ("position", [f]) => {
-                    let f = f.clone();
-                    for (i, x) in items.iter().cloned().enumerate() {
-                        match apply(self, &f, x)? {
-                            V::Bool(true) => return Ok(V::Opt(Some(Box::new(V::Int(i as i128))))),
-                            V::Bool(false) => {}
-                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
-                        }
-                    }
-                    return Ok(V::Opt(None));
-                }
-                // `flat_map(|w| [a, b])`, `flatten()`: the items' items, where each is
-                // a list, a range or an option the check holds.
-                ("flat_map", [_]) | ("flatten", []) => {
-                    let f = args.first().cloned().unwrap_or(V::Unit);
-                    let mut out = Vec::new();
-                    for x in items.iter().cloned() {
-                        let y = if m == "flatten" { x } else { apply(self, &f, x)? };
-                        match y {
-                            V::Opt(Some(v)) => out.push(*v),
-                            V::Opt(None) => {}
-                            y => match iter_items(&y) {
-                                Some(ys) => out.extend(ys.iter().cloned()),
-                                None => return Ok(V::derived(&[&V::List(items.clone()), &y])),
-                            },
-                        }
-                    }
-                    return Ok(V::list(out));
-                }
-                ("map", [f]) => {
-                    let f = f.clone();
-                    let mut out = Vec::new();
-                    for x in items.iter().cloned() {
-                        out.push(apply(self, &f, x)?);
-                    }
-                    return Ok(V::list(out));
-                }
-                ("filter", [f]) => {
-                    let f = f.clone();
-                    let mut out = Vec::new();
-                    for x in items.iter().cloned() {
-                        match apply(self, &f, x.clone())? {
-                            V::Bool(true) => out.push(x),
-                            V::Bool(false) => {}
-                            other => return Ok(V::derived(&[&V::List(items.clone()), &other])),
-                        }
-                    }
-                    return Ok(V::list(out));
-                }
-                ("push", [x]) => {
-                    if let V::List(mut l) = recv {
-                        if let Expr::Path(p) = &*mc.receiver {
-                            std::rc::Rc::make_mut(&mut l).push(x.clone());
-                            self.store_path(p, V::List(l));
-                            return Ok(V::Unit);
-                        }
-                        // `self.dims.push(w)`: a list in a field the check follows.
-                        if matches!(&*mc.receiver, Expr::Field(_)) && l.len() < LIST_BOUND as usize {
-                            std::rc::Rc::make_mut(&mut l).push(x.clone());
-                            if self.store(&mc.receiver, V::List(l)).is_ok() {
-                                return Ok(V::Unit);
-                            }
-                        }
-                    }
-                    // Anywhere else the list is no longer known.
-                    self.clobber_place(&mc.receiver, false);
-                    return Ok(V::Unit);
-                }
-                _ => {}
+            if let Some(r) = self.list_method(mc, recv.clone(), items, &m, &args)? {
+                return Ok(r);
             }
         }
         if m == "push" {

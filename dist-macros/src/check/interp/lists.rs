@@ -1,0 +1,238 @@
+//! The methods of lists and iterators the check follows item by item (`map`, `zip`,
+//! `chain`, `filter`, `fold`, `windows`, `push`, …) on a list or range it holds.
+
+use super::*;
+use syn::ExprMethodCall;
+
+impl<'a> Interp<'a> {
+    /// `recv.m(args)` where `recv` holds `items`: `Some(value)` where the check follows
+    /// the method, `None` to fall back to the generic rule (data computed from the
+    /// receiver and arguments).
+    pub(super) fn list_method(
+        &mut self,
+        mc: &'a ExprMethodCall,
+        recv: V<'a>,
+        items: std::rc::Rc<Vec<V<'a>>>,
+        m: &str,
+        args: &[V<'a>],
+    ) -> Result<Option<V<'a>>, Flow<'a>> {
+        let ints = || items.iter().map(|x| if let V::Int(i) = x { Some(*i) } else { None }).collect::<Option<Vec<_>>>();
+        match (m, args) {
+            ("max" | "min", []) => {
+                if let Some(v) = ints() {
+                    let r = if m == "max" { v.iter().max() } else { v.iter().min() };
+                    return Ok(Some(V::Opt(r.map(|x| Box::new(V::Int(*x))))));
+                }
+            }
+            ("product", []) => {
+                if let Some(v) = ints() {
+                    // (Past i128, a product is just data.)
+                    let p = v.iter().try_fold(1i128, |acc, &x| acc.checked_mul(x));
+                    return Ok(Some(p.map_or_else(V::opaque, V::Int)));
+                }
+            }
+            // `it.next()` on an iterator kept in a variable or field: its first item,
+            // and the rest left behind.
+            ("next", []) if matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_)) => {
+                let rest = V::list(items.iter().skip(1).cloned().collect());
+                if self.place_value(&mc.receiver).is_some() && self.store(&mc.receiver, rest).is_ok() {
+                    return Ok(Some(V::Opt(items.first().cloned().map(Box::new))));
+                }
+            }
+            ("nth", [V::Int(k)]) => {
+                return Ok(Some(V::Opt(usize::try_from(*k).ok().and_then(|k| items.get(k)).cloned().map(Box::new))))
+            }
+            ("windows" | "chunks" | "chunks_exact", [V::Int(k)]) if *k > 0 => {
+                let k = *k as usize;
+                let parts: Vec<V<'a>> = if m == "windows" {
+                    items.windows(k).map(|w| V::list(w.to_vec())).collect()
+                } else if m == "chunks" {
+                    items.chunks(k).map(|w| V::list(w.to_vec())).collect()
+                } else {
+                    items.chunks_exact(k).map(|w| V::list(w.to_vec())).collect()
+                };
+                return Ok(Some(V::list(parts)));
+            }
+            ("any" | "all" | "find", [f @ V::Closure(_)]) => {
+                let f = f.clone();
+                for x in items.iter().cloned() {
+                    match (m, self.apply_fn(&f, x.clone())?) {
+                        ("any", V::Bool(true)) => return Ok(Some(V::Bool(true))),
+                        ("all", V::Bool(false)) => return Ok(Some(V::Bool(false))),
+                        ("find", V::Bool(true)) => return Ok(Some(V::Opt(Some(Box::new(x))))),
+                        (_, V::Bool(_)) => {}
+                        (_, other) => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(if m == "find" { V::Opt(None) } else { V::Bool(m == "all") }));
+            }
+            ("for_each", [V::Closure(c)]) => {
+                let c = *c;
+                for x in items.iter().cloned() {
+                    self.apply_closure(c, vec![x])?;
+                }
+                return Ok(Some(V::Unit));
+            }
+            ("fold", [init, V::Closure(c)]) => {
+                let (c, mut acc) = (*c, init.clone());
+                for x in items.iter().cloned() {
+                    acc = self.apply_closure(c, vec![acc, x])?;
+                }
+                return Ok(Some(acc));
+            }
+            // `scan(init, |acc, x| { *acc += x; Some(*acc) })`: the state is what the
+            // closure leaves in its first parameter.
+            ("scan", [init, V::Closure(c)]) => {
+                let (c, mut st) = (*c, init.clone());
+                let mut out = Vec::new();
+                for x in items.iter().cloned() {
+                    match self.apply_closure_state(c, vec![st.clone(), x])? {
+                        (V::Opt(Some(v)), Some(next)) => {
+                            out.push(*v);
+                            st = next;
+                        }
+                        (V::Opt(None), _) => break,
+                        (other, _) => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(V::list(out)));
+            }
+            ("partition", [f @ V::Closure(_)]) => {
+                let f = f.clone();
+                let (mut yes, mut no) = (Vec::new(), Vec::new());
+                for x in items.iter().cloned() {
+                    match self.apply_fn(&f, x.clone())? {
+                        V::Bool(true) => yes.push(x),
+                        V::Bool(false) => no.push(x),
+                        other => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(V::Tuple(vec![V::list(yes), V::list(no)])));
+            }
+            ("filter_map", [f @ V::Closure(_)]) => {
+                let f = f.clone();
+                let mut out = Vec::new();
+                for x in items.iter().cloned() {
+                    match self.apply_fn(&f, x)? {
+                        V::Opt(Some(y)) => out.push(*y),
+                        V::Opt(None) => {}
+                        other => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(V::list(out)));
+            }
+            ("iter" | "into_iter" | "iter_mut" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec", _) => {
+                return Ok(Some(V::List(items)))
+            }
+            ("rev", _) => return Ok(Some(V::list(items.iter().rev().cloned().collect()))),
+            ("zip", [other]) => {
+                if let Some(b) = iter_items(other) {
+                    return Ok(Some(V::list(
+                        items.iter().cloned().zip(b.iter().cloned()).map(|(x, y)| V::Tuple(vec![x, y])).collect(),
+                    )));
+                }
+            }
+            ("chain", [other]) => {
+                if let Some(b) = iter_items(other) {
+                    return Ok(Some(V::list(items.iter().chain(b.iter()).cloned().collect())));
+                }
+            }
+            ("len" | "count", _) => return Ok(Some(V::Int(items.len() as i128))),
+            ("is_empty", _) => return Ok(Some(V::Bool(items.is_empty()))),
+            ("enumerate", _) => {
+                return Ok(Some(V::list(
+                    items.iter().cloned().enumerate().map(|(i, x)| V::Tuple(vec![V::Int(i as i128), x])).collect(),
+                )))
+            }
+            ("step_by", [V::Int(k)]) if *k > 0 => {
+                return Ok(Some(V::list(items.iter().step_by(*k as usize).cloned().collect())))
+            }
+            ("skip", [V::Int(k)]) => return Ok(Some(V::list(items.iter().skip(*k as usize).cloned().collect()))),
+            ("take", [V::Int(k)]) => return Ok(Some(V::list(items.iter().take(*k as usize).cloned().collect()))),
+            ("contains", [x]) if items.iter().all(|i| matches!(i, V::Int(_) | V::Bool(_))) => {
+                if matches!(x, V::Int(_) | V::Bool(_)) {
+                    return Ok(Some(V::Bool(items.contains(x))));
+                }
+            }
+            ("first", _) => return Ok(Some(V::Opt(items.first().cloned().map(Box::new)))),
+            ("last", _) => return Ok(Some(V::Opt(items.last().cloned().map(Box::new)))),
+            ("sum", _) if items.iter().all(|i| matches!(i, V::Int(_))) => {
+                let total =
+                    items
+                        .iter()
+                        .try_fold(0i128, |acc, i| if let V::Int(x) = i { acc.checked_add(*x) } else { Some(acc) });
+                return Ok(Some(total.map_or_else(V::opaque, V::Int)));
+            }
+            ("position", [f]) => {
+                let f = f.clone();
+                for (i, x) in items.iter().cloned().enumerate() {
+                    match self.apply_fn(&f, x)? {
+                        V::Bool(true) => return Ok(Some(V::Opt(Some(Box::new(V::Int(i as i128)))))),
+                        V::Bool(false) => {}
+                        other => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(V::Opt(None)));
+            }
+            // `flat_map(|w| [a, b])`, `flatten()`: the items' items, where each is
+            // a list, a range or an option the check holds.
+            ("flat_map", [_]) | ("flatten", []) => {
+                let f = args.first().cloned().unwrap_or(V::Unit);
+                let mut out = Vec::new();
+                for x in items.iter().cloned() {
+                    let y = if m == "flatten" { x } else { self.apply_fn(&f, x)? };
+                    match y {
+                        V::Opt(Some(v)) => out.push(*v),
+                        V::Opt(None) => {}
+                        y => match iter_items(&y) {
+                            Some(ys) => out.extend(ys.iter().cloned()),
+                            None => return Ok(Some(V::derived(&[&V::List(items.clone()), &y]))),
+                        },
+                    }
+                }
+                return Ok(Some(V::list(out)));
+            }
+            ("map", [f]) => {
+                let f = f.clone();
+                let mut out = Vec::new();
+                for x in items.iter().cloned() {
+                    out.push(self.apply_fn(&f, x)?);
+                }
+                return Ok(Some(V::list(out)));
+            }
+            ("filter", [f]) => {
+                let f = f.clone();
+                let mut out = Vec::new();
+                for x in items.iter().cloned() {
+                    match self.apply_fn(&f, x.clone())? {
+                        V::Bool(true) => out.push(x),
+                        V::Bool(false) => {}
+                        other => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(V::list(out)));
+            }
+            ("push", [x]) => {
+                if let V::List(mut l) = recv {
+                    if let Expr::Path(p) = &*mc.receiver {
+                        std::rc::Rc::make_mut(&mut l).push(x.clone());
+                        self.store_path(p, V::List(l));
+                        return Ok(Some(V::Unit));
+                    }
+                    // `self.dims.push(w)`: a list in a field the check follows.
+                    if matches!(&*mc.receiver, Expr::Field(_)) && l.len() < LIST_BOUND as usize {
+                        std::rc::Rc::make_mut(&mut l).push(x.clone());
+                        if self.store(&mc.receiver, V::List(l)).is_ok() {
+                            return Ok(Some(V::Unit));
+                        }
+                    }
+                }
+                // Anywhere else the list is no longer known.
+                self.clobber_place(&mc.receiver, false);
+                return Ok(Some(V::Unit));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+}
