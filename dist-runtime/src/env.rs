@@ -289,135 +289,10 @@ impl Env {
 
     /// Reads the contract through `get` (testable without touching the process env).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Env> {
-        let (rank, world_size) = match (get("RANK"), get("WORLD_SIZE")) {
-            (Some(r), Some(w)) => {
-                (parse::<usize>("RANK", &r, "a rank number")?, parse::<usize>("WORLD_SIZE", &w, "a positive count")?)
-            }
-            (Some(_), None) => {
-                return Err(Error::Env(
-                    "RANK is set but WORLD_SIZE is not; set both (or neither, for a world of one)".into(),
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(Error::Env(
-                    "WORLD_SIZE is set but RANK is not; set both (or neither, for a world of one)".into(),
-                ))
-            }
-            // Started by an MPI launcher (mpirun, mpiexec, srun): its variables.
-            (None, None) => match mpi_launcher(&get) {
-                Some((_, rv, wv)) => {
-                    let (r, w) = (get(rv).unwrap_or_default(), get(wv).unwrap_or_default());
-                    (parse(rv, &r, "a rank number")?, parse(wv, &w, "a positive count")?)
-                }
-                None => (0, 1),
-            },
-        };
-        let launcher = if get("RANK").is_none() { mpi_launcher(&get).map(|l| l.0) } else { None };
-        if world_size == 0 {
-            return Err(Error::Env("WORLD_SIZE=0: a world needs at least one rank".into()));
-        }
-        if world_size > MAX_WORLD {
-            return Err(Error::Env(format!(
-                "WORLD_SIZE={world_size} is larger than this backend supports ({MAX_WORLD})"
-            )));
-        }
-        if rank >= world_size {
-            return Err(Error::Env(format!(
-                "RANK={rank} is out of range for WORLD_SIZE={world_size} (ranks are 0..{world_size})"
-            )));
-        }
-        let local_rank = match ["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"]
-            .into_iter()
-            .find_map(|k| get(k).map(|v| (k, v)))
-        {
-            Some((k, v)) => parse(k, &v, "a rank number")?,
-            None => rank,
-        };
-        let local_world_size = match ["LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
-            .into_iter()
-            .find_map(|k| get(k).map(|v| (k, v)))
-        {
-            Some((k, v)) => parse(k, &v, "a positive count")?,
-            None => world_size,
-        };
-        // A Slurm step on one node, in a build without the MPI backend: the ranks meet on
-        // this host at a port derived from the job and step (two steps side by side in
-        // one allocation get two ports), on shared memory. Across nodes, MPI as below.
-        let slurm_here = launcher == Some("srun")
-            && !cfg!(feature = "mpi")
-            && get("MASTER_PORT").is_none()
-            && get("DIST_BACKEND").is_none()
-            && world_size > 1
-            && slurm_step_nodes(&get) == Some(1)
-            // A job step of srun's (a batch script's own process is not one: its ranks
-            // would wait for peers nobody starts).
-            && get("SLURM_STEP_ID").and_then(|v| v.trim().parse::<u32>().ok()).is_some_and(|id| id < 0xFFFF_FFF0);
-        let backend = match get("DIST_BACKEND") {
-            None if slurm_here => BackendChoice::Shm,
-            // Under mpirun/srun without a rendezvous address, MPI is the engine.
-            None if launcher.is_some() && get("MASTER_PORT").is_none() && world_size > 1 => BackendChoice::Mpi,
-            None => BackendChoice::Shm,
-            Some(v) => BackendChoice::parse(&v).map_err(|e| Error::Env(format!("DIST_BACKEND={e}")))?,
-        };
-        let master_port = match get("MASTER_PORT") {
-            Some(v) => Some(parse::<u16>("MASTER_PORT", &v, "a TCP port (0-65535)")?),
-            None if slurm_here => Some(slurm_step_port(&get)),
-            None if backend == BackendChoice::Mpi => None,
-            None if world_size > 1 => {
-                return Err(Error::Env(format!(
-                    "WORLD_SIZE={world_size} but MASTER_PORT is not set: start ranks with `cargo spmd run -n {world_size}` \
-                     or dist_runtime::launch, or set MASTER_ADDR and MASTER_PORT as torchrun does"
-                )))
-            }
-            None => None,
-        };
-        let timeout = match get("DIST_TIMEOUT") {
-            Some(v) => {
-                let s: f64 = parse("DIST_TIMEOUT", &v, "a number of seconds")?;
-                if !(s > 0.0 && s <= MAX_TIMEOUT_SECS) {
-                    return Err(Error::Env(format!(
-                        "DIST_TIMEOUT={v:?} must be a positive number of seconds, at most {MAX_TIMEOUT_SECS:.0} (115 days)"
-                    )));
-                }
-                Duration::from_secs_f64(s)
-            }
-            None => Duration::from_secs(300),
-        };
-        let debug = match get("DIST_DEBUG").as_deref().map(str::to_ascii_lowercase).as_deref() {
-            // On in every build: a check this cheap (docs/performance.md) must never be
-            // the reason for a silent wrong answer.
-            None => DebugLevel::Check,
-            Some("off") | Some("0") => DebugLevel::Off,
-            Some("check") | Some("1") => DebugLevel::Check,
-            Some("detail") | Some("2") => DebugLevel::Detail,
-            Some(other) => return Err(Error::Env(format!("DIST_DEBUG={other:?} is not one of off, check, detail"))),
-        };
-        // A size in MiB (1 to 1 TiB) from variable `name`, if set.
-        let mib = |name: &str| -> Result<Option<usize>> {
-            get(name)
-                .map(|v| {
-                    let m = parse::<usize>(name, &v, "a size in MiB (1 to 1048576)")?;
-                    if (1..=1 << 20).contains(&m) {
-                        Ok(m)
-                    } else {
-                        Err(Error::Env(format!("{name}={m} is not a size in MiB (1 to 1048576)")))
-                    }
-                })
-                .transpose()
-        };
-        // The MPI backend reads its two variables where it uses them; they are checked
-        // here, so a wrong one stops every backend's init instead of being ignored.
-        match get("DIST_MPI_COLL").as_deref().map(str::trim) {
-            None | Some("" | "auto" | "mpi" | "own") => {}
-            Some(v) => return Err(Error::Env(format!("DIST_MPI_COLL={v:?} is not one of auto, mpi, own"))),
-        }
-        if let Some(v) = get("DIST_MPI_MAX_COUNT") {
-            let what = "a count of bytes per MPI call (1 to 2147483647)";
-            let n = parse::<u64>("DIST_MPI_MAX_COUNT", &v, what)?;
-            if !(1..=i32::MAX as u64).contains(&n) {
-                return Err(Error::Env(format!("DIST_MPI_MAX_COUNT={n} is not {what}")));
-            }
-        }
+        let (rank, world_size, launcher) = ranks(&get)?;
+        let (local_rank, local_world_size) = local_ranks(&get, rank, world_size)?;
+        let (backend, master_port) = backend_and_port(&get, launcher, world_size)?;
+        check_mpi_variables(&get)?;
         Ok(Env {
             rank,
             world_size,
@@ -428,8 +303,8 @@ impl Env {
             backend,
             job_id: job_identity(&get).unwrap_or_else(|| format!("p{}", std::process::id())),
             token: get("DIST_JOB_TOKEN").unwrap_or_default(),
-            timeout,
-            debug,
+            timeout: timeout(&get)?,
+            debug: debug_level(&get)?,
             store_external: get("DIST_STORE_EXTERNAL").as_deref() == Some("1"),
             sim_device: get("DIST_SIM_DEVICE").as_deref() == Some("1"),
             host_id: get("DIST_HOST_ID").filter(|h| !h.is_empty()),
@@ -437,47 +312,215 @@ impl Env {
             trace: get("DIST_TRACE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
-            share_gpu: match get("DIST_SHARE_GPU").as_deref() {
-                None | Some("0") => false,
-                Some("1") => true,
-                Some(v) => return Err(Error::Env(format!("DIST_SHARE_GPU={v:?} is not 0 or 1"))),
-            },
+            share_gpu: flag(&get, "DIST_SHARE_GPU")?.unwrap_or(false),
             agreement: match get("DIST_AGREEMENT").as_deref().map(str::to_ascii_lowercase).as_deref() {
                 None | Some("auto") => Agreement::Auto,
                 Some("exchange") => Agreement::Exchange,
                 Some(v) => return Err(Error::Env(format!("DIST_AGREEMENT={v:?} is not one of auto, exchange"))),
             },
-            tuning: Tuning {
-                spin: get("DIST_SPIN").map(|v| parse("DIST_SPIN", &v, "a number of spin iterations")).transpose()?,
-                algo: get("DIST_ALGO"),
-                cma: get("DIST_CMA"),
-                cma_min: get("DIST_CMA_MIN"),
-                cma_p2p_min: get("DIST_CMA_P2P_MIN"),
-                slot_kib: get("DIST_SLOT_KIB")
-                    .map(|v| {
-                        let what = "a slot size in KiB (16 to 65536)";
-                        let k = parse::<usize>("DIST_SLOT_KIB", &v, what)?;
-                        if (16..=65536).contains(&k) {
-                            Ok(k)
-                        } else {
-                            Err(Error::Env(format!("DIST_SLOT_KIB={k} is not {what}")))
-                        }
-                    })
-                    .transpose()?,
-                yield_us: get("DIST_YIELD_US")
-                    .map(|v| parse("DIST_YIELD_US", &v, "a number of microseconds"))
-                    .transpose()?,
-                stash_mib: mib("DIST_STASH_MIB")?,
-                isend_mib: mib("DIST_ISEND_MIB")?,
-                pin: match get("DIST_PIN").as_deref() {
-                    None | Some("") => None,
-                    Some("0") => Some(false),
-                    Some("1") => Some(true),
-                    Some(v) => return Err(Error::Env(format!("DIST_PIN={v:?} is not 0 or 1"))),
-                },
-            },
+            tuning: tuning(&get)?,
         })
     }
+}
+
+/// This rank's number, the world's size (each checked) and the MPI launcher that
+/// started it, if any: from `RANK`/`WORLD_SIZE`, else the launcher's variables, else a
+/// world of one.
+fn ranks(get: &impl Fn(&str) -> Option<String>) -> Result<(usize, usize, Option<&'static str>)> {
+    let (rank, world_size) = match (get("RANK"), get("WORLD_SIZE")) {
+        (Some(r), Some(w)) => {
+            (parse::<usize>("RANK", &r, "a rank number")?, parse::<usize>("WORLD_SIZE", &w, "a positive count")?)
+        }
+        (Some(_), None) => {
+            return Err(Error::Env(
+                "RANK is set but WORLD_SIZE is not; set both (or neither, for a world of one)".into(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(Error::Env(
+                "WORLD_SIZE is set but RANK is not; set both (or neither, for a world of one)".into(),
+            ))
+        }
+        // Started by an MPI launcher (mpirun, mpiexec, srun): its variables.
+        (None, None) => match mpi_launcher(&get) {
+            Some((_, rv, wv)) => {
+                let (r, w) = (get(rv).unwrap_or_default(), get(wv).unwrap_or_default());
+                (parse(rv, &r, "a rank number")?, parse(wv, &w, "a positive count")?)
+            }
+            None => (0, 1),
+        },
+    };
+    let launcher = if get("RANK").is_none() { mpi_launcher(&get).map(|l| l.0) } else { None };
+    if world_size == 0 {
+        return Err(Error::Env("WORLD_SIZE=0: a world needs at least one rank".into()));
+    }
+    if world_size > MAX_WORLD {
+        return Err(Error::Env(format!("WORLD_SIZE={world_size} is larger than this backend supports ({MAX_WORLD})")));
+    }
+    if rank >= world_size {
+        return Err(Error::Env(format!(
+            "RANK={rank} is out of range for WORLD_SIZE={world_size} (ranks are 0..{world_size})"
+        )));
+    }
+    Ok((rank, world_size, launcher))
+}
+
+/// This rank's number on its host and the number of ranks there (`LOCAL_RANK`, or an
+/// MPI launcher's variables; the world's when none is set).
+fn local_ranks(get: &impl Fn(&str) -> Option<String>, rank: usize, world_size: usize) -> Result<(usize, usize)> {
+    let local_rank = match ["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"]
+        .into_iter()
+        .find_map(|k| get(k).map(|v| (k, v)))
+    {
+        Some((k, v)) => parse(k, &v, "a rank number")?,
+        None => rank,
+    };
+    let local_world_size = match ["LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .into_iter()
+        .find_map(|k| get(k).map(|v| (k, v)))
+    {
+        Some((k, v)) => parse(k, &v, "a positive count")?,
+        None => world_size,
+    };
+    Ok((local_rank, local_world_size))
+}
+
+/// The backend (`DIST_BACKEND`, or what the launcher implies) and the rendezvous port.
+fn backend_and_port(
+    get: &impl Fn(&str) -> Option<String>,
+    launcher: Option<&'static str>,
+    world_size: usize,
+) -> Result<(BackendChoice, Option<u16>)> {
+    // A Slurm step on one node, in a build without the MPI backend: the ranks meet on
+    // this host at a port derived from the job and step (two steps side by side in
+    // one allocation get two ports), on shared memory. Across nodes, MPI as below.
+    let slurm_here = launcher == Some("srun")
+        && !cfg!(feature = "mpi")
+        && get("MASTER_PORT").is_none()
+        && get("DIST_BACKEND").is_none()
+        && world_size > 1
+        && slurm_step_nodes(&get) == Some(1)
+        // A job step of srun's (a batch script's own process is not one: its ranks
+        // would wait for peers nobody starts).
+        && get("SLURM_STEP_ID").and_then(|v| v.trim().parse::<u32>().ok()).is_some_and(|id| id < 0xFFFF_FFF0);
+    let backend = match get("DIST_BACKEND") {
+        None if slurm_here => BackendChoice::Shm,
+        // Under mpirun/srun without a rendezvous address, MPI is the engine.
+        None if launcher.is_some() && get("MASTER_PORT").is_none() && world_size > 1 => BackendChoice::Mpi,
+        None => BackendChoice::Shm,
+        Some(v) => BackendChoice::parse(&v).map_err(|e| Error::Env(format!("DIST_BACKEND={e}")))?,
+    };
+    let master_port = match get("MASTER_PORT") {
+        Some(v) => Some(parse::<u16>("MASTER_PORT", &v, "a TCP port (0-65535)")?),
+        None if slurm_here => Some(slurm_step_port(&get)),
+        None if backend == BackendChoice::Mpi => None,
+        None if world_size > 1 => {
+            return Err(Error::Env(format!(
+                "WORLD_SIZE={world_size} but MASTER_PORT is not set: start ranks with `cargo spmd run -n {world_size}` \
+                 or dist_runtime::launch, or set MASTER_ADDR and MASTER_PORT as torchrun does"
+            )))
+        }
+        None => None,
+    };
+    Ok((backend, master_port))
+}
+
+/// `DIST_TIMEOUT`: the deadline of every wait (300 s when unset).
+fn timeout(get: &impl Fn(&str) -> Option<String>) -> Result<Duration> {
+    Ok(match get("DIST_TIMEOUT") {
+        Some(v) => {
+            let s: f64 = parse("DIST_TIMEOUT", &v, "a number of seconds")?;
+            if !(s > 0.0 && s <= MAX_TIMEOUT_SECS) {
+                return Err(Error::Env(format!(
+                    "DIST_TIMEOUT={v:?} must be a positive number of seconds, at most {MAX_TIMEOUT_SECS:.0} (115 days)"
+                )));
+            }
+            Duration::from_secs_f64(s)
+        }
+        None => Duration::from_secs(300),
+    })
+}
+
+/// `DIST_DEBUG`: the run-time checks' level (`check` when unset).
+fn debug_level(get: &impl Fn(&str) -> Option<String>) -> Result<DebugLevel> {
+    Ok(match get("DIST_DEBUG").as_deref().map(str::to_ascii_lowercase).as_deref() {
+        // On in every build: a check this cheap (docs/performance.md) must never be
+        // the reason for a silent wrong answer.
+        None => DebugLevel::Check,
+        Some("off") | Some("0") => DebugLevel::Off,
+        Some("check") | Some("1") => DebugLevel::Check,
+        Some("detail") | Some("2") => DebugLevel::Detail,
+        Some(other) => return Err(Error::Env(format!("DIST_DEBUG={other:?} is not one of off, check, detail"))),
+    })
+}
+
+/// The MPI backend reads its two variables where it uses them; they are checked here,
+/// so a wrong one stops every backend's init instead of being ignored.
+fn check_mpi_variables(get: &impl Fn(&str) -> Option<String>) -> Result<()> {
+    match get("DIST_MPI_COLL").as_deref().map(str::trim) {
+        None | Some("" | "auto" | "mpi" | "own") => {}
+        Some(v) => return Err(Error::Env(format!("DIST_MPI_COLL={v:?} is not one of auto, mpi, own"))),
+    }
+    if let Some(v) = get("DIST_MPI_MAX_COUNT") {
+        let what = "a count of bytes per MPI call (1 to 2147483647)";
+        let n = parse::<u64>("DIST_MPI_MAX_COUNT", &v, what)?;
+        if !(1..=i32::MAX as u64).contains(&n) {
+            return Err(Error::Env(format!("DIST_MPI_MAX_COUNT={n} is not {what}")));
+        }
+    }
+    Ok(())
+}
+
+/// A 0/1 variable, if set.
+fn flag(get: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<bool>> {
+    match get(name).as_deref() {
+        None => Ok(None),
+        Some("0") => Ok(Some(false)),
+        Some("1") => Ok(Some(true)),
+        Some(v) => Err(Error::Env(format!("{name}={v:?} is not 0 or 1"))),
+    }
+}
+
+/// The shm backend's tuning variables (`DIST_SPIN`, `DIST_SLOT_KIB`, `DIST_PIN`, …).
+fn tuning(get: &impl Fn(&str) -> Option<String>) -> Result<Tuning> {
+    // A size in MiB (1 to 1 TiB) from variable `name`, if set.
+    let mib = |name: &str| -> Result<Option<usize>> {
+        get(name)
+            .map(|v| {
+                let m = parse::<usize>(name, &v, "a size in MiB (1 to 1048576)")?;
+                if (1..=1 << 20).contains(&m) {
+                    Ok(m)
+                } else {
+                    Err(Error::Env(format!("{name}={m} is not a size in MiB (1 to 1048576)")))
+                }
+            })
+            .transpose()
+    };
+    Ok(Tuning {
+        spin: get("DIST_SPIN").map(|v| parse("DIST_SPIN", &v, "a number of spin iterations")).transpose()?,
+        algo: get("DIST_ALGO"),
+        cma: get("DIST_CMA"),
+        cma_min: get("DIST_CMA_MIN"),
+        cma_p2p_min: get("DIST_CMA_P2P_MIN"),
+        slot_kib: get("DIST_SLOT_KIB")
+            .map(|v| {
+                let what = "a slot size in KiB (16 to 65536)";
+                let k = parse::<usize>("DIST_SLOT_KIB", &v, what)?;
+                if (16..=65536).contains(&k) {
+                    Ok(k)
+                } else {
+                    Err(Error::Env(format!("DIST_SLOT_KIB={k} is not {what}")))
+                }
+            })
+            .transpose()?,
+        yield_us: get("DIST_YIELD_US").map(|v| parse("DIST_YIELD_US", &v, "a number of microseconds")).transpose()?,
+        stash_mib: mib("DIST_STASH_MIB")?,
+        isend_mib: mib("DIST_ISEND_MIB")?,
+        pin: match get("DIST_PIN").as_deref() {
+            None | Some("") => None,
+            Some(_) => flag(get, "DIST_PIN")?,
+        },
+    })
 }
 
 /// The largest world the shm backend accepts.

@@ -255,236 +255,263 @@ impl P2p {
 
     /// Moves bytes on every ring this rank touches; never blocks.
     pub(super) fn progress(&mut self, c: &ShmComm, mut target: Option<&mut Target<'_>>) {
-        let me = c.rank;
         for dst in 0..c.n {
-            while let Some(front) = self.out[dst].front_mut() {
-                let ring = Ring::new(c, me, dst);
-                let total = front.base + front.data.bytes().len();
-                // The message ends on a line boundary: the padding goes out with its last bytes.
-                let end = lines(total);
-                loop {
-                    let len = front.data.bytes().len();
-                    let whole = front.off == 0 && front.base == HDR && len <= PIECE;
-                    // What the next write needs; the tail is read again only when the
-                    // last one seen leaves less free (it is the receiver's line).
-                    let want = if whole {
-                        end
-                    } else if front.off < HDR {
-                        if total == HDR {
-                            end
-                        } else {
-                            HDR
-                        }
-                    } else {
-                        (end - front.off).min(PIECE)
-                    };
-                    let free = ring.free_seen(&mut self.tails[dst], want);
-                    if whole && free >= end {
-                        // A small message whole: header, payload and padding published at
-                        // once (one head store and one doorbell, each a fence, not two).
-                        // (One that does not fit now goes as a header, then pieces.)
-                        ring.write_msg(&front.hdr, WHOLE, front.data.bytes(), end);
-                        front.off = end;
-                        break;
-                    }
-                    if front.off < HDR {
-                        // The header alone (the payload follows in pieces, or, for an
-                        // offer, is read from the sender's memory): with its padding when
-                        // no payload follows in this message.
-                        let adv = if total == HDR { end } else { HDR };
-                        if free < adv {
-                            break;
-                        }
-                        ring.write_msg(&front.hdr, 0, &[], adv);
-                        front.off = adv;
-                        continue;
-                    }
-                    if front.off >= total {
-                        break;
-                    }
-                    // Publish in pieces so the reader starts copying out while we copy in;
-                    // the last one carries the padding.
-                    let rem = total - front.off;
-                    let pad = end - total;
-                    let mut k = rem.min(PIECE).min(free);
-                    let mut adv = k;
-                    if k == rem {
-                        if free >= k + pad {
-                            adv = k + pad;
-                        } else {
-                            k = free.saturating_sub(pad);
-                            adv = k;
-                        }
-                    }
-                    if k == 0 {
-                        break;
-                    }
-                    let at = front.off - front.base;
-                    ring.write_bytes(&front.data.bytes()[at..at + k], adv);
-                    front.off += adv;
-                }
-                if front.off >= end {
-                    let done = self.out[dst].pop_front().expect("front exists");
-                    if let Payload::Owned(v) = &done.data {
-                        self.copied[dst] -= v.len() as u64;
-                    }
-                    if done.id != 0 {
-                        self.done_sends.insert(done.id);
-                    }
-                } else {
-                    break;
-                }
-            }
+            self.send_out(c, dst);
         }
         for src in 0..c.n {
-            let ring = Ring::new(c, src, me);
+            self.take_in(c, src, &mut target);
+        }
+        self.note_pending(c);
+    }
+
+    /// Writes what waits for `dst` into its ring, as far as the ring has room: a small
+    /// message whole, a larger one as its header, then pieces the reader copies out while
+    /// the next ones go in.
+    fn send_out(&mut self, c: &ShmComm, dst: usize) {
+        let me = c.rank;
+        while let Some(front) = self.out[dst].front_mut() {
+            let ring = Ring::new(c, me, dst);
+            let total = front.base + front.data.bytes().len();
+            // The message ends on a line boundary: the padding goes out with its last bytes.
+            let end = lines(total);
             loop {
-                if self.cur[src].is_none() {
-                    if !ring.header_ready() {
-                        break;
+                let len = front.data.bytes().len();
+                let whole = front.off == 0 && front.base == HDR && len <= PIECE;
+                // What the next write needs; the tail is read again only when the
+                // last one seen leaves less free (it is the receiver's line).
+                let want = if whole {
+                    end
+                } else if front.off < HDR {
+                    if total == HDR {
+                        end
+                    } else {
+                        HDR
                     }
-                    let mut h = [0u8; HDR];
-                    ring.peek(&mut h);
-                    let hdr = Header::decode(&h);
-                    let offer = hdr.offer;
-                    let ord = self.arrived.get(&(src, hdr.tag)).copied().unwrap_or(0);
-                    let key = (src, hdr.tag, ord);
-                    let mut claimed =
-                        target.as_deref().is_some_and(|t| t.key == key) || self.recvs.values().any(|k| *k == key);
-                    if !claimed {
-                        // The first receive from any source waiting for this tag takes it.
-                        if let Some(i) = self.any.iter().position(|&(_, t)| t == hdr.tag) {
-                            let (id, _) = self.any.remove(i).expect("found");
-                            self.bind(c, id, key);
-                            claimed = true;
-                        }
-                    }
-                    if !claimed && self.unexpected >= c.cfg.stash_limit {
-                        // Back-pressure: leave it (and what follows it) in the ring.
-                        break;
-                    }
-                    if !claimed {
-                        self.unexpected += hdr.len;
-                    }
-                    let whole = hdr.flags & WHOLE != 0 && offer == 0;
-                    let len = hdr.len as usize;
-                    let pad = if offer != 0 { lines(len) - len } else { lines(HDR + len) - HDR - len };
-                    if offer != 0 {
-                        // The header's line (published with it); a payload that follows
-                        // in the ring after all starts on the next one.
-                        ring.skip(OFFER_BODY);
-                    } else if !whole {
-                        ring.skip(HDR);
-                    }
-                    *self.arrived.entry((src, hdr.tag)).or_insert(0) += 1;
-                    if hdr.sync != 0 && claimed {
-                        ack(c, src, hdr.tag, hdr.sync);
-                    }
-                    let sink = match target.as_deref_mut() {
-                        Some(t) if t.key == key => match check_fit(c, t, &hdr) {
-                            Ok(()) => Sink::Target(key),
-                            Err(e) => {
-                                t.err = Some(e);
-                                Sink::Discard
-                            }
-                        },
-                        _ => {
-                            self.stash.insert(
-                                key,
-                                Stashed {
-                                    data: Vec::with_capacity(hdr.len as usize),
-                                    hdr,
-                                    complete: false,
-                                    unexpected: !claimed,
-                                    seq: self.seq,
-                                },
-                            );
-                            self.seq += 1;
-                            Sink::Stash
-                        }
-                    };
-                    self.cur[src] = Some(Incoming { hdr, key, got: 0, sink, whole, pad });
-                    if offer != 0 {
-                        let inc = self.cur[src].as_mut().expect("set above");
-                        let len = inc.hdr.len as usize;
-                        let read = match inc.sink {
-                            Sink::Target(_) => {
-                                let t = target.as_deref_mut().expect("the waiting receive took it");
-                                take_offer(c, src, offer, Some(&mut t.buf[..len]))
-                            }
-                            Sink::Stash => {
-                                let s = self.stash.get_mut(&inc.key).expect("stash entry");
-                                s.data.resize(len, 0);
-                                let read = take_offer(c, src, offer, Some(&mut s.data[..]));
-                                if !read {
-                                    s.data.clear();
-                                }
-                                read
-                            }
-                            Sink::Discard => take_offer(c, src, offer, None),
-                        };
-                        if read {
-                            // Nothing of it follows in the ring (no padding either).
-                            inc.got = len;
-                            inc.pad = 0;
-                        }
-                    }
-                }
-                let inc = self.cur[src].as_mut().expect("set above");
-                let len = inc.hdr.len as usize;
-                let k = if inc.whole { len - inc.got } else { ring.avail().min(len - inc.got).min(PIECE) };
-                if let Sink::Target(key) = inc.sink {
-                    // The receive that took this message gave up (it returned an error):
-                    // drop the rest so the stream stays in step.
-                    if target.as_deref().is_none_or(|t| t.key != key) {
-                        inc.sink = Sink::Discard;
-                    }
-                }
-                if k > 0 {
-                    // A whole message is read in place (released at its end), a streamed
-                    // one as it comes.
-                    let (whole, got) = (inc.whole, inc.got);
-                    let take = |dst: &mut [u8]| if whole { ring.peek_at(HDR + got, dst) } else { ring.read(dst) };
-                    match inc.sink {
-                        Sink::Target(_) => {
-                            let t = target.as_deref_mut().expect("checked above");
-                            take(&mut t.buf[got..got + k]);
-                        }
-                        Sink::Stash => {
-                            let s = self.stash.get_mut(&inc.key).expect("stash entry");
-                            s.data.resize(got + k, 0);
-                            take(&mut s.data[got..]);
-                        }
-                        Sink::Discard if !whole => ring.skip(k),
-                        Sink::Discard => {}
-                    }
-                    inc.got += k;
-                }
-                if inc.got < len {
-                    if k == PIECE {
-                        continue; // more may be there: keep draining
-                    }
+                } else {
+                    (end - front.off).min(PIECE)
+                };
+                let free = ring.free_seen(&mut self.tails[dst], want);
+                if whole && free >= end {
+                    // A small message whole: header, payload and padding published at
+                    // once (one head store and one doorbell, each a fence, not two).
+                    // (One that does not fit now goes as a header, then pieces.)
+                    ring.write_msg(&front.hdr, WHOLE, front.data.bytes(), end);
+                    front.off = end;
                     break;
                 }
-                let inc = self.cur[src].take().expect("set above");
-                if inc.whole {
-                    ring.skip(HDR + len + inc.pad);
-                } else if inc.pad > 0 && inc.got == len {
-                    // Published with the payload's last bytes.
-                    ring.skip(inc.pad);
+                if front.off < HDR {
+                    // The header alone (the payload follows in pieces, or, for an
+                    // offer, is read from the sender's memory): with its padding when
+                    // no payload follows in this message.
+                    let adv = if total == HDR { end } else { HDR };
+                    if free < adv {
+                        break;
+                    }
+                    ring.write_msg(&front.hdr, 0, &[], adv);
+                    front.off = adv;
+                    continue;
                 }
+                if front.off >= total {
+                    break;
+                }
+                // Publish in pieces so the reader starts copying out while we copy in;
+                // the last one carries the padding.
+                let rem = total - front.off;
+                let pad = end - total;
+                let mut k = rem.min(PIECE).min(free);
+                let mut adv = k;
+                if k == rem {
+                    if free >= k + pad {
+                        adv = k + pad;
+                    } else {
+                        k = free.saturating_sub(pad);
+                        adv = k;
+                    }
+                }
+                if k == 0 {
+                    break;
+                }
+                let at = front.off - front.base;
+                ring.write_bytes(&front.data.bytes()[at..at + k], adv);
+                front.off += adv;
+            }
+            if front.off >= end {
+                let done = self.out[dst].pop_front().expect("front exists");
+                if let Payload::Owned(v) = &done.data {
+                    self.copied[dst] -= v.len() as u64;
+                }
+                if done.id != 0 {
+                    self.done_sends.insert(done.id);
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Reads what `src`'s ring holds for this rank: each message into the waiting
+    /// receive (`target`) that it is for, or the stash.
+    fn take_in(&mut self, c: &ShmComm, src: usize, target: &mut Option<&mut Target<'_>>) {
+        let ring = Ring::new(c, src, c.rank);
+        loop {
+            if self.cur[src].is_none() && !self.start_incoming(c, src, &ring, target) {
+                break;
+            }
+            let inc = self.cur[src].as_mut().expect("set above");
+            let len = inc.hdr.len as usize;
+            let k = if inc.whole { len - inc.got } else { ring.avail().min(len - inc.got).min(PIECE) };
+            if let Sink::Target(key) = inc.sink {
+                // The receive that took this message gave up (it returned an error):
+                // drop the rest so the stream stays in step.
+                if target.as_deref().is_none_or(|t| t.key != key) {
+                    inc.sink = Sink::Discard;
+                }
+            }
+            if k > 0 {
+                // A whole message is read in place (released at its end), a streamed
+                // one as it comes.
+                let (whole, got) = (inc.whole, inc.got);
+                let take = |dst: &mut [u8]| if whole { ring.peek_at(HDR + got, dst) } else { ring.read(dst) };
                 match inc.sink {
                     Sink::Target(_) => {
                         let t = target.as_deref_mut().expect("checked above");
-                        t.done = true;
-                        t.got = len;
+                        take(&mut t.buf[got..got + k]);
                     }
-                    Sink::Stash => self.stash.get_mut(&inc.key).expect("stash entry").complete = true,
+                    Sink::Stash => {
+                        let s = self.stash.get_mut(&inc.key).expect("stash entry");
+                        s.data.resize(got + k, 0);
+                        take(&mut s.data[got..]);
+                    }
+                    Sink::Discard if !whole => ring.skip(k),
                     Sink::Discard => {}
                 }
+                inc.got += k;
+            }
+            if inc.got < len {
+                if k == PIECE {
+                    continue; // more may be there: keep draining
+                }
+                break;
+            }
+            let inc = self.cur[src].take().expect("set above");
+            if inc.whole {
+                ring.skip(HDR + len + inc.pad);
+            } else if inc.pad > 0 && inc.got == len {
+                // Published with the payload's last bytes.
+                ring.skip(inc.pad);
+            }
+            match inc.sink {
+                Sink::Target(_) => {
+                    let t = target.as_deref_mut().expect("checked above");
+                    t.done = true;
+                    t.got = len;
+                }
+                Sink::Stash => self.stash.get_mut(&inc.key).expect("stash entry").complete = true,
+                Sink::Discard => {}
             }
         }
-        self.note_pending(c);
+    }
+
+    /// A new message's header from `src`'s ring: matched to the waiting receive or a
+    /// posted one (the first receive from any source for its tag takes it), or stashed;
+    /// a single-copy offer read at once. `false` when nothing can start now (no header
+    /// yet, or the stash is full: back-pressure leaves it in the ring).
+    fn start_incoming(
+        &mut self,
+        c: &ShmComm,
+        src: usize,
+        ring: &Ring<'_>,
+        target: &mut Option<&mut Target<'_>>,
+    ) -> bool {
+        if !ring.header_ready() {
+            return false;
+        }
+        let mut h = [0u8; HDR];
+        ring.peek(&mut h);
+        let hdr = Header::decode(&h);
+        let offer = hdr.offer;
+        let ord = self.arrived.get(&(src, hdr.tag)).copied().unwrap_or(0);
+        let key = (src, hdr.tag, ord);
+        let mut claimed = target.as_deref().is_some_and(|t| t.key == key) || self.recvs.values().any(|k| *k == key);
+        if !claimed {
+            // The first receive from any source waiting for this tag takes it.
+            if let Some(i) = self.any.iter().position(|&(_, t)| t == hdr.tag) {
+                let (id, _) = self.any.remove(i).expect("found");
+                self.bind(c, id, key);
+                claimed = true;
+            }
+        }
+        if !claimed && self.unexpected >= c.cfg.stash_limit {
+            // Back-pressure: leave it (and what follows it) in the ring.
+            return false;
+        }
+        if !claimed {
+            self.unexpected += hdr.len;
+        }
+        let whole = hdr.flags & WHOLE != 0 && offer == 0;
+        let len = hdr.len as usize;
+        let pad = if offer != 0 { lines(len) - len } else { lines(HDR + len) - HDR - len };
+        if offer != 0 {
+            // The header's line (published with it); a payload that follows
+            // in the ring after all starts on the next one.
+            ring.skip(OFFER_BODY);
+        } else if !whole {
+            ring.skip(HDR);
+        }
+        *self.arrived.entry((src, hdr.tag)).or_insert(0) += 1;
+        if hdr.sync != 0 && claimed {
+            ack(c, src, hdr.tag, hdr.sync);
+        }
+        let sink = match target.as_deref_mut() {
+            Some(t) if t.key == key => match check_fit(c, t, &hdr) {
+                Ok(()) => Sink::Target(key),
+                Err(e) => {
+                    t.err = Some(e);
+                    Sink::Discard
+                }
+            },
+            _ => {
+                self.stash.insert(
+                    key,
+                    Stashed {
+                        data: Vec::with_capacity(hdr.len as usize),
+                        hdr,
+                        complete: false,
+                        unexpected: !claimed,
+                        seq: self.seq,
+                    },
+                );
+                self.seq += 1;
+                Sink::Stash
+            }
+        };
+        self.cur[src] = Some(Incoming { hdr, key, got: 0, sink, whole, pad });
+        if offer != 0 {
+            let inc = self.cur[src].as_mut().expect("set above");
+            let len = inc.hdr.len as usize;
+            let read = match inc.sink {
+                Sink::Target(_) => {
+                    let t = target.as_deref_mut().expect("the waiting receive took it");
+                    take_offer(c, src, offer, Some(&mut t.buf[..len]))
+                }
+                Sink::Stash => {
+                    let s = self.stash.get_mut(&inc.key).expect("stash entry");
+                    s.data.resize(len, 0);
+                    let read = take_offer(c, src, offer, Some(&mut s.data[..]));
+                    if !read {
+                        s.data.clear();
+                    }
+                    read
+                }
+                Sink::Discard => take_offer(c, src, offer, None),
+            };
+            if read {
+                // Nothing of it follows in the ring (no padding either).
+                inc.got = len;
+                inc.pad = 0;
+            }
+        }
+        true
     }
 
     /// Says whether bytes wait in this rank's queues (`ShmComm::pending_out`).
