@@ -195,14 +195,15 @@ pub(super) fn reduce(
     let epoch = &mut *epoch;
     let b = buf.len();
     // The in-place all-reduce stands in for the pipelined path only (not the flat one
-    // for small buffers, nor the ring): `reduce_locked` chooses by the same two tests,
+    // for small buffers, nor the ring): `Reduction::run` chooses by the same two tests,
     // and the ranks that do not publish watch only on that path.
     let eligible = root.is_none() && !rings(c, op) && !flat(c, b) && b >= shared::ALL_REDUCE_MIN;
     let mine = find(c, eligible, buf);
     let watch =
         in_place_or!(c, epoch, cx, eligible, mine, |_| b, |e, p| shared::all_reduce(c, e, cx, buf, dtype, op, p));
-    if !reduce_locked(c, epoch, cx, true, watch, buf, dtype, op, root)? {
-        reduce_locked(c, epoch, cx, true, false, buf, dtype, op, root)?;
+    let red = Reduction { c, cx, fp: true, watch, dtype, op, root };
+    if !red.run(epoch, buf)? {
+        Reduction { watch: false, ..red }.run(epoch, buf)?;
     }
     Ok(())
 }
@@ -218,28 +219,50 @@ fn flat(c: &ShmComm, b: usize) -> bool {
     b <= c.cfg.algo.flat_max.min(c.seg.layout.slot - FLAT_KEY)
 }
 
-/// Reduce or all-reduce with this rank's collective state held; `fp`: the op's first
-/// barrier compares its record; `watch`: see [`pipeline_w`] (false: restart the op).
-#[allow(clippy::too_many_arguments)]
-fn reduce_locked(
-    c: &ShmComm,
-    epoch: &mut u32,
-    cx: &Op,
+/// A reduce or all-reduce run with this rank's collective state held: on `c`, for the
+/// op `cx`; `fp`: the op's first barrier compares its record; `watch`: see
+/// [`pipeline_w`] (false: restart the op); `root`: `None` for an all-reduce.
+#[derive(Clone, Copy)]
+struct Reduction<'a> {
+    c: &'a ShmComm,
+    cx: &'a Op,
     fp: bool,
     watch: bool,
-    buf: &mut [u8],
     dtype: DType,
     op: ReduceOp,
     root: Option<usize>,
-) -> Result<bool> {
-    let (n, me, b) = (c.n, c.rank, buf.len());
-    if root.is_none() && rings(c, op) {
-        return all_reduce_ring(c, epoch, cx, fp, buf, dtype, op).map(|_| true);
+}
+
+impl Reduction<'_> {
+    /// Runs it on `buf` by the path its size takes: the ring (`DIST_ALGO=ring`), the
+    /// one-barrier flat path, the pipelined one, or the gathered one for wide items.
+    /// `Ok(false)`: a watched run saw a peer publish in place (restart unwatched).
+    fn run(&self, epoch: &mut u32, buf: &mut [u8]) -> Result<bool> {
+        let Reduction { c, cx, fp, watch, dtype, op, root } = *self;
+        if root.is_none() && rings(c, op) {
+            return all_reduce_ring(c, epoch, cx, fp, buf, dtype, op).map(|_| true);
+        }
+        // At or below `flat_max` (16 KiB unless DIST_ALGO says otherwise), the one-barrier
+        // flat path: every rank publishes its whole buffer and reduces all of them itself.
+        if flat(c, buf.len()) {
+            return self.flat(epoch, buf);
+        }
+        let reg = region_of(c, unit(dtype, op));
+        if reg == 0 {
+            return reduce_gathered(c, epoch, cx, fp, watch, buf, dtype, op, root);
+        }
+        self.pipelined(epoch, buf, reg)
     }
-    let gets_result = |r: usize| root.is_none_or(|x| x == r);
-    // At or below `flat_max` (16 KiB unless DIST_ALGO says otherwise), the one-barrier
-    // flat path: every rank publishes its whole buffer and reduces all of them itself.
-    if flat(c, b) {
+
+    fn gets_result(&self, r: usize) -> bool {
+        self.root.is_none_or(|x| x == r)
+    }
+
+    /// The flat path: every rank's whole buffer in its slot, one barrier, each rank that
+    /// gets the result folds all of them in rank order.
+    fn flat(&self, epoch: &mut u32, buf: &mut [u8]) -> Result<bool> {
+        let Reduction { c, cx, fp, dtype, op, .. } = *self;
+        let (n, me, b) = (c.n, c.rank, buf.len());
         let (w, _) = parities(*epoch);
         // The slot holds the op's key folded to a word, then the data: the check rides
         // in the cache line peers fetch for the data anyway, instead of a record each
@@ -272,96 +295,98 @@ fn reduce_locked(
                 });
             }
         }
-        if gets_result(me) {
+        if self.gets_result(me) {
             from_shm(buf, data(0, r));
             for i in 1..n {
                 reduce::reduce_into(dtype, op, buf, shm(data(i, r), b));
             }
             reduce::finish(dtype, op, n, buf);
         }
-        return Ok(true);
+        Ok(true)
     }
-    // Reduce-scatter + all-gather through the slots, pipelined over chunks of n regions
-    // of a slot (`region_of`), region j for part j. Step t: a rank writes the parts of
-    // chunk t its peers reduce into their regions of its slot (never its own part, which
-    // it reads from its buffer); reduces its own part of chunk t−1 from its buffer and the
-    // peers' regions for it, in its buffer where the order allows (rank 0, and rank 1 for
-    // an op that commutes: `reduce::commutes`) and otherwise in its own region, and
-    // publishes the result there; copies its peers' results of chunk t−2 home. At 2 ranks
-    // an all-reduce of S bytes costs each rank 4 S of reads and writes, where writing its
-    // whole chunk and folding into a separate out-area cost 5.5 S (docs/performance.md).
-    // Chunks and parts in whole items (one element, or a user reduction's item).
-    let es = unit(dtype, op);
-    let reg = region_of(c, es);
-    if reg == 0 {
-        return reduce_gathered(c, epoch, cx, fp, watch, buf, dtype, op, root);
-    }
-    let cin = reg * n;
-    let k = b.div_ceil(cin);
-    let chunk = |t: usize| (t * cin, b.min((t + 1) * cin));
-    let in_place = gets_result(me) && (me == 0 || (me == 1 && reduce::commutes(dtype, op)));
-    let at = |i: usize, p: u32, j: usize| c.slot(i, p).wrapping_add(j * reg);
-    for t in 0..=k + 1 {
-        let (w, r) = parities(*epoch);
-        if t < k {
-            let (s, e) = chunk(t);
-            for j in (0..n).filter(|&j| j != me) {
-                let (ps, pe) = part(e - s, es, n, j);
-                to_shm(at(me, w, j), &buf[s + ps..s + pe]);
-            }
-        }
-        if (1..=k).contains(&t) {
-            let (s, e) = chunk(t - 1);
-            let (ps, pe) = part(e - s, es, n, me);
-            let (mine, len) = (s + ps..s + pe, pe - ps);
-            // SAFETY (shm_mut): our own region of our write-parity slot, which no peer
-            // reads before we arrive; we wrote no input there.
-            let out = shm_mut(at(me, w, me), len);
-            if in_place {
-                // The fold's last step writes the result to the buffer and the region at
-                // once (`fold_last`): 4 S of traffic at 2 ranks, where a fold and then a
-                // copy took 4.5 S.
-                debug_assert!(n >= 2, "n == 1 returns before the slots");
-                let acc = &mut buf[mine];
-                let last = if me == n - 1 { n - 2 } else { n - 1 };
-                for i in (0..n).filter(|&i| i != me && i != last) {
-                    reduce::reduce_into(dtype, op, acc, shm(at(i, r, me), len));
+
+    /// The pipelined path over regions of `reg` bytes of each slot.
+    fn pipelined(&self, epoch: &mut u32, buf: &mut [u8], reg: usize) -> Result<bool> {
+        let Reduction { c, cx, fp, watch, dtype, op, .. } = *self;
+        let (n, me, b) = (c.n, c.rank, buf.len());
+        // Reduce-scatter + all-gather through the slots, pipelined over chunks of n regions
+        // of a slot (`region_of`), region j for part j. Step t: a rank writes the parts of
+        // chunk t its peers reduce into their regions of its slot (never its own part, which
+        // it reads from its buffer); reduces its own part of chunk t−1 from its buffer and the
+        // peers' regions for it, in its buffer where the order allows (rank 0, and rank 1 for
+        // an op that commutes: `reduce::commutes`) and otherwise in its own region, and
+        // publishes the result there; copies its peers' results of chunk t−2 home. At 2 ranks
+        // an all-reduce of S bytes costs each rank 4 S of reads and writes, where writing its
+        // whole chunk and folding into a separate out-area cost 5.5 S (docs/performance.md).
+        // Chunks and parts in whole items (one element, or a user reduction's item).
+        let es = unit(dtype, op);
+        let cin = reg * n;
+        let k = b.div_ceil(cin);
+        let chunk = |t: usize| (t * cin, b.min((t + 1) * cin));
+        let in_place = self.gets_result(me) && (me == 0 || (me == 1 && reduce::commutes(dtype, op)));
+        let at = |i: usize, p: u32, j: usize| c.slot(i, p).wrapping_add(j * reg);
+        for t in 0..=k + 1 {
+            let (w, r) = parities(*epoch);
+            if t < k {
+                let (s, e) = chunk(t);
+                for j in (0..n).filter(|&j| j != me) {
+                    let (ps, pe) = part(e - s, es, n, j);
+                    to_shm(at(me, w, j), &buf[s + ps..s + pe]);
                 }
-                reduce::fold_last(dtype, op, n, acc, shm(at(last, r, me), len), out);
-            } else {
-                if me == 0 {
-                    to_shm(out.as_mut_ptr(), &buf[mine.clone()]);
+            }
+            if (1..=k).contains(&t) {
+                let (s, e) = chunk(t - 1);
+                let (ps, pe) = part(e - s, es, n, me);
+                let (mine, len) = (s + ps..s + pe, pe - ps);
+                // SAFETY (shm_mut): our own region of our write-parity slot, which no peer
+                // reads before we arrive; we wrote no input there.
+                let out = shm_mut(at(me, w, me), len);
+                if in_place {
+                    // The fold's last step writes the result to the buffer and the region at
+                    // once (`fold_last`): 4 S of traffic at 2 ranks, where a fold and then a
+                    // copy took 4.5 S.
+                    debug_assert!(n >= 2, "n == 1 returns before the slots");
+                    let acc = &mut buf[mine];
+                    let last = if me == n - 1 { n - 2 } else { n - 1 };
+                    for i in (0..n).filter(|&i| i != me && i != last) {
+                        reduce::reduce_into(dtype, op, acc, shm(at(i, r, me), len));
+                    }
+                    reduce::fold_last(dtype, op, n, acc, shm(at(last, r, me), len), out);
                 } else {
-                    from_shm(out, at(0, r, me));
+                    if me == 0 {
+                        to_shm(out.as_mut_ptr(), &buf[mine.clone()]);
+                    } else {
+                        from_shm(out, at(0, r, me));
+                    }
+                    for i in 1..n {
+                        let theirs = if i == me { &buf[mine.clone()] } else { shm(at(i, r, me), len) };
+                        reduce::reduce_into(dtype, op, out, theirs);
+                    }
+                    reduce::finish(dtype, op, n, out);
+                    if self.gets_result(me) {
+                        super::copy::copy_slice(&mut buf[mine], out);
+                    }
                 }
-                for i in 1..n {
-                    let theirs = if i == me { &buf[mine.clone()] } else { shm(at(i, r, me), len) };
-                    reduce::reduce_into(dtype, op, out, theirs);
+            }
+            if t >= 2 && self.gets_result(me) {
+                let (s, e) = chunk(t - 2);
+                for j in (0..n).filter(|&j| j != me) {
+                    let (ps, pe) = part(e - s, es, n, j);
+                    from_shm(&mut buf[s + ps..s + pe], at(j, r, j));
                 }
-                reduce::finish(dtype, op, n, out);
-                if gets_result(me) {
-                    super::copy::copy_slice(&mut buf[mine], out);
+            }
+            if t <= k {
+                c.sync(epoch, cx, fp && t == 0)?;
+                if watch && t == 0 && shared::published(c) {
+                    return Ok(false);
                 }
             }
         }
-        if t >= 2 && gets_result(me) {
-            let (s, e) = chunk(t - 2);
-            for j in (0..n).filter(|&j| j != me) {
-                let (ps, pe) = part(e - s, es, n, j);
-                from_shm(&mut buf[s + ps..s + pe], at(j, r, j));
-            }
-        }
-        if t <= k {
-            c.sync(epoch, cx, fp && t == 0)?;
-            if watch && t == 0 && shared::published(c) {
-                return Ok(false);
-            }
-        }
+        Ok(true)
     }
-    Ok(true)
 }
 
-/// [`reduce_locked`] for items larger than a rank's share of a slot (a user reduction
+/// [`Reduction::run`] for items larger than a rank's share of a slot (a user reduction
 /// of wide items: a share must hold whole items): every rank's buffer is copied through
 /// the slots in byte chunks to the ranks that get the result, which fold all of them in
 /// rank order on the heap. `size` times the traffic of the shared-out fold.
@@ -767,7 +792,8 @@ pub(super) fn all_to_all_v(
         .map(|j| format!("rank {j} sends {} bytes to rank {me}, which expects {}", heard[j], rcounts[j]))
         .collect();
     let mut agree = [scounts.iter().map(|&x| x.div_ceil(reg)).max().unwrap_or(0) as u64, !wrong.is_empty() as u64];
-    reduce_locked(c, epoch, cx, false, false, bytemuck::cast_slice_mut(&mut agree), DType::U64, ReduceOp::Max, None)?;
+    let red = Reduction { c, cx, fp: false, watch: false, dtype: DType::U64, op: ReduceOp::Max, root: None };
+    red.run(epoch, bytemuck::cast_slice_mut(&mut agree))?;
     if agree[1] != 0 {
         return Err(Error::Mismatch {
             comm: c.name.clone(),
