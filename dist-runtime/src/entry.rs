@@ -145,35 +145,71 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     }
     let world = match crate::init::init() {
         Ok(w) => w,
-        Err(e) => {
-            // The rank as the launcher numbered it (torchrun's RANK, or mpirun's/srun's).
-            let rank = crate::env::Env::from_env().map_or_else(
-                |_| {
-                    ["RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
-                        .iter()
-                        .find_map(|v| std::env::var(v).ok().filter(|r| r.trim().parse::<usize>().is_ok()))
-                        .unwrap_or_else(|| "?".into())
-                },
-                |env| env.rank.to_string(),
-            );
-            // One write, so lines of ranks sharing a terminal do not interleave.
-            use std::io::Write;
-            let _ = std::io::stderr().write_all(format!("[rank {rank}] error: cannot join the job: {e}\n").as_bytes());
-            crate::init::report_init_failure(&rank, &e.to_string());
-            if std::env::var_os("DIST_EXIT_REPORT").is_some() {
-                let _ = to_launcher(&format!("exit/{rank}"), b"1");
-            }
-            return 1;
-        }
+        Err(e) => return cannot_join(&e),
     };
     let rank = world.rank();
     // Keep the world alive past `f` so a failure can still be marked in its segment.
     let keep = world.inner.clone();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(world)));
-    // Messages sent to this rank that it never received (on the world, or on groups it
-    // has dropped): an error naming each sender's call site, as MPI calls finalizing with
-    // unreceived messages erroneous, and as NCCL would hang on the sender.
-    let outcome = match outcome {
+    let code = exit_code(rank, judged(outcome, &keep));
+    if code != 0 {
+        report_flight(rank);
+    }
+    // The cause may be a peer that returned from its entry while this rank waited on it
+    // (it exits 0), or one a deadlock detector named (it may be stopped, or have stopped
+    // as a victim itself): the launcher learns of it from here (when it hosts the store).
+    if code == 3 && launcher_store() {
+        if let Some((key, w, text)) = crate::verify::failure::take_named() {
+            let _ = to_launcher(&format!("{key}/{w}"), text.as_bytes());
+        }
+    }
+    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
+        // Under mpirun the launcher sees one exit status for the job: each rank says its
+        // own (before the world goes: a failed MPI rank aborts the job there).
+        if let Err(e) = to_launcher(&format!("exit/{rank}"), code.to_string().as_bytes()) {
+            crate::sys::say(format!("[rank {rank}] error: cannot report the exit code to the launcher: {e}"));
+        }
+    }
+    drop(keep);
+    #[cfg(feature = "mpi")]
+    crate::backend::mpi::at_exit();
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    code
+}
+
+/// The entry's outcome: a panic, or its result.
+type Outcome = std::thread::Result<Result<Vec<u8>, Failure>>;
+
+/// A rank that could not join the job: says so (and tells the launcher), exit code 1.
+fn cannot_join(e: &crate::Error) -> i32 {
+    // The rank as the launcher numbered it (torchrun's RANK, or mpirun's/srun's).
+    let rank = crate::env::Env::from_env().map_or_else(
+        |_| {
+            ["RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok().filter(|r| r.trim().parse::<usize>().is_ok()))
+                .unwrap_or_else(|| "?".into())
+        },
+        |env| env.rank.to_string(),
+    );
+    // One write, so lines of ranks sharing a terminal do not interleave.
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("[rank {rank}] error: cannot join the job: {e}\n").as_bytes());
+    crate::init::report_init_failure(&rank, &e.to_string());
+    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
+        let _ = to_launcher(&format!("exit/{rank}"), b"1");
+    }
+    1
+}
+
+/// The entry's outcome as the job sees it: an `Ok` turns into a failure where the job
+/// was found mixed with another after this rank's last op, or where messages sent to
+/// this rank were never received (on the world, or on groups it has dropped: an error
+/// naming each sender's call site, as MPI calls finalizing with unreceived messages
+/// erroneous, and as NCCL would hang on the sender).
+fn judged(outcome: Outcome, keep: &crate::comm::Inner) -> Outcome {
+    match outcome {
         // The job was found mixed with another after this rank's last op: its result is
         // not this job's.
         Ok(Ok(_)) if crate::verify::failure::poisoned().is_some() => {
@@ -190,8 +226,13 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             }
         }
         other => other,
-    };
-    let code = match outcome {
+    }
+}
+
+/// The rank's exit code for its entry's `outcome` (0, the failure's code, 101 for a
+/// panic, 3 where it follows a peer's failure), said on stderr; a result handed over.
+fn exit_code(rank: usize, outcome: Outcome) -> i32 {
+    match outcome {
         Ok(Ok(value)) => match publish_result(rank, &value) {
             Ok(()) => 0,
             Err(e) => {
@@ -221,54 +262,29 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
                 101
             }
         }
-    };
-    // The flight recorder: this thread's last ops, the tail on stderr, the whole ring to
-    // the launcher, which lines the ranks up.
-    if code != 0 {
-        let ring = crate::verify::recorder::dump();
-        if !ring.is_empty() {
-            let lines: Vec<&str> = ring.lines().collect();
-            let tail: Vec<String> = lines[lines.len().saturating_sub(4)..]
-                .iter()
-                .map(|l| format!("    {}", l.replace('\t', " ")))
-                .collect();
-            crate::sys::say(format!("[rank {rank}] flight recorder, last ops (oldest first):\n{}", tail.join("\n")));
-            if launcher_store() {
-                let _ = to_launcher(&format!("flight/{rank}"), ring.as_bytes());
-            }
-            // Beside the trace, for `cargo spmd trace DIR` to line the ranks up later.
-            if let Some(dir) = std::env::var_os("DIST_TRACE").filter(|d| !d.is_empty()) {
-                let path = std::path::Path::new(&dir).join(format!("flight-{rank}.tsv"));
-                if let Err(e) = std::fs::write(&path, ring.as_bytes()) {
-                    crate::sys::say(format!(
-                        "[rank {rank}] cannot write the flight recorder to {}: {e}",
-                        path.display()
-                    ));
-                }
+    }
+}
+
+/// A failed rank's flight recorder: this thread's last ops, the tail on stderr, the
+/// whole ring to the launcher, which lines the ranks up, and beside the trace.
+fn report_flight(rank: usize) {
+    let ring = crate::verify::recorder::dump();
+    if !ring.is_empty() {
+        let lines: Vec<&str> = ring.lines().collect();
+        let tail: Vec<String> =
+            lines[lines.len().saturating_sub(4)..].iter().map(|l| format!("    {}", l.replace('\t', " "))).collect();
+        crate::sys::say(format!("[rank {rank}] flight recorder, last ops (oldest first):\n{}", tail.join("\n")));
+        if launcher_store() {
+            let _ = to_launcher(&format!("flight/{rank}"), ring.as_bytes());
+        }
+        // Beside the trace, for `cargo spmd trace DIR` to line the ranks up later.
+        if let Some(dir) = std::env::var_os("DIST_TRACE").filter(|d| !d.is_empty()) {
+            let path = std::path::Path::new(&dir).join(format!("flight-{rank}.tsv"));
+            if let Err(e) = std::fs::write(&path, ring.as_bytes()) {
+                crate::sys::say(format!("[rank {rank}] cannot write the flight recorder to {}: {e}", path.display()));
             }
         }
     }
-    // The cause may be a peer that returned from its entry while this rank waited on it
-    // (it exits 0), or one a deadlock detector named (it may be stopped, or have stopped
-    // as a victim itself): the launcher learns of it from here (when it hosts the store).
-    if code == 3 && launcher_store() {
-        if let Some((key, w, text)) = crate::verify::failure::take_named() {
-            let _ = to_launcher(&format!("{key}/{w}"), text.as_bytes());
-        }
-    }
-    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
-        // Under mpirun the launcher sees one exit status for the job: each rank says its
-        // own (before the world goes: a failed MPI rank aborts the job there).
-        if let Err(e) = to_launcher(&format!("exit/{rank}"), code.to_string().as_bytes()) {
-            crate::sys::say(format!("[rank {rank}] error: cannot report the exit code to the launcher: {e}"));
-        }
-    }
-    drop(keep);
-    #[cfg(feature = "mpi")]
-    crate::backend::mpi::at_exit();
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    code
 }
 
 /// Whether a launcher's store takes this rank's reports (`Launch` and xtask host one; so
