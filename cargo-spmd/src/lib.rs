@@ -318,6 +318,37 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut launch = dist_runtime::Launch::new(&exe, a.n).args(&a.args).env("DIST_BACKEND", choice.name());
+    launch = with_hosts(launch, &a, choice)?;
+    let entry = flag_or_env(a.entry.clone(), "DIST_ENTRY");
+    if let Some(e) = &entry {
+        launch = launch.env("DIST_ENTRY", resolve_entry(&exe, e)?);
+    }
+    if let Some(t) = a.timeout {
+        let d = std::time::Duration::try_from_secs_f64(t)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("--timeout {t}: give a positive number of seconds"))?;
+        launch = launch.timeout(d);
+    }
+    launch = with_placement(launch, &a)?;
+    let (launch, trace_dir) = with_trace(launch, &a)?;
+    let report = launch.run().map_err(|e| e.to_string())?;
+    if let Some(dir) = &trace_dir {
+        // A job that failed early may have left no trace: say so, keep the job's verdict.
+        if let Err(e) = trace::merge(dir, None) {
+            eprintln!("{tool}: no merged trace: {e}");
+        }
+    }
+    Ok(verdict(&report, &exe, entry.is_none(), tool))
+}
+
+/// The nodes of a multi-node job (`--nnodes`, `--master-addr`, `--master-port`) and
+/// mpirun's `--hostfile`.
+fn with_hosts(
+    mut launch: dist_runtime::Launch,
+    a: &RunArgs,
+    choice: dist_runtime::BackendChoice,
+) -> Result<dist_runtime::Launch, String> {
     match (&a.master_addr, a.master_port) {
         (Some(addr), Some(port)) => {
             let nodes = dist_runtime::Nodes {
@@ -346,17 +377,12 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         let abs = std::fs::canonicalize(h).map_err(|e| format!("--hostfile {}: {e}", h.display()))?;
         launch = launch.mpirun_arg("--hostfile").mpirun_arg(abs);
     }
-    let entry = flag_or_env(a.entry.clone(), "DIST_ENTRY");
-    if let Some(e) = &entry {
-        launch = launch.env("DIST_ENTRY", resolve_entry(&exe, e)?);
-    }
-    if let Some(t) = a.timeout {
-        let d = std::time::Duration::try_from_secs_f64(t)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| format!("--timeout {t}: give a positive number of seconds"))?;
-        launch = launch.timeout(d);
-    }
+    Ok(launch)
+}
+
+/// The ranks' devices: `--gpus` / `DIST_GPUS`, or a rank table, each checked before
+/// anything starts.
+fn with_placement(mut launch: dist_runtime::Launch, a: &RunArgs) -> Result<dist_runtime::Launch, String> {
     let (gpus, table) = match (&a.gpus, &a.rank_table) {
         (None, None) => (flag_or_env(None, "DIST_GPUS"), flag_or_env(None, "DIST_RANK_TABLE").map(PathBuf::from)),
         (g, t) => (g.clone(), t.clone()),
@@ -381,6 +407,14 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         let abs = std::fs::canonicalize(t).map_err(|e| format!("{}: {e}", t.display()))?;
         launch = launch.env("DIST_RANK_TABLE", abs.to_string_lossy().as_ref()).env_remove("DIST_GPUS");
     }
+    Ok(launch)
+}
+
+/// `--trace DIR` / `DIST_TRACE`: the directory, emptied of an earlier run's rank files.
+fn with_trace(
+    mut launch: dist_runtime::Launch,
+    a: &RunArgs,
+) -> Result<(dist_runtime::Launch, Option<PathBuf>), String> {
     let trace_dir = a.trace.clone().or_else(|| flag_or_env(None, "DIST_TRACE").map(PathBuf::from));
     if let Some(dir) = &trace_dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -393,18 +427,16 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         }
         launch = launch.env("DIST_TRACE", dir.to_string_lossy().as_ref());
     }
-    let report = launch.run().map_err(|e| e.to_string())?;
-    if let Some(dir) = &trace_dir {
-        // A job that failed early may have left no trace: say so, keep the job's verdict.
-        if let Err(e) = trace::merge(dir, None) {
-            eprintln!("{tool}: no merged trace: {e}");
-        }
-    }
+    Ok((launch, trace_dir))
+}
+
+/// The job's exit status, with a line saying which rank failed first and how.
+fn verdict(report: &dist_runtime::Report, exe: &std::path::Path, no_entry: bool, tool: &str) -> ExitCode {
     if report.success() {
-        if entry.is_none() && report.ranks_joined() == Some(0) {
-            eprintln!("{tool}: {}", plain_main_note(&exe));
+        if no_entry && report.ranks_joined() == Some(0) {
+            eprintln!("{tool}: {}", plain_main_note(exe));
         }
-        return Ok(ExitCode::SUCCESS);
+        return ExitCode::SUCCESS;
     }
     if report.timed_out {
         eprintln!("{tool}: the job timed out after {:.1}s", report.elapsed.as_secs_f64());
@@ -424,7 +456,7 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
         ),
         (None, None) => eprintln!("{tool}: the job failed"),
     }
-    Ok(ExitCode::FAILURE)
+    ExitCode::FAILURE
 }
 
 #[cfg(test)]
