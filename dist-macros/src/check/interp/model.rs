@@ -204,23 +204,7 @@ impl<'a> Interp<'a> {
             return Ok(V::Unit);
         }
         if m == "batch" || m == "batch_async" {
-            let Some(Expr::Closure(cl)) = mc.args.first() else {
-                return Err(undecidable(e, format!("`{m}` with something other than a closure `|b| {{ .. }}`")));
-            };
-            let start = self.next_id;
-            self.scoped(|me| -> Result<(), Flow<'a>> {
-                if let Some(p) = cl.inputs.first() {
-                    me.bind(p, V::Batch(c));
-                }
-                me.expr(&cl.body)?;
-                Ok(())
-            })?;
-            let ids: Vec<usize> = (start..self.next_id).collect();
-            if m == "batch_async" {
-                return Ok(V::Req(ids));
-            }
-            self.events.push(Ev::Wait { ids, site: self.site(e), call: "batch" });
-            return Ok(V::Unit);
+            return self.batch(e, mc, c, m);
         }
         // Numbers read from the program's inputs take this run's sample.
         let args: Vec<V<'a>> = self.args(&mc.args)?.into_iter().map(sampled).collect();
@@ -270,83 +254,112 @@ impl<'a> Interp<'a> {
         }
         // Roles of the arguments come from the op table the runtime is tested against.
         if let Some(spec) = dist_ops::find(m).filter(|o| o.class == dist_ops::Class::Collective) {
-            let (ri, oi) = (spec.root, spec.reduce);
-            if let Some(i) = ri.filter(|&i| i < mc.args.len()) {
-                self.check_numbering(e, c, "root", &mc.args[i])?;
-                if super::strict() && self.comms[c].members.is_some() && !matches!(args.get(i), Some(V::Int(_))) {
-                    return Err(self.data_dependent(&mc.args[i], "root", m));
-                }
-            }
-            if let Some(i) = oi.filter(|&i| i < mc.args.len()) {
-                let named = matches!(&mc.args[i], Expr::Call(_));
-                if super::strict() && !named && !matches!(args.get(i), Some(V::Name(_))) {
-                    return Err(self.data_dependent(&mc.args[i], "reduce op", m));
-                }
-            }
-            let root = match ri.and_then(|i| args.get(i)) {
-                Some(V::Int(r)) => {
-                    let r = *r;
-                    self.check_peer(e, c, r, "root", &mc.args[ri.expect("root index")])?;
-                    Some(r)
-                }
-                _ => None,
-            };
-            if let (Some(i), Some(buf)) = (oi, mc.args.first()) {
-                if let Some(o) = mc.args.get(i) {
-                    self.check_op_type(e, m, buf, o)?;
-                }
-            }
-            let op = match oi.and_then(|i| args.get(i)) {
-                Some(V::Name(n)) => Some(n.clone()),
-                _ => oi.and_then(|i| mc.args.get(i)).and_then(|a| match a {
-                    Expr::Call(call) => match &*call.func {
-                        Expr::Path(p) => Some(last_seg(&p.path)),
-                        _ => None,
-                    },
-                    _ => None,
-                }),
-            };
-            // The first buffer of these is the same length on every rank.
-            let base = m.trim_end_matches("_async");
-            let uniform = matches!(
-                base,
-                "all_reduce"
-                    | "broadcast"
-                    | "reduce"
-                    | "all_gather"
-                    | "reduce_scatter"
-                    | "all_to_all"
-                    | "scan"
-                    | "exscan"
-            );
-            let len = match base {
-                // A scatter's receive buffer, a gather's send buffer.
-                "scatter" => args.get(1).and_then(buf_len),
-                "gather" => args.first().and_then(buf_len),
-                _ if uniform => args.first().and_then(buf_len),
-                _ => None,
-            };
-            let (counts, a2a) = self.check_lengths(e, mc, c, base, &args, root)?;
-            // A root that is data computed on each rank: its hash, for the ranks' roots
-            // to be compared ([`sim::check`]).
-            let data_root = match ri.and_then(|i| Some((args.get(i)?, mc.args.get(i)?))) {
-                Some((V::Opaque { comm: false, fp }, a)) if *fp != 0 => Some((*fp, super::trace::expr_text(a))),
-                _ => None,
-            };
-            let id = self.post_coll(e, c, base, root, op)?;
-            if let Some(Ev::Coll { len: l, root_data, counts: k, a2a: x, .. }) = self.events.last_mut() {
-                *l = len;
-                *root_data = data_root;
-                *k = counts;
-                *x = a2a;
-            }
-            if !spec.blocking {
-                return Ok(V::Req(vec![id]));
-            }
-            self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
-            return Ok(V::Unit);
+            return self.collective(e, mc, c, m, spec, &args);
         }
         Err(undecidable(e, format!("the communicator method `{m}`")))
+    }
+
+    /// `c.batch(|b| { .. })` (or `batch_async`): the sends and receives the closure posts
+    /// on `b`, waited together (or returned as one request).
+    fn batch(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, c: usize, m: &str) -> R<'a> {
+        let Some(Expr::Closure(cl)) = mc.args.first() else {
+            return Err(undecidable(e, format!("`{m}` with something other than a closure `|b| {{ .. }}`")));
+        };
+        let start = self.next_id;
+        self.scoped(|me| -> Result<(), Flow<'a>> {
+            if let Some(p) = cl.inputs.first() {
+                me.bind(p, V::Batch(c));
+            }
+            me.expr(&cl.body)?;
+            Ok(())
+        })?;
+        let ids: Vec<usize> = (start..self.next_id).collect();
+        if m == "batch_async" {
+            return Ok(V::Req(ids));
+        }
+        self.events.push(Ev::Wait { ids, site: self.site(e), call: "batch" });
+        Ok(V::Unit)
+    }
+
+    /// A collective of the op table (`spec`) on `c` with `args`: its root and op checked,
+    /// its buffers' lengths, posted for the simulation; a request for the `_async` forms.
+    fn collective(
+        &mut self,
+        e: &'a Expr,
+        mc: &'a ExprMethodCall,
+        c: usize,
+        m: &str,
+        spec: &dist_ops::OpSpec,
+        args: &[V<'a>],
+    ) -> R<'a> {
+        let (ri, oi) = (spec.root, spec.reduce);
+        if let Some(i) = ri.filter(|&i| i < mc.args.len()) {
+            self.check_numbering(e, c, "root", &mc.args[i])?;
+            if super::strict() && self.comms[c].members.is_some() && !matches!(args.get(i), Some(V::Int(_))) {
+                return Err(self.data_dependent(&mc.args[i], "root", m));
+            }
+        }
+        if let Some(i) = oi.filter(|&i| i < mc.args.len()) {
+            let named = matches!(&mc.args[i], Expr::Call(_));
+            if super::strict() && !named && !matches!(args.get(i), Some(V::Name(_))) {
+                return Err(self.data_dependent(&mc.args[i], "reduce op", m));
+            }
+        }
+        let root = match ri.and_then(|i| args.get(i)) {
+            Some(V::Int(r)) => {
+                let r = *r;
+                self.check_peer(e, c, r, "root", &mc.args[ri.expect("root index")])?;
+                Some(r)
+            }
+            _ => None,
+        };
+        if let (Some(i), Some(buf)) = (oi, mc.args.first()) {
+            if let Some(o) = mc.args.get(i) {
+                self.check_op_type(e, m, buf, o)?;
+            }
+        }
+        let op = match oi.and_then(|i| args.get(i)) {
+            Some(V::Name(n)) => Some(n.clone()),
+            _ => oi.and_then(|i| mc.args.get(i)).and_then(|a| match a {
+                Expr::Call(call) => match &*call.func {
+                    Expr::Path(p) => Some(last_seg(&p.path)),
+                    _ => None,
+                },
+                _ => None,
+            }),
+        };
+        // The first buffer of these is the same length on every rank.
+        let base = m.trim_end_matches("_async");
+        let uniform = matches!(
+            base,
+            "all_reduce" | "broadcast" | "reduce" | "all_gather" | "reduce_scatter" | "all_to_all" | "scan" | "exscan"
+        );
+        let len = match base {
+            // A scatter's receive buffer, a gather's send buffer.
+            "scatter" => args.get(1).and_then(buf_len),
+            "gather" => args.first().and_then(buf_len),
+            _ if uniform => args.first().and_then(buf_len),
+            _ => None,
+        };
+        let (counts, a2a) = self.check_lengths(e, mc, c, base, args, root)?;
+        // A root that is data computed on each rank: its hash, for the ranks' roots
+        // to be compared ([`sim::check`]).
+        let data_root = match ri.and_then(|i| Some((args.get(i)?, mc.args.get(i)?))) {
+            Some((V::Opaque { comm: false, fp }, a)) if *fp != 0 => Some((*fp, super::trace::expr_text(a))),
+            _ => None,
+        };
+        let id = self.post_coll(e, c, base, root, op)?;
+        if let Some(Ev::Coll { len: l, root_data, counts: k, a2a: x, .. }) = self.events.last_mut() {
+            *l = len;
+            *root_data = data_root;
+            *k = counts;
+            *x = a2a;
+        }
+        if !spec.blocking {
+            return Ok(V::Req(vec![id]));
+        }
+        self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
+        Ok(V::Unit)
     }
 
     /// A rank of another communicator's numbering, passed unchanged as a root or peer of
