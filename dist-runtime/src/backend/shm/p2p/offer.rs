@@ -204,41 +204,7 @@ pub(super) fn send_offer(
         Ok(p.done_sends.contains(&sid) && acked(c))
     });
     if r.is_err() {
-        // Take the buffer back before the caller may reuse it: withdraw the offer, or
-        // let a read already under way finish — however long it takes (a message of
-        // any size may be on offer), unless the reader's process is gone.
-        if ring.offer.compare_exchange(word(OFFERED), word(WITHDRAWN), AcqRel, Acquire).is_err() {
-            // No deadline (`sync::await_peer`): a reader stopped mid-read holds the send.
-            let reader = super::super::cma::pid(c, dst);
-            sync::await_peer(reader, || (ring.offer.load(Acquire) != word(TAKEN)).then_some(()));
-        }
-        // A header still queued goes unsent, and so does a payload queued after it. A
-        // header in the ring was seen, or will be, by a receiver that finds the offer
-        // withdrawn or declined (unless it read the payload: DONE) and then reads the
-        // payload from the ring: that follows, from a copy, so the stream stays whole
-        // (not to a reader that died holding the offer).
-        let header_unsent = p.out[dst].iter().any(|o| o.id == id);
-        let st = ring.offer.load(Acquire);
-        if st == word(DECLINED) {
-            p.offer_off[dst] = true;
-        }
-        p.abandon(dst, id, false);
-        match streamed {
-            Some(sid) if header_unsent => p.out[dst].retain(|o| o.id != sid),
-            Some(sid) => p.abandon(dst, sid, true),
-            None if !header_unsent && (st == word(WITHDRAWN) || st == word(DECLINED)) => {
-                p.copied[dst] += data.len() as u64;
-                p.out[dst].push_back(Out {
-                    id: 0,
-                    hdr,
-                    data: Payload::Owned(data.to_vec()),
-                    off: OFFER_BODY,
-                    base: OFFER_BODY,
-                });
-            }
-            None => {}
-        }
-        p.note_pending(c);
+        take_back(c, p, dst, seq, (id, streamed), hdr, data);
     }
     p.done_sends.remove(&id);
     p.send_dst.remove(&id);
@@ -246,4 +212,56 @@ pub(super) fn send_offer(
         p.done_sends.remove(&sid);
     }
     r
+}
+
+/// After a failed offer of `data` to `dst` (offer number `seq`; `sent`: the header's
+/// request and the streamed payload's, if any): takes the buffer back before the caller
+/// may reuse it, and leaves the stream to `dst` whole.
+fn take_back(
+    c: &ShmComm,
+    p: &mut P2p,
+    dst: usize,
+    seq: u32,
+    sent: (ReqId, Option<ReqId>),
+    hdr: [u8; HDR],
+    data: &[u8],
+) {
+    let (id, streamed) = sent;
+    let ring = Ring::new(c, c.rank, dst);
+    let word = |st: u64| (seq as u64) << 8 | st;
+    // Take the buffer back before the caller may reuse it: withdraw the offer, or
+    // let a read already under way finish — however long it takes (a message of
+    // any size may be on offer), unless the reader's process is gone.
+    if ring.offer.compare_exchange(word(OFFERED), word(WITHDRAWN), AcqRel, Acquire).is_err() {
+        // No deadline (`sync::await_peer`): a reader stopped mid-read holds the send.
+        let reader = super::super::cma::pid(c, dst);
+        sync::await_peer(reader, || (ring.offer.load(Acquire) != word(TAKEN)).then_some(()));
+    }
+    // A header still queued goes unsent, and so does a payload queued after it. A
+    // header in the ring was seen, or will be, by a receiver that finds the offer
+    // withdrawn or declined (unless it read the payload: DONE) and then reads the
+    // payload from the ring: that follows, from a copy, so the stream stays whole
+    // (not to a reader that died holding the offer).
+    let header_unsent = p.out[dst].iter().any(|o| o.id == id);
+    let st = ring.offer.load(Acquire);
+    if st == word(DECLINED) {
+        p.offer_off[dst] = true;
+    }
+    p.abandon(dst, id, false);
+    match streamed {
+        Some(sid) if header_unsent => p.out[dst].retain(|o| o.id != sid),
+        Some(sid) => p.abandon(dst, sid, true),
+        None if !header_unsent && (st == word(WITHDRAWN) || st == word(DECLINED)) => {
+            p.copied[dst] += data.len() as u64;
+            p.out[dst].push_back(Out {
+                id: 0,
+                hdr,
+                data: Payload::Owned(data.to_vec()),
+                off: OFFER_BODY,
+                base: OFFER_BODY,
+            });
+        }
+        None => {}
+    }
+    p.note_pending(c);
 }
