@@ -66,7 +66,17 @@ impl<'a> Interp<'a> {
         // (`push` onto data the check cannot see into: what was pushed is in it now.)
         let pushed_onto_data =
             matches!(recv, V::Opaque { comm: false, .. }) && matches!(m.as_str(), "push" | "push_back");
+        // A method of the standard library on exact values with exact arguments (no
+        // closure) leaves its receiver exact (`sets[a].insert(b)` on a set built from the
+        // inputs).
+        let root = super::eval::place_root(&mc.receiver);
+        let exact_in = value::exact_class(&recv)
+            && root.as_deref().and_then(|r| self.lookup(r)).is_some_and(value::exact_class)
+            && mc.args.iter().all(|a| !matches!(a, Expr::Closure(_)));
         let r = self.std_method(e, mc, recv, &m)?;
+        // (The arguments are in the result: the generic rule computes it from them and
+        // the receiver, exactly only where all of them are.)
+        let exact_in = exact_in && value::exact_class(&r) && !matches!(r, V::Unit);
         // What the method may have written: what it borrowed mutably, and its receiver
         // (computed from what it was and the arguments: the call's result's hash).
         self.clobber_loans(&mc.args, false);
@@ -78,6 +88,13 @@ impl<'a> Interp<'a> {
             self.clobber_place_with(&mc.receiver, keep_shape, salt);
         } else if pushed_onto_data {
             self.clobber_place_with(&mc.receiver, false, salt);
+        } else {
+            return Ok(r);
+        }
+        if exact_in {
+            if let Some(v) = root.as_deref().and_then(|r| self.lookup(r)) {
+                value::mark_exact(v);
+            }
         }
         Ok(r)
     }
@@ -349,8 +366,6 @@ impl<'a> Interp<'a> {
         })
     }
 
-    /// A method of the standard library on a value the check holds. (Long as one
-    /// `match` over (method, receiver): one arm per method it knows.)
     /// Applies `f`, a closure or a method named by its path, to `x` (iterator adapters'
     /// functions).
     pub(super) fn apply_fn(&mut self, f: &V<'a>, x: V<'a>) -> R<'a> {
@@ -368,6 +383,10 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// A method of the standard library on a value the check holds: the program's
+    /// inputs, string literals, options and results (`options.rs`), numbers
+    /// (`numbers.rs`), lists (`lists.rs`); else data computed from the receiver and the
+    /// arguments.
     fn std_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, recv: V<'a>, m: &str) -> R<'a> {
         let m = m.to_string();
         let args = self.args(&mc.args)?;

@@ -333,25 +333,50 @@ impl<'a> Interp<'a> {
                 // variables it names (so ranks that ran it on different data keep
                 // different hashes, [`V::Opaque`]'s `fp`).
                 let mut read: Vec<V<'a>> = over.into_iter().cloned().collect();
+                let mut closures = Vec::new();
                 for i in idents(body).iter() {
                     match self.lookup(i) {
                         Some(V::Closure(cl)) => {
                             let body = &*cl.0.body;
                             changed.extend(written(body).iter().cloned());
+                            closures.push(body);
                         }
                         Some(v) => read.push(v.clone()),
                         None => {}
+                    }
+                }
+                // (And what the closures it calls read.)
+                for cb in &closures {
+                    for i in idents(*cb).iter() {
+                        if let Some(v) = self.lookup(i).filter(|v| !matches!(v, V::Closure(_))) {
+                            read.push(v.clone());
+                        }
                     }
                 }
                 // (One that can reach a communicator may read its rank.)
                 if read.iter().any(V::has_comm) {
                     read.push(V::Int(self.rank as i128));
                 }
+                // A loop that computes from what it reads alone (no clock, entropy,
+                // environment, process-wide state, at any depth of the package's code it
+                // calls), all of it exact, leaves exact data: ranks that ran it on the same
+                // values hold the same results (`Graph::generate`'s adjacency filled by a
+                // loop past its quota).
+                let mut seen = std::collections::HashSet::new();
+                let exact = read.iter().all(value::exact_class)
+                    && self.reads_only_args(body, &mut seen)
+                    && closures.iter().all(|cb| self.reads_only_args(*cb, &mut seen));
                 let salt = fp_of(&read.iter().collect::<Vec<_>>());
                 for k in changed {
                     self.clobber_path(&k, salt);
+                    if exact {
+                        let root = k.split(['.', '[']).next().unwrap_or_default();
+                        if let Some(v) = self.lookup(root) {
+                            value::mark_exact(v);
+                        }
+                    }
                 }
-                Ok(V::data(salt))
+                Ok(if exact { V::derived(&read.iter().collect::<Vec<_>>()) } else { V::data(salt) })
             }
         }
     }

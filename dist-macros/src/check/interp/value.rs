@@ -131,6 +131,21 @@ pub(super) fn is_exact(fp: u64) -> bool {
     fp != 0 && EXACT.with(|e| e.borrow().contains(&fp))
 }
 
+/// Takes the data in `v` (its unknown leaves) for exact: what a deterministic region
+/// computed from exact values alone left there.
+pub(super) fn mark_exact(v: &V) {
+    match v {
+        V::Opaque { comm: false, fp } if *fp != 0 => {
+            EXACT.with(|e| e.borrow_mut().insert(*fp));
+        }
+        V::List(l) => l.iter().for_each(mark_exact),
+        V::Tuple(l) => l.iter().for_each(mark_exact),
+        V::Struct(_, f) => f.iter().for_each(|(_, v)| mark_exact(v)),
+        V::Opt(Some(x)) => mark_exact(x),
+        _ => {}
+    }
+}
+
 /// Forgets which hashes were exact (between checks).
 pub(super) fn reset_exact() {
     EXACT.with(|e| e.borrow_mut().clear());

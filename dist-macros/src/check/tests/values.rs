@@ -666,3 +666,63 @@ fn floats_from_known_numbers_are_known() {
     let e = problems(&src.replace("LEN", "100"), "", 3);
     assert!(e.iter().any(|e| e.contains("all_gather") && e.contains("must have")), "{e:?}");
 }
+
+/// A store through an index that is data (`partials[owner] = block` with `owner` read
+/// from a received header) may replace any item: none keeps a length the check could
+/// hold against the program (a correct ring pass was refused as "index 0 is out of
+/// bounds for a list of 0"); a loop over a graph's adjacency built by a helper from the
+/// inputs and its norm computed over `0..g.len()` stay exact data.
+#[test]
+fn a_store_through_an_index_that_is_data_may_replace_any_item() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        let (r, c) = (world.rank(), world.size());
+        let mut partials = vec![Vec::new(); c];
+        let mut blk = vec![r as f64; 4];
+        let out = blk.clone();
+        world.sendrecv((r + 1) % c, Tag::<f64>::new(3), &out, (r + c - 1) % c, &mut blk)?;
+        let owner = blk[0] as usize;
+        partials[owner] = vec![1.0; 3];
+        let x = partials[0][0];
+        let mut y = [x];
+        world.all_reduce(&mut y, ReduceOp::Sum)?;
+        Ok(())
+    }"#;
+    for n in 1..=4 {
+        assert_eq!(problems(src, "", n), Vec::<String>::new(), "size {n}");
+    }
+}
+
+/// A graph built by a loop past its quota from a constant size (sets of neighbours in
+/// `BTreeSet`s filled through a closure), and a norm over `0..g.len()`, are exact data:
+/// the same on every rank, so a stop on an all-reduced residual against it is followed
+/// alike on every rank, and a collective only rank 0 makes in the loop is found.
+#[test]
+fn data_a_deterministic_loop_computes_from_exact_values_is_exact() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        fn hash(z: u64) -> u64 { (z ^ (z >> 31)).wrapping_mul(0x94D0_49BB_1331_11EB) }
+        fn rhs(v: usize) -> f64 { 1.0 + (0.37 * v as f64).sin() }
+        let nv = 4000;
+        let mut sets: Vec<std::collections::BTreeSet<usize>> = vec![std::collections::BTreeSet::new(); nv];
+        let mut link = |a: usize, b: usize| { if a != b { sets[a].insert(b); sets[b].insert(a); } };
+        for v in 0..nv {
+            link(v, (v + 1) % nv);
+            link(v, (hash(v as u64) % nv as u64) as usize);
+        }
+        let adj: Vec<Vec<usize>> = sets.into_iter().map(|s| s.into_iter().collect()).collect();
+        let norm_b = (0..adj.len()).map(|v| rhs(v).powi(2)).sum::<f64>().sqrt();
+        for sweep in 1..=50 {
+            let mut res = [world.rank() as f64 / sweep as f64];
+            world.all_reduce(&mut res, ReduceOp::Sum)?;
+            EXTRA
+            if res[0].sqrt() <= 1e-8 * norm_b { break; }
+        }
+        world.barrier()?;
+        Ok(())
+    }"#;
+    for n in 1..=3 {
+        assert_eq!(problems(&src.replace("EXTRA", ""), "", n), Vec::<String>::new(), "size {n}");
+    }
+    let bug = src.replace("EXTRA", "if world.rank() == 0 { world.barrier()?; }");
+    let e = problems(&bug, "", 2);
+    assert!(e.iter().any(|e| e.contains("barrier") && !e.contains("undecidable")), "{e:?}");
+}

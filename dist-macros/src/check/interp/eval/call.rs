@@ -510,6 +510,15 @@ impl<'a> Interp<'a> {
         if args.is_empty() && matches!(last, "now" | "thread_rng" | "random" | "rng" | "from_entropy" | "from_os_rng") {
             return Ok(V::data(fp_of(&[&V::Name(name.into()), &V::Int(self.rank as i128)])));
         }
+        // The standard library's deterministic functions (`BTreeSet::new()`,
+        // `Vec::from(..)`, `std::cmp::max`, `f64::hypot`) compute from their arguments
+        // alone: exact where those are ([`V::derived`]).
+        if deterministic_std(name) {
+            let mut all: Vec<&V<'a>> = args.iter().collect();
+            let n = V::Name(name.to_string());
+            all.push(&n);
+            return Ok(V::derived(&all));
+        }
         // Anything else computes from its arguments.
         Ok(V::taint(&args.iter().collect::<Vec<_>>()))
     }
@@ -519,4 +528,51 @@ impl<'a> Interp<'a> {
 /// `iter::once`, or `once` brought into scope).
 fn iter_fn(name: &str, f: &str) -> bool {
     name == f || name.strip_suffix(f).is_some_and(|p| p.ends_with("iter::"))
+}
+
+/// Whether the path `name` names a function of the standard library that computes from
+/// its arguments alone: a constructor or function of its deterministic types and
+/// modules (not the environment, clocks, files, processes, threads, nor the hashed
+/// collections, whose order is seeded per process).
+fn deterministic_std(name: &str) -> bool {
+    const TYPES: [&str; 30] = [
+        "Vec",
+        "VecDeque",
+        "BTreeSet",
+        "BTreeMap",
+        "BinaryHeap",
+        "LinkedList",
+        "String",
+        "Box",
+        "Rc",
+        "Arc",
+        "Cell",
+        "RefCell",
+        "Wrapping",
+        "Reverse",
+        "cmp",
+        "mem",
+        "iter",
+        "f64",
+        "f32",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "u128",
+        "usize",
+        "i32",
+        "i64",
+        "isize",
+        "char",
+        "str",
+    ];
+    let segs: Vec<&str> = name.split("::").collect();
+    let segs = match segs.as_slice() {
+        ["std" | "core" | "alloc", rest @ ..] => rest,
+        s => s,
+    };
+    let skip = |s: &&str| matches!(*s, "collections" | "cell" | "rc" | "sync" | "num" | "vec" | "string" | "boxed");
+    let first = segs.iter().find(|s| !skip(s));
+    segs.len() >= 2 && first.is_some_and(|t| TYPES.contains(t))
 }

@@ -70,6 +70,13 @@ impl<'a> Interp<'a> {
                             RangeLimits::Closed(_) => V::Range(a, (b + 1).max(a)),
                         }
                     }
+                    // Bounds the check does not know but that are exact (`0..g.len()` of
+                    // a graph built from the inputs): exact data of them.
+                    (lo, hi) if exact_class(&lo) && exact_class(&hi) => {
+                        let closed = V::Bool(matches!(r.limits, RangeLimits::Closed(_)));
+                        V::derived(&[&lo, &hi, &closed])
+                    }
+                    // (Other bounds: nothing known, not even how they were computed.)
                     _ => V::opaque(),
                 })
             }

@@ -70,12 +70,29 @@ impl<'a> Interp<'a> {
                 if let Expr::Index(ix) = other {
                     if matches!(&*ix.expr, Expr::Path(_) | Expr::Field(_)) && plain_index(&ix.index) {
                         let i = self.expr(&ix.index)?;
-                        if let (Some(V::List(mut items)), V::Int(i)) = (self.place_value(&ix.expr), i) {
-                            let at = usize::try_from(i).ok().filter(|&i| i < items.len());
+                        if let (Some(V::List(mut items)), V::Int(i)) = (self.place_value(&ix.expr), &i) {
+                            let at = usize::try_from(*i).ok().filter(|&i| i < items.len());
                             if let Some(slot) = at.map(|i| &mut std::rc::Rc::make_mut(&mut items)[i]) {
                                 *slot = v;
                                 return self.store(&ix.expr, V::List(items));
                             }
+                        }
+                        // `partials[owner] = block` with `owner` data: any item may be the
+                        // one replaced, so each is what it was or `v`: its shape kept only
+                        // where both have it.
+                        if let (Some(V::List(items)), false) = (self.place_value(&ix.expr), matches!(i, V::Int(_))) {
+                            let salt = fp_of(&[&i, &v]);
+                            let out: Vec<V<'a>> = items
+                                .iter()
+                                .map(|x| {
+                                    if shape(forget(x.clone(), true)) == shape(forget(v.clone(), true)) {
+                                        forget_with(x.clone(), true, salt)
+                                    } else {
+                                        V::taint(&[x, &v, &i])
+                                    }
+                                })
+                                .collect();
+                            return self.store(&ix.expr, V::list(out));
                         }
                     }
                 }

@@ -182,10 +182,16 @@ impl<'a> Interp<'a> {
                     }
                 } else if exact {
                     let after: Vec<&V<'a>> = afters.iter().filter(|x| x.0 == k).map(|x| &x.1).collect();
-                    exact_after(slot.clone(), &after, !reshaped.contains(&k), salt)
+                    exact_after(slot.clone(), &after, !reshaped.contains(&k), cond_fp)
                 } else if reshaped.contains(&k) {
                     let comm = slot.has_comm();
                     V::Opaque { comm, fp: if comm { 0 } else { fp_of(&[slot, &V::Int(salt as i128)]) } }
+                } else if matches!(slot, V::Struct(..)) {
+                    // (A struct's fields that no branch changed, its communicators among
+                    // them, keep what they hold.)
+                    let after: Vec<&V<'a>> = afters.iter().filter(|x| x.0 == k).map(|x| &x.1).collect();
+                    let exact_cond = agreed_cond || super::value::is_exact(cond_fp);
+                    merged_after(slot.clone(), &after, true, cond_fp, exact_cond)
                 } else {
                     forget_with(slot.clone(), false, salt)
                 };
@@ -206,13 +212,40 @@ impl<'a> Interp<'a> {
 /// branches did (`salt`); where no branch changed its shape, a list keeps its length and
 /// a struct its fields, each merged alike (`stopper.bad_epochs` after `if val <
 /// self.best { .. } else { self.bad_epochs += 1 }`, its `patience` kept as it was).
-fn exact_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, salt: u64) -> V<'a> {
+fn exact_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64) -> V<'a> {
+    merged_after(v, after, same_shape, cond, true)
+}
+
+/// What a variable holds after branches under a condition on data (`cond`: its hash)
+/// that changed it (`after`: what each branch left): field by field in a struct, where a
+/// field no branch changed keeps its value and a changed one is data computed from its
+/// own values (not from its struct's other fields, which may be the rank's own while it
+/// is not); exact data where `exact` ([`exact_after`]).
+fn merged_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64, exact: bool) -> V<'a> {
     if !after.is_empty() && after.iter().all(|a| **a == v) {
         return v;
     }
+    // Computed from what it was, what each branch left and the condition.
+    let from = |v: &V<'a>| {
+        let mut all: Vec<&V<'a>> = vec![v];
+        all.extend(after.iter().copied());
+        V::Int(fp_of(&all) as i128 ^ cond as i128)
+    };
+    // (Exact where the condition is and what it was and what each branch left are.)
+    let exact_leaf = exact && exact_class(&v) && after.iter().all(|a| exact_class(a));
+    let leaf = |v: &V<'a>, salt: &V<'a>| {
+        if v.has_comm() || after.iter().any(|a| a.has_comm()) {
+            V::Opaque { comm: true, fp: 0 }
+        } else if exact_leaf {
+            V::derived(&[v, salt])
+        } else {
+            V::data(fp_of(&[v, salt]))
+        }
+    };
     match v {
         V::List(items) if same_shape => {
-            V::list(items.iter().map(|x| V::derived(&[x, &V::Int(salt as i128)])).collect())
+            let salt = from(&V::List(items.clone()));
+            V::list(items.iter().map(|x| leaf(x, &salt)).collect())
         }
         V::Struct(t, fields) if same_shape => {
             let merged = fields
@@ -226,17 +259,19 @@ fn exact_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, salt: u64) -> V
                             _ => None,
                         })
                         .collect();
-                    let salt = fp_of(&[&V::Int(salt as i128), &V::Name(k.clone())]);
                     let x = if at.len() == after.len() {
-                        exact_after(x, &at, true, salt)
+                        merged_after(x, &at, true, cond, exact)
                     } else {
-                        V::derived(&[&x, &V::Int(salt as i128)])
+                        leaf(&x, &V::Name(format!("{k}/{cond}")))
                     };
                     (k, x)
                 })
                 .collect();
             V::Struct(t, merged)
         }
-        v => V::derived(&[&v, &V::Int(salt as i128)]),
+        v => {
+            let salt = from(&v);
+            leaf(&v, &salt)
+        }
     }
 }
