@@ -56,6 +56,11 @@ fn local_argument_checks(world: Comm<World>) {
     invalid(world.all_reduce(&mut b, ReduceOp::Avg), &["Avg", "not defined on bool"]);
     invalid(world.all_reduce(&mut b, ReduceOp::PreMulSum(0.5)), &["PreMulSum", "bool"]);
     invalid(world.set_timeout(std::time::Duration::ZERO), &["set_timeout", "more than zero"]);
+    // What a rank sends itself must be what it receives from itself (at one rank the
+    // copy panicked deep in the backend).
+    let (sc, mut rc) = (vec![1usize; n], vec![1usize; n]);
+    rc[me] = 2;
+    invalid(world.all_to_all_v(&vec![0i32; n], &sc, &mut vec![0i32; n + 1], &rc), &["send_counts[", "must be equal"]);
     invalid(world.reduce_scatter(&[1.0f64; 8], &mut [0.0f64; 0], ReduceOp::BAnd), &["BAnd", "integer"]);
     let mut out = vec![0i32; n * 4 + 1];
     invalid(world.all_gather(&v, &mut out), &["recv has", "size() × send.len()"]);

@@ -1271,6 +1271,35 @@ fn an_error_leaves_with_a_request_pending(world: Comm<World>) -> dist_runtime::R
     Ok(())
 }
 
+// Wrong on purpose (round 6 of the blind corpus): each rank posts a receive from each
+// neighbour in a loop, and the next post names a rank out of range; `?` returns that
+// error, dropping the receive already posted, which its peer never serves.
+#[spmd(unchecked)]
+fn a_refused_post_leaves_earlier_posts_pending(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u32> = Tag::new(12);
+    let (me, n) = (world.rank(), world.size());
+    let mut bufs = [[0u32]; 2];
+    let mut reqs = Vec::new();
+    for (k, b) in bufs.iter_mut().enumerate() {
+        let peer = if k == 0 { (me + 1) % n } else { n + me };
+        reqs.push(world.irecv(peer, T, b)?); // @refused-post
+    }
+    dist_runtime::wait_all(reqs)?;
+    Ok(())
+}
+
+/// An argument error leaving a loop of posts by `?` drops the requests posted before it
+/// without turning the error into a panic: every rank reports the error naming its line.
+#[test]
+fn a_refused_post_keeps_its_error_when_earlier_requests_drop() {
+    let r = run("a_refused_post_leaves_earlier_posts_pending", 2, 60.0);
+    let all = r.summary();
+    assert!(!r.success(), "{all}");
+    assert!(!all.contains("dropped without a wait"), "{all}");
+    assert!(!all.contains("panicked"), "{all}");
+    assert!(all.contains(&at("@refused-post")) && all.contains("out of range"), "{all}");
+}
+
 /// A request dropped as an op's error leaves the function does not turn that error into
 /// a panic: the rank reports the error it got, as a victim of the rank that failed.
 #[test]

@@ -150,6 +150,17 @@ thread_local! {
     static FATAL_HANDED_OUT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+thread_local! {
+    /// How many errors ops on this thread have handed their callers.
+    static HANDED_OUT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many errors ops on this thread have handed their callers so far: a request
+/// dropped after one was handed out is dropped by that error's way out.
+pub(crate) fn errors_handed_out() -> u64 {
+    HANDED_OUT.with(|h| h.get())
+}
+
 /// Whether an op on this thread has already handed its caller a fatal error: the rank is
 /// failing, and what fails after (a request dropped as that error leaves the caller's
 /// function) is its consequence.
@@ -310,9 +321,11 @@ pub(crate) fn world_rank_in(comm: &str, rank: usize) -> Option<usize> {
 
 impl Error {
     /// A refused argument at the caller's site (through `#[track_caller]`), with the
-    /// user's calls above it: it is made while the user's frames are on the stack.
+    /// user's calls above it: it is made while the user's frames are on the stack, as
+    /// the op hands it out (counted: [`errors_handed_out`]).
     #[track_caller]
     pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Error {
+        HANDED_OUT.with(|h| h.set(h.get() + 1));
         Error::InvalidArgument { op, msg: msg.into(), site: Site::caller().with_callers() }
     }
 
@@ -328,6 +341,7 @@ impl Error {
     /// where it has a site: called as an error leaves an op, while the user's frames are
     /// still on the stack.
     pub(crate) fn with_callers(self) -> Error {
+        HANDED_OUT.with(|h| h.set(h.get() + 1));
         if self.is_fatal() {
             FATAL_HANDED_OUT.with(|f| f.set(true));
         }

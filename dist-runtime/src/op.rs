@@ -212,7 +212,9 @@ impl Op {
         if self.extra != 0 {
             args.push(format!("counts#{:x}", self.extra & 0xffff));
         }
-        format!("{}({}) at {file}:{line}", self.kind.name(), args.join(", "))
+        // (A `_v` form by its name: its kind is the fixed form's.)
+        let v = if self.varying { "_v" } else { "" };
+        format!("{}{v}({}) at {file}:{line}", self.kind.name(), args.join(", "))
     }
 
     /// The part of the record every rank must have byte for byte: kind, dtype, root,

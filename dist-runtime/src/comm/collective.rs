@@ -912,6 +912,19 @@ impl<G: Group> Comm<G> {
         self.check_counts(name, recv_counts)?;
         self.check_len(name, "send", send.elems(), send_counts.iter().sum(), "the sum of send_counts")?;
         self.check_len(name, "recv", recv.elems(), recv_counts.iter().sum(), "the sum of recv_counts")?;
+        // What a rank sends itself is what it receives from itself (the other pairs are
+        // compared across ranks when the op runs).
+        let me = self.rank();
+        if send_counts[me] != recv_counts[me] {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "send_counts[{me}] is {} but recv_counts[{me}] is {}: what rank {me} sends itself is what it \
+                     receives from itself, so the two must be equal",
+                    send_counts[me], recv_counts[me]
+                ),
+            ));
+        }
         let es = T::DTYPE.size();
         let sc: Vec<usize> = send_counts.iter().map(|c| c * es).collect();
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();

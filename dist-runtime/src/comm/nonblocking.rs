@@ -447,6 +447,7 @@ impl<G: Group> Comm<G> {
             site,
             _buf: PhantomData,
             rec: Some((self.inner.rec, wait_label(cx.name))),
+            errs: crate::error::errors_handed_out(),
         })
     }
 

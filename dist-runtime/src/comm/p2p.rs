@@ -238,7 +238,8 @@ impl<G: Group> Comm<G> {
                 View::Device(d) => ReqState::Device(self.p2p_device("isend", vec![(true, dst, T::DTYPE, d)])?),
             })
         })?;
-        Ok(Request { state, site, _buf: PhantomData, rec: None }.recorded(self.inner.rec, "isend"))
+        Ok(Request { state, site, _buf: PhantomData, rec: None, errs: crate::error::errors_handed_out() }
+            .recorded(self.inner.rec, "isend"))
     }
 
     /// Starts receiving into `buf` from `src`. `buf` stays mutably borrowed until the
@@ -282,7 +283,8 @@ impl<G: Group> Comm<G> {
                 ViewMut::Device(d) => ReqState::Device(self.p2p_device("irecv", vec![(false, src, T::DTYPE, d)])?),
             })
         })?;
-        Ok(Request { state, site, _buf: PhantomData, rec: None }.recorded(self.inner.rec, "irecv"))
+        Ok(Request { state, site, _buf: PhantomData, rec: None, errs: crate::error::errors_handed_out() }
+            .recorded(self.inner.rec, "irecv"))
     }
 
     /// Groups point-to-point ops (torch's `batch_isend_irecv`): every op added in `f` is
@@ -375,6 +377,7 @@ impl<G: Group> Comm<G> {
                         site,
                         _buf: PhantomData,
                         rec: None,
+                        errs: crate::error::errors_handed_out(),
                     });
                 }
                 send => sends.push(send),
@@ -383,11 +386,23 @@ impl<G: Group> Comm<G> {
         for op in sends {
             if let BatchOp::Send { dst, tag, dtype, data } = op {
                 let id = inner.backend.post_send(site, dst, tag, dtype, data)?;
-                reqs.push(Request { state: ReqState::Send { inner, id }, site, _buf: PhantomData, rec: None });
+                reqs.push(Request {
+                    state: ReqState::Send { inner, id },
+                    site,
+                    _buf: PhantomData,
+                    rec: None,
+                    errs: crate::error::errors_handed_out(),
+                });
             }
         }
-        Ok(Request { state: ReqState::Group(reqs), site, _buf: PhantomData, rec: None }
-            .recorded(self.inner.rec, "batch_async"))
+        Ok(Request {
+            state: ReqState::Group(reqs),
+            site,
+            _buf: PhantomData,
+            rec: None,
+            errs: crate::error::errors_handed_out(),
+        }
+        .recorded(self.inner.rec, "batch_async"))
     }
 
     /// The host half of [`batch`](Self::batch).
