@@ -69,8 +69,6 @@ fn tag_id(t: &str) -> String {
 /// Collectives that not every member reaches, or reaches in another order, with another
 /// root, op or length.
 pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
-    // comm → (group, members, rank → its collectives on it in order)
-    type Seqs<'t, 'a> = BTreeMap<String, (String, Vec<usize>, BTreeMap<usize, Vec<&'t Ev<'a>>>)>;
     let mut seqs: Seqs<'_, '_> = BTreeMap::new();
     for (r, t) in traces.iter().enumerate() {
         for ev in t {
@@ -94,190 +92,220 @@ pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                 errs.push(reached_by_some(ev, &desc, &reached, &missing, n));
                 break;
             }
-            let sig = |e: &Ev| match e {
-                Ev::Coll { kind, .. } => *kind,
-                _ => "",
-            };
-            let first = at[0].1.expect("all reached");
-            let other = at.iter().find(|(_, e)| sig(e.expect("reached")) != sig(first));
-            if let Some((or, Some(o))) = other {
-                // One side has an extra collective: say it is reached by some ranks only.
-                let kinds = |r: usize, from: usize| -> Vec<&'static str> {
-                    by_rank.get(&r).map(|s| s[from.min(s.len())..].iter().map(|e| sig(e)).collect()).unwrap_or_default()
-                };
-                let r0 = at[0].0;
-                let extra = if kinds(r0, i + 1) == kinds(*or, i) {
-                    Some((first, sig(first)))
-                } else if kinds(*or, i + 1) == kinds(r0, i) {
-                    Some((*o, sig(o)))
-                } else {
-                    None
-                };
-                if let Some((ev, k)) = extra {
-                    let with: Vec<usize> =
-                        at.iter().filter(|(_, e)| sig(e.expect("reached")) == k).map(|x| x.0).collect();
-                    let without: Vec<usize> =
-                        at.iter().filter(|(_, e)| sig(e.expect("reached")) != k).map(|x| x.0).collect();
-                    errs.push(reached_by_some(ev, &desc, &with, &without, n));
-                    break;
-                }
-                let with = |k: &str| -> Vec<usize> {
-                    at.iter().filter(|(_, e)| sig(e.expect("reached")) == k).map(|x| x.0).collect()
-                };
-                let (a, b) = (with(sig(first)), with(sig(o)));
-                errs.push(o.site().error(format!(
-                    "collectives in a different order at world size {n}: on {desc}, collective #{} is `{}` \
-                     ({}) on {} but `{}` ({}) on {}; every rank must call the same collectives \
-                     in the same order",
-                    i + 1,
-                    first.call(),
-                    first.site().loc(),
-                    ranks(&a),
-                    o.call(),
-                    o.site().loc(),
-                    ranks(&b),
-                )));
-                break;
-            }
-            // Same kind everywhere: the root and the op must agree where both are known.
-            let mismatch = |get: &dyn Fn(&Ev) -> Option<String>, what: &str| -> Option<syn::Error> {
-                let base = at.iter().find_map(|(r, e)| get(e.expect("reached")).map(|v| (*r, v, *e)))?;
-                let odd = at.iter().find_map(|(r, e)| {
-                    let v = get(e.expect("reached"))?;
-                    (v != base.1).then_some((*r, v, *e))
-                })?;
-                let same: Vec<usize> = at
-                    .iter()
-                    .filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&base.1))
-                    .map(|x| x.0)
-                    .collect();
-                let diff: Vec<usize> =
-                    at.iter().filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&odd.1)).map(|x| x.0).collect();
-                let (oe, be) = (odd.2.expect("reached"), base.2.expect("reached"));
-                Some(oe.site().error(format!(
-                    "`{}` on {desc} is called with different {what}s at world size {n}: {} pass{} {what} {} \
-                     ({}) but {} pass{} {what} {} ({}); every rank must pass the same {what}",
-                    oe.call(),
-                    ranks(&same),
-                    if same.len() == 1 { "es" } else { "" },
-                    base.1,
-                    be.site().loc(),
-                    ranks(&diff),
-                    if diff.len() == 1 { "es" } else { "" },
-                    odd.1,
-                    oe.site().loc(),
-                )))
-            };
-            let root = |e: &Ev| match e {
-                Ev::Coll { root, .. } => root.map(|r| r.to_string()),
-                _ => None,
-            };
-            let op = |e: &Ev| match e {
-                Ev::Coll { op, .. } => op.clone(),
-                _ => None,
-            };
-            let len = |e: &Ev| match e {
-                Ev::Coll { len, .. } => len.map(|l| l.to_string()),
-                _ => None,
-            };
-            let counts = |e: &Ev| match e {
-                Ev::Coll { counts: Some(Counts::Known(k)), .. } => Some(format!("{k:?}")),
-                _ => None,
-            };
-            if let Some(e) = mismatch(&root, "root")
-                .or_else(|| mismatch(&op, "op"))
-                .or_else(|| mismatch(&len, "buffer length"))
-                .or_else(|| mismatch(&counts, "count"))
-            {
+            let found = order_at(&at, by_rank, i, &desc, n)
+                .or_else(|| agreement_at(&at, &desc, n))
+                .or_else(|| data_counts_at(&at, &desc, n))
+                .or_else(|| pairs_at(&at, members, &desc, n))
+                .or_else(|| data_root_at(&at, &desc, n));
+            if let Some(e) = found {
                 errs.push(e);
                 break;
-            }
-            // Counts that are data on every rank, computed from different values on two
-            // of them (`vec![keys.len(); n]` of a rank's own keys).
-            let data_counts = |e: &Ev| match e {
-                Ev::Coll { counts: Some(Counts::Data(fp, t)), .. } => Some((*fp, t.clone())),
-                _ => None,
-            };
-            let cs: Vec<(usize, (u64, String), &Ev)> = at
-                .iter()
-                .filter_map(|(r, e)| Some((*r, data_counts(e.expect("reached"))?, e.expect("reached"))))
-                .collect();
-            if cs.len() == at.len() {
-                if let Some((r1, (_, text), ev)) = cs.iter().find(|x| x.1 .0 != cs[0].1 .0) {
-                    errs.push(ev.site().error(format!(
-                        "`{}` on {desc} may be called with different counts at world size {n}: `{text}` ({}) is \
-                         data that rank {r1} computes from other values than rank {} does ({}), so the ranks may \
-                         pass different counts; every rank must pass the same counts: exchange the lengths first \
-                         (`all_gather` of each rank's length)",
-                        ev.call(),
-                        ev.site().loc(),
-                        cs[0].0,
-                        cs[0].2.site().loc(),
-                    )));
-                    break;
-                }
-            }
-            // `all_to_all_v`: what rank i sends rank j is what j expects from i.
-            type Pairs<'t, 'a> = Vec<(usize, &'t (Vec<i128>, Vec<i128>), &'t Ev<'a>)>;
-            let a2a: Pairs<'_, '_> = at
-                .iter()
-                .filter_map(|(r, e)| match e.expect("reached") {
-                    ev @ Ev::Coll { a2a: Some(x), .. } => Some((*r, x, ev)),
-                    _ => None,
-                })
-                .collect();
-            if a2a.len() == at.len() {
-                let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
-                let bad = a2a.iter().find_map(|(i, (send, _), ev)| {
-                    a2a.iter().find_map(|(j, (_, recv), ev2)| {
-                        let (li, lj) = (local(*i), local(*j));
-                        let (s, r) = (*send.get(lj)?, *recv.get(li)?);
-                        (s != r).then_some((*i, *j, s, r, *ev, *ev2))
-                    })
-                });
-                if let Some((i, j, s, r, ev, ev2)) = bad {
-                    errs.push(ev2.site().error(format!(
-                        "`{}` on {desc} at world size {n}: rank {i} sends rank {j} {s} element{} (its send counts, \
-                         {}) but rank {j} expects {r} from rank {i} (its receive counts, {}); what each rank sends \
-                         another must be what that rank expects from it",
-                        ev2.call(),
-                        if s == 1 { "" } else { "s" },
-                        ev.site().loc(),
-                        ev2.site().loc(),
-                    )));
-                    break;
-                }
-            }
-            // A root that is data on every rank, computed from different values on two
-            // of them: the ranks may pass different roots.
-            let data_root = |e: &Ev| match e {
-                Ev::Coll { root: None, root_data: Some(d), .. } => Some(d.clone()),
-                _ => None,
-            };
-            let roots: Vec<(usize, (u64, String), &Ev)> = at
-                .iter()
-                .filter_map(|(r, e)| Some((*r, data_root(e.expect("reached"))?, e.expect("reached"))))
-                .collect();
-            if roots.len() == at.len() {
-                if let Some((r1, (_, text), ev)) = roots.iter().find(|x| x.1 .0 != roots[0].1 .0) {
-                    let (r0, e0) = (roots[0].0, roots[0].2);
-                    errs.push(ev.site().error(format!(
-                        "`{}` on {desc} may be called with different roots at world size {n}: the root `{text}` \
-                         ({}) is data that rank {r1} computes from other values than rank {r0} does (`{}`, {}), \
-                         so the ranks may pass different roots; every rank must pass the same root: compute it \
-                         from `rank()`, `size()`, constants or the program's inputs, or broadcast it from a fixed \
-                         root first",
-                        ev.call(),
-                        ev.site().loc(),
-                        roots[0].1 .1,
-                        e0.site().loc(),
-                    )));
-                    break;
-                }
             }
         }
     }
     errs
+}
+
+/// comm → (group, members, rank → its collectives on it in order).
+type Seqs<'t, 'a> = BTreeMap<String, (String, Vec<usize>, BTreeMap<usize, Vec<&'t Ev<'a>>>)>;
+
+/// Every member's collective at one position of a communicator's sequence.
+type At<'t, 'a> = [(usize, Option<&'t Ev<'a>>)];
+
+/// What kind of collective an event is ("" for anything else).
+fn kind_of(e: &Ev) -> &'static str {
+    match e {
+        Ev::Coll { kind, .. } => kind,
+        _ => "",
+    }
+}
+
+/// Collectives of different kinds at position `i`: one reached by some ranks only (the
+/// others' sequences line up without it), or two in a different order.
+fn order_at(
+    at: &At<'_, '_>,
+    by_rank: &BTreeMap<usize, Vec<&Ev<'_>>>,
+    i: usize,
+    desc: &str,
+    n: usize,
+) -> Option<syn::Error> {
+    let first = at[0].1.expect("all reached");
+    let other = at.iter().find(|(_, e)| kind_of(e.expect("reached")) != kind_of(first));
+    if let Some((or, Some(o))) = other {
+        // One side has an extra collective: say it is reached by some ranks only.
+        let kinds = |r: usize, from: usize| -> Vec<&'static str> {
+            by_rank.get(&r).map(|s| s[from.min(s.len())..].iter().map(|e| kind_of(e)).collect()).unwrap_or_default()
+        };
+        let r0 = at[0].0;
+        let extra = if kinds(r0, i + 1) == kinds(*or, i) {
+            Some((first, kind_of(first)))
+        } else if kinds(*or, i + 1) == kinds(r0, i) {
+            Some((*o, kind_of(o)))
+        } else {
+            None
+        };
+        if let Some((ev, k)) = extra {
+            let with: Vec<usize> = at.iter().filter(|(_, e)| kind_of(e.expect("reached")) == k).map(|x| x.0).collect();
+            let without: Vec<usize> =
+                at.iter().filter(|(_, e)| kind_of(e.expect("reached")) != k).map(|x| x.0).collect();
+            return Some(reached_by_some(ev, desc, &with, &without, n));
+        }
+        let with = |k: &str| -> Vec<usize> {
+            at.iter().filter(|(_, e)| kind_of(e.expect("reached")) == k).map(|x| x.0).collect()
+        };
+        let (a, b) = (with(kind_of(first)), with(kind_of(o)));
+        return Some(o.site().error(format!(
+            "collectives in a different order at world size {n}: on {desc}, collective #{} is `{}` \
+             ({}) on {} but `{}` ({}) on {}; every rank must call the same collectives \
+             in the same order",
+            i + 1,
+            first.call(),
+            first.site().loc(),
+            ranks(&a),
+            o.call(),
+            o.site().loc(),
+            ranks(&b),
+        )));
+    }
+    None
+}
+
+/// Collectives of one kind whose root, op, buffer length or known counts differ.
+fn agreement_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
+    // Same kind everywhere: the root and the op must agree where both are known.
+    let mismatch = |get: &dyn Fn(&Ev) -> Option<String>, what: &str| -> Option<syn::Error> {
+        let base = at.iter().find_map(|(r, e)| get(e.expect("reached")).map(|v| (*r, v, *e)))?;
+        let odd = at.iter().find_map(|(r, e)| {
+            let v = get(e.expect("reached"))?;
+            (v != base.1).then_some((*r, v, *e))
+        })?;
+        let same: Vec<usize> =
+            at.iter().filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&base.1)).map(|x| x.0).collect();
+        let diff: Vec<usize> =
+            at.iter().filter(|(_, e)| get(e.expect("reached")).as_ref() == Some(&odd.1)).map(|x| x.0).collect();
+        let (oe, be) = (odd.2.expect("reached"), base.2.expect("reached"));
+        Some(oe.site().error(format!(
+            "`{}` on {desc} is called with different {what}s at world size {n}: {} pass{} {what} {} \
+             ({}) but {} pass{} {what} {} ({}); every rank must pass the same {what}",
+            oe.call(),
+            ranks(&same),
+            if same.len() == 1 { "es" } else { "" },
+            base.1,
+            be.site().loc(),
+            ranks(&diff),
+            if diff.len() == 1 { "es" } else { "" },
+            odd.1,
+            oe.site().loc(),
+        )))
+    };
+    let root = |e: &Ev| match e {
+        Ev::Coll { root, .. } => root.map(|r| r.to_string()),
+        _ => None,
+    };
+    let op = |e: &Ev| match e {
+        Ev::Coll { op, .. } => op.clone(),
+        _ => None,
+    };
+    let len = |e: &Ev| match e {
+        Ev::Coll { len, .. } => len.map(|l| l.to_string()),
+        _ => None,
+    };
+    let counts = |e: &Ev| match e {
+        Ev::Coll { counts: Some(Counts::Known(k)), .. } => Some(format!("{k:?}")),
+        _ => None,
+    };
+    mismatch(&root, "root")
+        .or_else(|| mismatch(&op, "op"))
+        .or_else(|| mismatch(&len, "buffer length"))
+        .or_else(|| mismatch(&counts, "count"))
+}
+
+/// Counts that are data on every rank, computed from different values on two of them
+/// (`vec![keys.len(); n]` of a rank's own keys).
+fn data_counts_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
+    let data_counts = |e: &Ev| match e {
+        Ev::Coll { counts: Some(Counts::Data(fp, t)), .. } => Some((*fp, t.clone())),
+        _ => None,
+    };
+    let cs: Vec<(usize, (u64, String), &Ev)> =
+        at.iter().filter_map(|(r, e)| Some((*r, data_counts(e.expect("reached"))?, e.expect("reached")))).collect();
+    if cs.len() == at.len() {
+        if let Some((r1, (_, text), ev)) = cs.iter().find(|x| x.1 .0 != cs[0].1 .0) {
+            return Some(ev.site().error(format!(
+                "`{}` on {desc} may be called with different counts at world size {n}: `{text}` ({}) is \
+                 data that rank {r1} computes from other values than rank {} does ({}), so the ranks may \
+                 pass different counts; every rank must pass the same counts: exchange the lengths first \
+                 (`all_gather` of each rank's length)",
+                ev.call(),
+                ev.site().loc(),
+                cs[0].0,
+                cs[0].2.site().loc(),
+            )));
+        }
+    }
+    None
+}
+
+/// `all_to_all_v`: what rank i sends rank j is what j expects from i.
+fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize) -> Option<syn::Error> {
+    type Pairs<'t, 'a> = Vec<(usize, &'t (Vec<i128>, Vec<i128>), &'t Ev<'a>)>;
+    let a2a: Pairs<'_, '_> = at
+        .iter()
+        .filter_map(|(r, e)| match e.expect("reached") {
+            ev @ Ev::Coll { a2a: Some(x), .. } => Some((*r, x, ev)),
+            _ => None,
+        })
+        .collect();
+    if a2a.len() == at.len() {
+        let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
+        let bad = a2a.iter().find_map(|(i, (send, _), ev)| {
+            a2a.iter().find_map(|(j, (_, recv), ev2)| {
+                let (li, lj) = (local(*i), local(*j));
+                let (s, r) = (*send.get(lj)?, *recv.get(li)?);
+                (s != r).then_some((*i, *j, s, r, *ev, *ev2))
+            })
+        });
+        if let Some((i, j, s, r, ev, ev2)) = bad {
+            return Some(ev2.site().error(format!(
+                "`{}` on {desc} at world size {n}: rank {i} sends rank {j} {s} element{} (its send counts, \
+                 {}) but rank {j} expects {r} from rank {i} (its receive counts, {}); what each rank sends \
+                 another must be what that rank expects from it",
+                ev2.call(),
+                if s == 1 { "" } else { "s" },
+                ev.site().loc(),
+                ev2.site().loc(),
+            )));
+        }
+    }
+    None
+}
+
+/// A root that is data on every rank, computed from different values on two of them:
+/// the ranks may pass different roots.
+fn data_root_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
+    let data_root = |e: &Ev| match e {
+        Ev::Coll { root: None, root_data: Some(d), .. } => Some(d.clone()),
+        _ => None,
+    };
+    let roots: Vec<(usize, (u64, String), &Ev)> =
+        at.iter().filter_map(|(r, e)| Some((*r, data_root(e.expect("reached"))?, e.expect("reached")))).collect();
+    if roots.len() == at.len() {
+        if let Some((r1, (_, text), ev)) = roots.iter().find(|x| x.1 .0 != roots[0].1 .0) {
+            let (r0, e0) = (roots[0].0, roots[0].2);
+            return Some(ev.site().error(format!(
+                "`{}` on {desc} may be called with different roots at world size {n}: the root `{text}` \
+                 ({}) is data that rank {r1} computes from other values than rank {r0} does (`{}`, {}), \
+                 so the ranks may pass different roots; every rank must pass the same root: compute it \
+                 from `rank()`, `size()`, constants or the program's inputs, or broadcast it from a fixed \
+                 root first",
+                ev.call(),
+                ev.site().loc(),
+                roots[0].1 .1,
+                e0.site().loc(),
+            )));
+        }
+    }
+    None
 }
 
 /// A collective that `with` reach and `without` do not.

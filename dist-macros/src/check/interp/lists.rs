@@ -7,7 +7,8 @@ use syn::ExprMethodCall;
 impl<'a> Interp<'a> {
     /// `recv.m(args)` where `recv` holds `items`: `Some(value)` where the check follows
     /// the method, `None` to fall back to the generic rule (data computed from the
-    /// receiver and arguments).
+    /// receiver and arguments). (Long as one `match` over (method, arguments): one arm per
+    /// method it follows.)
     pub(super) fn list_method(
         &mut self,
         mc: &'a ExprMethodCall,

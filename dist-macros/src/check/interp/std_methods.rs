@@ -438,6 +438,14 @@ impl<'a> Interp<'a> {
             return Ok(r);
         }
         if let V::Int(x) = recv {
+            // `x.clamp(lo, hi)` (its arguments inputs: this run's sample).
+            if let ("clamp", [lo, hi]) = (m.as_str(), args.as_slice()) {
+                if let (V::Int(lo), V::Int(hi)) = (sampled(lo.clone()), sampled(hi.clone())) {
+                    if lo <= hi {
+                        return Ok(V::Int(x.clamp(lo, hi)));
+                    }
+                }
+            }
             // A number from the program's inputs as the argument: this run's sample.
             let sampled = match args.first() {
                 Some(V::Uniform) => Some(V::Int(super::uniform_number())),
@@ -448,6 +456,11 @@ impl<'a> Interp<'a> {
             }
         }
         if let V::Float(x, same) = recv {
+            if let ("clamp", [V::Float(lo, s1), V::Float(hi, s2)]) = (m.as_str(), args.as_slice()) {
+                if lo <= hi {
+                    return Ok(V::Float(x.clamp(*lo, *hi), same && *s1 && *s2));
+                }
+            }
             if let Some(r) = numbers::float_method(x, same, &m, args.first()) {
                 return Ok(r);
             }

@@ -726,3 +726,29 @@ fn data_a_deterministic_loop_computes_from_exact_values_is_exact() {
     let e = problems(&bug, "", 2);
     assert!(e.iter().any(|e| e.contains("barrier") && !e.contains("undecidable")), "{e:?}");
 }
+
+/// A mesh's dimension from an environment variable or a flag, clamped to the world and
+/// lowered to a divisor of it (`cp.unwrap_or(2).clamp(1, n)`, then a search): followed
+/// at every sample, so a collective on the mesh's rows that only some ranks reach is
+/// found.
+#[test]
+fn a_mesh_dimension_clamped_from_an_environment_variable_is_followed() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        let cp: Option<usize> = std::env::var("CP_DEGREE").ok().and_then(|v| v.parse().ok());
+        let n = world.size();
+        let want = cp.unwrap_or(if n % 2 == 0 { 2 } else { 1 }).clamp(1, n);
+        let c = (1..=want).rev().find(|c| n % c == 0).unwrap_or(1);
+        let (dp, cpc) = world.mesh2::<Dp, Cp>(n / c, c)?;
+        let mut x = [1.0f64];
+        EXTRA
+        dp.all_reduce(&mut x, ReduceOp::Sum)?;
+        let _ = cpc;
+        Ok(())
+    }"#;
+    for n in 1..=4 {
+        assert_eq!(problems(&src.replace("EXTRA", ""), "", n), Vec::<String>::new(), "size {n}");
+    }
+    let bug = src.replace("EXTRA", "if cpc.rank() == 0 { cpc.barrier()?; }");
+    let e = problems(&bug, "", 4);
+    assert!(e.iter().any(|e| e.contains("barrier") && !e.contains("undecidable")), "{e:?}");
+}
