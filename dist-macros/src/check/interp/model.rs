@@ -743,7 +743,6 @@ impl<'a> Interp<'a> {
                     .collect()
             })
             .unwrap_or_default();
-        let group = |i: usize| groups.get(i).cloned().unwrap_or_else(|| "?".into());
         let k = self.comms[c].children;
         self.comms[c].children += 1;
         let parent = self.comms[c].key.clone();
@@ -768,137 +767,161 @@ impl<'a> Interp<'a> {
             site: self.site(e),
         });
         self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
-        let size = self.size;
-        let new =
-            |me: &mut Self, key: String, g: String, members: Option<Vec<usize>>, groups: Option<Groups>| -> V<'a> {
-                me.comms.push(CommInst { key, group: g, members, children: 0, colls: 0, groups });
-                V::Comm(me.comms.len() - 1)
-            };
+        let cx = Creation { groups, k, parent, pmembers, my_local };
         match m {
-            "subgroup" | "subgroup_ordered" => {
-                let Some(mut ranks) = args.first().and_then(int_list) else {
-                    return Err(undecidable(&mc.args[0], "a subgroup rank list that depends on data"));
-                };
-                for &r in &ranks {
-                    self.check_peer(e, c, r, "subgroup rank", &mc.args[0])?;
-                }
-                let mut seen = std::collections::HashSet::new();
-                if let Some(d) = ranks.iter().find(|r| !seen.insert(**r)) {
-                    return Err(Flow::Stop(Stop::Invalid {
-                        site: self.site(e),
-                        msg: format!(
-                            "rank {d} appears twice in the subgroup list {ranks:?} at world size {}",
-                            self.size
-                        ),
-                    }));
-                }
-                if m == "subgroup" {
-                    // torch's `new_group` order: by rank, whatever the list's order.
-                    ranks.sort_unstable();
-                }
-                if !ranks.contains(&(my_local as i128)) {
-                    return Ok(V::Opt(None));
-                }
-                let members: Vec<usize> = ranks.iter().map(|&r| pmembers[r as usize]).collect();
-                // (Keyed by the list: ranks outside it make the call too.)
-                let groups = groups_of(size, Some((format!("{parent}:{members:?}"), k, 0)), &members, |_| Some(0));
-                let v = new(self, format!("{parent}/{k}:sub{members:?}"), group(0), Some(members), Some(groups));
-                Ok(V::Opt(Some(Box::new(v))))
-            }
-            "split" => {
-                let (Some(V::Int(color)), Some(V::Int(key))) = (args.first(), args.get(1)) else {
-                    return Err(undecidable(e, "a split color or key that depends on data"));
-                };
-                self.splits_out.push(((parent.clone(), k), my_local, (*color, *key)));
-                let members = self.splits_in.get(&(parent.clone(), k)).and_then(|t| {
-                    if t.len() != pmembers.len() {
-                        return None;
-                    }
-                    let mut same: Vec<usize> = (0..pmembers.len()).filter(|r| t[r].0 == *color).collect();
-                    same.sort_by_key(|r| (t[r].1, *r));
-                    Some(same.into_iter().map(|r| pmembers[r]).collect::<Vec<_>>())
-                });
-                if members.is_none() {
-                    self.needs_another_pass = true;
-                }
-                let groups = self
-                    .splits_in
-                    .get(&(parent.clone(), k))
-                    .filter(|t| t.len() == pmembers.len())
-                    .map(|t| groups_of(size, None, &pmembers, |r| t.get(&r).map(|x| x.0)));
-                Ok(new(self, format!("{parent}/{k}:c{color}"), group(0), members, groups))
-            }
-            "mesh" | "submesh" | "mesh_group" => {
-                let dims = args.first().and_then(int_list);
-                let along: Option<Vec<Vec<i128>>> = match m {
-                    "mesh" => dims.as_ref().map(|d| (0..d.len() as i128).map(|i| vec![i]).collect()),
-                    "submesh" => args.get(1).and_then(int_list).map(|a| a.into_iter().map(|i| vec![i]).collect()),
-                    _ => args.get(1).and_then(int_list).map(|a| vec![a]),
-                };
-                let (Some(dims), Some(along)) = (dims, along) else {
-                    return Err(undecidable(e, "mesh dimensions that depend on data"));
-                };
-                let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
-                let mut out = Vec::new();
-                for (i, a) in along.iter().enumerate() {
-                    let a: Vec<usize> = a.iter().map(|&d| d.max(0) as usize).collect();
-                    if let Some(p) = dist_ops::mesh_problem(&dims, &a, pmembers.len()) {
-                        return Err(Flow::Stop(Stop::Invalid {
-                            site: self.site(e),
-                            msg: format!(
-                                "{p} at world size {}; derive the dimensions from `size()` or pin the size \
-                                 with #[spmd(sizes = A..=B)]",
-                                self.size
-                            ),
-                        }));
-                    }
-                    let (local, color) = dist_ops::mesh_group(&dims, &a, my_local);
-                    let members: Vec<usize> = local.iter().map(|&r| pmembers[r]).collect();
-                    let groups =
-                        groups_of(size, Some((format!("{parent}{dims:?}{a:?}{pmembers:?}"), k, i)), &pmembers, |r| {
-                            let c = dist_ops::mesh_coordinate(&dims, r);
-                            Some((0..dims.len()).filter(|d| !a.contains(d)).fold(0, |acc, d| acc * dims[d] + c[d])
-                                as i128)
-                        });
-                    out.push(new(self, format!("{parent}/{k}:m{a:?}c{color}"), group(i), Some(members), Some(groups)));
-                }
-                Ok(if m == "mesh_group" { out.pop().expect("one group") } else { V::Tuple(out) })
-            }
-            _ => {
-                let (Some(V::Int(a)), Some(V::Int(b))) = (args.first(), args.get(1)) else {
-                    return Err(undecidable(e, "mesh dimensions that depend on data"));
-                };
-                let (a, b) = (*a, *b);
-                if a <= 0 || b <= 0 || (a * b) as usize != pmembers.len() {
-                    return Err(Flow::Stop(Stop::Invalid {
-                        site: self.site(e),
-                        msg: format!(
-                            "a mesh of {a} × {b} needs {} ranks, but the communicator has {} at world size {}; \
-                             derive the dimensions from `size()` or pin the size with #[spmd(ranks = {})]",
-                            a * b,
-                            pmembers.len(),
-                            self.size,
-                            a * b
-                        ),
-                    }));
-                }
-                let (a, b) = (a as usize, b as usize);
-                let (i, j) = (my_local / b, my_local % b);
-                let col: Vec<usize> = (0..a).map(|x| pmembers[x * b + j]).collect();
-                let row: Vec<usize> = (0..b).map(|y| pmembers[i * b + y]).collect();
-                let cols = groups_of(size, Some((format!("{parent}{a}x{b}{pmembers:?}"), k, 0)), &pmembers, |r| {
-                    Some((r % b) as i128)
-                });
-                let rows = groups_of(size, Some((format!("{parent}{a}x{b}{pmembers:?}"), k, 1)), &pmembers, |r| {
-                    Some((r / b) as i128)
-                });
-                let ca = new(self, format!("{parent}/{k}:c{j}"), group(0), Some(col), Some(cols));
-                let cb = new(self, format!("{parent}/{k}:r{i}"), group(1), Some(row), Some(rows));
-                Ok(V::Tuple(vec![ca, cb]))
-            }
+            "subgroup" | "subgroup_ordered" => self.create_subgroup(e, mc, c, m, args, &cx),
+            "split" => self.create_split(e, args, &cx),
+            "mesh" | "submesh" | "mesh_group" => self.create_mesh(e, m, args, &cx),
+            _ => self.create_mesh2(e, args, &cx),
         }
     }
 
+    /// A new communicator of `members` (world ranks), keyed `key`, of group `g`.
+    fn new_comm(&mut self, key: String, g: String, members: Option<Vec<usize>>, groups: Option<Groups>) -> V<'a> {
+        self.comms.push(CommInst { key, group: g, members, children: 0, colls: 0, groups });
+        V::Comm(self.comms.len() - 1)
+    }
+
+    /// `subgroup(ranks)` / `subgroup_ordered(ranks)`: `Some` of the new communicator on
+    /// the ranks in the list, `None` elsewhere.
+    fn create_subgroup(
+        &mut self,
+        e: &'a Expr,
+        mc: &'a ExprMethodCall,
+        c: usize,
+        m: &str,
+        args: &[V<'a>],
+        cx: &Creation,
+    ) -> R<'a> {
+        let Creation { k, parent, pmembers, my_local, .. } = cx;
+        let (k, my_local, size) = (*k, *my_local, self.size);
+        let Some(mut ranks) = args.first().and_then(int_list) else {
+            return Err(undecidable(&mc.args[0], "a subgroup rank list that depends on data"));
+        };
+        for &r in &ranks {
+            self.check_peer(e, c, r, "subgroup rank", &mc.args[0])?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(d) = ranks.iter().find(|r| !seen.insert(**r)) {
+            return Err(Flow::Stop(Stop::Invalid {
+                site: self.site(e),
+                msg: format!("rank {d} appears twice in the subgroup list {ranks:?} at world size {}", self.size),
+            }));
+        }
+        if m == "subgroup" {
+            // torch's `new_group` order: by rank, whatever the list's order.
+            ranks.sort_unstable();
+        }
+        if !ranks.contains(&(my_local as i128)) {
+            return Ok(V::Opt(None));
+        }
+        let members: Vec<usize> = ranks.iter().map(|&r| pmembers[r as usize]).collect();
+        // (Keyed by the list: ranks outside it make the call too.)
+        let groups = groups_of(size, Some((format!("{parent}:{members:?}"), k, 0)), &members, |_| Some(0));
+        let v = self.new_comm(format!("{parent}/{k}:sub{members:?}"), cx.group(0), Some(members), Some(groups));
+        Ok(V::Opt(Some(Box::new(v))))
+    }
+
+    /// `split(color, key)`: the ranks of this rank's color, ordered by key (known once a
+    /// pass has seen every member's color).
+    fn create_split(&mut self, e: &'a Expr, args: &[V<'a>], cx: &Creation) -> R<'a> {
+        let Creation { k, parent, pmembers, my_local, .. } = cx;
+        let (k, my_local, size) = (*k, *my_local, self.size);
+        let (Some(V::Int(color)), Some(V::Int(key))) = (args.first(), args.get(1)) else {
+            return Err(undecidable(e, "a split color or key that depends on data"));
+        };
+        self.splits_out.push(((parent.clone(), k), my_local, (*color, *key)));
+        let members = self.splits_in.get(&(parent.clone(), k)).and_then(|t| {
+            if t.len() != pmembers.len() {
+                return None;
+            }
+            let mut same: Vec<usize> = (0..pmembers.len()).filter(|r| t[r].0 == *color).collect();
+            same.sort_by_key(|r| (t[r].1, *r));
+            Some(same.into_iter().map(|r| pmembers[r]).collect::<Vec<_>>())
+        });
+        if members.is_none() {
+            self.needs_another_pass = true;
+        }
+        let groups = self
+            .splits_in
+            .get(&(parent.clone(), k))
+            .filter(|t| t.len() == pmembers.len())
+            .map(|t| groups_of(size, None, pmembers, |r| t.get(&r).map(|x| x.0)));
+        Ok(self.new_comm(format!("{parent}/{k}:c{color}"), cx.group(0), members, groups))
+    }
+
+    /// `mesh(dims)`, `submesh(dims, along)`, `mesh_group(dims, along)`: the groups of an
+    /// n-D mesh along each dimension asked for.
+    fn create_mesh(&mut self, e: &'a Expr, m: &str, args: &[V<'a>], cx: &Creation) -> R<'a> {
+        let Creation { k, parent, pmembers, my_local, .. } = cx;
+        let (k, my_local, size) = (*k, *my_local, self.size);
+        let dims = args.first().and_then(int_list);
+        let along: Option<Vec<Vec<i128>>> = match m {
+            "mesh" => dims.as_ref().map(|d| (0..d.len() as i128).map(|i| vec![i]).collect()),
+            "submesh" => args.get(1).and_then(int_list).map(|a| a.into_iter().map(|i| vec![i]).collect()),
+            _ => args.get(1).and_then(int_list).map(|a| vec![a]),
+        };
+        let (Some(dims), Some(along)) = (dims, along) else {
+            return Err(undecidable(e, "mesh dimensions that depend on data"));
+        };
+        let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+        let mut out = Vec::new();
+        for (i, a) in along.iter().enumerate() {
+            let a: Vec<usize> = a.iter().map(|&d| d.max(0) as usize).collect();
+            if let Some(p) = dist_ops::mesh_problem(&dims, &a, pmembers.len()) {
+                return Err(Flow::Stop(Stop::Invalid {
+                    site: self.site(e),
+                    msg: format!(
+                        "{p} at world size {}; derive the dimensions from `size()` or pin the size \
+                         with #[spmd(sizes = A..=B)]",
+                        self.size
+                    ),
+                }));
+            }
+            let (local, color) = dist_ops::mesh_group(&dims, &a, my_local);
+            let members: Vec<usize> = local.iter().map(|&r| pmembers[r]).collect();
+            let groups = groups_of(size, Some((format!("{parent}{dims:?}{a:?}{pmembers:?}"), k, i)), pmembers, |r| {
+                let c = dist_ops::mesh_coordinate(&dims, r);
+                Some((0..dims.len()).filter(|d| !a.contains(d)).fold(0, |acc, d| acc * dims[d] + c[d]) as i128)
+            });
+            out.push(self.new_comm(format!("{parent}/{k}:m{a:?}c{color}"), cx.group(i), Some(members), Some(groups)));
+        }
+        Ok(if m == "mesh_group" { out.pop().expect("one group") } else { V::Tuple(out) })
+    }
+
+    /// `mesh2(a, b)`: the columns and rows of an `a × b` grid.
+    fn create_mesh2(&mut self, e: &'a Expr, args: &[V<'a>], cx: &Creation) -> R<'a> {
+        let Creation { k, parent, pmembers, my_local, .. } = cx;
+        let (k, my_local, size) = (*k, *my_local, self.size);
+        let (Some(V::Int(a)), Some(V::Int(b))) = (args.first(), args.get(1)) else {
+            return Err(undecidable(e, "mesh dimensions that depend on data"));
+        };
+        let (a, b) = (*a, *b);
+        if a <= 0 || b <= 0 || (a * b) as usize != pmembers.len() {
+            return Err(Flow::Stop(Stop::Invalid {
+                site: self.site(e),
+                msg: format!(
+                    "a mesh of {a} × {b} needs {} ranks, but the communicator has {} at world size {}; \
+                     derive the dimensions from `size()` or pin the size with #[spmd(ranks = {})]",
+                    a * b,
+                    pmembers.len(),
+                    self.size,
+                    a * b
+                ),
+            }));
+        }
+        let (a, b) = (a as usize, b as usize);
+        let (i, j) = (my_local / b, my_local % b);
+        let col: Vec<usize> = (0..a).map(|x| pmembers[x * b + j]).collect();
+        let row: Vec<usize> = (0..b).map(|y| pmembers[i * b + y]).collect();
+        let cols =
+            groups_of(size, Some((format!("{parent}{a}x{b}{pmembers:?}"), k, 0)), pmembers, |r| Some((r % b) as i128));
+        let rows =
+            groups_of(size, Some((format!("{parent}{a}x{b}{pmembers:?}"), k, 1)), pmembers, |r| Some((r / b) as i128));
+        let ca = self.new_comm(format!("{parent}/{k}:c{j}"), cx.group(0), Some(col), Some(cols));
+        let cb = self.new_comm(format!("{parent}/{k}:r{i}"), cx.group(1), Some(row), Some(rows));
+        Ok(V::Tuple(vec![ca, cb]))
+    }
     // ------------------------------------------------------------ macros
 }
 
@@ -909,5 +932,23 @@ pub(super) fn buf_len(v: &V) -> Option<i128> {
         V::List(items) => Some(items.len() as i128),
         V::Opt(Some(x)) => buf_len(x),
         _ => None,
+    }
+}
+
+/// What creating a communicator knows before its kind is looked at: the group markers
+/// of the call, the parent's count of children so far, its key and members (world
+/// ranks), and this rank's place among them.
+pub(super) struct Creation {
+    groups: Vec<String>,
+    k: usize,
+    parent: String,
+    pmembers: Vec<usize>,
+    my_local: usize,
+}
+
+impl Creation {
+    /// The group marker at position `i` (`mesh2::<Dp, Tp>`: `Dp`, `Tp`).
+    fn group(&self, i: usize) -> String {
+        self.groups.get(i).cloned().unwrap_or_else(|| "?".into())
     }
 }
