@@ -493,7 +493,8 @@ impl<'a> Interp<'a> {
 
     /// The lengths a collective's buffers must have on this rank, given its counts or
     /// the other buffer (what the runtime refuses with an error, here at compile time),
-    /// and the counts every rank must pass alike, for the simulation to compare.
+    /// and the counts every rank must pass alike, for the simulation to compare. (Long as
+    /// one `match` over the collective, after the closures its arms share.)
     #[allow(clippy::type_complexity)]
     fn check_lengths(
         &self,
@@ -629,6 +630,17 @@ impl<'a> Interp<'a> {
                     }
                 }
                 if let (Some(s), Some(r)) = (counts_at(1), counts_at(3)) {
+                    // What a rank sends itself is what it receives from itself.
+                    if s.get(me) != r.get(me) {
+                        return Err(bad(format!(
+                            "`{}[{me}]` is {} but `{}[{me}]` is {}: what rank {me} sends itself is what it \
+                             receives from itself, so the two must be equal",
+                            name(1),
+                            s.get(me).copied().unwrap_or_default(),
+                            name(3),
+                            r.get(me).copied().unwrap_or_default()
+                        )));
+                    }
                     return Ok((None, Some((s, r))));
                 }
             }

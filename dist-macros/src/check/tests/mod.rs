@@ -311,7 +311,14 @@ fn buffer_lengths_are_checked() {
         let e = problems(&with(&gather.replace("SEND", "r + 1").replace("TOTAL", "n * n")), c, n);
         assert!(e[0].contains("its receive buffer `Some(&mut all[..])`") && e[0].contains("the sum of"), "{e:?}");
         let e = problems(&with(&a2a.replace("RECV", "i")), c, n);
-        assert!(e[0].contains("what each rank sends another must be what that rank expects"), "{e:?}");
+        assert!(
+            e[0].contains("what each rank sends another must be what that rank expects")
+                || e[0].contains("sends itself"),
+            "{e:?}"
+        );
+        // What a rank sends itself must be what it receives from itself (at every size).
+        let e = problems(&with(&a2a.replace("RECV", "if i == r { 2 * r + 1 } else { i + r }")), c, n);
+        assert!(e[0].contains("`sc[0]` is 0 but `rc[0]` is 1") && e[0].contains("sends itself"), "{e:?}");
         let e = problems(&with("let mut all = vec![0u8; n]; world.all_gather(&[1u8, 2], &mut all)?;"), c, n);
         assert!(e[0].contains("size() × send.len()"), "{e:?}");
         let e = problems(
