@@ -674,7 +674,8 @@ pub(super) fn post_recv(c: &MpiComm, _site: Site, src: usize, tag: u32) -> Resul
 /// matched message and its length in bytes.
 fn probe(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(ffi::MPI_Message, usize)> {
     let mut found = None;
-    let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
+    let waiting_for =
+        || format!("a message from rank {src} with tag {tag} (none arrived: not sent, or not delivered by MPI)");
     c.poll(super::Wait::Recv { src: Some(src), tag }, "recv", site, &waiting_for, || {
         found = try_probe(c, src, tag)?;
         Ok(found.is_some())
@@ -717,7 +718,8 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     let (p, n) = (super::ops::ptr(buf), wire_count(buf.len())?);
     // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
     call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), src as c_int, tag as c_int, c.comm, &mut req) })?;
-    let waiting_for = || format!("a message from rank {src} with tag {tag} (it never sent one)");
+    let waiting_for =
+        || format!("a message from rank {src} with tag {tag} (none arrived: not sent, or not delivered by MPI)");
     let done = c.poll(super::Wait::Recv { src: Some(src), tag }, "recv", site, &waiting_for, || {
         let mut flag: c_int = 0;
         // SAFETY: a live request; `st` written by MPI.
