@@ -392,13 +392,7 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
                 Mul(_) => V::Float(a * b, same),
                 Div(_) => V::Float(a / b, same),
                 Rem(_) => V::Float(a % b, same),
-                Eq(_) => V::Bool(a == b),
-                Ne(_) => V::Bool(a != b),
-                Lt(_) => V::Bool(a < b),
-                Le(_) => V::Bool(a <= b),
-                Gt(_) => V::Bool(a > b),
-                Ge(_) => V::Bool(a >= b),
-                _ => V::derived(&[l, r]),
+                _ => compared(op, &a, &b).map_or_else(|| V::derived(&[l, r]), V::Bool),
             });
         }
     }
@@ -420,13 +414,7 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
                 BitXor(_) => V::Int(a ^ b),
                 Shl(_) if (0..64).contains(&b) => V::Int(a << b),
                 Shr(_) if (0..128).contains(&b) => V::Int(a >> b),
-                Eq(_) => V::Bool(a == b),
-                Ne(_) => V::Bool(a != b),
-                Lt(_) => V::Bool(a < b),
-                Le(_) => V::Bool(a <= b),
-                Gt(_) => V::Bool(a > b),
-                Ge(_) => V::Bool(a >= b),
-                _ => V::opaque(),
+                _ => compared(op, &a, &b).map_or_else(V::opaque, V::Bool),
             }
         }
         (V::Bool(a), V::Bool(b)) => match op {
@@ -444,6 +432,20 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
             None => V::derived(&[l, r]),
         },
         _ => V::derived(&[l, r]),
+    })
+}
+
+/// `a op b` for a comparison operator; `None` for any other operator.
+fn compared<T: PartialOrd>(op: &BinOp, a: &T, b: &T) -> Option<bool> {
+    use BinOp::*;
+    Some(match op {
+        Eq(_) => a == b,
+        Ne(_) => a != b,
+        Lt(_) => a < b,
+        Le(_) => a <= b,
+        Gt(_) => a > b,
+        Ge(_) => a >= b,
+        _ => return None,
     })
 }
 
