@@ -122,6 +122,17 @@ impl<'a> Interp<'a> {
                 }
                 return Ok(Some(V::list(out)));
             }
+            // `collect::<BTreeSet<_>>()`: the collection of the items.
+            ("collect", _) if mc.turbofish.is_some() => {
+                let ty = mc.turbofish.as_ref().and_then(|t| t.args.first()).and_then(|a| match a {
+                    syn::GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                });
+                return Ok(Some(match ty {
+                    Some(t) => super::collections::typed(V::List(items), t),
+                    None => V::List(items),
+                }));
+            }
             ("iter" | "into_iter" | "iter_mut" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec", _) => {
                 return Ok(Some(V::List(items)))
             }
@@ -221,7 +232,8 @@ impl<'a> Interp<'a> {
                         return Ok(Some(V::Unit));
                     }
                     // `self.dims.push(w)`: a list in a field the check follows.
-                    if matches!(&*mc.receiver, Expr::Field(_)) && l.len() < LIST_BOUND as usize {
+                    // (And one in a map's entry: `by_owner.entry(r).or_default().push(x)`.)
+                    if matches!(&*mc.receiver, Expr::Field(_) | Expr::MethodCall(_)) && l.len() < LIST_BOUND as usize {
                         std::rc::Rc::make_mut(&mut l).push(x.clone());
                         if self.store(&mc.receiver, V::List(l)).is_ok() {
                             return Ok(Some(V::Unit));

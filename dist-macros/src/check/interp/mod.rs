@@ -9,10 +9,11 @@
 
 //!
 //! Files: `eval/` (the recursive core, one file per kind of syntax), `std_methods.rs`
-//! (method calls), `macros.rs`, `model.rs` (communicators and what each op posts),
+//! (method calls), `collections.rs` (maps and sets), `macros.rs`, `model.rs` (communicators and what each op posts),
 //! `value.rs` (values and flow), `summary.rs` (summarising code that cannot
 //! communicate), `scopes.rs`, `elem.rs`.
 
+mod collections;
 mod elem;
 mod eval;
 mod lists;
@@ -36,6 +37,7 @@ pub fn reset_caches() {
     value::reset_exact();
 }
 
+use collections::Coll;
 use eval::{agree, mut_loan_places, mut_loans, place_root};
 use model::{call_name, mentions_comm};
 pub use model::{CommInst, SplitSeen, Splits};
@@ -624,6 +626,9 @@ pub struct Interp<'a> {
     why: HashMap<String, (String, Vec<String>)>,
     /// The `Self` type of the methods being run, innermost last.
     self_ty: Vec<String>,
+    /// The helpers being applied, innermost last (their declared integer types:
+    /// `numbers::int_width`).
+    fn_stack: Vec<&'a ItemFn>,
     /// Results of helpers that cannot communicate, shared by every rank and world size
     /// of one check (`summary.rs`, [`Memo`]).
     pub memo: std::rc::Rc<std::cell::RefCell<Memo>>,
@@ -725,6 +730,7 @@ impl<'a> Interp<'a> {
             quotas: Vec::new(),
             why: HashMap::new(),
             self_ty: Vec::new(),
+            fn_stack: Vec::new(),
             agreed_seen: FxMap::default(),
             agreed_communicates: Default::default(),
             scopes: scopes::Scopes::new(),

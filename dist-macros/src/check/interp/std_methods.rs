@@ -8,6 +8,9 @@ use syn::{Expr, ExprMethodCall};
 
 impl<'a> Interp<'a> {
     pub(super) fn method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall) -> R<'a> {
+        if let Some(v) = self.entry_value(mc)? {
+            return Ok(v);
+        }
         let recv = self.expr(&mc.receiver)?;
         let m = mc.method.to_string();
         if let V::Struct(ty, _) = &recv {
@@ -56,9 +59,9 @@ impl<'a> Interp<'a> {
             _ => {}
         }
         if let V::Struct(ty, entries) = &recv {
-            if ty == "BTreeMap" || ty == "HashMap" {
+            if let Some(kind) = Coll::of(ty) {
                 let args = self.args(&mc.args)?;
-                if let Some(r) = self.map_method(mc, ty, entries, &m, &args)? {
+                if let Some(r) = self.coll_method(mc, kind, ty, entries, &m, &args)? {
                     return Ok(r);
                 }
             }
@@ -250,111 +253,6 @@ impl<'a> Interp<'a> {
         }))
     }
 
-    /// A `BTreeMap` or `HashMap` whose keys the check knows (string literals, integers),
-    /// kept as a struct of its entries: `insert`, `get`, `remove`, `len`, and iteration.
-    /// A `BTreeMap` iterates in key order on every rank; a `HashMap` in an order that
-    /// differs from process to process (its hasher is seeded per process), so here each
-    /// rank sees it rotated by its rank: a loop over it that communicates per entry is
-    /// what it is at run time, ranks communicating in different orders.
-    fn map_method(
-        &mut self,
-        mc: &'a ExprMethodCall,
-        ty: &str,
-        entries: &[(String, V<'a>)],
-        m: &str,
-        args: &[V<'a>],
-    ) -> Result<Option<V<'a>>, Flow<'a>> {
-        let key_text = |k: &V| match k {
-            V::Name(n) => Some(n.clone()),
-            V::Int(i) => Some(format!("{i}")),
-            _ => None,
-        };
-        let key_value = |t: &str| match t.parse::<i128>() {
-            Ok(i) => V::Int(i),
-            Err(_) => V::Name(t.to_string()),
-        };
-        let sorted = ty == "BTreeMap";
-        let put = |me: &mut Self, mut es: Vec<(String, V<'a>)>| -> Result<(), Flow<'a>> {
-            if sorted {
-                es.sort_by(|a, b| match (a.0.parse::<i128>(), b.0.parse::<i128>()) {
-                    (Ok(x), Ok(y)) => x.cmp(&y),
-                    _ => a.0.cmp(&b.0),
-                });
-            }
-            if me.place_value(&mc.receiver).is_none() || me.store(&mc.receiver, V::Struct(ty.to_string(), es)).is_err()
-            {
-                me.clobber_place(&mc.receiver, false);
-            }
-            Ok(())
-        };
-        Ok(Some(match (m, args) {
-            ("insert", [k, v]) => {
-                let Some(kt) = key_text(k) else {
-                    self.clobber_place(&mc.receiver, false);
-                    return Ok(Some(V::opaque()));
-                };
-                let mut es = entries.to_vec();
-                let old = match es.iter_mut().find(|(x, _)| *x == kt) {
-                    Some(slot) => Some(std::mem::replace(&mut slot.1, v.clone())),
-                    None => {
-                        es.push((kt, v.clone()));
-                        None
-                    }
-                };
-                put(self, es)?;
-                V::Opt(old.map(Box::new))
-            }
-            ("remove", [k]) => {
-                let Some(kt) = key_text(k) else {
-                    self.clobber_place(&mc.receiver, false);
-                    return Ok(Some(V::opaque()));
-                };
-                let mut es = entries.to_vec();
-                let old = es.iter().position(|(x, _)| *x == kt).map(|i| es.remove(i).1);
-                put(self, es)?;
-                V::Opt(old.map(Box::new))
-            }
-            ("clear", []) => {
-                put(self, Vec::new())?;
-                V::Unit
-            }
-            ("get" | "contains_key", [k]) => {
-                let Some(kt) = key_text(k) else { return Ok(Some(V::opaque())) };
-                let found = entries.iter().find(|(x, _)| *x == kt).map(|(_, v)| v.clone());
-                if m == "get" {
-                    V::Opt(found.map(Box::new))
-                } else {
-                    V::Bool(found.is_some())
-                }
-            }
-            ("len", []) => V::Int(entries.len() as i128),
-            ("is_empty", []) => V::Bool(entries.is_empty()),
-            (
-                "iter" | "iter_mut" | "into_iter" | "values" | "values_mut" | "into_values" | "keys" | "into_keys",
-                [],
-            ) => {
-                let mut items: Vec<V<'a>> = entries
-                    .iter()
-                    .map(|(k, v)| match m {
-                        "values" | "values_mut" | "into_values" => v.clone(),
-                        "keys" | "into_keys" => key_value(k),
-                        _ => V::Tuple(vec![key_value(k), v.clone()]),
-                    })
-                    .collect();
-                if !sorted && !items.is_empty() {
-                    let n = items.len();
-                    items.rotate_left(self.rank % n);
-                }
-                if m.ends_with("_mut") {
-                    // What the loop writes through the items is not followed.
-                    self.clobber_place(&mc.receiver, true);
-                }
-                V::list(items)
-            }
-            _ => return Ok(None),
-        }))
-    }
-
     /// Whether what the closure computes is determined by its arguments: every variable
     /// it reads is known, the same on every rank or exact data ([`exact_class`]), and it
     /// reads no clock or entropy source.
@@ -451,6 +349,12 @@ impl<'a> Interp<'a> {
                 Some(V::Uniform) => Some(V::Int(super::uniform_number())),
                 a => a.cloned(),
             };
+            if m.starts_with("wrapping_") || m.starts_with("rotate_") {
+                let width = numbers::int_width(&mc.receiver, self.fn_stack.last().copied());
+                if let Some(r) = width.and_then(|w| numbers::wrapping(x, &m, sampled.as_ref(), w)) {
+                    return Ok(r);
+                }
+            }
             if let Some(r) = numbers::int_method(x, &m, sampled.as_ref()) {
                 return Ok(r);
             }

@@ -18,6 +18,16 @@ pub(super) const QUOTA: u64 = 5_000;
 /// computes itself (a list's length, a count) while the total stays within [`QUOTA`].
 const NESTED_QUOTA: u64 = 1_000;
 
+/// Steps a quiet region may take when everything it reads is known and it computes from
+/// that alone (`Graph::generate(203, 2, 99)`, a helper that groups a graph's ghost
+/// vertices by their owner's rank): what it computes is then known too, so a
+/// neighbour list built from a generated graph is followed exactly. Bounded per check
+/// by [`CONCRETE_BUDGET`]; past it such regions get the usual quota.
+const CONCRETE_QUOTA: u64 = 100_000;
+
+/// Steps all regions run under [`CONCRETE_QUOTA`] may take in one check, together.
+const CONCRETE_BUDGET: u64 = 1_500_000;
+
 thread_local! {
     /// `may_communicate` by the address of the syntax node, for one check (`reset`).
     static QUIET: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
@@ -33,6 +43,8 @@ thread_local! {
     /// `std_methods.rs`, `group_uniform`).
     pub(super) static UNIFORM_OVER: std::cell::RefCell<FxMap<u64, (super::model::Groups, u64)>> =
         std::cell::RefCell::new(FxMap::default());
+    /// Steps spent so far in this check under [`CONCRETE_QUOTA`].
+    static CONCRETE_SPENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// [`Interp::may_communicate_deep`] by the address of the syntax node, for one check.
     static DEEP: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
     /// [`Interp::deterministic`] by the address of the helper, for one check.
@@ -106,6 +118,21 @@ pub(super) fn reset() {
     IDENTS.with(|m| m.borrow_mut().clear());
     WRITTEN.with(|m| m.borrow_mut().clear());
     OVERFLOWED.with(|o| o.borrow_mut().clear());
+    CONCRETE_SPENT.with(|s| s.set(0));
+}
+
+/// Whether `v` is known whole: numbers, names, lists, tuples and structs of them, a
+/// communicator (its rank is known), a closure (what it captures is checked apart).
+pub(super) fn concrete(v: &V) -> bool {
+    match v {
+        V::Int(_) | V::Float(..) | V::Bool(_) | V::Unit | V::Range(..) | V::Name(_) | V::Tag(_) => true,
+        V::Comm(_) | V::Closure(_) | V::Opt(None) => true,
+        V::Opt(Some(x)) => concrete(x),
+        V::List(l) => l.iter().all(concrete),
+        V::Tuple(l) => l.iter().all(concrete),
+        V::Struct(_, f) => f.iter().all(|(_, v)| concrete(v)),
+        _ => false,
+    }
 }
 
 /// Whether the region at `key` ran out of steps before in this check.
@@ -323,7 +350,15 @@ impl<'a> Interp<'a> {
         }
         let key = body as *const _ as *const u8 as usize;
         let in_reach = reaches_comm(self);
-        match self.quiet_region(key, in_reach, f) {
+        // (Everything it reads known, and nothing of the process: [`CONCRETE_QUOTA`].)
+        let known = over.is_none_or(concrete)
+            && idents(body).iter().all(|i| match self.lookup(i) {
+                Some(V::Closure(cl)) => idents(&*cl.0.body).iter().all(|i| self.lookup(i).is_none_or(concrete)),
+                Some(v) => concrete(v),
+                None => true,
+            })
+            && self.deterministic_node(key, body);
+        match self.quiet_region(key, in_reach, known, f) {
             Some(r) => r,
             None => {
                 // What it writes: in its body, and in the closures it calls (which write
@@ -390,14 +425,19 @@ impl<'a> Interp<'a> {
         &mut self,
         key: usize,
         comm_in_reach: bool,
+        known: bool,
         f: impl FnOnce(&mut Self) -> R<'a>,
     ) -> Option<R<'a>> {
         let r = if overflowed(key) {
             Err(Flow::OverQuota)
         } else {
-            self.enter_quiet();
+            let start = self.steps;
+            let known = self.enter_quiet(known);
             let r = f(self);
             self.quotas.pop();
+            if known {
+                CONCRETE_SPENT.with(|s| s.set(s.get() + (self.steps - start)));
+            }
             r
         };
         match r {
@@ -483,6 +523,16 @@ impl<'a> Interp<'a> {
         v
     }
 
+    /// [`Self::deterministic`] for a loop's body at `key`.
+    fn deterministic_node(&self, key: usize, body: &impl ToTokens) -> bool {
+        if let Some(v) = PURE.with(|q| q.borrow().get(&key).copied()) {
+            return v;
+        }
+        let v = self.reads_only_args(body, &mut std::collections::HashSet::new());
+        PURE.with(|q| q.borrow_mut().insert(key, v));
+        v
+    }
+
     fn reads_only_args(&self, node: &impl ToTokens, seen: &mut std::collections::HashSet<String>) -> bool {
         const OUTSIDE: [&str; 31] = [
             "thread_rng",
@@ -561,13 +611,25 @@ impl<'a> Interp<'a> {
     }
 
     /// Starts a quiet region: [`QUOTA`] steps, or [`NESTED_QUOTA`] inside another
-    /// (never past the outer one's limit).
-    pub(super) fn enter_quiet(&mut self) {
+    /// (never past the outer one's limit); [`CONCRETE_QUOTA`] for one that reads only
+    /// known values (`known`) while the check's [`CONCRETE_BUDGET`] lasts. Whether it
+    /// got that.
+    pub(super) fn enter_quiet(&mut self, known: bool) -> bool {
+        let left = CONCRETE_BUDGET.saturating_sub(CONCRETE_SPENT.with(|s| s.get()));
+        let big = known && left > QUOTA;
+        let own = if big {
+            CONCRETE_QUOTA.min(left)
+        } else if self.quotas.is_empty() {
+            QUOTA
+        } else {
+            NESTED_QUOTA
+        };
         let limit = match self.quotas.last() {
-            Some(&outer) => outer.min(self.steps + NESTED_QUOTA),
-            None => self.steps + QUOTA,
+            Some(&outer) => outer.min(self.steps + own),
+            None => self.steps + own,
         };
         self.quotas.push(limit);
+        big
     }
 
     /// Whether an `OverQuota` that ended a region belongs to an outer region (which must
@@ -771,6 +833,11 @@ pub(super) fn is_compound_assign(op: &syn::BinOp) -> bool {
 
 /// The place an expression writes into, as a variable and its fields (`self.next` for
 /// `self.next[i]`, `&mut self.next[..]`, `self.next.as_mut_slice()`).
+/// [`place_path`], for a receiver passed to a method (`km`, `self.model`).
+pub(super) fn place_path_of(e: &Expr) -> Option<String> {
+    place_path(e).filter(|p| !p.contains("[]"))
+}
+
 fn place_path(e: &Expr) -> Option<String> {
     match e {
         Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),

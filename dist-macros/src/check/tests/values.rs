@@ -752,3 +752,85 @@ fn a_mesh_dimension_clamped_from_an_environment_variable_is_followed() {
     let e = problems(&bug, "", 4);
     assert!(e.iter().any(|e| e.contains("barrier") && !e.contains("undecidable")), "{e:?}");
 }
+
+/// A communication plan built the way graph codes build it: a generated graph (a
+/// splitmix hash of `u64`s for its chords, `BTreeSet` adjacency), ghost vertices grouped
+/// by their owner's rank through `entry(q).or_default()`, one message per neighbouring
+/// rank. Followed exactly, so blocking sends to every neighbour first are a deadlock
+/// found at compile time; the plan held as data (a key the check cannot know) is a
+/// construct not followed, never a silently empty neighbour list.
+#[test]
+fn a_halo_plan_grouped_by_owner_in_maps_and_sets_is_followed() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        fn hash(mut z: u64) -> u64 {
+            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        let (me, p) = (world.rank(), world.size());
+        let nv = 60;
+        let mut sets: Vec<std::collections::BTreeSet<usize>> = vec![std::collections::BTreeSet::new(); nv];
+        for v in 0..nv {
+            let far = (hash(v as u64) % nv as u64) as usize;
+            for w in [(v + 1) % nv, far] {
+                if w != v { sets[v].insert(w); sets[w].insert(v); }
+            }
+        }
+        let owner = |v: usize| v * p / nv;
+        let mine = (nv * me / p)..(nv * (me + 1) / p);
+        PRE
+        let mut ghosts: std::collections::BTreeMap<usize, Vec<usize>> = std::collections::BTreeMap::new();
+        for u in mine.clone() {
+            for &v in sets[u].iter().filter(|v| !mine.contains(v)) {
+                ghosts.entry(KEY).or_default().push(v);
+            }
+        }
+        let t = Tag::<f64>::new(5);
+        EXCHANGE
+        Ok(())
+    }"#;
+    let good = "let mut reqs = Vec::new();
+        let bufs: Vec<Vec<f64>> = ghosts.values().map(|g| vec![0.0; g.len()]).collect();
+        for (q, g) in ghosts.iter() { reqs.push(world.isend(*q, t, &vec![1.0; g.len()])?); }
+        for (q, b) in ghosts.keys().zip(bufs.iter()) { let mut b = b.clone(); world.recv(*q, t, &mut b)?; }
+        dist_runtime::wait_all(reqs)?;";
+    let bad = "for (q, g) in ghosts.iter() { world.send(*q, t, &vec![1.0; 4096 * (g.len() + 1)])?; }
+        for (q, g) in ghosts.iter() { let mut b = vec![0.0; 4096 * (g.len() + 1)]; world.recv(*q, t, &mut b)?; }";
+    let prog = |key: &str, ex: &str| src.replace("KEY", key).replace("EXCHANGE", ex).replace("PRE", "");
+    for n in 1..=3 {
+        assert_eq!(problems(&prog("owner(v)", good), "", n), Vec::<String>::new(), "size {n}");
+    }
+    let e = problems(&prog("owner(v)", bad), "", 2);
+    assert!(e.iter().any(|e| e.contains("deadlock") && e.contains("send")), "{e:?}");
+    // The owner from data the check cannot know: not followed, and said so.
+    let data = prog("owner(v) + s[0]", bad)
+        .replace("let mut ghosts", "let mut s = [0usize]; world.all_reduce(&mut s, ReduceOp::Sum)?; let mut ghosts");
+    let e = problems(&data, "", 2);
+    assert!(!e.is_empty(), "a plan held as data must not pass as an empty one: {e:?}");
+}
+
+/// Integers wrap as their declared type does: a `u64` hash's `wrapping_mul`, a cast to
+/// a narrower type.
+#[test]
+fn integers_wrap_as_their_type_does() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        fn mix(z: u64) -> u64 { (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd) }
+        let h = mix(12345);
+        let peer = 1 + (h % (world.size() as u64 - 1)) as usize;
+        let low = (h as u32) as usize % 7;
+        if world.rank() == 0 { world.send(peer, Tag::<u8>::new(1), &[0u8; 1])?; }
+        if world.rank() == EXPECT { let mut b = [0u8; 1]; world.recv(0, Tag::<u8>::new(1), &mut b)?; }
+        let _ = low;
+        Ok(())
+    }"#;
+    let z: u64 = 12345;
+    let h = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    for n in 3..=5u64 {
+        let peer = 1 + h % (n - 1);
+        let ok = src.replace("EXPECT", &peer.to_string());
+        assert_eq!(problems(&ok, "", n as usize), Vec::<String>::new(), "size {n}");
+        let wrong = src.replace("EXPECT", &(peer % (n - 1) + 1).to_string());
+        assert!(!problems(&wrong, "", n as usize).is_empty(), "size {n}");
+    }
+}

@@ -85,7 +85,9 @@ impl<'a> Interp<'a> {
         if let Some(t) = self_ty {
             self.self_ty.push(t);
         }
+        self.fn_stack.push(f);
         let r = self.block(&f.block);
+        self.fn_stack.pop();
         if pushed {
             self.self_ty.pop();
         }
@@ -198,6 +200,9 @@ impl<'a> Interp<'a> {
                 })
             })
         });
+        // (A helper given known values that computes from them alone: [`summary`]'s
+        // larger quota.)
+        let known = quiet && args.iter().all(super::summary::concrete) && self.deterministic(f);
         let run = |me: &mut Self| {
             if let Some(key) = via {
                 me.via.push((e, key.into()));
@@ -216,7 +221,7 @@ impl<'a> Interp<'a> {
         // Whether this call reads an input, kept with its result.
         let outer = swap_read_uniform(false);
         let outer_touched = swap_touched_input(false);
-        let r = self.quiet_region(f as *const ItemFn as usize, args_have_comm, run);
+        let r = self.quiet_region(f as *const ItemFn as usize, args_have_comm, known, run);
         let read = read_uniform();
         swap_read_uniform(outer || read);
         // (Given the inputs themselves, `Options::parse(std::env::args())`, it reads them.)
@@ -259,6 +264,21 @@ impl<'a> Interp<'a> {
                     fixed_len = matches!(&*t.ty, syn::Type::Reference(r)
                         if r.mutability.is_some() && matches!(&*r.elem, syn::Type::Slice(_) | syn::Type::Array(_)));
                     mut_loan_places(a, &mut places)
+                }
+            }
+            // A `&mut self` method forgets only the fields its body writes (`self.assign`,
+            // not `self.centroids`), where the caller's receiver is a place it follows.
+            if let (FnArg::Receiver(rc), Some(base)) = (p, super::summary::place_path_of(a)) {
+                let fields: Vec<String> = super::summary::written(&f.block)
+                    .iter()
+                    .filter_map(|w| w.strip_prefix("self.").map(str::to_string))
+                    .collect();
+                let whole = super::summary::written(&f.block).iter().any(|w| w == "self" || w == "self[]");
+                if rc.mutability.is_some() && !whole && matches!(self.place_value(a), Some(V::Struct(..))) {
+                    for field in fields {
+                        self.clobber_path(&format!("{base}.{field}"), args_fp);
+                    }
+                    continue;
                 }
             }
             for p in places {
@@ -451,8 +471,17 @@ impl<'a> Interp<'a> {
                 Ok(V::list(Vec::new()))
             }
             // A map the check follows while its keys are known (`std_methods.rs`).
-            ("new" | "default", []) if name.ends_with("BTreeMap::new") || name.ends_with("HashMap::new") => {
-                Ok(V::Struct(if name.ends_with("BTreeMap::new") { "BTreeMap" } else { "HashMap" }.into(), Vec::new()))
+            // (`BTreeMap::<usize, Vec<u32>>::new()` knows its value type.)
+            ("new" | "default" | "with_capacity", _) if coll_of_path(path).is_some() => {
+                let (kind, seg) = coll_of_path(path).expect("checked");
+                let args = super::super::collections::seg_args(seg);
+                Ok(super::super::collections::empty(kind, args.get(1).copied()))
+            }
+            // `BTreeSet::from([3, 1, 3])`, `HashMap::from([(0, a), (1, b)])`.
+            ("from" | "from_iter", [items]) if coll_of_path(path).is_some() && iter_items(items).is_some() => {
+                let (_, seg) = coll_of_path(path).expect("checked");
+                let ty = syn::Type::Path(syn::TypePath { qself: None, path: syn::Path::from(seg.clone()) });
+                Ok(super::super::collections::typed(V::list(iter_items(items).expect("checked").to_vec()), &ty))
             }
             // `std::iter::once(b)`, `empty()`, `repeat_n(x, k)`: iterators of known length,
             // followed as lists (`w.iter().chain(once(b)).collect()` has `w.len() + 1` items).
@@ -526,6 +555,14 @@ impl<'a> Interp<'a> {
 
 /// Whether the path `name` names `std::iter`'s function `f` (`std::iter::once`,
 /// `iter::once`, or `once` brought into scope).
+/// The collection a path's type segment names (`BTreeMap::<K, V>::new` → the map and
+/// its segment, generics included).
+fn coll_of_path(path: &syn::Path) -> Option<(Coll, &syn::PathSegment)> {
+    let n = path.segments.len();
+    let seg = path.segments.iter().nth(n.checked_sub(2)?)?;
+    Some((Coll::named(&seg.ident.to_string())?, seg))
+}
+
 fn iter_fn(name: &str, f: &str) -> bool {
     name == f || name.strip_suffix(f).is_some_and(|p| p.ends_with("iter::"))
 }

@@ -479,6 +479,16 @@ pub(in crate::check::interp) fn cast<'a>(v: V<'a>, ty: &syn::Type) -> V<'a> {
         (V::Int(i), "f32") => V::Float(i as f32 as f64, false),
         (V::Float(x, same), "f64") => V::Float(x, same),
         (V::Float(x, same), "f32") => V::Float(x as f32 as f64, same),
+        // `x as u64`, `h as u32`: wrapped to the type, as Rust's `as` does.
+        (V::Int(i), n) if int_range(n).is_some() => {
+            let (lo, hi) = int_range(n).expect("checked");
+            if (lo..=hi).contains(&i) || n.ends_with("128") {
+                V::Int(i)
+            } else {
+                let span = hi - lo + 1;
+                V::Int((i - lo).rem_euclid(span) + lo)
+            }
+        }
         (V::Float(x, _), n) if int_range(n).is_some() => {
             let (lo, hi) = int_range(n).expect("checked");
             V::Int(if x.is_nan() { 0 } else { (x.trunc().clamp(lo as f64, hi as f64) as i128).clamp(lo, hi) })

@@ -25,9 +25,27 @@ fn pat_ident(p: &Pat) -> Option<String> {
 }
 
 /// Methods that hand out a mutable view of their receiver (`x.as_mut_slice()`).
-fn lends_mut(method: &syn::Ident) -> bool {
-    let m = method.to_string();
-    m.starts_with("as_mut") || m.ends_with("_mut") || m == "borrow_mut" || m == "deref_mut"
+fn lends_mut(m: &syn::ExprMethodCall) -> bool {
+    let name = m.method.to_string();
+    name.starts_with("as_mut")
+        || name.ends_with("_mut")
+        || matches!(
+            name.as_str(),
+            "borrow_mut"
+                | "deref_mut"
+                // The entry API: what `map.entry(k).or_default()` hands out is in `map`.
+                | "entry"
+                | "or_default"
+                | "or_insert"
+                | "or_insert_with"
+                | "or_insert_with_key"
+                | "and_modify"
+                | "get_or_insert"
+                | "get_or_insert_with"
+        )
+        // (`x.get_mut(i).unwrap()`: the `&mut` an `Option` held.)
+        || (matches!(name.as_str(), "unwrap" | "expect")
+            && matches!(&*m.receiver, syn::Expr::MethodCall(r) if lends_mut(r)))
 }
 
 /// The local variable a place expression writes into: `x` for `x`, `x[i]`, `x.f`,
@@ -41,7 +59,7 @@ pub(super) fn place_root(e: &Expr) -> Option<String> {
         Expr::Index(i) => place_root(&i.expr),
         Expr::Field(f) => place_root(&f.base),
         Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => place_root(&u.expr),
-        Expr::MethodCall(m) if lends_mut(&m.method) => place_root(&m.receiver),
+        Expr::MethodCall(m) if lends_mut(m) => place_root(&m.receiver),
         _ => None,
     }
 }
@@ -58,7 +76,7 @@ pub(super) fn mut_loan_places<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
         Expr::Call(c) => c.args.iter().for_each(|a| mut_loan_places(a, out)),
         Expr::Tuple(t) => t.elems.iter().for_each(|a| mut_loan_places(a, out)),
         Expr::Array(a) => a.elems.iter().for_each(|a| mut_loan_places(a, out)),
-        Expr::MethodCall(m) if lends_mut(&m.method) => out.push(&m.receiver),
+        Expr::MethodCall(m) if lends_mut(m) => out.push(&m.receiver),
         Expr::MethodCall(m) => m.args.iter().for_each(|a| mut_loan_places(a, out)),
         _ => {}
     }
@@ -147,6 +165,8 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         V::List(items) if keep_shape => V::list(items.iter().cloned().map(|x| forget_with(x, true, salt)).collect()),
         V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget_with(x, true, salt)).collect()),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
+        // A map written through a method that may add or remove entries holds data.
+        v if !keep_shape && is_map(&v) => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
         // A struct keeps its communicators, requests and shape, and the numbers the
         // package never writes after building it (`super::set_written_fields`); its data
         // is forgotten.
@@ -218,6 +238,11 @@ fn plain_index(e: &Expr) -> bool {
 type Accessor<'a> = (&'a Expr, Option<usize>, V<'a>);
 
 /// `v` with every data hash cleared: its shape, for comparing what a branch changed.
+/// Whether `v` is a map or set the check holds (its entries are not fields).
+pub(super) fn is_map(v: &V) -> bool {
+    matches!(v, V::Struct(t, _) if super::Coll::of(t).is_some())
+}
+
 fn shape(v: V<'_>) -> V<'_> {
     match v {
         V::Opaque { comm, .. } => V::Opaque { comm, fp: 0 },

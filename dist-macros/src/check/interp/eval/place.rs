@@ -12,6 +12,8 @@ impl<'a> Interp<'a> {
             Expr::Path(p) => self.lookup(&p.path.get_ident()?.to_string()).cloned(),
             Expr::Paren(p) => self.place_value(&p.expr),
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.place_value(&u.expr),
+            // `m.entry(k).or_default()` on a map the check holds.
+            Expr::MethodCall(_) => self.entry_place_value(place),
             Expr::Field(f) => match self.place_value(&f.base)? {
                 V::Struct(_, fields) => {
                     let name = match &f.member {
@@ -34,6 +36,7 @@ impl<'a> Interp<'a> {
             }
             Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => self.store(&u.expr, v),
             Expr::Paren(p) => self.store(&p.expr, v),
+            Expr::MethodCall(_) if self.store_entry(place, &v)? => Ok(()),
             // `(best, best_d) = (c, d)`: each place gets its part; `_` nothing.
             Expr::Tuple(t) => {
                 let parts = match v {
@@ -125,7 +128,7 @@ impl<'a> Interp<'a> {
                 Expr::Group(x) => &x.expr,
                 Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => &u.expr,
                 Expr::Index(i) => &i.expr,
-                Expr::MethodCall(m) if lends_mut(&m.method) => &m.receiver,
+                Expr::MethodCall(m) if lends_mut(m) => &m.receiver,
                 _ => break,
             };
         }

@@ -30,7 +30,11 @@ impl<'a> Interp<'a> {
                         self.bind_opaque(&l.pat, &V::opaque());
                         continue;
                     };
-                    let v = self.expr(&init.expr)?;
+                    let mut v = self.expr(&init.expr)?;
+                    // (`let s: BTreeSet<usize> = xs.iter().collect()`: the declared collection.)
+                    if let Pat::Type(pt) = &l.pat {
+                        v = super::super::collections::typed(v, &pt.ty);
+                    }
                     self.aliased(&init.expr);
                     if matches!(v, V::Opaque { .. }) {
                         let mut names = Vec::new();
@@ -149,7 +153,9 @@ impl<'a> Interp<'a> {
                     // wrote keeps its communicators and shape).
                     let same_shape = before_scopes
                         .get_in(depth, k)
-                        .is_some_and(|b| shape(forget(b.clone(), false)) == shape(forget(v.clone(), false)));
+                        .is_some_and(|b| shape(forget(b.clone(), false)) == shape(forget(v.clone(), false)))
+                        // (A map's shape is its keys.)
+                        && before_scopes.get_in(depth, k).is_some_and(|b| !is_map(b) || shape(b.clone()) == shape(v.clone()));
                     if !same_shape {
                         reshaped.push(k);
                     }

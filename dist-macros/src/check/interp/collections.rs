@@ -1,0 +1,424 @@
+//! Maps and sets the check follows while their keys are known (integers, string
+//! literals): `BTreeMap`, `HashMap`, `BTreeSet`, `HashSet`, kept as a struct of their
+//! entries (a set's values are `()`), with the value type a map was declared with
+//! (`let m: BTreeMap<usize, Vec<u32>>`, `BTreeMap::<_, Vec<u32>>::new()`) so that
+//! `m.entry(k).or_default()` makes the right empty value. Comm plans are built this way
+//! ("group the ghosts by their owner's rank"): neighbour lists whose length is a count
+//! of messages. A key the check does not know makes the collection data.
+
+use super::*;
+use syn::{Expr, ExprMethodCall};
+
+/// The kinds of collection the check follows by their entries.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Coll {
+    BTreeMap,
+    HashMap,
+    BTreeSet,
+    HashSet,
+}
+
+impl Coll {
+    /// The kind a struct name stands for (`"BTreeMap"`, or `"BTreeMap|Vec<u32>"` with
+    /// the map's value type).
+    pub(super) fn of(ty: &str) -> Option<Coll> {
+        Some(match ty.split('|').next()? {
+            "BTreeMap" => Coll::BTreeMap,
+            "HashMap" => Coll::HashMap,
+            "BTreeSet" => Coll::BTreeSet,
+            "HashSet" => Coll::HashSet,
+            _ => return None,
+        })
+    }
+
+    /// The kind a type's last path segment names.
+    pub(super) fn named(name: &str) -> Option<Coll> {
+        Coll::of(name)
+    }
+
+    fn sorted(self) -> bool {
+        matches!(self, Coll::BTreeMap | Coll::BTreeSet)
+    }
+
+    fn is_map(self) -> bool {
+        matches!(self, Coll::BTreeMap | Coll::HashMap)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Coll::BTreeMap => "BTreeMap",
+            Coll::HashMap => "HashMap",
+            Coll::BTreeSet => "BTreeSet",
+            Coll::HashSet => "HashSet",
+        }
+    }
+}
+
+/// An empty collection of `kind`; a map remembers `value` (its value type) for
+/// `entry(k).or_default()`.
+pub(super) fn empty<'a>(kind: Coll, value: Option<&syn::Type>) -> V<'a> {
+    let name = match (kind.is_map(), value) {
+        (true, Some(t)) if !matches!(t, syn::Type::Infer(_)) => {
+            format!("{}|{}", kind.name(), t.to_token_stream())
+        }
+        _ => kind.name().to_string(),
+    };
+    V::Struct(name, Vec::new())
+}
+
+/// The generic arguments' types of a path's last segment (`BTreeMap<K, V>` → `[K, V]`).
+pub(super) fn type_args(p: &syn::Path) -> Vec<&syn::Type> {
+    p.segments.last().map(seg_args).unwrap_or_default()
+}
+
+/// The generic arguments' types of one path segment.
+pub(super) fn seg_args(seg: &syn::PathSegment) -> Vec<&syn::Type> {
+    match Some(&seg.arguments) {
+        Some(syn::PathArguments::AngleBracketed(ab)) => ab
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `T::default()` for the types the check follows; `None` for the others.
+pub(super) fn default_of<'a>(t: &syn::Type) -> Option<V<'a>> {
+    match t {
+        syn::Type::Paren(p) => default_of(&p.elem),
+        syn::Type::Tuple(t) => Some(V::Tuple(t.elems.iter().map(default_of).collect::<Option<Vec<_>>>()?)),
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let seg = p.path.segments.last()?;
+            let name = seg.ident.to_string();
+            Some(match name.as_str() {
+                "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => {
+                    V::Int(0)
+                }
+                "f32" | "f64" => V::Float(0.0, true),
+                "bool" => V::Bool(false),
+                "Vec" | "VecDeque" => V::list(Vec::new()),
+                "Option" => V::Opt(None),
+                _ => {
+                    let kind = Coll::named(&name)?;
+                    empty(kind, type_args(&p.path).get(1).copied())
+                }
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The value type a map's struct name carries (`"BTreeMap|Vec<u32>"`), made empty.
+fn value_default<'a>(ty: &str) -> Option<V<'a>> {
+    let (_, t) = ty.split_once('|')?;
+    default_of(&syn::parse_str::<syn::Type>(t).ok()?)
+}
+
+/// A key the check can compare: an integer or a name (a string literal).
+fn key_text(k: &V) -> Option<String> {
+    match k {
+        V::Name(n) => Some(n.clone()),
+        V::Int(i) => Some(format!("{i}")),
+        _ => None,
+    }
+}
+
+fn key_value<'a>(t: &str) -> V<'a> {
+    match t.parse::<i128>() {
+        Ok(i) => V::Int(i),
+        Err(_) => V::Name(t.to_string()),
+    }
+}
+
+/// `v` as the collection the declared type `t` names, where `v` is a list of what it
+/// collects (`let s: BTreeSet<usize> = xs.iter().collect()`, `collect::<HashMap<_, _>>()`):
+/// keys deduplicated, sorted for the `BTree` kinds; a map of pairs. Anything else is `v`
+/// itself; a list the check cannot make the collection of (unknown keys) is data.
+pub(super) fn typed<'a>(v: V<'a>, t: &syn::Type) -> V<'a> {
+    let syn::Type::Path(p) = t else { return v };
+    let Some(seg) = p.path.segments.last() else { return v };
+    let Some(kind) = Coll::named(&seg.ident.to_string()) else { return v };
+    let args = type_args(&p.path);
+    match v {
+        // A map made empty: it learns its value type.
+        V::Struct(ty, entries) if Coll::of(&ty) == Some(kind) && kind.is_map() && !ty.contains('|') => {
+            let V::Struct(name, _) = empty(kind, args.get(1).copied()) else { unreachable!() };
+            V::Struct(name, entries)
+        }
+        V::List(items) => {
+            let mut out: Vec<(String, V<'a>)> = Vec::new();
+            for x in items.iter() {
+                let (k, val) = match (kind.is_map(), x) {
+                    (true, V::Tuple(kv)) if kv.len() == 2 => (&kv[0], kv[1].clone()),
+                    (false, k) => (k, V::Unit),
+                    _ => return V::taint(&[&V::List(items.clone())]),
+                };
+                let Some(kt) = key_text(k) else { return V::taint(&[&V::List(items.clone())]) };
+                match out.iter_mut().find(|(x, _)| *x == kt) {
+                    // (A map collects the last value of a key; a set keeps its first.)
+                    Some(slot) if kind.is_map() => slot.1 = val,
+                    Some(_) => {}
+                    None => out.push((kt, val)),
+                }
+            }
+            let V::Struct(name, _) = empty(kind, args.get(1).copied()) else { unreachable!() };
+            V::Struct(name, sort(kind, out))
+        }
+        v => v,
+    }
+}
+
+fn sort<'a>(kind: Coll, mut es: Vec<(String, V<'a>)>) -> Vec<(String, V<'a>)> {
+    if kind.sorted() {
+        es.sort_by(|a, b| match (a.0.parse::<i128>(), b.0.parse::<i128>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => a.0.cmp(&b.0),
+        });
+    }
+    es
+}
+
+impl<'a> Interp<'a> {
+    /// A method of a collection the check holds by its entries. A `BTree` kind iterates
+    /// in key order on every rank; a `Hash` kind in an order that differs from process to
+    /// process (its hasher is seeded per process), so here each rank sees it rotated by
+    /// its rank: a loop over it that communicates per entry is what it is at run time,
+    /// ranks communicating in different orders. `None`: a method it does not model (the
+    /// generic rule forgets the receiver where the method may change it).
+    pub(super) fn coll_method(
+        &mut self,
+        mc: &'a ExprMethodCall,
+        kind: Coll,
+        ty: &str,
+        entries: &[(String, V<'a>)],
+        m: &str,
+        args: &[V<'a>],
+    ) -> Result<Option<V<'a>>, Flow<'a>> {
+        let put = |me: &mut Self, es: Vec<(String, V<'a>)>| -> Result<(), Flow<'a>> {
+            // (`sets[a].insert(b)`: into a list's item; a place the check does not hold
+            // is forgotten by `store`.)
+            if me.store(&mc.receiver, V::Struct(ty.to_string(), sort(kind, es))).is_err() {
+                me.clobber_place(&mc.receiver, false);
+            }
+            Ok(())
+        };
+        let unknown_key = |me: &mut Self, writes: bool| {
+            if writes {
+                me.clobber_place(&mc.receiver, false);
+            }
+            Ok(Some(V::opaque()))
+        };
+        let map = kind.is_map();
+        Ok(Some(match (m, args) {
+            ("insert", [k, v]) if map => {
+                let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                let mut es = entries.to_vec();
+                let old = match es.iter_mut().find(|(x, _)| *x == kt) {
+                    Some(slot) => Some(std::mem::replace(&mut slot.1, v.clone())),
+                    None => {
+                        es.push((kt, v.clone()));
+                        None
+                    }
+                };
+                put(self, es)?;
+                V::Opt(old.map(Box::new))
+            }
+            ("insert", [k]) if !map => {
+                let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                let mut es = entries.to_vec();
+                let new = !es.iter().any(|(x, _)| *x == kt);
+                if new {
+                    es.push((kt, V::Unit));
+                }
+                put(self, es)?;
+                V::Bool(new)
+            }
+            ("remove", [k]) => {
+                let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                let mut es = entries.to_vec();
+                let old = es.iter().position(|(x, _)| *x == kt).map(|i| es.remove(i).1);
+                put(self, es)?;
+                if map {
+                    V::Opt(old.map(Box::new))
+                } else {
+                    V::Bool(old.is_some())
+                }
+            }
+            ("extend", [items]) => {
+                let Some(items) = iter_items(items) else { return unknown_key(self, true) };
+                let mut es = entries.to_vec();
+                for x in items.iter() {
+                    let (k, v) = match (map, x) {
+                        (true, V::Tuple(kv)) if kv.len() == 2 => (&kv[0], kv[1].clone()),
+                        (false, k) => (k, V::Unit),
+                        _ => return unknown_key(self, true),
+                    };
+                    let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                    match es.iter_mut().find(|(x, _)| *x == kt) {
+                        Some(slot) if map => slot.1 = v,
+                        Some(_) => {}
+                        None => es.push((kt, v)),
+                    }
+                }
+                put(self, es)?;
+                V::Unit
+            }
+            ("clear", []) => {
+                put(self, Vec::new())?;
+                V::Unit
+            }
+            ("get" | "contains_key" | "contains", [k]) => {
+                let Some(kt) = key_text(k) else { return unknown_key(self, false) };
+                let found = entries.iter().find(|(x, _)| *x == kt).map(|(_, v)| v.clone());
+                if m == "get" && map {
+                    V::Opt(found.map(Box::new))
+                } else if m == "get" {
+                    V::Opt(found.map(|_| Box::new(key_value(&kt))))
+                } else {
+                    V::Bool(found.is_some())
+                }
+            }
+            ("len", []) => V::Int(entries.len() as i128),
+            ("is_empty", []) => V::Bool(entries.is_empty()),
+            ("first" | "last", []) if kind == Coll::BTreeSet => {
+                let e = if m == "first" { entries.first() } else { entries.last() };
+                V::Opt(e.map(|(k, _)| Box::new(key_value(k))))
+            }
+            ("first_key_value" | "last_key_value", []) if kind == Coll::BTreeMap => {
+                let e = if m == "first_key_value" { entries.first() } else { entries.last() };
+                V::Opt(e.map(|(k, v)| Box::new(V::Tuple(vec![key_value(k), v.clone()]))))
+            }
+            (
+                "iter" | "iter_mut" | "into_iter" | "values" | "values_mut" | "into_values" | "keys" | "into_keys"
+                | "drain",
+                [],
+            ) => {
+                let mut items: Vec<V<'a>> = entries
+                    .iter()
+                    .map(|(k, v)| match m {
+                        _ if !map => key_value(k),
+                        "values" | "values_mut" | "into_values" => v.clone(),
+                        "keys" | "into_keys" => key_value(k),
+                        _ => V::Tuple(vec![key_value(k), v.clone()]),
+                    })
+                    .collect();
+                if !kind.sorted() && !items.is_empty() {
+                    let n = items.len();
+                    items.rotate_left(self.rank % n);
+                }
+                if m.ends_with("_mut") {
+                    // What the loop writes through the items is not followed.
+                    self.clobber_place(&mc.receiver, true);
+                }
+                if m == "drain" {
+                    put(self, Vec::new())?;
+                }
+                V::list(items)
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// `m.entry(k).or_default()`, `.or_insert(v)`, `.or_insert_with(f)` on a map the check
+    /// holds with `k` known: the entry's value (inserted first where absent), and the
+    /// map's place and key, so what is written through it goes back into the map
+    /// ([`Self::store_entry`]). `None` for any other expression.
+    pub(super) fn entry_value(&mut self, mc: &'a ExprMethodCall) -> Result<Option<V<'a>>, Flow<'a>> {
+        let Some((map, key)) = entry_call(mc) else { return Ok(None) };
+        let Some(V::Struct(ty, entries)) = self.place_value(map) else { return Ok(None) };
+        if !Coll::of(&ty).is_some_and(Coll::is_map) {
+            return Ok(None);
+        }
+        let k = self.expr(key)?;
+        let Some(kt) = key_text(&k) else { return Ok(None) };
+        if let Some((_, v)) = entries.iter().find(|(x, _)| *x == kt) {
+            // (An `or_insert_with` closure runs only for an absent key.)
+            return Ok(Some(v.clone()));
+        }
+        let m = mc.method.to_string();
+        let v = match (m.as_str(), mc.args.first()) {
+            ("or_default", None) => match value_default(&ty) {
+                Some(v) => v,
+                None => return Ok(None),
+            },
+            ("or_insert", Some(a)) => self.expr(a)?,
+            ("or_insert_with", Some(a)) => {
+                let f = self.expr(a)?;
+                match &f {
+                    V::Closure(c) => self.apply_closure(*c, vec![])?,
+                    // `Vec::new`, `BTreeSet::new`, `Default::default` as a function.
+                    V::Name(n) => match n.rsplit("::").nth(1) {
+                        Some("Vec" | "VecDeque") => V::list(Vec::new()),
+                        Some(t) if Coll::named(t).is_some() => empty(Coll::named(t).expect("checked"), None),
+                        _ if n.ends_with("default") => match value_default(&ty) {
+                            Some(v) => v,
+                            None => return Ok(None),
+                        },
+                        _ => return Ok(None),
+                    },
+                    _ => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        let mut es = entries.clone();
+        es.push((kt, v.clone()));
+        let kind = Coll::of(&ty).expect("checked");
+        if self.store(map, V::Struct(ty, sort(kind, es))).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(v))
+    }
+
+    /// Writes `v` into the entry `place` names (`m.entry(k).or_default()`, see
+    /// [`Self::entry_value`]): `false` where `place` is no such entry.
+    pub(super) fn store_entry(&mut self, place: &'a Expr, v: &V<'a>) -> Result<bool, Flow<'a>> {
+        let Expr::MethodCall(mc) = place else { return Ok(false) };
+        let Some((map, key)) = entry_call(mc) else { return Ok(false) };
+        let Some(V::Struct(ty, mut entries)) = self.place_value(map) else { return Ok(false) };
+        if !Coll::of(&ty).is_some_and(Coll::is_map) {
+            return Ok(false);
+        }
+        let Some(kt) = key_text(&self.expr(key)?) else { return Ok(false) };
+        match entries.iter_mut().find(|(x, _)| *x == kt) {
+            Some(slot) => slot.1 = v.clone(),
+            None => entries.push((kt, v.clone())),
+        }
+        let kind = Coll::of(&ty).expect("checked");
+        self.store(map, V::Struct(ty, sort(kind, entries)))?;
+        Ok(true)
+    }
+
+    /// The value the entry `place` holds now, if it is one ([`Self::entry_value`]).
+    pub(super) fn entry_place_value(&self, place: &Expr) -> Option<V<'a>> {
+        let Expr::MethodCall(mc) = place else { return None };
+        let (map, key) = entry_call(mc)?;
+        let V::Struct(ty, entries) = self.place_value(map)? else { return None };
+        Coll::of(&ty).filter(|k| k.is_map())?;
+        // (Only a key the check can read without evaluating anything: a literal or a
+        // variable.)
+        let k = match key {
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => V::Int(i.base10_parse().ok()?),
+            Expr::Path(p) => self.lookup(&p.path.get_ident()?.to_string())?.clone(),
+            _ => return None,
+        };
+        let kt = key_text(&k)?;
+        entries.into_iter().find(|(x, _)| *x == kt).map(|(_, v)| v)
+    }
+}
+
+/// `(map, key)` for `map.entry(key).or_default()` (or `or_insert`, `or_insert_with`).
+fn entry_call(mc: &ExprMethodCall) -> Option<(&Expr, &Expr)> {
+    if !matches!(mc.method.to_string().as_str(), "or_default" | "or_insert" | "or_insert_with") {
+        return None;
+    }
+    let Expr::MethodCall(e) = &*mc.receiver else { return None };
+    if e.method != "entry" || e.args.len() != 1 {
+        return None;
+    }
+    Some((&e.receiver, &e.args[0]))
+}
