@@ -26,7 +26,7 @@ const NESTED_QUOTA: u64 = 1_000;
 const CONCRETE_QUOTA: u64 = 100_000;
 
 /// Steps all regions run under [`CONCRETE_QUOTA`] may take in one check, together.
-const CONCRETE_BUDGET: u64 = 1_500_000;
+const CONCRETE_BUDGET: u64 = 1_000_000;
 
 thread_local! {
     /// `may_communicate` by the address of the syntax node, for one check (`reset`).
@@ -523,6 +523,59 @@ impl<'a> Interp<'a> {
         v
     }
 
+    /// What a helper summarised past its quota returns when its body ends in a struct
+    /// literal (`System { n, a, b }`, `Ok(Self { .. })`): that struct, with the fields
+    /// that are its parameters, unchanged by its body, as the caller passed them (`n`),
+    /// and the others data computed as the whole call's `summary` is.
+    pub(super) fn summarised_struct(
+        &self,
+        f: &ItemFn,
+        args: &[V<'a>],
+        summary: &V<'a>,
+        self_ty: Option<&str>,
+    ) -> Option<V<'a>> {
+        let Some(syn::Stmt::Expr(tail, None)) = f.block.stmts.last() else { return None };
+        let mut tail = tail;
+        if let Expr::Call(c) = tail {
+            if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Ok")) && c.args.len() == 1 {
+                tail = &c.args[0];
+            }
+        }
+        let Expr::Struct(s) = tail else { return None };
+        if s.rest.is_some() {
+            return None;
+        }
+        let name = s.path.segments.last()?.ident.to_string();
+        let name = if name == "Self" { self_ty?.rsplit("::").next()?.to_string() } else { name };
+        let written = written(&f.block);
+        let param = |id: &str| {
+            f.sig.inputs.iter().zip(args).find_map(|(a, v)| match a {
+                FnArg::Typed(pt) if matches!(&*pt.pat, syn::Pat::Ident(i) if i.ident == id) => Some(v.clone()),
+                _ => None,
+            })
+        };
+        let exact = matches!(summary, V::Opaque { fp, .. } if value::is_exact(*fp));
+        let mut fields = Vec::new();
+        for fv in &s.fields {
+            let key = match &fv.member {
+                syn::Member::Named(i) => i.to_string(),
+                syn::Member::Unnamed(i) => i.index.to_string(),
+            };
+            let copied = match &fv.expr {
+                Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()).filter(|i| !written.contains(i)),
+                _ => None,
+            };
+            let salt = V::Name(key.clone());
+            let v = match copied.and_then(|i| param(&i)) {
+                Some(v) => v,
+                None if exact => V::derived(&[summary, &salt]),
+                None => V::taint(&[summary, &salt]),
+            };
+            fields.push((key, v));
+        }
+        Some(V::Struct(name, fields))
+    }
+
     /// [`Self::deterministic`] for a loop's body at `key`.
     fn deterministic_node(&self, key: usize, body: &impl ToTokens) -> bool {
         if let Some(v) = PURE.with(|q| q.borrow().get(&key).copied()) {
@@ -625,6 +678,10 @@ impl<'a> Interp<'a> {
             NESTED_QUOTA
         };
         let limit = match self.quotas.last() {
+            // (Inside another, at most half of what the outer one has left: past it, this
+            // one is summarised alone and the outer one still finishes, keeping what it
+            // computes itself: `init()`'s list of layers whose weights an `Rng` made.)
+            Some(&outer) if big => self.steps + own.min(outer.saturating_sub(self.steps) / 2),
             Some(&outer) => outer.min(self.steps + own),
             None => self.steps + own,
         };

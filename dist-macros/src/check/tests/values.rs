@@ -834,3 +834,36 @@ fn integers_wrap_as_their_type_does() {
         assert!(!problems(&wrong, "", n as usize).is_empty(), "size {n}");
     }
 }
+
+/// A constructor summarised past its quota keeps the fields it copies from its
+/// parameters (`System { n, a }`'s `n`), so a loop over `0..sys.n` and the lengths it
+/// computes from it are followed: a broadcast whose length differs on its root is found.
+#[test]
+fn a_summarised_constructor_keeps_the_sizes_it_was_given() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        struct System { n: usize, a: Vec<f64> }
+        fn next(s: u64) -> u64 { s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) }
+        fn random(n: usize, seed: u64) -> System {
+            let mut s = seed;
+            let mut a = Vec::new();
+            for _ in 0..n * n * 400 { s = next(s); a.push((s >> 11) as f64); }
+            System { n, a }
+        }
+        let sys = random(12, 7);
+        for k in 0..sys.n {
+            let root = ROOT;
+            let mut m = vec![0.0; LEN];
+            world.broadcast(&mut m, root)?;
+        }
+        let _ = &sys.a;
+        Ok(())
+    }"#;
+    let good = src.replace("LEN", "sys.n - k").replace("ROOT", "k % world.size()");
+    for n in 1..=5 {
+        assert_eq!(problems(&good, "", n), Vec::<String>::new(), "size {n}");
+    }
+    // The owner of column k by a block formula that overruns: k / (12 / 5) = 5 at k = 11.
+    let bad = good.replace("k % world.size()", "k / (sys.n / world.size())");
+    let e = problems(&bad, "", 5);
+    assert!(e.iter().any(|e| e.contains("out of range") && !e.contains("undecidable")), "{e:?}");
+}

@@ -200,6 +200,7 @@ impl<'a> Interp<'a> {
                 })
             })
         });
+        let ty_name = ty.clone();
         // (A helper given known values that computes from them alone: [`summary`]'s
         // larger quota.)
         let known = quiet && args.iter().all(super::summary::concrete) && self.deterministic(f);
@@ -240,6 +241,14 @@ impl<'a> Interp<'a> {
             // (A helper nested in the entry is not remembered, but computes alike.)
             None if pure => V::derived(&args_kept.iter().collect::<Vec<_>>()),
             None => V::data(args_fp),
+        };
+        // (A constructor summarised past its quota keeps the fields it copies from its
+        // parameters: `System { n, a, b }`'s `n`.)
+        let summary = match (&summary, memo_args.as_ref().or(pure.then_some(&args_kept)), r.is_none()) {
+            (V::Opaque { comm: false, .. }, Some(vals), true) => {
+                self.summarised_struct(f, vals, &summary, ty_name.as_deref()).unwrap_or(summary)
+            }
+            _ => summary,
         };
         if let (Some(key), Some(args)) = (memo, memo_args) {
             match &r {
