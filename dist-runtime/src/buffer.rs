@@ -1,8 +1,9 @@
 //! Buffers: what a `Comm<G>` op takes, host or device memory alike (as rsmpi's
 //! `Buffer`). [`Buf<T>`] is a readable buffer of `T`, [`BufMut<T>`] a writable one.
 //!
-//! Host memory: `[T]`, `Vec<T>`, `[T; N]`, `Box<[T]>` and references to them. With the
-//! `nccl` feature, device memory: cudarc's `CudaSlice<T>`, `CudaView<T>` (read) and
+//! Host memory: `[T]`, `Vec<T>`, `[T; N]`, `Box<[T]>` and references to them; with the
+//! `ndarray` feature, ndarray's arrays and views (contiguous in row-major order, else a
+//! typed error naming the fix). With the `nccl` feature, device memory: cudarc's `CudaSlice<T>`, `CudaView<T>` (read) and
 //! `CudaViewMut<T>`. Every op looks at where its buffers live: host buffers go to the
 //! host backend (shared memory), device buffers to the device backend (NCCL), through
 //! the same argument checks and the same `Op`, so the same cross-rank checks apply.
@@ -37,8 +38,9 @@ mod sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a buffer of `{T}`",
     label = "expected a buffer of `{T}` elements here",
-    note = "buffers are `[T]`, `Vec<T>`, `[T; N]` or `Box<[T]>` on the host (with the `nccl` feature, \
-            cudarc's `CudaSlice<T>` and views on the device), of one of the element types u8, i8, i32, \
+    note = "buffers are `[T]`, `Vec<T>`, `[T; N]` or `Box<[T]>` on the host (with the `ndarray` feature, \
+            ndarray's arrays and views; with the `nccl` feature, cudarc's `CudaSlice<T>` and views on the \
+            device), of one of the element types u8, i8, i32, \
             u32, i64, u64, f16, bf16, f32, f64; a typed tag `Tag<T>` fixes `T` for the buffers it travels with"
 )]
 pub trait Buf<T: Element>: sealed::Sealed {
@@ -55,9 +57,9 @@ pub trait Buf<T: Element>: sealed::Sealed {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a writable buffer of `{T}`",
     label = "expected a writable buffer of `{T}` elements here (`&mut`)",
-    note = "writable buffers are `[T]`, `Vec<T>`, `[T; N]` or `Box<[T]>` on the host (with the `nccl` \
-            feature, cudarc's `CudaSlice<T>` and `CudaViewMut<T>`), passed as `&mut`; a typed tag `Tag<T>` \
-            fixes `T` for the buffers it travels with"
+    note = "writable buffers are `[T]`, `Vec<T>`, `[T; N]` or `Box<[T]>` on the host (with the `ndarray` \
+            feature, ndarray's arrays and views; with the `nccl` feature, cudarc's `CudaSlice<T>` and \
+            `CudaViewMut<T>`), passed as `&mut`; a typed tag `Tag<T>` fixes `T` for the buffers it travels with"
 )]
 pub trait BufMut<T: Element>: Buf<T> {
     #[doc(hidden)]
@@ -69,6 +71,9 @@ pub trait BufMut<T: Element>: Buf<T> {
 pub enum View<'a, T> {
     Host(&'a [T]),
     Device(DevRef<'a>),
+    /// Host memory that is not one run of elements in order (an ndarray view with
+    /// strides): every op refuses it ([`Strided::error`]).
+    Strided(Strided),
 }
 
 /// Where a writable buffer's elements are. Not a public API.
@@ -76,6 +81,40 @@ pub enum View<'a, T> {
 pub enum ViewMut<'a, T> {
     Host(&'a mut [T]),
     Device(DevRef<'a>),
+    /// See [`View::Strided`].
+    Strided(Strided),
+}
+
+/// The layout of an array whose elements are not one contiguous run in row-major order
+/// (a column of a matrix, a transpose, a slice with a step). Not a public API.
+#[doc(hidden)]
+#[derive(Clone, Debug)]
+pub struct Strided {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) strides: Vec<isize>,
+}
+
+impl Strided {
+    /// The typed error an op gives for such a buffer, naming the fix, at the caller's line.
+    #[track_caller]
+    pub(crate) fn error(&self, op: &'static str) -> Error {
+        self.error_at(op, crate::error::Site::caller())
+    }
+
+    /// [`Strided::error`] at `site` (the user's call an op recorded).
+    pub(crate) fn error_at(&self, op: &'static str, site: crate::error::Site) -> Error {
+        Error::invalid_at(
+            op,
+            site,
+            format!(
+                "an array of shape {:?} with strides {:?} is not one contiguous run of elements in row-major order \
+                 (a column, a transpose, a slice with a step): ops read and write memory as it lies. Send \
+                 `a.as_standard_layout()` (a contiguous copy where needed); receive into a contiguous array \
+                 (`Array::zeros(shape)`) and `.assign()` it to the view",
+                self.shape, self.strides
+            ),
+        )
+    }
 }
 
 /// Device memory before it is resolved on a communicator's stream. Not a public API.
@@ -207,6 +246,48 @@ impl<T: Element, X: Buf<T> + ?Sized> Buf<T> for &mut X {
 impl<T: Element, X: BufMut<T> + ?Sized> BufMut<T> for &mut X {
     fn view_mut(&mut self) -> ViewMut<'_, T> {
         (**self).view_mut()
+    }
+}
+
+// ---------------------------------------------------------------- ndarray
+
+/// With the `ndarray` feature: ndarray's arrays and views of any dimension are buffers of
+/// their elements, read and written in place where they are contiguous in row-major
+/// order (`Array`, `ArcArray`, `ArrayView`, `ArrayViewMut`, `CowArray`, a row of a
+/// matrix); any other layout (a column, a transpose, a step) is a typed error naming the
+/// fix, never a silent reordering.
+#[cfg(feature = "ndarray")]
+mod nd {
+    use super::*;
+    use ndarray::{ArrayBase, Data, DataMut, Dimension, RawData};
+
+    fn strided<S: RawData, D: Dimension>(a: &ArrayBase<S, D>) -> Strided {
+        Strided { shape: a.shape().to_vec(), strides: a.strides().to_vec() }
+    }
+
+    impl<S: RawData, D: Dimension> sealed::Sealed for ArrayBase<S, D> {}
+
+    impl<T: Element, S: Data<Elem = T>, D: Dimension> Buf<T> for ArrayBase<S, D> {
+        type Like = [T];
+        fn elems(&self) -> usize {
+            self.len()
+        }
+        fn view(&self) -> View<'_, T> {
+            match self.as_slice() {
+                Some(s) => View::Host(s),
+                None => View::Strided(strided(self)),
+            }
+        }
+    }
+
+    impl<T: Element, S: DataMut<Elem = T>, D: Dimension> BufMut<T> for ArrayBase<S, D> {
+        fn view_mut(&mut self) -> ViewMut<'_, T> {
+            if self.is_standard_layout() {
+                ViewMut::Host(self.as_slice_mut().expect("a standard layout is one slice"))
+            } else {
+                ViewMut::Strided(strided(self))
+            }
+        }
     }
 }
 

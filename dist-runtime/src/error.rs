@@ -329,6 +329,12 @@ impl Error {
         Error::InvalidArgument { op, msg: msg.into(), site: Site::caller().with_callers() }
     }
 
+    /// [`Error::invalid`] at `site`: the user's call an op recorded.
+    pub(crate) fn invalid_at(op: &'static str, site: Site, msg: impl Into<String>) -> Error {
+        HANDED_OUT.with(|h| h.set(h.get() + 1));
+        Error::InvalidArgument { op, msg: msg.into(), site: site.with_callers() }
+    }
+
     pub(crate) fn backend(backend: &'static str, msg: impl Into<String>) -> Error {
         Error::Backend { backend, msg: msg.into(), source: None }
     }

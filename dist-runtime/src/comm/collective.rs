@@ -279,6 +279,7 @@ impl<G: Group> Comm<G> {
         let fp = self.cx(name, Op::new(kind).dtype(T::DTYPE).count(buf.elems()).reduce(op));
         match buf.view_mut() {
             ViewMut::Host(b) => self.run_host(&fp, Bufs::InPlace(bytes_mut(b))),
+            ViewMut::Strided(s) => Err(s.error_at(name, fp.site)),
             ViewMut::Device(_) => Err(Error::invalid(
                 name,
                 "NCCL has no prefix reduction: scan a host copy of the buffer (or all_gather and reduce on the device)",
@@ -297,6 +298,7 @@ impl<G: Group> Comm<G> {
     pub(crate) fn in_place_on<'v, T: Element>(&self, op: &Op, buf: ViewMut<'v, T>, later: bool) -> Result<Request<'v>> {
         match buf {
             ViewMut::Host(b) => self.host(op, later, None, Some(bytes_mut(b)), Shape::InPlace),
+            ViewMut::Strided(s) => Err(s.error_at(op.name, op.site)),
             ViewMut::Device(d) => Ok(Request::device(
                 self.device_call(op, T::DTYPE, vec![Some(d)], |p| DevBufs::InPlace(p[0].expect("given")), true)?,
                 op.site,
@@ -381,6 +383,7 @@ impl<G: Group> Comm<G> {
                 |p| DevBufs::Gather { send: p[0].expect("given"), recv: p[1], counts },
                 true,
             )?),
+            (View::Strided(s), _) | (_, Some(ViewMut::Strided(s))) => Err(s.error_at(op.name, op.site)),
             _ => Err(mixed(op.name)),
         }
     }
@@ -669,6 +672,7 @@ impl<G: Group> Comm<G> {
                 |p| DevBufs::Scatter { send: p[0], recv: p[1].expect("given"), counts: bc },
                 true,
             )?),
+            (Some(View::Strided(s)), _) | (_, ViewMut::Strided(s)) => Err(s.error_at(fp.name, fp.site)),
             _ => Err(mixed(fp.name)),
         }
     }
@@ -781,6 +785,7 @@ impl<G: Group> Comm<G> {
                 )?,
                 fp.site,
             )),
+            (View::Strided(s), _) | (_, ViewMut::Strided(s)) => Err(s.error_at(fp.name, fp.site)),
             _ => Err(mixed(fp.name)),
         }
     }
@@ -863,6 +868,7 @@ impl<G: Group> Comm<G> {
                 )?,
                 op.site,
             )),
+            (View::Strided(s), _) | (_, ViewMut::Strided(s)) => Err(s.error_at(op.name, op.site)),
             _ => Err(mixed(op.name)),
         }
     }

@@ -47,6 +47,7 @@ impl<G: Group> Comm<G> {
                 self.recorded("send", site, || self.inner.backend.send(site, dst, tag.id(), T::DTYPE, bytes(b)))
             }
             View::Device(d) => self.p2p_device("send", vec![(true, dst, T::DTYPE, d)])?.wait(),
+            View::Strided(s) => Err(s.error("send")),
         }
     }
 
@@ -81,6 +82,7 @@ impl<G: Group> Comm<G> {
                 self.recorded("recv", site, || self.inner.backend.recv(site, src, tag.id(), T::DTYPE, bytes_mut(b)))
             }
             ViewMut::Device(d) => self.p2p_device("recv", vec![(false, src, T::DTYPE, d)])?.wait(),
+            ViewMut::Strided(s) => Err(s.error("recv")),
         }
     }
 
@@ -157,6 +159,7 @@ impl<G: Group> Comm<G> {
         let site = Site::caller();
         let buf = match buf.view_mut() {
             ViewMut::Host(b) => bytes_mut(b),
+            ViewMut::Strided(s) => return Err(s.error("recv_any")),
             ViewMut::Device(_) => {
                 return Err(Error::invalid(
                     "recv_any",
@@ -229,13 +232,18 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'a>> {
         self.check_rank("isend", "destination", dst)?;
         let site = Site::caller();
+        let view = buf.view();
+        if let View::Strided(s) = &view {
+            return Err(s.error("isend"));
+        }
         let state = self.recorded("isend", site, || {
-            Ok(match buf.view() {
+            Ok(match view {
                 View::Host(b) => ReqState::Send {
                     inner: &self.inner,
                     id: self.inner.backend.post_send(site, dst, tag.id(), T::DTYPE, bytes(b))?,
                 },
                 View::Device(d) => ReqState::Device(self.p2p_device("isend", vec![(true, dst, T::DTYPE, d)])?),
+                View::Strided(_) => unreachable!("refused above"),
             })
         })?;
         Ok(Request { state, site, _buf: PhantomData, rec: None, errs: crate::error::errors_handed_out() }
@@ -272,8 +280,12 @@ impl<G: Group> Comm<G> {
     ) -> Result<Request<'a>> {
         self.check_rank("irecv", "source", src)?;
         let site = Site::caller();
+        let view = buf.view_mut();
+        if let ViewMut::Strided(s) = &view {
+            return Err(s.error("irecv"));
+        }
         let state = self.recorded("irecv", site, || {
-            Ok(match buf.view_mut() {
+            Ok(match view {
                 ViewMut::Host(b) => ReqState::Recv {
                     inner: &self.inner,
                     id: self.inner.backend.post_recv(site, src, tag.id())?,
@@ -281,6 +293,7 @@ impl<G: Group> Comm<G> {
                     buf: bytes_mut(b),
                 },
                 ViewMut::Device(d) => ReqState::Device(self.p2p_device("irecv", vec![(false, src, T::DTYPE, d)])?),
+                ViewMut::Strided(_) => unreachable!("refused above"),
             })
         })?;
         Ok(Request { state, site, _buf: PhantomData, rec: None, errs: crate::error::errors_handed_out() }
@@ -322,8 +335,11 @@ impl<G: Group> Comm<G> {
     /// The ops `f` adds, with their peers checked and host and device buffers unmixed.
     #[track_caller]
     fn collect_batch<'b>(&self, name: &'static str, f: impl FnOnce(&mut Batch<'b>)) -> Result<Batch<'b>> {
-        let mut b = Batch { ops: Vec::new(), dev: Vec::new(), n: self.size() };
+        let mut b = Batch { ops: Vec::new(), dev: Vec::new(), n: self.size(), err: None };
         f(&mut b);
+        if let Some(s) = b.err.take() {
+            return Err(s.error(name));
+        }
         for &peer in b.ops.iter().map(BatchOp::peer).chain(b.dev.iter().map(|d| &d.1)) {
             self.check_rank(name, "peer", peer)?;
         }
@@ -447,6 +463,9 @@ pub struct Batch<'b> {
     /// The device-buffer ops: (is_send, peer, dtype, buffer).
     dev: Vec<(bool, usize, DType, DevRef<'b>)>,
     n: usize,
+    /// The first buffer it refused (an array that is not contiguous), raised when `f`
+    /// returns.
+    err: Option<crate::buffer::Strided>,
 }
 
 enum BatchOp<'b> {
@@ -489,6 +508,9 @@ impl<'b> Batch<'b> {
         match buf.view() {
             View::Host(b) => self.ops.push(BatchOp::Send { dst, tag: tag.id(), dtype: T::DTYPE, data: bytes(b) }),
             View::Device(d) => self.dev.push((true, dst, T::DTYPE, d)),
+            View::Strided(s) => {
+                self.err.get_or_insert(s);
+            }
         }
     }
     /// Adds a receive into `buf` from `src`.
@@ -519,6 +541,9 @@ impl<'b> Batch<'b> {
         match buf.view_mut() {
             ViewMut::Host(b) => self.ops.push(BatchOp::Recv { src, tag: tag.id(), dtype: T::DTYPE, buf: bytes_mut(b) }),
             ViewMut::Device(d) => self.dev.push((false, src, T::DTYPE, d)),
+            ViewMut::Strided(s) => {
+                self.err.get_or_insert(s);
+            }
         }
     }
     /// Number of ranks of the communicator (for computing peers inside the closure).
