@@ -55,6 +55,8 @@
 
 mod backend;
 mod buffer;
+#[cfg(feature = "candle")]
+pub mod candle;
 mod comm;
 mod dtype;
 mod entry;
