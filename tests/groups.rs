@@ -317,3 +317,20 @@ fn the_job_store_is_shared_by_its_ranks(world: Comm<World>) {
     world.barrier().unwrap();
     assert!(!store.check(&["leader"]).unwrap());
 }
+
+/// A helper that takes `&Comm<Tp>`, as a tensor-parallel layer's would.
+fn tp_sum(tp: &Comm<Tp>) -> u64 {
+    let mut x = [tp.rank() as u64 + 1];
+    tp.all_reduce(&mut x, ReduceOp::Sum).unwrap();
+    x[0]
+}
+
+/// A distributed test can take the typed communicator its helper needs: every rank of
+/// the world, numbered as the world, as a communicator of its own.
+#[dist_runtime::test(ranks = [1, 2, 3, 4])]
+fn a_test_takes_the_typed_communicator_its_helper_needs(tp: Comm<Tp>) {
+    let n = tp.size() as u64;
+    assert_eq!(tp.rank(), tp.world_rank());
+    assert_eq!(tp_sum(&tp), n * (n + 1) / 2);
+    assert_eq!(tp.members().to_vec(), (0..tp.size()).collect::<Vec<_>>());
+}

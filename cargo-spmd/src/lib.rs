@@ -65,9 +65,11 @@ pub struct RunArgs {
     /// Cargo features to enable (as `cargo build --features`).
     #[arg(short = 'F', long)]
     pub features: Vec<String>,
-    /// Build exactly with the package's dev profile. By default dev builds compile
+    /// Build exactly with the package's profile. By default dev builds compile
     /// dist-runtime with opt-level 2 and dist-macros with 3 (your own code stays
-    /// unoptimised), which makes collectives ~25x faster than an unoptimised runtime.
+    /// unoptimised), which makes collectives ~25x faster than an unoptimised runtime, and
+    /// release builds keep line tables (`debug = "line-tables-only"`), so that run-time
+    /// errors name the lines that called the failing op.
     #[arg(long)]
     pub exact_profile: bool,
     /// Backend: shm, nccl, mpi, auto (default: $DIST_BACKEND, else shm). nccl and auto
@@ -157,9 +159,53 @@ impl RunArgs {
 pub const DEV_OVERRIDES: [&str; 2] =
     ["profile.dev.package.dist-runtime.opt-level=2", "profile.dev.package.dist-macros.opt-level=3"];
 
+/// What a release build gets unless `--exact-profile`: line tables, so that run-time
+/// errors keep their "called from" chain (read from a backtrace) as in debug builds.
+pub const RELEASE_OVERRIDES: [&str; 1] = ["profile.release.debug=\"line-tables-only\""];
+
+/// The binary targets of the package to build, by name (from `cargo metadata`), where
+/// it can say: so that a package of several binaries is asked for `--bin` before
+/// anything is built.
+fn bin_names(spec: &BuildSpec, cargo: &str) -> Option<Vec<String>> {
+    let mut cmd = Command::new(cargo);
+    cmd.args(["metadata", "--no-deps", "--format-version", "1", "--offline"]);
+    if let Some(m) = &spec.manifest_path {
+        cmd.arg("--manifest-path").arg(m);
+    }
+    let out = cmd.stderr(Stdio::null()).output().ok().filter(|o| o.status.success())?;
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let packages = meta["packages"].as_array()?;
+    let here = std::env::current_dir().ok()?;
+    let dir = |p: &serde_json::Value| {
+        p["manifest_path"].as_str().and_then(|m| std::path::Path::new(m).parent()).map(|d| d.to_path_buf())
+    };
+    let pkg = match &spec.package {
+        Some(name) => packages.iter().find(|p| p["name"].as_str() == Some(name))?,
+        // (The package cargo builds from here: the innermost whose directory holds the
+        // current one; none in a virtual workspace's root.)
+        None => packages
+            .iter()
+            .filter(|p| dir(p).is_some_and(|d| here.starts_with(d)))
+            .max_by_key(|p| dir(p).map(|d| d.components().count()))?,
+    };
+    Some(
+        pkg["targets"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "bin")))
+            .filter_map(|t| t["name"].as_str().map(String::from))
+            .collect(),
+    )
+}
+
 /// Builds the target with cargo and returns its executable.
 pub fn build(spec: &BuildSpec) -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if spec.example.is_none() && spec.bin.is_none() {
+        if let Some(names) = bin_names(spec, &cargo).filter(|n| n.len() > 1) {
+            return Err(format!("the package has several binaries ({}): choose one with --bin NAME", names.join(", ")));
+        }
+    }
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--message-format=json-render-diagnostics"]);
     if let Some(m) = &spec.manifest_path {
@@ -167,6 +213,11 @@ pub fn build(spec: &BuildSpec) -> Result<PathBuf, String> {
     }
     if spec.release {
         cmd.arg("--release");
+        if !spec.exact_profile {
+            for o in RELEASE_OVERRIDES {
+                cmd.args(["--config", o]);
+            }
+        }
     } else if !spec.exact_profile {
         for o in DEV_OVERRIDES {
             cmd.args(["--config", o]);

@@ -61,9 +61,11 @@ pub fn merge(dir: &Path, out: Option<PathBuf>) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     let n_ops: usize = summary.values().map(|s| s.0).sum();
     println!("{} ranks, {n_ops} ops over {:.3} ms -> {}", files.len(), last / 1e3, out.display());
-    println!("{:<16} {:>8} {:>12} {:>14}", "op", "calls", "total ms", "bytes");
+    // (Summed over the ranks: an all_reduce of 8 ranks is 8 calls, its bytes 8 buffers.)
+    println!("per op, summed over all {} ranks (calls, time inside the op, bytes of the buffers):", files.len());
+    println!("{:<16} {:>8} {:>12} {:>14} {:>12}", "op", "calls", "total ms", "bytes", "ms per call");
     for (name, (calls, us, bytes)) in &summary {
-        println!("{name:<16} {calls:>8} {:>12.3} {bytes:>14}", us / 1e3);
+        println!("{name:<16} {calls:>8} {:>12.3} {bytes:>14} {:>12.4}", us / 1e3, us / 1e3 / (*calls).max(1) as f64);
     }
     println!("open it in https://ui.perfetto.dev or chrome://tracing");
     let flight = flight_line_up(dir)?;

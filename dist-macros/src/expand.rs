@@ -14,18 +14,36 @@ fn with_error(item: TokenStream, e: syn::Error) -> TokenStream {
 /// Registration of `entry_fn` under `module_path!()::name`, plus the constructor that
 /// runs it when this process is started as one of its ranks.
 fn register(name: &syn::Ident, body_fn: &syn::Ident) -> TokenStream {
+    register_with(name, body_fn, false)
+}
+
+/// [`register`]; with `typed`, the body's parameter may be any `Comm<G>` (a distributed
+/// test's): the world is handed over as `G` (`__private::test_comm`).
+fn register_with(name: &syn::Ident, body_fn: &syn::Ident, typed: bool) -> TokenStream {
     let entry_fn = format_ident!("__dist_entry_{}", name);
     let ctor_fn = format_ident!("__dist_dispatch_{}", name);
     let addr_fn = format_ident!("__dist_addr_{}", name);
     let static_name = format_ident!("__DIST_ENTRY_{}", name);
     let name_str = name.to_string();
+    let call = if typed {
+        quote! {
+            match ::dist_runtime::__private::test_comm(world) {
+                ::core::result::Result::Ok(c) => ::dist_runtime::__private::finish_entry(#body_fn(c)),
+                ::core::result::Result::Err(e) => {
+                    ::dist_runtime::__private::finish_entry(::core::result::Result::<(), _>::Err(e))
+                }
+            }
+        }
+    } else {
+        quote! { ::dist_runtime::__private::finish_entry(#body_fn(world)) }
+    };
     quote! {
         #[doc(hidden)]
         #[allow(non_snake_case)]
         fn #entry_fn(
             world: ::dist_runtime::Comm<::dist_runtime::World>,
         ) -> ::core::result::Result<::std::vec::Vec<u8>, ::dist_runtime::__private::Failure> {
-            ::dist_runtime::__private::finish_entry(#body_fn(world))
+            #call
         }
         #[doc(hidden)]
         #[allow(non_snake_case)]
@@ -268,7 +286,7 @@ pub fn test(attr: TokenStream, item: TokenStream) -> TokenStream {
     body.sig.ident = body_name.clone();
     body.attrs.retain(|a| !a.path().is_ident("doc"));
     let passthrough: Vec<_> = f.attrs.iter().filter(|a| !a.path().is_ident("doc")).collect();
-    let reg = register(&name, &body_name);
+    let reg = register_with(&name, &body_name, true);
     let ranks = &a.ranks;
     let timeout = a.timeout;
     let name_str = name.to_string();

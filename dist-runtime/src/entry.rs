@@ -59,6 +59,17 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned, E: std::fmt::Display + '
     }
 }
 
+/// A distributed test's communicator of type `G` over every rank of the world, in the
+/// world's order (`#[dist_runtime::test] fn t(tp: Comm<Tp>)`): the world itself when `G`
+/// is `World`, else a subgroup of all its ranks (a communicator of its own, named `G`).
+pub fn test_comm<G: crate::group::Group>(world: crate::Comm<crate::World>) -> crate::Result<crate::Comm<G>> {
+    if std::any::TypeId::of::<G>() == std::any::TypeId::of::<crate::World>() {
+        return Ok(crate::Comm { inner: world.inner, _g: std::marker::PhantomData });
+    }
+    let all: Vec<usize> = (0..world.size()).collect();
+    Ok(world.subgroup::<G>(&all)?.expect("every rank is a member"))
+}
+
 /// Runs the outcome conversion and serialises the value (what the macros' entry
 /// wrappers call).
 pub fn finish_entry<R: EntryReturn>(r: R) -> Result<Vec<u8>, Failure> {

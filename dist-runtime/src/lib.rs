@@ -123,10 +123,15 @@ pub mod prelude {
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+/// serde, which the object collectives (`broadcast_object`, `send_object`, …) take values
+/// of: `#[derive(serde::Serialize, serde::Deserialize)]` in your crate, or name this one
+/// (`#[serde(crate = "dist_runtime::serde")]`) to use the same version.
+pub use serde;
+
 /// Items the macros' expansions name by absolute path. Not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::entry::{dispatch, finish_entry, run_rank, Entry, Failure, ENTRIES};
+    pub use crate::entry::{dispatch, finish_entry, run_rank, test_comm, Entry, Failure, ENTRIES};
     pub use crate::testing::run_test;
     pub use crate::EntryReturn;
     pub use ctor;
