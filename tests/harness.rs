@@ -395,10 +395,15 @@ fn a_collective_reached_by_half_the_ranks_times_out_naming_them() {
 fn the_test_harness_fails_with_the_ranks_report() {
     let got = std::panic::catch_unwind(|| dist_runtime::testing::run_test("harness::panic_on_rank_1", &[2], 30.0));
     let msg = *got.expect_err("must fail").downcast::<String>().unwrap();
+    // The first line names the failing rank and its own message and line.
+    let first = msg.lines().next().unwrap_or_default();
     assert!(
-        msg.contains("failed on 2 rank(s)") && msg.contains("boom on purpose") && msg.contains("DIST_TEST_SEED="),
+        first.contains("failed with 2 ranks: rank 1 of 2")
+            && first.contains("boom on purpose")
+            && first.contains(".rs:"),
         "{msg}"
     );
+    assert!(msg.contains("DIST_TEST_SEED="), "{msg}");
 }
 
 #[test]

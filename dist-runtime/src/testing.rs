@@ -32,7 +32,11 @@ pub fn run_test(entry: &str, sizes: &[usize], timeout_secs: f64) {
             Err(e) => panic!("cannot launch {entry} on {n} ranks: {e}"),
         };
         if !report.success() {
-            panic!("{entry} failed on {n} rank(s) (replay with DIST_TEST_SEED={seed}):\n{}", report.summary());
+            panic!(
+                "{entry} failed with {n} ranks: {}\n(replay with DIST_TEST_SEED={seed}; the whole report follows)\n{}",
+                report.headline(),
+                report.summary()
+            );
         }
         // Shown with --nocapture / on failure of a later size.
         for r in &report.ranks {

@@ -87,7 +87,27 @@ impl Report {
         !self.timed_out && self.ranks.iter().all(RankExit::success)
     }
 
-    /// A human summary of what went wrong (empty on success).
+    /// One line: which rank failed and its own words (its panic's message and line, or
+    /// its error), e.g. `rank 1 of 3 panicked at tests/sums.rs:12: assertion failed`;
+    /// empty on success.
+    pub fn headline(&self) -> String {
+        if self.success() {
+            return String::new();
+        }
+        let n = self.ranks.len();
+        let Some(i) = self.first_failure.or_else(|| self.ranks.iter().position(|r| !r.success())) else {
+            return if self.timed_out { format!("the job of {n} ranks timed out") } else { String::new() };
+        };
+        let r = &self.ranks[i];
+        match key_line(&r.output) {
+            Some(k) => format!("rank {} of {n}: {k}", r.rank),
+            None => format!("rank {} of {n} failed: {}", r.rank, r.status()),
+        }
+    }
+
+    /// A human summary of what went wrong (empty on success): the cause first, then each
+    /// failed rank's output, the cause's whole, the others' (ranks stopped because of it)
+    /// folded to their first lines.
     pub fn summary(&self) -> String {
         if self.success() {
             return String::new();
@@ -114,9 +134,25 @@ impl Report {
         if let Some(f) = &self.flight {
             s.push_str(&format!("flight recorder, where each failing rank last was:\n{f}\n"));
         }
-        for r in &self.ranks {
-            if !r.success() {
-                let how = if r.killed_by_launcher { "killed by the launcher".to_string() } else { r.status() };
+        // The cause's section first.
+        let order =
+            self.first_failure.into_iter().chain((0..self.ranks.len()).filter(|&i| Some(i) != self.first_failure));
+        for i in order {
+            let r = &self.ranks[i];
+            if r.success() {
+                continue;
+            }
+            let how = if r.killed_by_launcher { "killed by the launcher".to_string() } else { r.status() };
+            // A rank that only stopped because of the cause says little of its own.
+            let victim = Some(i) != self.first_failure && (r.killed_by_launcher || r.code == Some(3));
+            let lines: Vec<&str> = r.output.lines().collect();
+            if victim && lines.len() > FOLDED {
+                s.push_str(&format!("--- rank {} ({how}; first {FOLDED} of {} lines) ---\n", r.rank, lines.len()));
+                for l in &lines[..FOLDED] {
+                    s.push_str(l);
+                    s.push('\n');
+                }
+            } else {
                 s.push_str(&format!("--- rank {} ({how}) ---\n{}", r.rank, r.output));
                 if !r.output.ends_with('\n') {
                     s.push('\n');
@@ -125,6 +161,33 @@ impl Report {
         }
         s
     }
+}
+
+/// Lines of a rank stopped because of another's failure shown in a summary.
+const FOLDED: usize = 4;
+
+/// A rank's own account of its failure in its output: dist's `[rank k] panicked at
+/// FILE:LINE: message` or `[rank k] error: …` line, else the standard panic message
+/// (`panicked at FILE:LINE:COL:` and the line after it).
+fn key_line(output: &str) -> Option<String> {
+    let lines: Vec<&str> = output.lines().collect();
+    let strip = |l: &str| match l.strip_prefix("[rank ") {
+        Some(rest) => rest.split_once("] ").map(|(_, t)| t.to_string()).unwrap_or_else(|| l.to_string()),
+        None => l.to_string(),
+    };
+    if let Some(l) =
+        lines.iter().find(|l| l.starts_with("[rank ") && (l.contains("] panicked at ") || l.contains("] error: ")))
+    {
+        return Some(strip(l));
+    }
+    let at = lines.iter().position(|l| l.contains(" panicked at "))?;
+    let head = lines[at].split_once(" panicked at ").map(|(_, w)| w.trim_end_matches(':')).unwrap_or(lines[at]);
+    Some(match lines.get(at + 1) {
+        Some(msg) if !msg.trim_start().starts_with(|c: char| c.is_ascii_digit()) => {
+            format!("panicked at {head}: {msg}")
+        }
+        _ => format!("panicked at {head}"),
+    })
 }
 
 /// Who caused a failed job, and what the peers said of it.
@@ -193,4 +256,20 @@ pub(crate) fn leftovers(
         })
         .collect();
     (results, Some(crate::verify::recorder::line_up(&dumps)).filter(|s| !s.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_line;
+
+    #[test]
+    fn a_ranks_own_account_is_found_in_its_output() {
+        let dist = "thread '<unnamed>' (7) panicked at tests/a.rs:9:5:\nboom\n   2: frame\n[rank 1] panicked at tests/a.rs:9: boom\n";
+        assert_eq!(key_line(dist).as_deref(), Some("panicked at tests/a.rs:9: boom"));
+        let err = "some output\n[rank 2] error: deadlock detected in recv at src/main.rs:4\n";
+        assert_eq!(key_line(err).as_deref(), Some("error: deadlock detected in recv at src/main.rs:4"));
+        let plain = "thread 'main' panicked at src/lib.rs:3:1:\nassertion failed: x\nnote: run with RUST_BACKTRACE=1\n";
+        assert_eq!(key_line(plain).as_deref(), Some("panicked at src/lib.rs:3:1: assertion failed: x"));
+        assert_eq!(key_line("nothing to see\n"), None);
+    }
 }
