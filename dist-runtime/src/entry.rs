@@ -74,7 +74,7 @@ pub fn test_comm<G: crate::group::Group>(world: crate::Comm<crate::World>) -> cr
 /// wrappers call).
 pub fn finish_entry<R: EntryReturn>(r: R) -> Result<Vec<u8>, Failure> {
     let v = r.into_outcome()?;
-    bincode::serialize(&v).map_err(|e| Failure { msg: format!("cannot serialise the entry's result: {e}"), code: 1 })
+    postcard::to_allocvec(&v).map_err(|e| Failure { msg: format!("cannot serialise the entry's result: {e}"), code: 1 })
 }
 
 /// Finds the entry registered for the function at `addr`.

@@ -1,4 +1,7 @@
-//! Collectives on serde values: each is a size exchange plus the byte collective.
+//! Collectives on serde values: each is a size exchange plus the byte collective. Values
+//! are encoded with postcard (compact; integers as variable-length, so a large array of
+//! integers encodes several times slower than it copies: send arrays with the typed ops,
+//! which never encode). Every rank runs the same program, so the format is private to it.
 
 use crate::comm::Comm;
 use crate::error::{Error, Result};
@@ -231,11 +234,11 @@ impl<G: Group> Comm<G> {
 }
 
 pub(crate) fn encode<V: serde::Serialize>(op: &'static str, v: &V) -> Result<Vec<u8>> {
-    bincode::serialize(v).map_err(|e| Error::Serde { op, msg: e.to_string() })
+    postcard::to_allocvec(v).map_err(|e| Error::Serde { op, msg: e.to_string() })
 }
 
 pub(crate) fn decode<V: serde::de::DeserializeOwned>(op: &'static str, b: &[u8]) -> Result<V> {
-    bincode::deserialize(b).map_err(|e| Error::Serde { op, msg: e.to_string() })
+    postcard::from_bytes(b).map_err(|e| Error::Serde { op, msg: e.to_string() })
 }
 
 pub(crate) fn split_decode<V: serde::de::DeserializeOwned>(

@@ -336,7 +336,7 @@ pub fn launch<R: crate::entry::EntryReturn>(
         .enumerate()
         .map(|(rank, v)| {
             let v = v.as_ref().ok_or_else(|| Error::backend("launch", format!("rank {rank} returned no result")))?;
-            bincode::deserialize(v).map_err(|e| Error::Serde { op: "launch", msg: e.to_string() })
+            postcard::from_bytes(v).map_err(|e| Error::Serde { op: "launch", msg: e.to_string() })
         })
         .collect()
 }
