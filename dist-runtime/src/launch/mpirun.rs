@@ -450,7 +450,13 @@ fn pump(
                 }
                 None => {
                     launcher.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(line.as_slice());
-                    text.clone()
+                    // (Open MPI's internal log lines after a rank's abort say nothing the
+                    // report does not: kept with mpirun's output, not shown.)
+                    if orte_noise(&text) {
+                        String::new()
+                    } else {
+                        text.clone()
+                    }
                 }
             };
             if !capture {
@@ -462,6 +468,13 @@ fn pump(
             line.clear();
         }
     })
+}
+
+/// Whether an untagged line of mpirun's is Open MPI's internal error log
+/// (`[host:123] [[4567,0],0] ORTE_ERROR_LOG: Data unpack would read past end of buffer in
+/// file util/show_help.c at line 501`), which it prints as the job ends after an abort.
+fn orte_noise(line: &str) -> bool {
+    line.contains("ORTE_ERROR_LOG:") || line.contains("PMIX_ERROR_LOG:") || line.contains("PRTE_ERROR_LOG:")
 }
 
 /// `[1,3]<stdout>:text` → (3, "text"). mpirun tags each write, so a line written in
@@ -477,6 +490,13 @@ fn parse_tag(line: &str) -> Option<(usize, String)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn open_mpis_internal_error_log_is_not_shown() {
+        let l = "[hostA:4821] [[61233,0],0] ORTE_ERROR_LOG: Data unpack would read past end of buffer in file util/show_help.c at line 501\n";
+        assert!(super::orte_noise(l));
+        assert!(!super::orte_noise("mpirun noticed that process rank 1 with PID 0 on node hostA exited on signal 9\n"));
+    }
+
     #[test]
     fn tags_are_parsed() {
         assert_eq!(super::parse_tag("[1,3]<stdout>:hello\n"), Some((3, "hello\n".into())));
