@@ -14,7 +14,7 @@
 # (tests/harness.rs, the tests that run on both backends).
 #
 # `scripts/two-hosts.sh --bench` runs, instead of the suites, the comparison over TCP:
-# ../shared/peers/run_all.sh (raw Open MPI) beside dist-bench --backend mpi, interleaved,
+# scripts/peers/run_all.sh (raw Open MPI) beside dist-bench --backend mpi, interleaved,
 # with ranks placed round-robin across the hosts (n = 2: one per host), results in
 # target/peers-tcp/summary.md.
 #
@@ -106,7 +106,7 @@ if [ "$mode" = --bench ]; then
   RESULTS=$root/target/peers-tcp RUNS=\${RUNS:-2} RANKS="\${RANKS:-2 4 8}" MAXB=\${MAXB:-16777216} \
     BUDGET=\${BUDGET:-0.15} SKIP_GLOO=1 SKIP_MEMCPY=1 \
     EXTRA_BENCH="distmpi=$root/target/release/dist-bench -n {n} --backend mpi --reps 3 --budget \${BUDGET:-0.15} --max-bytes \${MAXB:-16777216} --tsv" \
-    bash $root/../shared/peers/run_all.sh
+    bash $root/scripts/peers/run_all.sh
   exit 0
 fi
 echo "-- the serial-reference suites with ranks on both hosts"

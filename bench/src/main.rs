@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! dist-bench -n 4 --ops all_reduce,all_gather --max-bytes 64M
-//! dist-bench --nranks 4 --reps 3 --tsv      # the TSV of ../shared/peers (impl "dist", "dist-mpi" on MPI)
+//! dist-bench --nranks 4 --reps 3 --tsv      # the TSV of scripts/peers (impl "dist", "dist-mpi" on MPI)
 //! ```
 // The benchmark entry picks its dtype and ops from the command line (strings): what the
 // compile-time check cannot follow there is expected (its warnings are `deprecated` uses).
@@ -339,7 +339,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
             // iteration count and shares it. (Timing the warm-up itself counted a job's
             // first calls, tens of µs where the steady state is under one: loops of a few
             // thousand iterations at 8 B, each a few ms, where the ranks idle in a
-            // ping-pong falling asleep skewed the mean 1.5-3x. ../shared/peers/mpi_coll.c
+            // ping-pong falling asleep skewed the mean 1.5-3x. scripts/peers/mpi_coll.c
             // warms up with up to 50 calls.)
             for _ in 0..s.warmup.max(1) {
                 case.run(world)?;
@@ -385,7 +385,7 @@ fn run_all<T: BenchElem>(world: &Comm<World>, s: &Spec) -> dist_runtime::Result<
                 if me == 0 {
                     if s.tsv {
                         // The impl column names the backend past shm ("dist-mpi"), so one
-                        // interleaved run can hold both in ../shared/peers' summary.
+                        // interleaved run can hold both in scripts/peers' summary.
                         let backend = world.backend().to_string();
                         // `DIST_BENCH_NAME` names it otherwise (two settings in one run).
                         let imp = match std::env::var("DIST_BENCH_NAME") {
@@ -473,7 +473,7 @@ impl<T: BenchElem> Case<T> {
         let (a, b, count, bytes) = match op {
             // per-rank buffer of `count`
             "all_reduce" | "broadcast" => (count, 0, count, count * es),
-            // Sent from `a`, received into `b`, as ../shared/peers/mpi_coll.c times it (a
+            // Sent from `a`, received into `b`, as scripts/peers/mpi_coll.c times it (a
             // rank that received into the buffer it sends back would make the peer read
             // lines just written on another core: ~3x slower at 64 KiB on any transport).
             "pingpong" => (count, count, count, count * es),
@@ -696,7 +696,7 @@ impl<T: Element> std::ops::DerefMut for Host<T> {
     }
 }
 
-/// A zeroed buffer at a page boundary, as `../shared/peers/mpi_coll.c` allocates its own
+/// A zeroed buffer at a page boundary, as `scripts/peers/mpi_coll.c` allocates its own
 /// (`aligned_alloc(4096, …)`), so both columns of a comparison copy between buffers that
 /// sit alike. Where a copy's source and destination sit at different offsets within a
 /// cache line, the kernel's single-copy read and memcpy run slower: with Open MPI alone,
