@@ -1,9 +1,10 @@
 //! candle's tensors on a communicator, and the autograd-aware pieces of data- and
 //! tensor-parallel training (feature `candle`, CPU tensors).
 //!
-//! - [`TensorComm`]: `all_reduce`, `all_gather`, `broadcast` and `reduce_scatter` of a
-//!   [`Tensor`] on any `Comm<G>`, returning a new tensor (candle's storage is immutable);
-//!   the tensor's memory is read in place where it is contiguous.
+//! - [`TensorComm`]: `all_reduce`, `all_gather`, `broadcast`, `reduce_scatter`,
+//!   `all_to_all`, `send` and `recv` of a [`Tensor`] on any `Comm<G>`, returning new
+//!   tensors (candle's storage is immutable); the tensor's memory is read in place where
+//!   it is contiguous.
 //! - Megatron's conjugate operators as candle ops with a backward pass:
 //!   [`copy_to_group`] (`f`: identity forward, all-reduce of the gradient backward),
 //!   [`reduce_from_group`] (`g`: all-reduce forward, identity backward),
@@ -29,8 +30,10 @@
 //! second binding of CUDA; burn's backends wrap their own.
 
 use crate::comm::Comm;
+use crate::dtype::Element;
 use crate::group::Group;
 use crate::reduce_op::ReduceOp;
+use crate::tag::Tag;
 use candle_core::backend::BackendStorage;
 use candle_core::backprop::GradStore;
 use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor, Var};
@@ -100,6 +103,8 @@ enum Kind {
     Broadcast(usize),
     /// Reduce-scatter along the first dimension.
     ReduceScatter(ReduceOp),
+    /// All-to-all of the blocks of the first dimension.
+    AllToAll,
 }
 
 /// What the backward pass of an op does to the gradient of its result.
@@ -137,6 +142,14 @@ impl<G: Group> CollOp<G> {
                     );
                 }
                 *last /= n;
+            }
+            Kind::AllToAll => {
+                let first = *dims.first().ok_or_else(|| candle_core::Error::msg("dist: all_to_all of a scalar"))?;
+                if !first.is_multiple_of(n) {
+                    candle_core::bail!(
+                        "dist: the first dimension ({first}) does not divide among the {n} ranks of the group"
+                    );
+                }
             }
             Kind::ReduceScatter(_) => {
                 let first =
@@ -193,6 +206,11 @@ impl<G: Group> CollOp<G> {
                 self.comm.reduce_scatter(x, &mut out, op).map_err(err)?;
                 out
             }
+            Kind::AllToAll => {
+                let mut out = vec![T::default(); x.len()];
+                self.comm.all_to_all(x, &mut out).map_err(err)?;
+                out
+            }
         })
     }
 }
@@ -205,6 +223,7 @@ impl<G: Group> CustomOp1 for CollOp<G> {
             Kind::Split => "dist-split",
             Kind::Broadcast(_) => "dist-broadcast",
             Kind::ReduceScatter(_) => "dist-reduce-scatter",
+            Kind::AllToAll => "dist-all-to-all",
         }
     }
 
@@ -237,6 +256,18 @@ pub trait TensorComm {
     fn broadcast_tensor(&self, t: &Tensor, root: usize) -> Result<Tensor>;
     /// The reduction of every rank's tensor, block `r` of its first dimension on rank `r`.
     fn reduce_scatter_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor>;
+    /// Block `q` of the first dimension to rank `q`; the result holds, in rank order, the
+    /// block every rank sent this one (the same shape as `t`).
+    fn all_to_all_tensor(&self, t: &Tensor) -> Result<Tensor>;
+    /// Sends the tensor's elements (of the tag's element type, which must be its dtype).
+    fn send_tensor<T: Element + candle_core::WithDType>(&self, dst: usize, tag: Tag<T>, t: &Tensor) -> Result<()>;
+    /// Receives a tensor of `shape` sent with `tag` by `src` (`send_tensor`).
+    fn recv_tensor<T: Element + candle_core::WithDType>(
+        &self,
+        src: usize,
+        tag: Tag<T>,
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor>;
 }
 
 impl<G: Group> TensorComm for Comm<G> {
@@ -251,6 +282,24 @@ impl<G: Group> TensorComm for Comm<G> {
     }
     fn reduce_scatter_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor> {
         t.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.clone(), kind: Kind::ReduceScatter(op), bwd: None })
+    }
+    fn all_to_all_tensor(&self, t: &Tensor) -> Result<Tensor> {
+        t.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.clone(), kind: Kind::AllToAll, bwd: None })
+    }
+    fn send_tensor<T: Element + candle_core::WithDType>(&self, dst: usize, tag: Tag<T>, t: &Tensor) -> Result<()> {
+        let v = t.flatten_all()?.to_vec1::<T>()?;
+        self.send(dst, tag, &v).map_err(err)
+    }
+    fn recv_tensor<T: Element + candle_core::WithDType>(
+        &self,
+        src: usize,
+        tag: Tag<T>,
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let mut v = vec![T::from_f64(0.0); shape.elem_count()];
+        self.recv(src, tag, &mut v).map_err(err)?;
+        Tensor::from_vec(v, shape, &candle_core::Device::Cpu)
     }
 }
 

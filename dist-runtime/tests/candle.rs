@@ -62,6 +62,30 @@ fn tensor_collectives_match_serial_references(world: Comm<World>) {
     let part = world.reduce_scatter_tensor(&tall, ReduceOp::Sum).unwrap();
     let total = (1..n).fold(mat(2 * n, 3, 10), |acc, q| (acc + mat(2 * n, 3, q as u64 + 10)).unwrap());
     close("reduce_scatter", &part, &total.narrow(0, 2 * r, 2).unwrap());
+    // all_to_all: block q of the first dimension to rank q.
+    let blocks = Tensor::from_vec((0..n * 2).map(|i| (r * 100 + i) as f64).collect::<Vec<_>>(), (n, 2), &CPU).unwrap();
+    let got = world.all_to_all_tensor(&blocks).unwrap();
+    let want: Vec<f64> = (0..n).flat_map(|q| [(q * 100 + r * 2) as f64, (q * 100 + r * 2 + 1) as f64]).collect();
+    assert_eq!(got.flatten_all().unwrap().to_vec1::<f64>().unwrap(), want);
+    // send/recv around a ring, f32, with a typed tag (even ranks send first).
+    const T: Tag<f32> = Tag::new(3);
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let out = mat(2, 3, 20 + r as u64).to_dtype(DType::F32).unwrap();
+    if n > 1 {
+        let inn = if r % 2 == 0 {
+            world.send_tensor(next, T, &out).unwrap();
+            world.recv_tensor(prev, T, (2, 3)).unwrap()
+        } else {
+            let got = world.recv_tensor(prev, T, (2, 3)).unwrap();
+            world.send_tensor(next, T, &out).unwrap();
+            got
+        };
+        let want = mat(2, 3, 20 + prev as u64).to_dtype(DType::F32).unwrap();
+        assert_eq!(inn.to_vec2::<f32>().unwrap(), want.to_vec2::<f32>().unwrap());
+        // The tag's element type must be the tensor's.
+        let e = world.send_tensor(next, Tag::<f64>::new(4), &out).unwrap_err();
+        assert!(e.to_string().contains("dtype") || e.to_string().contains("mismatch"), "{e}");
+    }
     // An empty tensor.
     let empty = Tensor::zeros((0, 3), DType::F64, &CPU).unwrap();
     assert_eq!(world.all_reduce_tensor(&empty, ReduceOp::Sum).unwrap().dims(), &[0, 3]);
