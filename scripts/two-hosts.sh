@@ -142,13 +142,22 @@ for t in $tests; do
       grep -q '^\[rank [0-9]*\] error: cannot join the job: .*init' \$1 &&
         ! grep '^\[rank [0-9]*\] ' \$1 | grep -v 'error: cannot join the job: \|flight recorder\|^\[rank [0-9]*\]     ' | grep -q .
     }
-    at_init $work/test.log || { echo "   a failure other than a rank that could not join the job: not relaunched"; exit 1; }
+    # The same loss after init (seen twice in CI, ci10 and ci15 of 2026-11-29: in
+    # isend_irecv_to_everyone at 8 ranks, rank 1 posted its send to rank 2 and rank 2
+    # its receive from rank 1, both on the other host, and MPI delivered nothing in 48 s,
+    # not even the small header; the same for 0 and 3; nothing else failed): a failure
+    # whose every report is such a timeout is launched again too, under the same bound.
+    lost() {
+      grep -q 'not delivered by MPI\|MPI completes a large send only once it is received' \$1 &&
+        ! grep '^\[rank [0-9]*\] ' \$1 | grep -v 'not delivered by MPI\|MPI completes a large send only once it is received\|flight recorder\|^\[rank [0-9]*\]     ' | grep -q .
+    }
+    at_init $work/test.log || lost $work/test.log || { echo "   a failure other than a rank that could not join the job or a message MPI did not deliver: not relaunched"; exit 1; }
     for name in \$failed; do
       ok=
       for try in 1 2 3; do
         if timeout 600 \$t --exact "\$name" -q --test-threads 1 > $work/retry.log 2>&1; then ok=1; break; fi
         echo "   \$name: relaunch \$try failed:"; report $work/retry.log
-        at_init $work/retry.log || { echo "   a failure other than a rank that could not join the job"; exit 1; }
+        at_init $work/retry.log || lost $work/retry.log || { echo "   a failure other than a rank that could not join the job or a lost message"; exit 1; }
       done
       [ -n "\$ok" ] || { echo "   \$name failed its relaunches too"; exit 1; }
       echo "   \$name passed on relaunch \$try"
