@@ -51,42 +51,42 @@ macro_rules! with_elems {
             .contiguous_offsets()
             .ok_or_else(|| candle_core::Error::msg("dist: a tensor that is not contiguous (call .contiguous())"))?;
         match $storage {
-            CpuStorage::U8(s) => {
+            CpuStorage::U8(s) => CpuStorage::U8({
                 let $v = &s[a..b];
-                CpuStorage::U8($body)
-            }
-            CpuStorage::U32(s) => {
+                $body
+            }),
+            CpuStorage::U32(s) => CpuStorage::U32({
                 let $v = &s[a..b];
-                CpuStorage::U32($body)
-            }
-            CpuStorage::I16(s) => {
+                $body
+            }),
+            CpuStorage::I16(s) => CpuStorage::I16({
                 let $v = &s[a..b];
-                CpuStorage::I16($body)
-            }
-            CpuStorage::I32(s) => {
+                $body
+            }),
+            CpuStorage::I32(s) => CpuStorage::I32({
                 let $v = &s[a..b];
-                CpuStorage::I32($body)
-            }
-            CpuStorage::I64(s) => {
+                $body
+            }),
+            CpuStorage::I64(s) => CpuStorage::I64({
                 let $v = &s[a..b];
-                CpuStorage::I64($body)
-            }
-            CpuStorage::BF16(s) => {
+                $body
+            }),
+            CpuStorage::BF16(s) => CpuStorage::BF16({
                 let $v = &s[a..b];
-                CpuStorage::BF16($body)
-            }
-            CpuStorage::F16(s) => {
+                $body
+            }),
+            CpuStorage::F16(s) => CpuStorage::F16({
                 let $v = &s[a..b];
-                CpuStorage::F16($body)
-            }
-            CpuStorage::F32(s) => {
+                $body
+            }),
+            CpuStorage::F32(s) => CpuStorage::F32({
                 let $v = &s[a..b];
-                CpuStorage::F32($body)
-            }
-            CpuStorage::F64(s) => {
+                $body
+            }),
+            CpuStorage::F64(s) => CpuStorage::F64({
                 let $v = &s[a..b];
-                CpuStorage::F64($body)
-            }
+                $body
+            }),
             other => candle_core::bail!("dist: no dist element type for candle's {:?}", other.dtype()),
         }
     }};

@@ -31,11 +31,6 @@ impl Coll {
         })
     }
 
-    /// The kind a type's last path segment names.
-    pub(super) fn named(name: &str) -> Option<Coll> {
-        Coll::of(name)
-    }
-
     fn sorted(self) -> bool {
         matches!(self, Coll::BTreeMap | Coll::BTreeSet)
     }
@@ -103,7 +98,7 @@ pub(super) fn default_of<'a>(t: &syn::Type) -> Option<V<'a>> {
                 "Vec" | "VecDeque" => V::list(Vec::new()),
                 "Option" => V::Opt(None),
                 _ => {
-                    let kind = Coll::named(&name)?;
+                    let kind = Coll::of(&name)?;
                     empty(kind, type_args(&p.path).get(1).copied())
                 }
             })
@@ -141,7 +136,7 @@ fn key_value<'a>(t: &str) -> V<'a> {
 pub(super) fn typed<'a>(v: V<'a>, t: &syn::Type) -> V<'a> {
     let syn::Type::Path(p) = t else { return v };
     let Some(seg) = p.path.segments.last() else { return v };
-    let Some(kind) = Coll::named(&seg.ident.to_string()) else { return v };
+    let Some(kind) = Coll::of(&seg.ident.to_string()) else { return v };
     let args = type_args(&p.path);
     match v {
         // A map made empty: it learns its value type.
@@ -353,7 +348,7 @@ impl<'a> Interp<'a> {
                     // `Vec::new`, `BTreeSet::new`, `Default::default` as a function.
                     V::Name(n) => match n.rsplit("::").nth(1) {
                         Some("Vec" | "VecDeque") => V::list(Vec::new()),
-                        Some(t) if Coll::named(t).is_some() => empty(Coll::named(t).expect("checked"), None),
+                        Some(t) if Coll::of(t).is_some() => empty(Coll::of(t).expect("checked"), None),
                         _ if n.ends_with("default") => match value_default(&ty) {
                             Some(v) => v,
                             None => return Ok(None),

@@ -569,7 +569,7 @@ impl<'a> Interp<'a> {
 fn coll_of_path(path: &syn::Path) -> Option<(Coll, &syn::PathSegment)> {
     let n = path.segments.len();
     let seg = path.segments.iter().nth(n.checked_sub(2)?)?;
-    Some((Coll::named(&seg.ident.to_string())?, seg))
+    Some((Coll::of(&seg.ident.to_string())?, seg))
 }
 
 fn iter_fn(name: &str, f: &str) -> bool {
