@@ -660,6 +660,15 @@ impl PackageItems {
                     self.fns.entry(name).or_insert(g);
                 }
                 syn::Item::Const(c) => self.consts.push(c),
+                // `type Grads = BTreeMap<&'static str, Vec<f64>>`: `Grads::new()` and
+                // `Grads::from([..])` build the collection it names.
+                syn::Item::Type(t) => {
+                    if let syn::Type::Path(tp) = &*t.ty {
+                        if let Some(last) = tp.path.segments.last() {
+                            interp::note_alias(&t.ident.to_string(), &last.ident.to_string());
+                        }
+                    }
+                }
                 // Inherent impls, and trait impls of the package's types (`impl Default
                 // for Config`): `Config::default()` is followed like `Config::new()`.
                 syn::Item::Impl(imp) => {
@@ -679,6 +688,16 @@ impl PackageItems {
                 // `match` tells the variants apart (a schedule built as `Vec<Action>`).
                 syn::Item::Enum(en) => {
                     let name = &en.ident;
+                    // An enum of unit variants only (a mode from the command line): its
+                    // variants, for a value read from the program's inputs to take each.
+                    if !en.variants.is_empty() && en.variants.iter().all(|v| matches!(v.fields, syn::Fields::Unit)) {
+                        let vs = en.variants.iter().map(|v| &v.ident);
+                        if let Ok(marker) =
+                            syn::parse2::<ItemFn>(quote::quote! { fn __unit_variants() -> #name { [#(#vs),*] } })
+                        {
+                            self.fns.entry(format!("{name}::__unit_variants")).or_insert(marker);
+                        }
+                    }
                     for v in &en.variants {
                         let vid = &v.ident;
                         if let Ok(marker) = syn::parse2::<ItemFn>(quote::quote! { fn __enum() -> #name {} }) {

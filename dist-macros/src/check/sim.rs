@@ -7,6 +7,19 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// Problems found at world size `n`, each an error spanned at the call to fix.
 pub fn check(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
+    // `DIST_CHECK_DUMP=FILE`: every rank's events as the check saw them, per world
+    // size (for the check's developers: which lengths, roots and peers it held).
+    if let Some(path) = std::env::var_os("DIST_CHECK_DUMP") {
+        use std::io::Write;
+        if let Ok(mut out) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            for (r, t) in traces.iter().enumerate() {
+                let _ = writeln!(out, "== world size {n}, rank {r}");
+                for ev in t {
+                    let _ = writeln!(out, "{ev:?}");
+                }
+            }
+        }
+    }
     let mut errs = collectives(n, traces);
     errs.extend(unmatched(n, traces));
     if errs.is_empty() {
@@ -202,8 +215,13 @@ fn agreement_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
         Ev::Coll { root, .. } => root.map(|r| r.to_string()),
         _ => None,
     };
+    // (`PreMulSum(0.25)`: the op, and its scale where the check knows it.)
     let op = |e: &Ev| match e {
-        Ev::Coll { op, .. } => op.clone(),
+        Ev::Coll { op, .. } => op.as_ref().map(|o| o.split('(').next().unwrap_or(o).to_string()),
+        _ => None,
+    };
+    let scale = |e: &Ev| match e {
+        Ev::Coll { op: Some(o), .. } => o.split_once('(').map(|(_, s)| s.trim_end_matches(')').to_string()),
         _ => None,
     };
     let len = |e: &Ev| match e {
@@ -216,6 +234,7 @@ fn agreement_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
     };
     mismatch(&root, "root")
         .or_else(|| mismatch(&op, "op"))
+        .or_else(|| mismatch(&scale, "`PreMulSum` scale"))
         .or_else(|| mismatch(&len, "buffer length"))
         .or_else(|| mismatch(&counts, "count"))
 }

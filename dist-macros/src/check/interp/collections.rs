@@ -18,11 +18,23 @@ pub(super) enum Coll {
     HashSet,
 }
 
+thread_local! {
+    /// The package's type aliases: alias → the last segment of the type it names.
+    static ALIASES: std::cell::RefCell<std::collections::HashMap<String, String>> = Default::default();
+}
+
+/// Notes `type alias = ..::target<..>` (an alias of a collection builds that collection).
+pub fn note_alias(alias: &str, target: &str) {
+    ALIASES.with(|a| a.borrow_mut().insert(alias.to_string(), target.to_string()));
+}
+
 impl Coll {
     /// The kind a struct name stands for (`"BTreeMap"`, or `"BTreeMap|Vec<u32>"` with
     /// the map's value type).
     pub(super) fn of(ty: &str) -> Option<Coll> {
-        Some(match ty.split('|').next()? {
+        let name = ty.split('|').next()?;
+        let target = ALIASES.with(|a| a.borrow().get(name).cloned());
+        Some(match target.as_deref().unwrap_or(name) {
             "BTreeMap" => Coll::BTreeMap,
             "HashMap" => Coll::HashMap,
             "BTreeSet" => Coll::BTreeSet,

@@ -166,6 +166,16 @@ impl<'a> Interp<'a> {
                     return Ok(Some(V::Bool(items.contains(x))));
                 }
             }
+            // On a sorted list of known integers (`cols.binary_search(&k).ok()`, where this
+            // rank keeps column k): `Ok(index)`, or an `Err` (its insertion point is not
+            // followed).
+            ("binary_search", [V::Int(x)])
+                if items.iter().all(|i| matches!(i, V::Int(_)))
+                    && items.windows(2).all(|w| matches!((&w[0], &w[1]), (V::Int(a), V::Int(b)) if a <= b)) =>
+            {
+                let found = items.iter().position(|i| i == &V::Int(*x));
+                return Ok(Some(found.map_or(V::Err, |i| V::Int(i as i128))));
+            }
             ("first", _) => return Ok(Some(V::Opt(items.first().cloned().map(Box::new)))),
             ("last", _) => return Ok(Some(V::Opt(items.last().cloned().map(Box::new)))),
             ("sum", _) if items.iter().all(|i| matches!(i, V::Int(_))) => {

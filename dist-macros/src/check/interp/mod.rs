@@ -14,6 +14,7 @@
 //! communicate), `scopes.rs`, `elem.rs`.
 
 mod collections;
+pub use collections::note_alias;
 mod elem;
 mod eval;
 mod lists;

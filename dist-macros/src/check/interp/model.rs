@@ -320,13 +320,23 @@ impl<'a> Interp<'a> {
         }
         let op = match oi.and_then(|i| args.get(i)) {
             Some(V::Name(n)) => Some(n.clone()),
-            _ => oi.and_then(|i| mc.args.get(i)).and_then(|a| match a {
-                Expr::Call(call) => match &*call.func {
+            _ => match oi.and_then(|i| mc.args.get(i)) {
+                Some(Expr::Call(call)) => match &*call.func {
+                    // `PreMulSum(scale)` with a scale the check knows: the scale is part of
+                    // the op, which every rank must pass alike (`1.0 / rows` of each
+                    // rank's own rows is not).
+                    Expr::Path(p) if last_seg(&p.path) == "PreMulSum" && call.args.len() == 1 => {
+                        Some(match self.expr(&call.args[0])? {
+                            V::Float(x, _) => format!("PreMulSum({x:?})"),
+                            V::Int(x) => format!("PreMulSum({:?})", x as f64),
+                            _ => "PreMulSum".into(),
+                        })
+                    }
                     Expr::Path(p) => Some(last_seg(&p.path)),
                     _ => None,
                 },
                 _ => None,
-            }),
+            },
         };
         // The first buffer of these is the same length on every rank.
         let base = m.trim_end_matches("_async");

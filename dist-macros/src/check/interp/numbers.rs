@@ -52,6 +52,13 @@ pub(super) fn int_width(e: &Expr, f: Option<&syn::ItemFn>) -> Option<(u32, bool)
             | syn::BinOp::BitOr(_) => int_width(&b.left, f).or_else(|| int_width(&b.right, f)),
             _ => None,
         },
+        // A communicator's rank and size, a length or count: `usize`.
+        Expr::MethodCall(m)
+            if m.args.is_empty()
+                && matches!(m.method.to_string().as_str(), "rank" | "size" | "len" | "count" | "world_rank") =>
+        {
+            Some((64, false))
+        }
         Expr::MethodCall(m) => int_width(&m.receiver, f),
         Expr::Path(p) => {
             let name = p.path.get_ident()?.to_string();
@@ -71,6 +78,21 @@ pub(super) fn int_width(e: &Expr, f: Option<&syn::ItemFn>) -> Option<(u32, bool)
                         if matches!(&*pt.pat, syn::Pat::Ident(i) if i.ident == self.0) && self.1.is_none() {
                             self.1 = type_width(&pt.ty);
                         }
+                    }
+                    // (An untyped `let` of that name: its initialiser's type, where the
+                    // syntax says, through a tuple: `let (r, p) = (c.rank(), c.size())`.)
+                    if let (None, Some(init)) = (self.1, &l.init) {
+                        let named = |p: &syn::Pat| matches!(p, syn::Pat::Ident(i) if i.ident == self.0);
+                        self.1 = match (&l.pat, &*init.expr) {
+                            (p, e) if named(p) => int_width(e, None),
+                            (syn::Pat::Tuple(pt), Expr::Tuple(et)) if pt.elems.len() == et.elems.len() => pt
+                                .elems
+                                .iter()
+                                .zip(&et.elems)
+                                .find(|(p, _)| named(p))
+                                .and_then(|(_, e)| int_width(e, None)),
+                            _ => None,
+                        };
                     }
                     syn::visit::visit_local(self, l);
                 }

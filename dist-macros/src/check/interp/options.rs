@@ -26,6 +26,12 @@ impl<'a> Interp<'a> {
             ("ok", V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_) | V::Struct(..)) if args.is_empty() => {
                 return Ok(Some(V::Opt(Some(Box::new(recv.clone())))))
             }
+            ("is_ok" | "is_err", V::Err) if args.is_empty() => return Ok(Some(V::Bool(m == "is_err"))),
+            ("is_ok" | "is_err", V::Int(_) | V::Bool(_) | V::Tuple(_) | V::List(_) | V::Struct(..))
+                if args.is_empty() =>
+            {
+                return Ok(Some(V::Bool(m == "is_ok")))
+            }
             // Only a `Result` has `map_err`, and a result is its value here: an
             // `Option` inside it (`subgroup`'s) stays an `Option`.
             ("map_err", _) => return Ok(Some(recv.clone())),

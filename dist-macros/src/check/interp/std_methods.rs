@@ -426,7 +426,7 @@ impl<'a> Interp<'a> {
 /// Whether a method changes its receiver in place: `Some(true)` when it keeps the
 /// length (`fill`, `sort`), `Some(false)` when it may change it (`clear`, `extend`).
 /// `push` onto a list the check knows is followed exactly, so it is not here.
-fn mutates_receiver(method: &syn::Ident) -> Option<bool> {
+pub(super) fn mutates_receiver(method: &syn::Ident) -> Option<bool> {
     let m = method.to_string();
     match m.as_str() {
         "fill"

@@ -294,31 +294,64 @@ pub(super) fn written<T: ToTokens>(body: &T) -> std::rc::Rc<Vec<String>> {
 /// The places `body` assigns, changes through a method, or lends mutably: a variable
 /// (`x`), or a field of one (`self.next` for `self.next[i] = v`).
 fn written_uncached(body: &impl ToTokens) -> Vec<String> {
-    struct W(Vec<String>);
+    /// The places written, and the names the closures being visited bind (a closure's
+    /// `|(c, b)| *c += b` writes its own `c`, not a variable `c` outside it).
+    struct W(Vec<String>, Vec<Vec<String>>);
+    impl W {
+        fn add(&mut self, p: Option<String>) {
+            if let Some(p) = p {
+                let root = p.split(['.', '[']).next().unwrap_or_default();
+                if !self.1.iter().any(|names| names.iter().any(|n| n == root)) {
+                    self.0.push(p);
+                }
+            }
+        }
+    }
     impl<'ast> Visit<'ast> for W {
         fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
-            self.0.extend(place_path(&a.left));
+            self.add(place_path(&a.left));
             syn::visit::visit_expr_assign(self, a);
         }
         fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
             if is_compound_assign(&b.op) {
-                self.0.extend(place_path(&b.left));
+                self.add(place_path(&b.left));
             }
             syn::visit::visit_expr_binary(self, b);
         }
         fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
             if r.mutability.is_some() {
-                self.0.extend(place_path(&r.expr));
+                self.add(place_path(&r.expr));
             }
             syn::visit::visit_expr_reference(self, r);
         }
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            // Any method may take `&mut self` (push, iter_mut, fill …).
-            self.0.extend(place_path(&m.receiver));
+            // Any method may take `&mut self` (push, iter_mut, fill …). In a chain, the
+            // first call names the place (`c[a..b].iter_mut()`: its items, `v.drain(..)`:
+            // all of `v`); the calls after it act on what that returned. One that keeps
+            // its receiver's length (`iter_mut`, `fill`, `sort`) writes its items only.
+            if !matches!(strip_borrows(&m.receiver), Expr::MethodCall(_)) {
+                let keeps_length = super::std_methods::mutates_receiver(&m.method) == Some(true);
+                self.add(place_path(&m.receiver).map(
+                    |p| {
+                        if keeps_length && !p.ends_with("[]") {
+                            p + "[]"
+                        } else {
+                            p
+                        }
+                    },
+                ));
+            }
             syn::visit::visit_expr_method_call(self, m);
         }
+        fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+            let mut names = Vec::new();
+            c.inputs.iter().for_each(|p| pat_names(p, &mut names));
+            self.1.push(names);
+            syn::visit::visit_expr_closure(self, c);
+            self.1.pop();
+        }
     }
-    let mut w = W(Vec::new());
+    let mut w = W(Vec::new(), Vec::new());
     visit_tokens(body, &mut w);
     w.0.sort();
     w.0.dedup();
@@ -521,6 +554,122 @@ impl<'a> Interp<'a> {
         let v = self.reads_only_args(&f.block, &mut seen);
         PURE.with(|q| q.borrow_mut().insert(key, v));
         v
+    }
+
+    /// What a helper summarised past its quota returns when its body ends in an
+    /// expression that builds a value of a known shape from its locals (a tuple, an
+    /// array, `vec![..]`, a struct literal, `Grads::from([("w1", w1), ("b1", b1)])`): that
+    /// expression evaluated with the parameters as the caller passed them (those the body
+    /// does not reassign) and each local as data computed as the whole call's `summary`
+    /// is (each its own), so the shape, keys and lengths written in it are kept. `None`
+    /// where the tail names anything else, or is too long to evaluate.
+    pub(super) fn summarised_shape(
+        &mut self,
+        f: &'a ItemFn,
+        args: &[V<'a>],
+        summary: &V<'a>,
+        self_ty: Option<&str>,
+    ) -> Option<V<'a>> {
+        let Some(syn::Stmt::Expr(tail, None)) = f.block.stmts.last() else { return None };
+        let mut tail = tail;
+        if let Expr::Call(c) = tail {
+            if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Ok")) && c.args.len() == 1 {
+                tail = &c.args[0];
+            }
+        }
+        let shaped = match tail {
+            Expr::Tuple(_) | Expr::Array(_) | Expr::Struct(_) => true,
+            Expr::Macro(m) => m.mac.path.is_ident("vec"),
+            Expr::Call(c) => matches!(&*c.func, Expr::Path(p) if p.path.segments.len() == 2
+                && matches!(last_seg(&p.path).as_str(), "from" | "from_iter")),
+            _ => false,
+        };
+        if !shaped {
+            return None;
+        }
+        // The body's locals (any `let` of it) and the parameters.
+        struct Lets(Vec<String>);
+        impl<'ast> Visit<'ast> for Lets {
+            fn visit_local(&mut self, l: &'ast syn::Local) {
+                pat_names(&l.pat, &mut self.0);
+                syn::visit::visit_local(self, l);
+            }
+        }
+        let mut lets = Lets(Vec::new());
+        lets.visit_block(&f.block);
+        let mut params: Vec<String> = Vec::new();
+        for a in &f.sig.inputs {
+            match a {
+                FnArg::Typed(pt) => pat_names(&pt.pat, &mut params),
+                FnArg::Receiver(_) => params.push("self".into()),
+            }
+        }
+        // Every variable the tail reads (outside closures) is one of them.
+        struct Free(Vec<String>);
+        impl<'ast> Visit<'ast> for Free {
+            fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+                if let Some(i) = p.path.get_ident() {
+                    self.0.push(i.to_string());
+                }
+            }
+            fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+            fn visit_macro(&mut self, m: &'ast syn::Macro) {
+                let mut names = Vec::new();
+                ident_walk(m.tokens.clone(), &mut names);
+                self.0.extend(names);
+            }
+        }
+        let mut free = Free(Vec::new());
+        free.visit_expr(tail);
+        let known = |i: &String| {
+            lets.0.contains(i) || params.contains(i) || i.starts_with(|c: char| c.is_uppercase()) || i == "vec"
+        };
+        if !free.0.iter().all(known) {
+            return None;
+        }
+        let written = written(&f.block);
+        let exact = matches!(summary, V::Opaque { fp, .. } if value::is_exact(*fp));
+        let data = |name: &str| {
+            let salt = V::Name(name.to_string());
+            if exact {
+                V::derived(&[summary, &salt])
+            } else {
+                V::taint(&[summary, &salt])
+            }
+        };
+        let saved = std::mem::replace(&mut self.scopes, super::scopes::Scopes::new());
+        for (a, v) in f.sig.inputs.iter().zip(args) {
+            match a {
+                FnArg::Typed(pt) => {
+                    let mut names = Vec::new();
+                    pat_names(&pt.pat, &mut names);
+                    if names.iter().any(|n| written.iter().any(|w| w == n || w.starts_with(&format!("{n}.")))) {
+                        names.into_iter().for_each(|n| self.define(n.clone(), data(&n)));
+                    } else {
+                        self.bind(&pt.pat, v.clone());
+                    }
+                }
+                FnArg::Receiver(_) => self.define("self".into(), v.clone()),
+            }
+        }
+        for l in &lets.0 {
+            self.define(l.clone(), data(l));
+        }
+        if let Some(t) = self_ty {
+            self.self_ty.push(t.to_string());
+        }
+        self.fn_stack.push(f);
+        let key = tail as *const Expr as usize;
+        let r = self.quiet_region(key, false, false, |me| me.expr(tail));
+        self.fn_stack.pop();
+        if self_ty.is_some() {
+            self.self_ty.pop();
+        }
+        self.scopes = saved;
+        match r {
+            Some(Ok(v)) if !matches!(v, V::Opaque { .. }) && !v.has_comm() => Some(v),
+            _ => None,
+        }
     }
 
     /// What a helper summarised past its quota returns when its body ends in a struct
@@ -893,6 +1042,16 @@ pub(super) fn is_compound_assign(op: &syn::BinOp) -> bool {
 /// [`place_path`], for a receiver passed to a method (`km`, `self.model`).
 pub(super) fn place_path_of(e: &Expr) -> Option<String> {
     place_path(e).filter(|p| !p.contains("[]"))
+}
+
+/// `e` without the parentheses and borrows around it.
+fn strip_borrows(e: &Expr) -> &Expr {
+    match e {
+        Expr::Reference(r) => strip_borrows(&r.expr),
+        Expr::Paren(p) => strip_borrows(&p.expr),
+        Expr::Group(g) => strip_borrows(&g.expr),
+        _ => e,
+    }
 }
 
 fn place_path(e: &Expr) -> Option<String> {

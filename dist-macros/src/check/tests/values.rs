@@ -867,3 +867,96 @@ fn a_summarised_constructor_keeps_the_sizes_it_was_given() {
     let e = problems(&bad, "", 5);
     assert!(e.iter().any(|e| e.contains("out of range") && !e.contains("undecidable")), "{e:?}");
 }
+
+/// A slice with known bounds of data the check does not hold (a column of a matrix
+/// another crate loaded) has the range's length: a broadcast of the owner's
+/// multipliers (`col[k + 1..]`, the column found with `binary_search`) against the others' `vec![0.0; n - k - 1]` is followed,
+/// and a buffer one too long on the other ranks is found at the broadcast.
+#[test]
+fn a_slice_of_data_has_the_length_of_its_range() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        let n = 6;
+        let local: Vec<f64> = matrix_io::load_columns(n, world.rank());
+        for k in 0..n {
+            let owner = k % world.size();
+            let cols: Vec<usize> = (world.rank()..n).step_by(world.size()).collect();
+            let mut mult = match cols.binary_search(&k).ok() {
+                Some(c) => {
+                    let col = &local[c * n..(c + 1) * n];
+                    col[k + 1..].to_vec()
+                }
+                None => vec![0.0; n - k - 1 BUG],
+            };
+            world.broadcast(&mut mult, owner)?;
+        }
+        Ok(())
+    }"#;
+    for n in 1..=4 {
+        assert_eq!(problems(&src.replace(" BUG", ""), "", n), Vec::<String>::new(), "size {n}");
+    }
+    let e = problems(&src.replace(" BUG", " + 1"), "", 2);
+    assert!(e.len() == 1 && e[0].contains("broadcast") && e[0].contains("length"), "{e:?}");
+}
+
+/// A buffer a helper writes through `&mut [f64]` (a matrix product accumulated into
+/// `c.data`, row slice by row slice, too long for the check to follow item by item)
+/// keeps its length: a receive sized from another block's shape is found against the
+/// send.
+#[test]
+fn a_buffer_written_by_a_helper_keeps_its_length() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        fn gemm_acc(c: &mut [f64], a: &[f64], b: &[f64], m: usize, k: usize, n: usize) {
+            for i in 0..m {
+                for p in 0..k {
+                    let x = a[i * k + p];
+                    c[i * n..(i + 1) * n].iter_mut().zip(&b[p * n..(p + 1) * n]).for_each(|(c, b)| *c += x * b);
+                }
+            }
+        }
+        struct Block { rows: usize, cols: usize, data: Vec<f64> }
+        let cols = if world.rank() == 0 { 21 } else { 20 };
+        let mut c = Block { rows: 12, cols, data: vec![0.0; 12 * cols] };
+        for step in 0..2 {
+            let mut a = vec![0.0; 48];
+            if step == world.rank() {
+                a = matrix_io::panel(12, 4);
+            }
+            world.broadcast(&mut a, step)?;
+            let b: Vec<f64> = matrix_io::panel(4, cols);
+            gemm_acc(&mut c.data, &a, &b, 12, 4, cols);
+        }
+        if world.rank() == 1 {
+            world.send(0, Tag::<f64>::new(1), &c.data)?;
+        } else if world.rank() == 0 {
+            let mut part = vec![0.0; c.rows * LEN];
+            world.recv(1, Tag::<f64>::new(1), &mut part)?;
+        }
+        Ok(())
+    }"#;
+    assert_eq!(problems(&src.replace("LEN", "20"), "", 2), Vec::<String>::new());
+    let e = problems(&src.replace("LEN", "c.cols"), "", 2);
+    assert!(e.len() == 1 && e[0].contains("recv") && e[0].contains("element"), "{e:?}");
+}
+
+/// `ReduceOp::PreMulSum(scale)`: the scale is part of the op, the same on every rank.
+/// Scaled by the global row count it is; by each rank's own rows (10 rows over 3 ranks:
+/// 4, 3, 3), it is not, and the collective is an error naming the op.
+#[test]
+fn a_pre_multiplied_sum_compares_its_scale() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        let total = 10;
+        let (n, r) = (world.size(), world.rank());
+        let rows = total / n + usize::from(r < total % n);
+        let grads = vec![1.0f64; 3 * n];
+        let mut mine = vec![0.0f64; 3];
+        let scale = 1.0 / ROWS as f64;
+        world.reduce_scatter(&grads, &mut mine, ReduceOp::PreMulSum(scale))?;
+        Ok(())
+    }"#;
+    for n in 1..=4 {
+        assert_eq!(problems(&src.replace("ROWS", "total"), "", n), Vec::<String>::new(), "size {n}");
+    }
+    assert_eq!(problems(&src.replace("ROWS", "rows"), "", 2), Vec::<String>::new(), "5 and 5 rows");
+    let e = problems(&src.replace("ROWS", "rows"), "", 3);
+    assert!(e.len() == 1 && e[0].contains("reduce_scatter") && e[0].contains("`PreMulSum` scale 0.25"), "{e:?}");
+}

@@ -246,7 +246,10 @@ impl<'a> Interp<'a> {
         // parameters: `System { n, a, b }`'s `n`.)
         let summary = match (&summary, memo_args.as_ref().or(pure.then_some(&args_kept)), r.is_none()) {
             (V::Opaque { comm: false, .. }, Some(vals), true) => {
-                self.summarised_struct(f, vals, &summary, ty_name.as_deref()).unwrap_or(summary)
+                let vals = vals.clone();
+                self.summarised_shape(f, &vals, &summary, ty_name.as_deref())
+                    .or_else(|| self.summarised_struct(f, &vals, &summary, ty_name.as_deref()))
+                    .unwrap_or(summary)
             }
             _ => summary,
         };

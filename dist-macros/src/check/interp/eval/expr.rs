@@ -135,6 +135,21 @@ impl<'a> Interp<'a> {
                         V::opaque()
                     });
                 }
+                // A slice by a range the check holds of data it does not (`&a[c * n..(c + 1) * n]`
+                // of a matrix computed from the inputs): its length is the range's, as
+                // the slice panics otherwise; its items are the data's.
+                if let (V::Opaque { comm: false, .. } | V::Agreed | V::Uniform, V::Range(a, b)) = (&base, &i) {
+                    if 0 <= *a && a <= b && b - a <= REPEAT_BOUND {
+                        return Ok(V::list(
+                            (*a..*b)
+                                .map(|k| match &base {
+                                    V::Agreed | V::Uniform => base.clone(),
+                                    _ => V::derived(&[&base, &V::Int(k)]),
+                                })
+                                .collect(),
+                        ));
+                    }
+                }
                 Ok(match (base, i) {
                     // `args[1]`, `argv[i + 1]` in an argument loop: an input. (The check
                     // cannot tell a loop counter from a rank: `hosts[rank]` of a file read

@@ -207,11 +207,50 @@ impl<'a> Interp<'a> {
         })
     }
 
+    /// The variant an input matched against `arms` is in this run, where the arms name
+    /// an enum of the package whose variants are all units: in the run with inputs'
+    /// sample `s` and pattern `mode`, the variant `(s + mode) % count`, so the runs of
+    /// one world size take each of up to four variants.
+    fn input_variant(&self, arms: &[syn::Arm]) -> Option<V<'a>> {
+        fn named(p: &Pat) -> Option<&syn::Path> {
+            match p {
+                Pat::Path(p) => Some(&p.path),
+                Pat::Ident(i) if i.subpat.is_none() => None,
+                Pat::Or(o) => o.cases.iter().find_map(named),
+                _ => None,
+            }
+        }
+        let en = arms.iter().find_map(|a| named(&a.pat).and_then(|p| self.enum_of(&last_seg(p))))?;
+        let marker = self.file_fns.get(&format!("{en}::__unit_variants"))?;
+        let Some(syn::Stmt::Expr(Expr::Array(list), _)) = marker.block.stmts.first() else { return None };
+        let names: Vec<String> = list
+            .elems
+            .iter()
+            .filter_map(|e| match e {
+                Expr::Path(p) => Some(last_seg(&p.path)),
+                _ => None,
+            })
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
+        let k = (crate::check::interp::uniform_number() as usize + crate::check::interp::agreed_mode() as usize)
+            % names.len();
+        Some(V::Struct(format!("{en}::{}", names[k]), Vec::new()))
+    }
+
     pub(in crate::check::interp) fn match_expr(&mut self, m: &'a syn::ExprMatch) -> R<'a> {
         let accessor = self.mut_accessor(&m.expr)?;
         let v = match &accessor {
             Some((_, _, v)) => v.clone(),
             None => self.expr(&m.expr)?,
+        };
+        // A value of the package's enum of unit variants read from the program's inputs
+        // (`--algo bitonic` parsed into `Algo::Bitonic`): the same on every rank, and
+        // one of its variants, each taken in some run.
+        let v = match v {
+            V::Uniform => self.input_variant(&m.arms).unwrap_or(V::Uniform),
+            v => v,
         };
         let mut unknown: Vec<Branch<'a>> = Vec::new();
         let mut unknown_arms: Vec<&'a syn::Arm> = Vec::new();
