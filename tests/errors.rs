@@ -122,6 +122,34 @@ fn mismatched_lengths_and_ops_are_caught(world: Comm<World>) {
     let root = if world.rank() == 0 { 0 } else { 1 };
     let e = world.broadcast(&mut [1u8], root).unwrap_err().to_string();
     assert!(e.contains("root=0") && e.contains("root=1"), "{e}");
+    // A `PreMulSum` whose scale differs names both scales.
+    let scale = if world.rank() == 0 { 0.5 } else { 0.25 };
+    let e = world.all_reduce(&mut [1.0f64], ReduceOp::PreMulSum(scale)).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e, Error::Mismatch { .. }) && msg.contains("premulsum(0.5)") && msg.contains("premulsum(0.25)"),
+        "{msg}"
+    );
+    // A `_v` collective is named as written.
+    let counts: Vec<usize> = (0..world.size()).map(|r| r + usize::from(world.rank() == 1 && r == 0)).collect();
+    let mine = vec![1i32; counts[world.rank()]];
+    let mut all = vec![0i32; counts.iter().sum()];
+    let got = if world.rank() == 0 { Some(&mut all[..]) } else { None };
+    let msg = world.gather_v(&mine, got, &counts, 0).unwrap_err().to_string();
+    assert!(msg.contains("gather_v(i32"), "{msg}");
+}
+
+/// The halves of a `sendrecv` are named `sendrecv` in its errors (the line holds no
+/// `batch` or `recv` call).
+#[dist_runtime::test(ranks = [2])]
+fn sendrecv_errors_name_sendrecv(world: Comm<World>) {
+    invalid(world.sendrecv(2, T, &[1.0], 0, &mut [0.0]), &["invalid argument to sendrecv", "out of range"]);
+    if world.rank() == 0 {
+        world.sendrecv(1, T, &[1.0; 4], 1, &mut [0.0; 4]).unwrap();
+    } else {
+        let e = world.sendrecv(0, T, &[2.0; 4], 0, &mut [0.0; 5]).unwrap_err().to_string();
+        assert!(e.contains("invalid argument to sendrecv") && e.contains("receives 5 × f32"), "{e}");
+    }
 }
 
 /// Ranks whose calls disagree across a backend's size thresholds (on MPI, small

@@ -151,6 +151,35 @@ thread_local! {
 }
 
 thread_local! {
+    /// The user's call the point-to-point ops on this thread run for, where it is not
+    /// the op itself (`sendrecv`, which posts a send and a receive as one batch).
+    static USER_OP: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// The name to give a point-to-point op (`recv`, `send`, `batch`) in errors and wait
+/// records: the user's call it runs for ([`AsUserOp`]), else `op` itself.
+pub(crate) fn user_op(op: &'static str) -> &'static str {
+    USER_OP.with(|u| u.get()).unwrap_or(op)
+}
+
+/// While it lives, the point-to-point ops of this thread are named `name` ([`user_op`]):
+/// a deadlock names the `sendrecv` the user wrote, not the receive inside it. (A guard,
+/// not a closure, so `#[track_caller]` still reaches the user's line.)
+pub(crate) struct AsUserOp(Option<&'static str>);
+
+impl AsUserOp {
+    pub(crate) fn new(name: &'static str) -> AsUserOp {
+        AsUserOp(USER_OP.with(|u| u.replace(Some(name))))
+    }
+}
+
+impl Drop for AsUserOp {
+    fn drop(&mut self) {
+        USER_OP.with(|u| u.set(self.0));
+    }
+}
+
+thread_local! {
     /// How many errors ops on this thread have handed their callers.
     static HANDED_OUT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -287,6 +316,15 @@ impl std::fmt::Display for Site {
             write!(f, ", called from {c}")?;
         }
         Ok(())
+    }
+}
+
+/// A rank of `comm` as messages name it: "rank 2" on the world, "world rank 5 (rank 1 of
+/// Dp{1,5})" in a group, so one sentence never mixes the two numberings.
+pub(crate) fn rank_text(rank: usize, comm: &str) -> String {
+    match world_rank_in(comm, rank) {
+        Some(w) if comm != "World" => format!("world rank {w} (rank {rank} of {comm})"),
+        _ => format!("rank {rank}"),
     }
 }
 

@@ -203,8 +203,11 @@ impl Op {
                 Some(ReduceOp::User(u)) => {
                     format!("op=user reduction {:?} #{:x}", u.name(), self.reduce_code() >> 8 & 0xffff)
                 }
+                Some(ReduceOp::PreMulSum(s)) => format!("op=premulsum({s:?})"),
                 _ => match ReduceOp::name_of_code(self.reduce_code()) {
                     "a user reduction" => format!("op=a user reduction #{:x}", self.reduce_code() >> 8 & 0xffff),
+                    // (A peer's scale, from the bits its code carries.)
+                    "premulsum" => format!("op=premulsum({:?})", ReduceOp::premul_scale_of_code(self.reduce_code())),
                     name => format!("op={name}"),
                 },
             });

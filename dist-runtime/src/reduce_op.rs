@@ -279,6 +279,11 @@ impl ReduceOp {
         }
     }
 
+    /// The scale of the `PreMulSum` whose [`code`](Self::code) is `code`.
+    pub(crate) fn premul_scale_of_code(code: u64) -> f64 {
+        f64::from_bits((code ^ 6).rotate_right(8))
+    }
+
     /// A stable code for fingerprints (bit pattern of the scalar included).
     pub(crate) fn code(&self) -> u64 {
         match self {

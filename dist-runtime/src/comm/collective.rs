@@ -430,7 +430,8 @@ impl<G: Group> Comm<G> {
         self.check_len(name, "send", send.elems(), counts[self.rank()], "counts[rank]")?;
         self.check_len(name, "recv", recv.elems(), counts.iter().sum(), "the sum of counts")?;
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
-        let fp = Op::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts));
+        let fp =
+            Op::new(OpKind::AllGather).dtype(T::DTYPE).count(counts.iter().sum()).extra(hash_usizes(counts)).varying();
         self.gather_on(&self.cx(name, fp), send.view(), Some(recv.view_mut()), bc, later)
     }
 
@@ -542,7 +543,8 @@ impl<G: Group> Comm<G> {
         }
         let bc: Vec<usize> = counts.iter().map(|c| c * T::DTYPE.size()).collect();
         let mut fp = Op::new(OpKind::Gather).dtype(T::DTYPE).root(root);
-        fp = if v { fp.count(counts.iter().sum()).extra(hash_usizes(counts)) } else { fp.count(send.elems()) };
+        fp =
+            if v { fp.count(counts.iter().sum()).extra(hash_usizes(counts)).varying() } else { fp.count(send.elems()) };
         self.gather_on(&self.cx(op, fp), send.view(), recv.map(|r| r.view_mut()), bc, later)
     }
 
@@ -628,7 +630,8 @@ impl<G: Group> Comm<G> {
                 self.check_counts(name, c)?;
                 self.check_len(name, "recv", k, c[self.rank()], "counts[rank]")?;
                 let total = c.iter().sum();
-                let fp = Op::new(OpKind::Scatter).dtype(T::DTYPE).count(total).root(root).extra(hash_usizes(c));
+                let fp =
+                    Op::new(OpKind::Scatter).dtype(T::DTYPE).count(total).root(root).extra(hash_usizes(c)).varying();
                 (c.iter().map(|x| x * es).collect(), total, fp, false)
             }
         };
@@ -767,7 +770,7 @@ impl<G: Group> Comm<G> {
                 self.check_counts(name, c)?;
                 self.check_len(name, "recv", k, c[self.rank()], "counts[rank]")?;
                 self.check_len(name, "send", send.elems(), c.iter().sum(), "the sum of counts")?;
-                (c.iter().map(|x| x * es).collect(), fp.count(c.iter().sum()).extra(hash_usizes(c)))
+                (c.iter().map(|x| x * es).collect(), fp.count(c.iter().sum()).extra(hash_usizes(c)).varying())
             }
         };
         let fp = self.cx(name, fp);

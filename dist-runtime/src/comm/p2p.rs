@@ -197,7 +197,10 @@ impl<G: Group> Comm<G> {
         src: usize,
         recv: &mut R,
     ) -> Result<()> {
-        self.batch(|b| {
+        // (Errors and wait records name the `sendrecv`, not the batch or the receive
+        // inside it.)
+        let _named = crate::error::AsUserOp::new("sendrecv");
+        self.batch_as("sendrecv", |b| {
             b.send(dst, tag, send);
             b.recv(src, tag, recv);
         })
@@ -324,12 +327,18 @@ impl<G: Group> Comm<G> {
     /// ```
     #[track_caller]
     pub fn batch<'b>(&self, f: impl FnOnce(&mut Batch<'b>)) -> Result<()> {
+        self.batch_as("batch", f)
+    }
+
+    /// [`batch`](Self::batch), named `name` in errors and the flight recorder.
+    #[track_caller]
+    fn batch_as<'b>(&self, name: &'static str, f: impl FnOnce(&mut Batch<'b>)) -> Result<()> {
         let site = Site::caller();
-        let b = self.collect_batch("batch", f)?;
+        let b = self.collect_batch(name, f)?;
         if !b.dev.is_empty() {
-            return self.p2p_device("batch", b.dev)?.wait();
+            return self.p2p_device(name, b.dev)?.wait();
         }
-        self.recorded("batch", site, || self.host_batch(site, b))
+        self.recorded(name, site, || self.host_batch(site, b))
     }
 
     /// The ops `f` adds, with their peers checked and host and device buffers unmixed.

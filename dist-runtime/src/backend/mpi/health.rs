@@ -389,9 +389,9 @@ impl Watch {
                 };
                 if now.duration_since(since) >= crate::verify::deadlock::CONFIRM {
                     let reason = format!(
-                        "left {} (returned from its entry) while rank {} still waits on it in {op} at {}",
+                        "left {} (returned from its entry) while {} still waits on it in {op} at {}",
                         c.name,
-                        c.rank,
+                        crate::error::rank_text(c.rank, &c.name),
                         site.with_callers()
                     );
                     return Err(crate::verify::failure::peer_left(c.local_of(q), c.name.clone(), reason));

@@ -292,7 +292,7 @@ fn wait_all(c: &MpiComm, site: Site, dst: usize, tag: u32, reqs: &mut [ffi::MPI_
         )
     };
     for r in reqs {
-        c.poll(super::Wait::Send { dst, tag }, "send", site, &waiting_for, || {
+        c.poll(super::Wait::Send { dst, tag }, crate::error::user_op("send"), site, &waiting_for, || {
             let mut flag: c_int = 0;
             // SAFETY: a live request of this process.
             call("MPI_Test", || unsafe { ffi::MPI_Test(r, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
@@ -676,7 +676,7 @@ fn probe(c: &MpiComm, site: Site, src: usize, tag: u32) -> Result<(ffi::MPI_Mess
     let mut found = None;
     let waiting_for =
         || format!("a message from rank {src} with tag {tag} (none arrived: not sent, or not delivered by MPI)");
-    c.poll(super::Wait::Recv { src: Some(src), tag }, "recv", site, &waiting_for, || {
+    c.poll(super::Wait::Recv { src: Some(src), tag }, crate::error::user_op("recv"), site, &waiting_for, || {
         found = try_probe(c, src, tag)?;
         Ok(found.is_some())
     })?;
@@ -720,12 +720,13 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), src as c_int, tag as c_int, c.comm, &mut req) })?;
     let waiting_for =
         || format!("a message from rank {src} with tag {tag} (none arrived: not sent, or not delivered by MPI)");
-    let done = c.poll(super::Wait::Recv { src: Some(src), tag }, "recv", site, &waiting_for, || {
-        let mut flag: c_int = 0;
-        // SAFETY: a live request; `st` written by MPI.
-        call("MPI_Test", || unsafe { ffi::MPI_Test(&mut req, &mut flag, &mut st) })?;
-        Ok(flag != 0)
-    });
+    let done =
+        c.poll(super::Wait::Recv { src: Some(src), tag }, crate::error::user_op("recv"), site, &waiting_for, || {
+            let mut flag: c_int = 0;
+            // SAFETY: a live request; `st` written by MPI.
+            call("MPI_Test", || unsafe { ffi::MPI_Test(&mut req, &mut flag, &mut st) })?;
+            Ok(flag != 0)
+        });
     if let Err(e) = done {
         // SAFETY: cancelling and completing our own pending receive.
         let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(&mut req) });
@@ -886,7 +887,7 @@ fn fits(c: &MpiComm, site: Site, src: usize, tag: u32, h: &[u8], dtype: DType, w
     }
     let at = sender_site(h);
     Err(Error::InvalidArgument {
-        op: "recv",
+        op: crate::error::user_op("recv"),
         msg: format!(
             "rank {} receives {} × {dtype} with tag {tag} from rank {src} on {}, but rank {src} sent {} \
              ({at}); the receive buffer must match the message exactly",

@@ -89,9 +89,9 @@ impl ShmComm {
                 segment::FAILED => Some(read_reason(&self.seg, r)),
                 segment::FINISHED => {
                     let reason = format!(
-                        "left {} (returned from its entry) while rank {} still waits on it in {op} at {}",
+                        "left {} (returned from its entry) while {} still waits on it in {op} at {}",
                         self.name,
-                        self.rank,
+                        crate::error::rank_text(self.rank, &self.name),
                         site.with_callers()
                     );
                     return Err(crate::verify::failure::peer_left(r, self.name.clone(), reason));

@@ -126,7 +126,11 @@ impl<'a> Interp<'a> {
             let communicated = self.events.len() != ne || self.comms.len() != nc;
             if communicated {
                 let what = match &self.events[ne..].first() {
-                    Some(ev) => format!("`{}` under a condition that depends on data", ev.call()),
+                    // (Where the op is, when it is in a helper: the construct's own span
+                    // is the condition's.)
+                    Some(ev) => {
+                        format!("`{}`{} under a condition that depends on data", ev.call(), ev.site().helper_note())
+                    }
                     None => "a communicator created under a condition that depends on data".into(),
                 };
                 self.scopes = before_scopes;

@@ -563,7 +563,7 @@ pub(super) fn check_fit(c: &ShmComm, t: &Target<'_>, hdr: &Header) -> Result<()>
             });
         }
         return Err(Error::InvalidArgument {
-            op: "recv",
+            op: crate::error::user_op("recv"),
             site: t.site,
             msg: format!(
                 "rank {} receives {} × {} with tag {tag} from rank {src} on {}, but rank {src} sent {} \

@@ -110,11 +110,12 @@ fn drive(
 ) -> Result<()> {
     let started = Instant::now();
     let me = c.rank;
+    let name = crate::error::user_op(op);
     let waiting = move || {
         if op == "recv" {
-            format!("rank {me} waits in recv from rank {peer} ({site})")
+            format!("rank {me} waits in {name} from rank {peer} ({site})")
         } else {
-            format!("rank {me} waits in send to rank {peer} ({site}), which is not receiving")
+            format!("rank {me} waits in {name} to rank {peer} ({site}), which is not receiving")
         }
     };
     let blocked = std::cell::Cell::new(false);
@@ -124,10 +125,10 @@ fn drive(
         &c.bell(me),
         c.pace(),
         || done(p),
-        || c.health(&mut std::iter::once(peer), op, site, started, &waiting, &ws),
+        || c.health(&mut std::iter::once(peer), name, site, started, &waiting, &ws),
         || {
             blocked.set(true);
-            c.mark_wait(kind, peer as u32, op, site);
+            c.mark_wait(kind, peer as u32, name, site);
         },
     );
     if blocked.get() {
