@@ -5,7 +5,8 @@ Each program under the corpus is an ordinary crate of several files. For each:
   - the clean program must build with no error (its warnings, if any, are reported:
     what the check could not follow), and, with --run, run at the sizes it lists in
     corpus.json and print its OK line (it compares itself with a serial reference);
-  - each planted bug in bugs.json (a text replacement in one file) is compiled, and
+  - each planted bug in bugs.json (a text replacement in one file; its communicating call
+    at `op_line` of that file, or of `op_file` when the call is in another) is compiled, and
     what the check says is compared with the bug's `expect`: "rejected" (a compile
     error naming the file and line of the communicating call, `src/pipeline.rs:42`, or
     spanned there), "rejected_elsewhere" (an error at another call), or "open" (not
@@ -100,7 +101,7 @@ for name in names:
         rc, out = cargo(src, "check", "--quiet")
         open(path, "w").write(text)
         errors = [l for l in out.splitlines() if l.startswith("error")]
-        where = f"{b['file']}:{b['op_line']}"
+        where = f"{b.get('op_file', b['file'])}:{b['op_line']}"
         named = any(where in l for l in errors) or f"--> {where}:" in out
         got = "rejected" if rc != 0 and named else ("rejected_elsewhere" if rc != 0 else "open")
         want = b.get("expect", "rejected")

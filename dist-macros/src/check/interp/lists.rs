@@ -4,6 +4,18 @@
 use super::*;
 use syn::ExprMethodCall;
 
+thread_local! {
+    /// Set when a list method stored its receiver's new value exactly (`v.extend(..)`
+    /// on a list the check holds): the caller does not forget it after
+    /// ([`take_stored`]).
+    static STORED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the last list method stored its receiver exactly (and clears it).
+pub(super) fn take_stored() -> bool {
+    STORED.with(|s| s.replace(false))
+}
+
 impl<'a> Interp<'a> {
     /// `recv.m(args)` where `recv` holds `items`: `Some(value)` where the check follows
     /// the method, `None` to fall back to the generic rule (data computed from the
@@ -233,6 +245,83 @@ impl<'a> Interp<'a> {
                     }
                 }
                 return Ok(Some(V::list(out)));
+            }
+            // `take_while` / `skip_while`: the prefix its closure holds for, or what follows.
+            ("take_while" | "skip_while", [f]) => {
+                let f = f.clone();
+                let mut k = items.len();
+                for (i, x) in items.iter().cloned().enumerate() {
+                    match self.apply_fn(&f, x)? {
+                        V::Bool(true) => {}
+                        V::Bool(false) => {
+                            k = i;
+                            break;
+                        }
+                        other => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                let part = if m == "take_while" { items[..k].to_vec() } else { items[k..].to_vec() };
+                return Ok(Some(V::list(part)));
+            }
+            // `max_by_key` / `min_by_key` with integer keys: the last largest, the first
+            // smallest, as the standard library picks.
+            ("max_by_key" | "min_by_key", [f]) => {
+                let f = f.clone();
+                let mut best: Option<(i128, V<'a>)> = None;
+                for x in items.iter().cloned() {
+                    match self.apply_fn(&f, x.clone())? {
+                        V::Int(key) => {
+                            let better = match &best {
+                                None => true,
+                                Some((b, _)) if m == "max_by_key" => key >= *b,
+                                Some((b, _)) => key < *b,
+                            };
+                            if better {
+                                best = Some((key, x));
+                            }
+                        }
+                        other => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(V::Opt(best.map(|(_, x)| Box::new(x)))));
+            }
+            // A list the check holds, changed in place and stored back where it lives
+            // (`order.extend(..)`, `v.truncate(k)`, `v.pop()`, `v.insert(i, x)`).
+            ("extend" | "extend_from_slice" | "append" | "truncate" | "clear" | "pop" | "insert" | "remove", _)
+                if matches!(recv, V::List(_))
+                    && matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_) | Expr::MethodCall(_)) =>
+            {
+                let mut l = items.to_vec();
+                let out = match (m, args) {
+                    ("extend" | "extend_from_slice" | "append", [more]) => match iter_items(more) {
+                        Some(more) if l.len() + more.len() <= LIST_BOUND as usize => {
+                            l.extend(more.iter().cloned());
+                            Some(V::Unit)
+                        }
+                        _ => None,
+                    },
+                    ("truncate", [V::Int(k)]) if *k >= 0 => {
+                        l.truncate(usize::try_from(*k).unwrap_or(usize::MAX));
+                        Some(V::Unit)
+                    }
+                    ("clear", []) => {
+                        l.clear();
+                        Some(V::Unit)
+                    }
+                    ("pop", []) => Some(V::Opt(l.pop().map(Box::new))),
+                    ("insert", [V::Int(i), x]) if *i >= 0 && *i <= l.len() as i128 => {
+                        l.insert(*i as usize, x.clone());
+                        Some(V::Unit)
+                    }
+                    ("remove", [V::Int(i)]) if *i >= 0 && *i < l.len() as i128 => Some(l.remove(*i as usize)),
+                    _ => None,
+                };
+                if let Some(out) = out {
+                    if self.store(&mc.receiver, V::list(l)).is_ok() {
+                        STORED.with(|s| s.set(true));
+                        return Ok(Some(out));
+                    }
+                }
             }
             ("push", [x]) => {
                 if let V::List(mut l) = recv {

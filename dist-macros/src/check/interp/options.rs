@@ -57,6 +57,14 @@ impl<'a> Interp<'a> {
                     return Ok(Some(recv.clone()));
                 }
             }
+            // `Result::map` / `and_then` on a result's value (`gather_v(..).map(|()| None)`):
+            // a unit, number, bool or struct has no other `map`.
+            ("map" | "and_then", V::Unit | V::Int(_) | V::Bool(_) | V::Struct(..))
+                if args.len() == 1 && matches!(args[0], V::Closure(_)) =>
+            {
+                return self.apply_fn(&args[0], recv.clone()).map(Some);
+            }
+            ("map" | "and_then", V::Err) if args.len() == 1 => return Ok(Some(V::Err)),
             ("map", V::Opt(x)) if args.len() == 1 => {
                 return Ok(Some(match x {
                     Some(x) => V::Opt(Some(Box::new(self.apply_fn(&args[0], (**x).clone())?))),

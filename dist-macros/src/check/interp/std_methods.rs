@@ -66,6 +66,30 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+        // `v.resize(k, fill)` / `resize_with(k, f)` with `k` known: a list of `k` items
+        // (the old ones, then the fill; on data the check does not hold, `k` items of it).
+        if matches!(m.as_str(), "resize" | "resize_with")
+            && mc.args.len() == 2
+            && matches!(recv, V::List(_) | V::Opaque { comm: false, .. })
+        {
+            let (k, fill) = (self.expr(&mc.args[0])?, self.expr(&mc.args[1])?);
+            if let V::Int(k) = k {
+                if (0..=REPEAT_BOUND).contains(&k) && !fill.has_comm() {
+                    let fill = if m == "resize" { fill } else { V::derived(&[&fill]) };
+                    let items = match &recv {
+                        V::List(items) => {
+                            let mut v = items.to_vec();
+                            v.resize(k as usize, fill);
+                            v
+                        }
+                        _ => (0..k).map(|i| V::derived(&[&recv, &fill, &V::Int(i)])).collect(),
+                    };
+                    if self.store(&mc.receiver, V::list(items)).is_ok() {
+                        return Ok(V::Unit);
+                    }
+                }
+            }
+        }
         // (`push` onto data the check cannot see into: what was pushed is in it now.)
         let pushed_onto_data =
             matches!(recv, V::Opaque { comm: false, .. }) && matches!(m.as_str(), "push" | "push_back");
@@ -76,7 +100,13 @@ impl<'a> Interp<'a> {
         let exact_in = value::exact_class(&recv)
             && root.as_deref().and_then(|r| self.lookup(r)).is_some_and(value::exact_class)
             && mc.args.iter().all(|a| !matches!(a, Expr::Closure(_)));
+        lists::take_stored();
         let r = self.std_method(e, mc, recv, &m)?;
+        // (A list method that stored its receiver exactly: nothing to forget.)
+        if lists::take_stored() {
+            self.clobber_loans(&mc.args, false);
+            return Ok(r);
+        }
         // (The arguments are in the result: the generic rule computes it from them and
         // the receiver, exactly only where all of them are.)
         let exact_in = exact_in && value::exact_class(&r) && !matches!(r, V::Unit);

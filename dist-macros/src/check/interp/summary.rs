@@ -31,11 +31,12 @@ const CONCRETE_BUDGET: u64 = 1_000_000;
 thread_local! {
     /// `may_communicate` by the address of the syntax node, for one check (`reset`).
     static QUIET: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
-    /// Quiet regions (by the address of their syntax) that ran out of steps in this check:
-    /// summarised at once on the next ranks and world sizes (always sound: running one
-    /// only adds precision; and a region too dear at one size is data processing, whose
-    /// result a size where it was summarised already showed the check can do without),
-    /// so a training loop's arithmetic costs one rank's quota per check.
+    /// Quiet regions (by the address of their syntax and the run's sample of the
+    /// program's inputs) that ran out of steps in this check: summarised at once on the
+    /// next ranks and world sizes of runs with that sample (always sound: running one only
+    /// adds precision), so a training loop's arithmetic costs one rank's quota per sample.
+    /// (By sample: a key generator too dear for the parser's defaults, 10 000 keys, still
+    /// runs at the samples 1, 2 and 3, so what it returns keeps its length there.)
     static OVERFLOWED: std::cell::RefCell<std::collections::HashSet<usize, std::hash::BuildHasherDefault<super::Fx>>> =
         std::cell::RefCell::new(Default::default());
     /// Data a collective over part of the ranks left, by its `fp`: the groups within
@@ -137,12 +138,17 @@ pub(super) fn concrete(v: &V) -> bool {
 
 /// Whether the region at `key` ran out of steps before in this check.
 pub(super) fn overflowed(key: usize) -> bool {
-    OVERFLOWED.with(|o| o.borrow().contains(&key))
+    OVERFLOWED.with(|o| o.borrow().contains(&sampled_key(key)))
 }
 
 /// Notes that the region at `key` ran out of steps.
 pub(super) fn note_overflow(key: usize) {
-    OVERFLOWED.with(|o| o.borrow_mut().insert(key));
+    OVERFLOWED.with(|o| o.borrow_mut().insert(sampled_key(key)));
+}
+
+/// A region's key in this run: its address with the run's sample of the inputs.
+fn sampled_key(key: usize) -> usize {
+    key ^ (super::uniform_sample() as usize).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// [`may_communicate_uncached`], once per syntax node.

@@ -960,3 +960,41 @@ fn a_pre_multiplied_sum_compares_its_scale() {
     let e = problems(&src.replace("ROWS", "rows"), "", 3);
     assert!(e.len() == 1 && e[0].contains("reduce_scatter") && e[0].contains("`PreMulSum` scale 0.25"), "{e:?}");
 }
+
+/// A process grid from an optional `--px` flag (an input matched against `Some(px)` with
+/// a guard: given in some runs, absent in others), else the most square factors
+/// (`take_while`); a schedule of peers built with `extend` and `truncate`; a result's
+/// `map`. All followed: the clean program is accepted at every size, and a receive
+/// from the wrong neighbour is found.
+#[test]
+fn options_from_inputs_and_lists_changed_in_place_are_followed() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        const T: Tag<f64> = Tag::new(1);
+        let n = world.size();
+        let px: Option<usize> = std::env::args().nth(1).and_then(|s| s.parse().ok());
+        let (px, py) = match px {
+            Some(px) if px > 0 && n % px == 0 => (px, n / px),
+            _ => {
+                let a = (1..=n).take_while(|d| d * d <= n).filter(|d| n % d == 0).last().unwrap_or(1);
+                (a, n / a)
+            }
+        };
+        let (cx, cy) = (world.rank() / py, world.rank() % py);
+        let mut peers: Vec<usize> = Vec::new();
+        peers.extend((0..px).map(|x| x * py + cy));
+        peers.truncate(px);
+        let left = peers[(cx + px - 1) % px];
+        let right = peers[(cx + 1) % px];
+        let done = world.barrier().map(|()| true)?;
+        if done && px > 1 {
+            let mut got = [0.0];
+            world.sendrecv(right, T, &[1.0], FROM, &mut got)?;
+        }
+        Ok(())
+    }"#;
+    for n in 1..=6 {
+        assert_eq!(problems(&src.replace("FROM", "left"), "", n), Vec::<String>::new(), "size {n}");
+    }
+    let e = problems(&src.replace("FROM", "right"), "", 3);
+    assert!(!e.is_empty() && e[0].contains("sendrecv"), "{e:?}");
+}

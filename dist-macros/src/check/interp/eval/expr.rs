@@ -129,7 +129,7 @@ impl<'a> Interp<'a> {
                 };
                 // A slice by a range the check holds: `x[a..b]`, `full[owned]`.
                 if let (V::List(items), V::Range(a, b)) = (&base, &i) {
-                    return Ok(if 0 <= *a && a <= b && *b as usize <= items.len() {
+                    return Ok(if 0 <= *a && a <= b && *b <= items.len() as i128 {
                         V::list(items[*a as usize..*b as usize].to_vec())
                     } else {
                         V::opaque()
@@ -160,13 +160,13 @@ impl<'a> Interp<'a> {
                     // (`gathered[rank]`): known to this rank only.
                     (V::List(items), V::Int(i))
                         if i >= 0
-                            && (i as usize) < items.len()
+                            && i < items.len() as i128
                             && matches!(items[i as usize], V::Agreed)
                             && !input_like(&ix.index, &V::Int(i)) =>
                     {
                         V::derived(&[&V::Int(i)])
                     }
-                    (V::List(items), V::Int(i)) if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
+                    (V::List(items), V::Int(i)) if i >= 0 && i < items.len() as i128 => items[i as usize].clone(),
                     (V::List(items), V::Int(i)) => {
                         return Err(Flow::Stop(Stop::Invalid {
                             site: self.site(e),

@@ -89,8 +89,13 @@ impl<'a> Interp<'a> {
             self.cond_fp = fp;
             match self.speculate(branches, at) {
                 Ok(()) => return Ok(None),
+                // (In code that cannot communicate, only on exact data: what the region
+                // computes on data that may differ is summarised as data, never taken
+                // from one arm picked for it.)
                 Err(Flow::Stop(Stop::Undecidable { at: a, what, located }))
-                    if fp != 0 && self.speculative == 0 && (self.quotas.is_empty() || !touched_input()) =>
+                    if fp != 0
+                        && self.speculative == 0
+                        && (self.quotas.is_empty() || (!touched_input() && super::value::is_exact(fp))) =>
                 {
                     if !super::local_enabled() {
                         super::local_stop(site, fp);
@@ -210,7 +215,8 @@ impl<'a> Interp<'a> {
     /// The variant an input matched against `arms` is in this run, where the arms name
     /// an enum of the package whose variants are all units: in the run with inputs'
     /// sample `s` and pattern `mode`, the variant `(s + mode) % count`, so the runs of
-    /// one world size take each of up to four variants.
+    /// one world size take each of up to four variants. An input matched against
+    /// `Some(x)` is an `Option` of an input: `Some` in some runs, `None` in others.
     fn input_variant(&self, arms: &[syn::Arm]) -> Option<V<'a>> {
         fn named(p: &Pat) -> Option<&syn::Path> {
             match p {
@@ -219,6 +225,12 @@ impl<'a> Interp<'a> {
                 Pat::Or(o) => o.cases.iter().find_map(named),
                 _ => None,
             }
+        }
+        // (An input read as an `Option`, `--px` given or not: `Some(input)` or `None`.)
+        let some = |p: &Pat| matches!(p, Pat::TupleStruct(t) if last_seg(&t.path) == "Some" && t.elems.len() == 1);
+        if arms.iter().any(|a| some(&a.pat) || matches!(&a.pat, Pat::Or(o) if o.cases.iter().any(some))) {
+            let k = crate::check::interp::uniform_number() as usize + crate::check::interp::agreed_mode() as usize;
+            return Some(V::Opt((k % 2 == 1).then(|| Box::new(V::Uniform))));
         }
         let en = arms.iter().find_map(|a| named(&a.pat).and_then(|p| self.enum_of(&last_seg(p))))?;
         let marker = self.file_fns.get(&format!("{en}::__unit_variants"))?;

@@ -225,7 +225,7 @@ impl<'a> Interp<'a> {
             ("last_mut", None) => items.len().checked_sub(1),
             ("first_mut", None) => (!items.is_empty()).then_some(0),
             ("get_mut", Some(a)) => match self.expr(a)? {
-                V::Int(i) if i >= 0 && (i as usize) < items.len() => Some(i as usize),
+                V::Int(i) if i >= 0 && i < items.len() as i128 => Some(i as usize),
                 V::Int(_) => None,
                 _ => return Ok(None),
             },
