@@ -380,6 +380,36 @@ fn a_cycle_across_communicators_is_found() {
     assert!(r.elapsed < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
 }
 
+// Wrong on purpose: as `cycle_across_communicators`, with rank 1 waiting on its pair's
+// collective through a request (`all_reduce_async(..).wait()`, as a DDP gradient
+// all-reduce does): the worker that runs it waits on the rank's behalf.
+#[spmd(unchecked)]
+fn cycle_through_an_async_wait(world: Comm<World>) -> dist_runtime::Result<()> {
+    let r = world.rank();
+    let pair = world.split::<Pair>((r / 2) as u32, r as i64)?;
+    let mut x = [r as f64];
+    if r == 0 {
+        world.barrier()?; // @async-world-0
+        pair.all_reduce(&mut x, ReduceOp::Sum)
+    } else {
+        pair.all_reduce_async(&mut x, ReduceOp::Sum)?.wait()?; // @async-pair
+        world.barrier()
+    }
+}
+
+/// A rank parked on a non-blocking collective's `wait` is blocked in that collective:
+/// the cycle through it is named as the blocking form's is, not left to the deadline.
+#[test]
+fn a_cycle_through_an_async_wait_is_found() {
+    let r = run_env("cycle_through_an_async_wait", 4, 60.0, &[("DIST_TIMEOUT", "300")]);
+    let all = r.summary();
+    println!("cycle through an async wait, 4 ranks: ended in {:?}", r.elapsed);
+    assert!(all.contains("deadlock"), "{all}");
+    assert!(all.contains("wait-for cycle 0 → 1 → 0"), "{all}");
+    assert!(all.contains(&format!("rank 1 waits in all_reduce_async on Pair{{0,1}} ({}", at("@async-pair"))), "{all}");
+    assert!(r.elapsed < Duration::from_secs(30), "took {:?}: {all}", r.elapsed);
+}
+
 #[test]
 fn a_collective_reached_by_half_the_ranks_times_out_naming_them() {
     if shm_only("a_collective_reached_by_half_the_ranks_times_out_naming_them") {

@@ -34,6 +34,28 @@ pub(crate) fn background() -> bool {
     BACKGROUND.with(|b| b.get())
 }
 
+/// User threads of this process waiting, right now, for a background worker's op (a
+/// non-blocking collective's `wait`, a blocking collective draining those before it).
+static PARKED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Runs `f`, a wait of this user thread for the background worker: while it lasts, the
+/// worker's waits are this rank's (the rank is blocked if the worker is), so a deadlock
+/// through an `all_reduce_async(..).wait()` is named as the blocking form's is.
+pub(crate) fn parked<R>(f: impl FnOnce() -> R) -> R {
+    use std::sync::atomic::Ordering::SeqCst;
+    PARKED.fetch_add(1, SeqCst);
+    let r = f();
+    PARKED.fetch_sub(1, SeqCst);
+    r
+}
+
+/// Whether a wait on this thread says what the rank waits on: a user thread's always; a
+/// background worker's only while a user thread is parked on it (otherwise the user
+/// thread runs, and may release what the worker waits for).
+pub(crate) fn wait_is_the_ranks() -> bool {
+    !background() || PARKED.load(std::sync::atomic::Ordering::SeqCst) > 0
+}
+
 /// A device buffer resolved for one op: its address on the device and its length.
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(not(any(feature = "sim-device", feature = "nccl")), allow(dead_code))]

@@ -75,10 +75,17 @@ impl Inner {
     /// keeps its place in the order every rank sees.
     pub(crate) fn drain(&self) {
         let (m, cv) = &*self.inflight;
-        let mut g = m.lock().unwrap_or_else(|p| p.into_inner());
-        while *g > 0 {
-            g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        let g = m.lock().unwrap_or_else(|p| p.into_inner());
+        if *g == 0 {
+            return;
         }
+        // (Parked on the worker: its waits are this rank's meanwhile.)
+        crate::backend::parked(move || {
+            let mut g = g;
+            while *g > 0 {
+                g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
+            }
+        });
     }
 
     pub(crate) fn enqueue(&self, job: Box<dyn FnOnce() + Send>) -> Result<()> {

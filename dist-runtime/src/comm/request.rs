@@ -256,7 +256,9 @@ impl Request<'_> {
             ReqState::Send { inner, id } => inner.backend.wait_send(self.site, id),
             ReqState::Recv { inner, id, dtype, buf } => inner.backend.wait_recv(self.site, id, dtype, buf),
             ReqState::Coll { rx, out, .. } => {
-                let data = rx.recv().map_err(|_| Error::backend("comm", "the async worker stopped"))??;
+                // (Parked on the worker: its waits are this rank's meanwhile.)
+                let data = crate::backend::parked(|| rx.recv())
+                    .map_err(|_| Error::backend("comm", "the async worker stopped"))??;
                 let n = out.len();
                 out.copy_from_slice(&bytemuck::cast_slice::<u128, u8>(&data)[..n]);
                 Ok(())

@@ -296,8 +296,10 @@ pub(super) struct Watch {
 
 impl Watch {
     pub(super) fn new() -> Watch {
+        // (A communicator's background worker is not a thread of its own here: see
+        // `crate::backend::wait_is_the_ranks`.)
         ENTERED.with(|e| {
-            if !e.get() {
+            if !e.get() && !crate::backend::background() {
                 e.set(true);
                 THREADS.fetch_add(1, SeqCst);
             }
@@ -344,7 +346,7 @@ impl Watch {
             self.wait_id = NEXT_WAIT.fetch_add(1, SeqCst).wrapping_add(1);
         }
         self.beat = self.beat.wrapping_add(1);
-        let several = BLOCKED.load(SeqCst) > 1 || THREADS.load(SeqCst) > 1;
+        let several = BLOCKED.load(SeqCst) > 1 || THREADS.load(SeqCst) > 1 || !crate::backend::wait_is_the_ranks();
         let me = mine(c, h, what, op, site, self, several);
         let posted: Posted = match what {
             Wait::Send { .. } => super::p2p::posted(c, 64)

@@ -53,6 +53,11 @@ thread_local! {
 /// read on every op after that).
 #[inline]
 pub(super) fn enter() {
+    // (A communicator's background worker runs ops on a user thread's behalf: not a
+    // thread of its own here; see `crate::backend::wait_is_the_ranks`.)
+    if crate::backend::background() {
+        return;
+    }
     ENTERED.with(|e| {
         if !e.get() {
             e.set(true);
@@ -105,7 +110,7 @@ pub(super) fn end() {
 /// Whether this rank's entry must say "not blocked": another thread of the process uses
 /// the runtime (one record cannot describe it, and either may free the other).
 pub(super) fn several() -> bool {
-    BLOCKED.load(SeqCst) > 1 || !single_thread()
+    BLOCKED.load(SeqCst) > 1 || !single_thread() || !crate::backend::wait_is_the_ranks()
 }
 
 /// The id of this thread's current wait.
