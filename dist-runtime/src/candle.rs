@@ -119,6 +119,8 @@ enum Back {
 /// A collective on a communicator, as a candle op (`bwd` says what its gradient is).
 struct CollOp<G: Group> {
     comm: Comm<G>,
+    /// The user's call that made it: the site its errors and records name.
+    at: &'static std::panic::Location<'static>,
     kind: Kind,
     /// The backward pass: `None` for ops with no gradient (plain collectives on tensors).
     bwd: Option<Back>,
@@ -169,6 +171,7 @@ impl<G: Group> CollOp<G> {
 
     /// The op on a contiguous run of elements of a tensor of `shape`.
     fn run<T: crate::dtype::Element + Copy + Default>(&self, x: &[T], shape: &Shape) -> Result<Vec<T>> {
+        let _at = crate::error::CallerAt::new(self.at);
         let (n, me) = (self.comm.size(), self.comm.rank());
         let last = shape.dims().last().copied().unwrap_or(1);
         Ok(match self.kind {
@@ -237,9 +240,12 @@ impl<G: Group> CustomOp1 for CollOp<G> {
         Ok(Some(match self.bwd {
             None => candle_core::bail!("dist: {} has no gradient (use the autograd-aware operators)", self.name()),
             Some(Back::Identity) => grad_res.clone(),
-            Some(Back::Coll(kind)) => {
-                grad_res.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.comm.clone(), kind, bwd: None })?
-            }
+            Some(Back::Coll(kind)) => grad_res.contiguous()?.apply_op1_no_bwd(&CollOp {
+                comm: self.comm.clone(),
+                at: self.at,
+                kind,
+                bwd: None,
+            })?,
         }))
     }
 }
@@ -271,25 +277,57 @@ pub trait TensorComm {
 }
 
 impl<G: Group> TensorComm for Comm<G> {
+    #[track_caller]
     fn all_reduce_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor> {
-        t.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.clone(), kind: Kind::AllReduce(op), bwd: None })
+        t.contiguous()?.apply_op1_no_bwd(&CollOp {
+            comm: self.clone(),
+            at: std::panic::Location::caller(),
+            kind: Kind::AllReduce(op),
+            bwd: None,
+        })
     }
+    #[track_caller]
     fn all_gather_tensor(&self, t: &Tensor) -> Result<Tensor> {
-        t.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.clone(), kind: Kind::Gather, bwd: None })
+        t.contiguous()?.apply_op1_no_bwd(&CollOp {
+            comm: self.clone(),
+            at: std::panic::Location::caller(),
+            kind: Kind::Gather,
+            bwd: None,
+        })
     }
+    #[track_caller]
     fn broadcast_tensor(&self, t: &Tensor, root: usize) -> Result<Tensor> {
-        t.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.clone(), kind: Kind::Broadcast(root), bwd: None })
+        t.contiguous()?.apply_op1_no_bwd(&CollOp {
+            comm: self.clone(),
+            at: std::panic::Location::caller(),
+            kind: Kind::Broadcast(root),
+            bwd: None,
+        })
     }
+    #[track_caller]
     fn reduce_scatter_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor> {
-        t.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.clone(), kind: Kind::ReduceScatter(op), bwd: None })
+        t.contiguous()?.apply_op1_no_bwd(&CollOp {
+            comm: self.clone(),
+            at: std::panic::Location::caller(),
+            kind: Kind::ReduceScatter(op),
+            bwd: None,
+        })
     }
+    #[track_caller]
     fn all_to_all_tensor(&self, t: &Tensor) -> Result<Tensor> {
-        t.contiguous()?.apply_op1_no_bwd(&CollOp { comm: self.clone(), kind: Kind::AllToAll, bwd: None })
+        t.contiguous()?.apply_op1_no_bwd(&CollOp {
+            comm: self.clone(),
+            at: std::panic::Location::caller(),
+            kind: Kind::AllToAll,
+            bwd: None,
+        })
     }
+    #[track_caller]
     fn send_tensor<T: Element + candle_core::WithDType>(&self, dst: usize, tag: Tag<T>, t: &Tensor) -> Result<()> {
         let v = t.flatten_all()?.to_vec1::<T>()?;
         self.send(dst, tag, &v).map_err(err)
     }
+    #[track_caller]
     fn recv_tensor<T: Element + candle_core::WithDType>(
         &self,
         src: usize,
@@ -303,20 +341,25 @@ impl<G: Group> TensorComm for Comm<G> {
     }
 }
 
+#[track_caller]
 fn op<G: Group>(x: &Tensor, comm: &Comm<G>, kind: Kind, bwd: Back) -> Result<Tensor> {
-    x.contiguous()?.apply_op1(CollOp { comm: comm.clone(), kind, bwd: Some(bwd) })
+    let at = std::panic::Location::caller();
+    x.contiguous()?.apply_op1(CollOp { comm: comm.clone(), at, kind, bwd: Some(bwd) })
 }
 
 /// Megatron's `f`: the identity forward; backward, the gradient summed over the group.
 /// Put it where a replicated activation enters the tensor-parallel region (the input of
 /// a column-parallel layer), so every rank's contribution to its gradient is counted.
+#[track_caller]
 pub fn copy_to_group<G: Group>(x: &Tensor, comm: &Comm<G>) -> Result<Tensor> {
-    x.contiguous()?.apply_op1(Identity { comm: comm.clone() })
+    let at = std::panic::Location::caller();
+    x.contiguous()?.apply_op1(Identity { comm: comm.clone(), at })
 }
 
 /// The identity forward of [`copy_to_group`], whose backward all-reduces the gradient.
 struct Identity<G: Group> {
     comm: Comm<G>,
+    at: &'static std::panic::Location<'static>,
 }
 
 impl<G: Group> CustomOp1 for Identity<G> {
@@ -328,25 +371,28 @@ impl<G: Group> CustomOp1 for Identity<G> {
         Ok((out, layout.shape().clone()))
     }
     fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
-        let sum = CollOp { comm: self.comm.clone(), kind: Kind::AllReduce(ReduceOp::Sum), bwd: None };
+        let sum = CollOp { comm: self.comm.clone(), at: self.at, kind: Kind::AllReduce(ReduceOp::Sum), bwd: None };
         Ok(Some(grad_res.contiguous()?.apply_op1_no_bwd(&sum)?))
     }
 }
 
 /// Megatron's `g`: the sum over the group forward (the partial products of a
 /// row-parallel layer); backward, the identity.
+#[track_caller]
 pub fn reduce_from_group<G: Group>(x: &Tensor, comm: &Comm<G>) -> Result<Tensor> {
     op(x, comm, Kind::AllReduce(ReduceOp::Sum), Back::Identity)
 }
 
 /// Every rank's tensor concatenated along the last dimension (a column-parallel layer's
 /// output made whole); backward, this rank's block of the gradient.
+#[track_caller]
 pub fn gather_from_group<G: Group>(x: &Tensor, comm: &Comm<G>) -> Result<Tensor> {
     op(x, comm, Kind::Gather, Back::Coll(Kind::Split))
 }
 
 /// This rank's block of the last dimension (a replicated activation entering a
 /// row-parallel layer whose input is split); backward, the blocks gathered.
+#[track_caller]
 pub fn scatter_to_group<G: Group>(x: &Tensor, comm: &Comm<G>) -> Result<Tensor> {
     op(x, comm, Kind::Split, Back::Coll(Kind::Gather))
 }
@@ -376,6 +422,7 @@ pub struct ColumnParallelLinear<G: Group> {
 impl<G: Group> ColumnParallelLinear<G> {
     /// This rank's shard of the full weight (`out × in`) and bias (`out`), which every
     /// rank computes alike (from a seed, a checkpoint). `out` must divide among the ranks.
+    #[track_caller]
     pub fn from_full(weight: &Tensor, bias: Option<&Tensor>, comm: &Comm<G>, gather_output: bool) -> Result<Self> {
         let (r, n) = (comm.rank(), comm.size());
         let weight = Var::from_tensor(&shard(weight, 0, r, n, "the weight's output features")?)?;
@@ -385,6 +432,7 @@ impl<G: Group> ColumnParallelLinear<G> {
 
     /// `x` (`… × in`, the same on every rank of the group) → this rank's block of `y`,
     /// or all of `y` with `gather_output`.
+    #[track_caller]
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let x = copy_to_group(x, &self.comm)?;
         let y = x.broadcast_matmul(&self.weight.as_tensor().t()?)?;
@@ -420,6 +468,7 @@ pub struct RowParallelLinear<G: Group> {
 impl<G: Group> RowParallelLinear<G> {
     /// This rank's shard of the full weight (`out × in`); the bias (`out`) whole on
     /// every rank. `in` must divide among the ranks.
+    #[track_caller]
     pub fn from_full(weight: &Tensor, bias: Option<&Tensor>, comm: &Comm<G>, input_is_parallel: bool) -> Result<Self> {
         let (r, n) = (comm.rank(), comm.size());
         let weight = Var::from_tensor(&shard(weight, 1, r, n, "the weight's input features")?)?;
@@ -429,6 +478,7 @@ impl<G: Group> RowParallelLinear<G> {
 
     /// `x` (this rank's block of the input features, or all of them) → `y`, the same on
     /// every rank of the group.
+    #[track_caller]
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let x = if self.input_is_parallel { x.clone() } else { scatter_to_group(x, &self.comm)? };
         let partial = x.broadcast_matmul(&self.weight.as_tensor().t()?)?;
@@ -452,6 +502,7 @@ impl<G: Group> RowParallelLinear<G> {
 /// previous one is waited on. A variable without a gradient is an error naming it: every
 /// rank must contribute to every bucket alike (torch's `find_unused_parameters` is not
 /// modelled: give such a variable a zero gradient).
+#[track_caller]
 pub fn all_reduce_grads<G: Group>(
     comm: &Comm<G>,
     grads: &mut GradStore,

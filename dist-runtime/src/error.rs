@@ -203,11 +203,34 @@ pub(crate) fn fatal_handed_out() -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Site(pub &'static Location<'static>, pub(crate) Option<&'static str>);
 
+thread_local! {
+    /// The user's call an op runs for when the op is reached through code that cannot
+    /// carry `#[track_caller]` (a candle op's forward or backward): [`CallerAt`].
+    static CALLER_AT: std::cell::Cell<Option<&'static Location<'static>>> = const { std::cell::Cell::new(None) };
+}
+
+/// While it lives, ops on this thread name `at` as their call site (the user's line that
+/// started a tensor collective, not dist's own code that candle calls back into).
+pub(crate) struct CallerAt(Option<&'static Location<'static>>);
+
+impl CallerAt {
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))]
+    pub(crate) fn new(at: &'static Location<'static>) -> CallerAt {
+        CallerAt(CALLER_AT.with(|c| c.replace(Some(at))))
+    }
+}
+
+impl Drop for CallerAt {
+    fn drop(&mut self) {
+        CALLER_AT.with(|c| c.set(self.0));
+    }
+}
+
 impl Site {
     /// The location of the caller (through `#[track_caller]` chains).
     #[track_caller]
     pub fn caller() -> Site {
-        Site(Location::caller(), None)
+        Site(CALLER_AT.with(|c| c.get()).unwrap_or_else(Location::caller), None)
     }
 
     /// The user's functions that called the one holding this site, innermost first, as

@@ -192,3 +192,16 @@ fn data_parallel_gradients_are_the_whole_batchs(world: Comm<World>) {
     let e = all_reduce_grads(&world, &mut g, &[vars[0].clone(), unused], true, 1 << 20).unwrap_err();
     assert!(e.to_string().contains("variable 1") && e.to_string().contains("no gradient"), "{e}");
 }
+
+/// A tensor collective's error names the user's line (the call of `all_reduce_tensor`,
+/// of a layer's `forward`), not dist's code that candle calls back into.
+#[dist_runtime::test(ranks = [2], timeout = 120)]
+fn tensor_errors_name_the_users_line(world: Comm<World>) {
+    let t = mat(1, 2 + world.rank(), 7);
+    let (e, line) = (world.all_reduce_tensor(&t, ReduceOp::Sum).unwrap_err().to_string(), line!());
+    assert!(e.contains(&format!("tests/candle.rs:{line}")), "{e}");
+    assert!(!e.lines().next().unwrap_or_default().contains("src/candle.rs"), "{e}");
+    let x = mat(2, 3 + world.rank(), 8);
+    let (e, line) = (reduce_from_group(&x, &world).unwrap_err().to_string(), line!());
+    assert!(e.contains(&format!("tests/candle.rs:{line}")), "{e}");
+}

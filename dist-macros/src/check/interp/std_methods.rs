@@ -453,36 +453,6 @@ impl<'a> Interp<'a> {
     }
 }
 
-/// Whether a method changes its receiver in place: `Some(true)` when it keeps the
-/// length (`fill`, `sort`), `Some(false)` when it may change it (`clear`, `extend`).
-/// `push` onto a list the check knows is followed exactly, so it is not here.
-pub(super) fn mutates_receiver(method: &syn::Ident) -> Option<bool> {
-    let m = method.to_string();
-    match m.as_str() {
-        "fill"
-        | "fill_with"
-        | "copy_from_slice"
-        | "clone_from_slice"
-        | "copy_within"
-        | "swap"
-        | "reverse"
-        | "rotate_left"
-        | "rotate_right"
-        | "sort"
-        | "sort_unstable"
-        | "sort_by"
-        | "sort_by_key"
-        | "sort_unstable_by"
-        | "sort_unstable_by_key" => Some(true),
-        "clear" | "extend" | "extend_from_slice" | "insert" | "remove" | "swap_remove" | "pop" | "truncate"
-        | "retain" | "retain_mut" | "drain" | "append" | "resize" | "resize_with" | "dedup" | "split_off" => {
-            Some(false)
-        }
-        _ if m.starts_with("as_mut") || m.ends_with("_mut") => Some(true),
-        _ => None,
-    }
-}
-
 /// Whether the communicator method `m` receives point to point (its buffers are filled
 /// by one peer's send).
 fn p2p_receives(m: &str) -> bool {

@@ -336,7 +336,7 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
             // all of `v`); the calls after it act on what that returned. One that keeps
             // its receiver's length (`iter_mut`, `fill`, `sort`) writes its items only.
             if !matches!(strip_borrows(&m.receiver), Expr::MethodCall(_)) {
-                let keeps_length = super::std_methods::mutates_receiver(&m.method) == Some(true);
+                let keeps_length = super::value::mutates_receiver(&m.method) == Some(true);
                 self.add(place_path(&m.receiver).map(
                     |p| {
                         if keeps_length && !p.ends_with("[]") {
