@@ -172,6 +172,9 @@ impl<G: Group> CollOp<G> {
     /// The op on a contiguous run of elements of a tensor of `shape`.
     fn run<T: crate::dtype::Element + Copy + Default>(&self, x: &[T], shape: &Shape) -> Result<Vec<T>> {
         let _at = crate::error::CallerAt::new(self.at);
+        // (Every rank passes a tensor of one shape: compared with the op, not just its
+        // element count.)
+        let _shape = crate::op::TensorShape::new(shape.dims());
         let (n, me) = (self.comm.size(), self.comm.rank());
         let last = shape.dims().last().copied().unwrap_or(1);
         Ok(match self.kind {

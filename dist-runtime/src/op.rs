@@ -108,6 +108,40 @@ pub(crate) struct Op {
     /// The record exchange that checks another op (`DIST_AGREEMENT=exchange` and
     /// backends that do not piggyback): named and placed as that op, marked in traces.
     pub agreement: bool,
+    /// `extra` is a tensor's shape that every rank must pass alike ([`TensorShape`]):
+    /// 0 no, 1 its dimensions packed (16 bits each, up to four), 2 a hash of them.
+    pub shaped: u8,
+}
+
+thread_local! {
+    /// The shape of the tensor the ops on this thread move, while a [`TensorShape`] lives.
+    static SHAPE: std::cell::Cell<Option<(u8, u64)>> = const { std::cell::Cell::new(None) };
+}
+
+/// While it lives, the collectives made on this thread carry a tensor's shape in their
+/// record: ranks that pass tensors of the same element count but different shapes (a
+/// 2 × 3 and a 3 × 2) fail with a mismatch naming both shapes, not sum six numbers.
+pub(crate) struct TensorShape(Option<(u8, u64)>);
+
+impl TensorShape {
+    #[cfg_attr(not(feature = "candle"), allow(dead_code))]
+    pub(crate) fn new(dims: &[usize]) -> TensorShape {
+        let packed = dims.len() <= 4 && dims.iter().all(|&d| d < 0xffff);
+        let note = if packed {
+            // (Each dimension + 1, so a 0 is not lost; the count of them is where the
+            // first zero field starts.)
+            (1, dims.iter().enumerate().fold(0u64, |acc, (i, &d)| acc | ((d as u64 + 1) << (16 * i))))
+        } else {
+            (2, hash_usizes(dims))
+        };
+        TensorShape(SHAPE.with(|s| s.replace(Some(note))))
+    }
+}
+
+impl Drop for TensorShape {
+    fn drop(&mut self) {
+        SHAPE.with(|s| s.set(self.0));
+    }
 }
 
 /// Bytes of an [`Op`]'s wire record (see [`Op::record`]).
@@ -131,7 +165,18 @@ impl Op {
             site: Site::caller(),
             varying: false,
             agreement: false,
+            shaped: 0,
         }
+        .with_shape()
+    }
+
+    /// The shape of the tensor this thread's ops move now, if any ([`TensorShape`]).
+    fn with_shape(mut self) -> Op {
+        if let Some((how, v)) = SHAPE.with(|s| s.get()) {
+            self.shaped = how;
+            self.extra = v;
+        }
+        self
     }
     pub(crate) fn named(mut self, name: &'static str) -> Self {
         debug_assert!(dist_ops::find(name).is_some(), "{name} is not in the op table (dist-ops)");
@@ -212,8 +257,18 @@ impl Op {
                 },
             });
         }
-        if self.extra != 0 {
-            args.push(format!("counts#{:x}", self.extra & 0xffff));
+        match self.shaped {
+            0 if self.extra != 0 => args.push(format!("counts#{:x}", self.extra & 0xffff)),
+            1 => {
+                let dims: Vec<String> = (0..4)
+                    .map(|i| (self.extra >> (16 * i)) & 0xffff)
+                    .take_while(|&d| d != 0)
+                    .map(|d| (d - 1).to_string())
+                    .collect();
+                args.push(format!("shape [{}]", dims.join(", ")));
+            }
+            2 => args.push(format!("shape#{:x}", self.extra & 0xffff)),
+            _ => {}
         }
         // (A `_v` form by its name: its kind is the fixed form's.)
         let v = if self.varying { "_v" } else { "" };
@@ -227,6 +282,7 @@ impl Op {
         k[0] = self.kind as u8;
         k[1] = self.dtype.map(|d| d as u8).unwrap_or(0);
         k[2] = self.varying as u8;
+        k[3] = self.shaped;
         k[4..8].copy_from_slice(&self.root.to_le_bytes());
         k[8..16].copy_from_slice(&self.count.to_le_bytes());
         k[16..24].copy_from_slice(&self.reduce_code().to_le_bytes());
@@ -291,6 +347,7 @@ impl Op {
             site: Site::caller(),
             varying: rec[2] != 0,
             agreement: false,
+            shaped: rec[3],
         });
         (op, file, line)
     }

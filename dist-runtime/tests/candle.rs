@@ -194,7 +194,8 @@ fn data_parallel_gradients_are_the_whole_batchs(world: Comm<World>) {
 }
 
 /// A tensor collective's error names the user's line (the call of `all_reduce_tensor`,
-/// of a layer's `forward`), not dist's code that candle calls back into.
+/// of a layer's `forward`), not dist's code that candle calls back into; tensors of one
+/// element count but different shapes are a mismatch naming both shapes.
 #[dist_runtime::test(ranks = [2], timeout = 120)]
 fn tensor_errors_name_the_users_line(world: Comm<World>) {
     let t = mat(1, 2 + world.rank(), 7);
@@ -204,4 +205,11 @@ fn tensor_errors_name_the_users_line(world: Comm<World>) {
     let x = mat(2, 3 + world.rank(), 8);
     let (e, line) = (reduce_from_group(&x, &world).unwrap_err().to_string(), line!());
     assert!(e.contains(&format!("tests/candle.rs:{line}")), "{e}");
+    // Six numbers on each rank, shaped 2 × 3 and 3 × 2: a mismatch naming both shapes.
+    let t = if world.rank() == 0 { mat(2, 3, 9) } else { mat(3, 2, 9) };
+    let e = world.all_reduce_tensor(&t, ReduceOp::Sum).unwrap_err().to_string();
+    assert!(e.contains("shape [2, 3]") && e.contains("shape [3, 2]"), "{e}");
+    // The same shape on every rank still reduces.
+    let t = world.all_reduce_tensor(&mat(2, 3, 9), ReduceOp::Sum).unwrap();
+    close("after a mismatch", &t, &(mat(2, 3, 9) * 2.0).unwrap());
 }
