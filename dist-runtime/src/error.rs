@@ -230,7 +230,10 @@ impl Site {
     /// The location of the caller (through `#[track_caller]` chains).
     #[track_caller]
     pub fn caller() -> Site {
-        Site(CALLER_AT.with(|c| c.get()).unwrap_or_else(Location::caller), None)
+        // (`Location::caller()` here, in this `#[track_caller]` body: passed on as a
+        // function it would name the code that calls it.)
+        let here = Location::caller();
+        Site(CALLER_AT.with(|c| c.get()).unwrap_or(here), None)
     }
 
     /// The user's functions that called the one holding this site, innermost first, as
