@@ -203,6 +203,7 @@ pub(crate) fn fatal_handed_out() -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Site(pub &'static Location<'static>, pub(crate) Option<&'static str>);
 
+#[cfg(feature = "candle")]
 thread_local! {
     /// The user's call an op runs for when the op is reached through code that cannot
     /// carry `#[track_caller]` (a candle op's forward or backward): [`CallerAt`].
@@ -211,15 +212,17 @@ thread_local! {
 
 /// While it lives, ops on this thread name `at` as their call site (the user's line that
 /// started a tensor collective, not dist's own code that candle calls back into).
+#[cfg(feature = "candle")]
 pub(crate) struct CallerAt(Option<&'static Location<'static>>);
 
+#[cfg(feature = "candle")]
 impl CallerAt {
-    #[cfg_attr(not(feature = "candle"), allow(dead_code))]
     pub(crate) fn new(at: &'static Location<'static>) -> CallerAt {
         CallerAt(CALLER_AT.with(|c| c.replace(Some(at))))
     }
 }
 
+#[cfg(feature = "candle")]
 impl Drop for CallerAt {
     fn drop(&mut self) {
         CALLER_AT.with(|c| c.set(self.0));
@@ -233,7 +236,11 @@ impl Site {
         // (`Location::caller()` here, in this `#[track_caller]` body: passed on as a
         // function it would name the code that calls it.)
         let here = Location::caller();
-        Site(CALLER_AT.with(|c| c.get()).unwrap_or(here), None)
+        // (Only candle's callbacks set another: without the feature, no read on the
+        // per-op path.)
+        #[cfg(feature = "candle")]
+        let here = CALLER_AT.with(|c| c.get()).unwrap_or(here);
+        Site(here, None)
     }
 
     /// The user's functions that called the one holding this site, innermost first, as

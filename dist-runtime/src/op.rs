@@ -108,11 +108,12 @@ pub(crate) struct Op {
     /// The record exchange that checks another op (`DIST_AGREEMENT=exchange` and
     /// backends that do not piggyback): named and placed as that op, marked in traces.
     pub agreement: bool,
-    /// `extra` is a tensor's shape that every rank must pass alike ([`TensorShape`]):
+    /// `extra` is a tensor's shape that every rank must pass alike (`TensorShape`):
     /// 0 no, 1 its dimensions packed (16 bits each, up to four), 2 a hash of them.
     pub shaped: u8,
 }
 
+#[cfg(feature = "candle")]
 thread_local! {
     /// The shape of the tensor the ops on this thread move, while a [`TensorShape`] lives.
     static SHAPE: std::cell::Cell<Option<(u8, u64)>> = const { std::cell::Cell::new(None) };
@@ -121,10 +122,11 @@ thread_local! {
 /// While it lives, the collectives made on this thread carry a tensor's shape in their
 /// record: ranks that pass tensors of the same element count but different shapes (a
 /// 2 × 3 and a 3 × 2) fail with a mismatch naming both shapes, not sum six numbers.
+#[cfg(feature = "candle")]
 pub(crate) struct TensorShape(Option<(u8, u64)>);
 
+#[cfg(feature = "candle")]
 impl TensorShape {
-    #[cfg_attr(not(feature = "candle"), allow(dead_code))]
     pub(crate) fn new(dims: &[usize]) -> TensorShape {
         let packed = dims.len() <= 4 && dims.iter().all(|&d| d < 0xffff);
         let note = if packed {
@@ -138,6 +140,7 @@ impl TensorShape {
     }
 }
 
+#[cfg(feature = "candle")]
 impl Drop for TensorShape {
     fn drop(&mut self) {
         SHAPE.with(|s| s.set(self.0));
@@ -171,7 +174,11 @@ impl Op {
     }
 
     /// The shape of the tensor this thread's ops move now, if any ([`TensorShape`]).
+    /// (Only candle's tensor ops set one: without the feature, no read on the per-op
+    /// path.)
+    #[cfg_attr(not(feature = "candle"), allow(unused_mut))]
     fn with_shape(mut self) -> Op {
+        #[cfg(feature = "candle")]
         if let Some((how, v)) = SHAPE.with(|s| s.get()) {
             self.shaped = how;
             self.extra = v;

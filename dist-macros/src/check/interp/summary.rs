@@ -576,13 +576,7 @@ impl<'a> Interp<'a> {
         summary: &V<'a>,
         self_ty: Option<&str>,
     ) -> Option<V<'a>> {
-        let Some(syn::Stmt::Expr(tail, None)) = f.block.stmts.last() else { return None };
-        let mut tail = tail;
-        if let Expr::Call(c) = tail {
-            if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Ok")) && c.args.len() == 1 {
-                tail = &c.args[0];
-            }
-        }
+        let tail = returned_value(f)?;
         let shaped = match tail {
             Expr::Tuple(_) | Expr::Array(_) | Expr::Struct(_) => true,
             Expr::Macro(m) => m.mac.path.is_ident("vec"),
@@ -689,13 +683,7 @@ impl<'a> Interp<'a> {
         summary: &V<'a>,
         self_ty: Option<&str>,
     ) -> Option<V<'a>> {
-        let Some(syn::Stmt::Expr(tail, None)) = f.block.stmts.last() else { return None };
-        let mut tail = tail;
-        if let Expr::Call(c) = tail {
-            if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Ok")) && c.args.len() == 1 {
-                tail = &c.args[0];
-            }
-        }
+        let tail = returned_value(f)?;
         let Expr::Struct(s) = tail else { return None };
         if s.rest.is_some() {
             return None;
@@ -1078,5 +1066,17 @@ fn place_path(e: &Expr) -> Option<String> {
             }
         }
         _ => place_root(e),
+    }
+}
+
+/// The value a helper's body ends in: its tail expression, inside `Ok(..)` when it is
+/// wrapped in one (`Ok(Self { .. })`).
+fn returned_value(f: &ItemFn) -> Option<&Expr> {
+    let Some(syn::Stmt::Expr(tail, None)) = f.block.stmts.last() else { return None };
+    match tail {
+        Expr::Call(c) if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Ok")) && c.args.len() == 1 => {
+            Some(&c.args[0])
+        }
+        _ => Some(tail),
     }
 }
