@@ -142,27 +142,35 @@ for t in $tests; do
       grep -q '^\[rank [0-9]*\] error: cannot join the job: .*init' \$1 &&
         ! grep '^\[rank [0-9]*\] ' \$1 | grep -v 'error: cannot join the job: \|flight recorder\|^\[rank [0-9]*\]     ' | grep -q .
     }
-    # The same loss after init (seen twice in CI, ci10 and ci15 of 2026-11-29: in
-    # isend_irecv_to_everyone at 8 ranks, rank 1 posted its send to rank 2 and rank 2
-    # its receive from rank 1, both on the other host, and MPI delivered nothing in 48 s,
-    # not even the small header; the same for 0 and 3; nothing else failed): a failure
-    # whose every report is such a timeout is launched again too, under the same bound.
+    # Hangs after init, under the same starvation (8 ranks and two orteds on two cores):
+    # in isend_irecv_to_everyone at 8 ranks (ci10, ci15; outside CI 5 of 404 runs of that
+    # test alone across these hosts, never at 1-4 ranks, never on one host) one rank stayed
+    # inside a blocking MPI_Mrecv of a payload it had matched by probe, with no deadline,
+    # and its peers' receives from it timed out. dist now receives a matched message with
+    # MPI_Imrecv polled under the deadline (backend/mpi/p2p.rs `take`): 0 of 200 runs of
+    # the same loop since (why Open MPI's blocking call never returned is not found). In
+    # n_d_meshes_match_the_row_major_reference (stop 48) half the ranks sat inside
+    # MPI_Comm_split while the others never received their part of the agreement before
+    # it; every rank named its wait at the deadline. A failure whose every rank report is
+    # such a timeout (or a peer's failure caused by one) is launched again too, under the
+    # same bound; a wrong result, a deadlock verdict, a refused call or a panic of the
+    # test's own fails at once, and a hang that comes back on every launch still fails.
     lost() {
-      grep -q 'not delivered by MPI\|MPI completes a large send only once it is received' \$1 &&
-        ! grep '^\[rank [0-9]*\] ' \$1 | grep -v 'not delivered by MPI\|MPI completes a large send only once it is received\|flight recorder\|^\[rank [0-9]*\]     ' | grep -q .
+      grep -q 'timed out after' \$1 &&
+        ! grep '^\[rank [0-9]*\] ' \$1 | grep -v 'timed out after\|flight recorder\|^\[rank [0-9]*\]     ' | grep -q .
     }
-    at_init $work/test.log || lost $work/test.log || { echo "   a failure other than a rank that could not join the job or a message MPI did not deliver: not relaunched"; exit 1; }
+    at_init $work/test.log || lost $work/test.log || { echo "   a failure other than a rank that could not join the job or waits that timed out: not relaunched"; exit 1; }
     for name in \$failed; do
       ok=
       for try in 1 2 3; do
         if timeout 600 \$t --exact "\$name" -q --test-threads 1 > $work/retry.log 2>&1; then ok=1; break; fi
         echo "   \$name: relaunch \$try failed:"; report $work/retry.log
-        at_init $work/retry.log || lost $work/retry.log || { echo "   a failure other than a rank that could not join the job or a lost message"; exit 1; }
+        at_init $work/retry.log || lost $work/retry.log || { echo "   a failure other than a rank that could not join the job or waits that timed out"; exit 1; }
       done
       [ -n "\$ok" ] || { echo "   \$name failed its relaunches too"; exit 1; }
       echo "   \$name passed on relaunch \$try"
     done
-    echo "test result: ok after relaunches (\$(echo \$failed | wc -w) test(s) relaunched at init)" > $work/test.log
+    echo "test result: ok after relaunches (\$(echo \$failed | wc -w) test(s) relaunched)" > $work/test.log
   fi
   grep 'test result' $work/test.log
 done

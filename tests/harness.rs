@@ -1157,6 +1157,64 @@ fn a_stopped_rank_is_named_as_stopped() {
     assert!(r.elapsed < Duration::from_secs(12), "took {:?}: {all}", r.elapsed);
 }
 
+// Wrong on purpose: rank 1 posts two large sends to rank 0 and stops itself (SIGSTOP)
+// before MPI has moved their payloads. Rank 0 waits for the second receive first, so it
+// takes the first message off the wire by matched probe: its start (the header, the
+// payload's first fragment) arrived, the rest never comes.
+#[spmd(unchecked)]
+fn a_sender_stops_mid_message(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(5);
+    const LEN: usize = 1 << 20;
+    if world.rank() == 1 {
+        let (a, b) = (vec![1u8; LEN], vec![2u8; LEN]);
+        let reqs = vec![world.isend(0, T, &a)?, world.isend(0, T, &b)?];
+        // The launcher's kill ends the stopped process.
+        std::process::Command::new("kill").args(["-STOP", &std::process::id().to_string()]).status().unwrap();
+        dist_runtime::wait_all(reqs)?;
+    } else if world.rank() == 0 {
+        let (mut a, mut b) = (vec![0u8; LEN], vec![0u8; LEN]);
+        let first = world.irecv(1, T, &mut a)?;
+        let second = world.irecv(1, T, &mut b)?;
+        // The error of the wait that takes the first message off the wire, shown before
+        // the first receive's own wait (on its drop) ends the job.
+        if let Err(e) = second.wait() {
+            println!("[rank 0] second receive: {e}");
+        }
+        first.wait()?;
+    }
+    Ok(())
+}
+
+/// On MPI, a message whose start arrived and whose rest never comes (its sender stopped
+/// mid-rendezvous, or a transport that stopped delivering) ends at the deadline with a
+/// timeout naming the pair, and the job ends; it was a wait without end inside
+/// `MPI_Mrecv`, or inside the `MPI_Wait` after a cancel MPI does not honour. (Open MPI's
+/// single-copy path between processes of one host needs no progress from the sender, so
+/// it is off here, as between hosts.)
+#[test]
+fn a_message_whose_rest_never_comes_ends_at_the_deadline() {
+    if !std::env::var("DIST_BACKEND").is_ok_and(|b| b.eq_ignore_ascii_case("mpi")) {
+        println!("a_message_whose_rest_never_comes_ends_at_the_deadline: MPI's matched receive; skipped on shm");
+        return;
+    }
+    let r = run_env(
+        "a_sender_stops_mid_message",
+        2,
+        40.0,
+        &[("DIST_TIMEOUT", "4"), ("OMPI_MCA_btl_vader_single_copy_mechanism", "none")],
+    );
+    let all = r.summary();
+    println!("a sender stopped mid-message: ended in {:?}", r.elapsed);
+    assert!(!r.success());
+    assert!(all.contains("timed out after 4.0s"), "{all}");
+    assert!(all.contains("the rest of a 1048576-byte message from rank 1 with tag 5"), "{all}");
+    // The first receive's wait matched the second message, whose rest never comes either,
+    // and MPI cannot cancel it: the rank ends the job rather than hand back a buffer MPI
+    // may still write.
+    assert!(all.contains("so rank 0 ends the job here"), "{all}");
+    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {all}", r.elapsed);
+}
+
 // A rank stops itself (SIGSTOP) inside the job, in a loop of collectives and a ring of
 // sends, and a child of it resumes it `DIST_TEST_STOP_MS` later: a preempted VM or an
 // operator's `kill -STOP`/`kill -CONT`. The job must end as if nothing happened.

@@ -319,6 +319,22 @@ fn end() {
     ENDED.store(true, Ordering::SeqCst);
 }
 
+/// Ends the job from inside an op that cannot return: a receive whose message had started
+/// to arrive timed out and MPI refused to cancel it, so MPI may still write into the
+/// caller's buffer after the caller got it back. Says the error (as the entry runner
+/// would), tells the peers, and aborts the job; never returns.
+fn end_here(rank: usize, e: &Error) -> ! {
+    let text = format!(
+        "{e}; MPI still holds the receive buffer (a message that started to arrive cannot be cancelled), so \
+         rank {rank} ends the job here"
+    );
+    crate::sys::say(format!("[rank {rank}] error: {text}"));
+    FAILED.store(true, Ordering::SeqCst);
+    health::announce(&text);
+    end();
+    std::process::exit(1)
+}
+
 /// Called by the rank runner before the process exits: waits (briefly) for communicators
 /// that worker threads still hold, then ends MPI on this thread, as mpirun expects of
 /// every process that started it.

@@ -8,7 +8,7 @@
 //! once, as the `Backend` contract says); a blocking `send` sends a large payload from
 //! the caller's buffer, without a copy. A receive is claimed at
 //! posting and matched at its wait with a matched probe (`MPI_Improbe`, polled with the
-//! deadline, then `MPI_Mrecv`): a wait for a later receive first takes the earlier
+//! deadline, then `MPI_Imrecv`, polled likewise): a wait for a later receive first takes the earlier
 //! ones' messages of the same (source, tag) into their own buffers, so messages match
 //! receives in posting order, as on shm, whatever order they are waited in. The probe
 //! also gives the message's length, checked against the receive buffer before a byte
@@ -707,9 +707,12 @@ fn try_probe_from(c: &MpiComm, src: c_int, tag: u32) -> Result<Option<(ffi::MPI_
     Ok(Some((msg, n as usize, st.MPI_SOURCE as usize)))
 }
 
+/// How long a timed-out receive's cancellation may take before the rank gives up on it.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Posts a receive into `buf` of the next message from `src` with `tag` and waits for it
 /// with the deadline; returns its length. A receive that times out is cancelled, so MPI
-/// never writes `buf` after this returns.
+/// never writes `buf` after this returns (one MPI cannot cancel ends the job).
 fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> Result<usize> {
     // SAFETY: placeholders, written by MPI.
     let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
@@ -718,8 +721,9 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     let (p, n) = (super::ops::ptr(buf), wire_count(buf.len())?);
     // SAFETY: `buf` outlives the request: it completes, or is cancelled, before we return.
     call("MPI_Irecv", || unsafe { ffi::MPI_Irecv(p, n, bytes(), src as c_int, tag as c_int, c.comm, &mut req) })?;
-    let waiting_for =
-        || format!("a message from rank {src} with tag {tag} (none arrived: not sent, or not delivered by MPI)");
+    let waiting_for = || {
+        format!("a message from rank {src} with tag {tag} (none arrived, or only its start: not sent, or not delivered by MPI)")
+    };
     let done =
         c.poll(super::Wait::Recv { src: Some(src), tag }, crate::error::user_op("recv"), site, &waiting_for, || {
             let mut flag: c_int = 0;
@@ -728,11 +732,25 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
             Ok(flag != 0)
         });
     if let Err(e) = done {
-        // SAFETY: cancelling and completing our own pending receive.
+        // SAFETY: cancelling our own pending receive.
         let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(&mut req) });
-        // SAFETY: cancelling and completing our own pending receive.
-        let _ = call("MPI_Wait", || unsafe { ffi::MPI_Wait(&mut req, ffi::RSMPI_STATUS_IGNORE) });
-        return Err(e);
+        // A receive whose message started to arrive cannot be cancelled: MPI completes it
+        // only when the rest comes (a blocking MPI_Wait here never returned when the
+        // sender had stopped). Bounded like every wait; past the bound `buf` is still
+        // MPI's, so this rank cannot hand it back and ends the job instead.
+        let start = std::time::Instant::now();
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: our own pending (cancelled) receive.
+            let tested = call("MPI_Test", || unsafe { ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE) });
+            if tested.is_err() || flag != 0 {
+                return Err(e);
+            }
+            if start.elapsed() >= CANCEL_WAIT {
+                super::end_here(c.world.get(c.rank).copied().unwrap_or(c.rank), &e);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
     let mut got: c_int = 0;
     // SAFETY: the status of the completed receive.
@@ -740,12 +758,37 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
     Ok(got as usize)
 }
 
-/// Receives the matched message `msg` of `len` bytes into `buf`.
-fn take(msg: &mut ffi::MPI_Message, len: usize, buf: &mut [u8]) -> Result<()> {
+/// Receives the matched message `msg` of `len` bytes from `src` into a new buffer
+/// (`MPI_Imrecv`, polled with the deadline like every wait: a matched message whose
+/// payload never comes, as when its sender stalls mid-rendezvous, is a timeout naming the
+/// pair, never a wait without end). A receive that timed out cannot be cancelled (MPI
+/// does not cancel a matched receive), so its buffer is left to MPI, never freed under it.
+fn take(c: &MpiComm, site: Site, src: usize, tag: u32, msg: &mut ffi::MPI_Message, len: usize) -> Result<Vec<u8>> {
     let n = wire_count(len)?;
-    let p = super::ops::ptr(buf);
-    // SAFETY: `buf` holds `len` bytes; the message is ours (matched probe).
-    call("MPI_Mrecv", || unsafe { ffi::MPI_Mrecv(p, n, bytes(), msg, ffi::RSMPI_STATUS_IGNORE) })
+    let mut buf = vec![0u8; len];
+    let p: *mut std::ffi::c_void = if len == 0 { std::ptr::null_mut() } else { buf.as_mut_ptr().cast() };
+    // SAFETY: placeholder, written by MPI_Imrecv.
+    let mut req: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: `buf` holds `len` bytes and outlives the request (completed below, or leaked
+    // on a timeout); the message is ours (matched probe).
+    call("MPI_Imrecv", || unsafe { ffi::MPI_Imrecv(p, n, bytes(), msg, &mut req) })?;
+    let waiting_for = || {
+        format!(
+            "the rest of a {len}-byte message from rank {src} with tag {tag}, whose start arrived (not delivered by MPI)"
+        )
+    };
+    let done =
+        c.poll(super::Wait::Recv { src: Some(src), tag }, crate::error::user_op("recv"), site, &waiting_for, || {
+            let mut flag: c_int = 0;
+            // SAFETY: a live request of this process.
+            call("MPI_Test", || unsafe { ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE) })?;
+            Ok(flag != 0)
+        });
+    if let Err(e) = done {
+        std::mem::forget(buf);
+        return Err(e);
+    }
+    Ok(buf)
 }
 
 /// Whether a received header message carries its payload inline.
@@ -768,8 +811,7 @@ fn take_message(
     tag: u32,
     (mut msg, len): (ffi::MPI_Message, usize),
 ) -> Result<(Vec<u8>, Vec<u8>)> {
-    let mut h = vec![0u8; len];
-    take(&mut msg, len, &mut h)?;
+    let mut h = take(c, site, src, tag, &mut msg, len)?;
     if inline(&h) {
         let v = h.split_off(HEADER.min(h.len()));
         return Ok((h, v));
@@ -777,16 +819,23 @@ fn take_message(
     if h.len() < HEADER {
         return Err(Error::backend("mpi", format!("a message from rank {src} with tag {tag} has no dist header")));
     }
-    let mut v = vec![0u8; read_header(&h).1];
-    for part in v.chunks_mut(part_size(&h)) {
+    let total = read_header(&h).1;
+    let mut v = Vec::new();
+    while v.len() < total {
+        let want = (total - v.len()).min(part_size(&h));
         let (mut msg, len) = probe(c, site, src, tag)?;
-        if len != part.len() {
+        if len != want {
             return Err(Error::backend(
                 "mpi",
-                format!("a payload part of {len} bytes from rank {src} where its header promised {}", part.len()),
+                format!("a payload part of {len} bytes from rank {src} where its header promised {want}"),
             ));
         }
-        take(&mut msg, len, part)?;
+        let part = take(c, site, src, tag, &mut msg, len)?;
+        if v.is_empty() {
+            v = part;
+        } else {
+            v.extend_from_slice(&part);
+        }
     }
     Ok((h, v))
 }
@@ -845,8 +894,7 @@ pub(super) fn wait_recv(c: &MpiComm, site: Site, id: ReqId, dtype: DType, buf: &
                 let mut left = if h.len() >= HEADER { read_header(h).1 } else { 0 };
                 while left > 0 {
                     let (mut msg, len) = probe(c, site, src, tag)?;
-                    let mut sink = vec![0u8; len];
-                    take(&mut msg, len, &mut sink)?;
+                    take(c, site, src, tag, &mut msg, len)?;
                     left = left.saturating_sub(len.max(1));
                 }
                 return Err(e);
