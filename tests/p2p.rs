@@ -43,6 +43,33 @@ fn blocking_chain_every_dtype(world: Comm<World>) {
 
 const RING: Tag<f64> = Tag::new(11);
 
+fn shift_in_place<T: Num>(world: &Comm<World>, tag: Tag<T>, by: usize) {
+    let (n, me) = (world.size(), world.rank());
+    let (right, left) = ((me + by) % n, (me + n - by % n) % n);
+    for (k, len) in [0usize, 1, 7, 4097, (300 << 10) / std::mem::size_of::<T>() + 3].into_iter().enumerate() {
+        let mut block = data::<T>(me, len, k as u64);
+        world.sendrecv_replace(right, tag, &mut block, left).unwrap();
+        assert_same(
+            &format!("sendrecv_replace {} len {len} by {by}", T::DTYPE),
+            &block,
+            &data::<T>(left, len, k as u64),
+        );
+    }
+}
+
+/// A shift in place (`MPI_Sendrecv_replace`) against the block every rank regenerates:
+/// by one and by two around the ring (itself at one rank), several types and lengths.
+#[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
+fn sendrecv_replace_shifts_in_place(world: Comm<World>) {
+    for by in [1, 2] {
+        shift_in_place::<u8>(&world, Tag::new(20), by);
+        shift_in_place::<i32>(&world, Tag::new(21), by);
+        shift_in_place::<f64>(&world, Tag::new(22), by);
+        shift_in_place::<dist_runtime::bf16>(&world, Tag::new(23), by);
+        shift_in_place::<dist_runtime::Complex<f32>>(&world, Tag::new(24), by);
+    }
+}
+
 #[dist_runtime::test(ranks = [1, 2, 3, 4, 8])]
 fn ring_with_sendrecv(world: Comm<World>) {
     let (n, me) = (world.size(), world.rank());

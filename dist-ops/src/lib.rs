@@ -108,6 +108,7 @@ pub const OPS: &[OpSpec] = &[
     p2p("send", &[0], Some(1), true),
     p2p("recv", &[0], Some(1), true),
     p2p("sendrecv", &[0, 3], Some(1), true),
+    p2p("sendrecv_replace", &[0, 3], Some(1), true),
     p2p("isend", &[0], Some(1), false),
     p2p("irecv", &[0], Some(1), false),
     p2p("recv_any", &[], Some(0), true),

@@ -206,6 +206,50 @@ impl<G: Group> Comm<G> {
         })
     }
 
+    /// Sends `buf` to `dst` and receives into the same buffer from `src`, as MPI's
+    /// `MPI_Sendrecv_replace`: a ring shift in place. What is sent is `buf` as it was
+    /// at the call (a copy taken first), so the message received may be as long only;
+    /// the receive must fit `buf` exactly, as for [`sendrecv`](Self::sendrecv). Host
+    /// buffers only: a device buffer is refused (use `sendrecv` with a second buffer).
+    ///
+    /// ```
+    /// # use dist_runtime::prelude::*;
+    /// # const T: Tag<u64> = Tag::new(1);
+    /// # #[spmd]
+    /// # fn demo(world: Comm<World>) -> dist_runtime::Result<()> {
+    /// let (r, n) = (world.rank(), world.size());
+    /// // Shift around the ring in place: send right, take the left neighbour's block.
+    /// let mut block = [r as u64; 4];
+    /// world.sendrecv_replace((r + 1) % n, T, &mut block, (r + n - 1) % n)?;
+    /// assert_eq!(block, [((r + n - 1) % n) as u64; 4]);
+    /// # Ok(()) }
+    /// # fn main() { dist_runtime::launch(3, demo).unwrap(); }
+    /// ```
+    #[track_caller]
+    pub fn sendrecv_replace<T: Element, B: BufMut<T> + ?Sized>(
+        &self,
+        dst: usize,
+        tag: Tag<T>,
+        buf: &mut B,
+        src: usize,
+    ) -> Result<()> {
+        let _named = crate::error::AsUserOp::new("sendrecv_replace");
+        let out: Vec<T> = match buf.view() {
+            View::Host(b) => b.to_vec(),
+            View::Strided(s) => return Err(s.error("sendrecv_replace")),
+            View::Device(_) => {
+                return Err(Error::invalid(
+                    "sendrecv_replace",
+                    "a device buffer cannot be sent and received in place: use `sendrecv` with a second buffer",
+                ))
+            }
+        };
+        self.batch_as("sendrecv_replace", |b| {
+            b.send(dst, tag, &out[..]);
+            b.recv(src, tag, buf);
+        })
+    }
+
     /// Starts sending `buf` to `dst`. `buf` stays borrowed until the returned request is
     /// waited on (or dropped, which waits), so it can't be changed while in flight.
     ///

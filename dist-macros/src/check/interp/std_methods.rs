@@ -456,7 +456,7 @@ impl<'a> Interp<'a> {
 /// Whether the communicator method `m` receives point to point (its buffers are filled
 /// by one peer's send).
 fn p2p_receives(m: &str) -> bool {
-    matches!(m, "recv" | "irecv" | "sendrecv" | "recv_any" | "irecv_any" | "recv_object")
+    matches!(m, "recv" | "irecv" | "sendrecv" | "sendrecv_replace" | "recv_any" | "irecv_any" | "recv_object")
 }
 
 /// The `fp`s of the data in `v` (a buffer's items), in order.
