@@ -147,7 +147,7 @@ for t in $tests; do
     # test alone across these hosts, never at 1-4 ranks, never on one host) one rank stayed
     # inside a blocking MPI_Mrecv of a payload it had matched by probe, with no deadline,
     # and its peers' receives from it timed out. dist now receives a matched message with
-    # MPI_Imrecv polled under the deadline (backend/mpi/p2p.rs `take`): 0 of 200 runs of
+    # MPI_Imrecv polled under the deadline (the function take in backend/mpi/p2p.rs): 0 of 200 runs of
     # the same loop since (why Open MPI's blocking call never returned is not found). In
     # n_d_meshes_match_the_row_major_reference (stop 48) half the ranks sat inside
     # MPI_Comm_split while the others never received their part of the agreement before
