@@ -319,6 +319,37 @@ fn end() {
     ENDED.store(true, Ordering::SeqCst);
 }
 
+/// How long a timed-out receive's cancellation may take before the rank gives up on it.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
+
+/// Cancels this process's pending receives `reqs` after their op failed (`e`), so MPI
+/// writes none of their buffers once the caller has them back. A receive whose message
+/// started to arrive cannot be cancelled: MPI completes it only when the rest comes (a
+/// blocking `MPI_Wait` here never returned when the sender had stopped). So the wait is
+/// bounded like every other; past [`CANCEL_WAIT`] the buffers are still MPI's, and this
+/// rank ends the job instead of returning ([`end_here`]).
+fn cancel_receives(c: &MpiComm, reqs: &mut [ffi::MPI_Request], e: &Error) {
+    for r in reqs.iter_mut() {
+        // SAFETY: cancelling our own pending receive (a completed one is MPI_REQUEST_NULL).
+        let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(r) });
+    }
+    let start = Instant::now();
+    loop {
+        let mut flag: c_int = 0;
+        // SAFETY: our own requests, cancelled or completed.
+        let tested = call("MPI_Testall", || unsafe {
+            ffi::MPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE)
+        });
+        if tested.is_err() || flag != 0 {
+            return;
+        }
+        if start.elapsed() >= CANCEL_WAIT {
+            end_here(c.world.get(c.rank).copied().unwrap_or(c.rank), e);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Ends the job from inside an op that cannot return: a receive whose message had started
 /// to arrive timed out and MPI refused to cancel it, so MPI may still write into the
 /// caller's buffer after the caller got it back. Says the error (as the entry runner

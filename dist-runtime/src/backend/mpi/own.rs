@@ -134,13 +134,8 @@ fn exchange_counted(
             Ok(flag != 0)
         })
     });
-    if done.is_err() {
-        for r in reqs[..nrecv].iter_mut() {
-            // SAFETY: cancelling and completing our own pending receives.
-            let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(r) });
-            // SAFETY: cancelling and completing our own pending receives.
-            let _ = call("MPI_Wait", || unsafe { ffi::MPI_Wait(r, ffi::RSMPI_STATUS_IGNORE) });
-        }
+    if let Err(e) = &done {
+        super::cancel_receives(c, &mut reqs[..nrecv], e);
     }
     done?;
     let mut got = vec![0usize; recvs.len()];

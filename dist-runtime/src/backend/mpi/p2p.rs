@@ -707,9 +707,6 @@ fn try_probe_from(c: &MpiComm, src: c_int, tag: u32) -> Result<Option<(ffi::MPI_
     Ok(Some((msg, n as usize, st.MPI_SOURCE as usize)))
 }
 
-/// How long a timed-out receive's cancellation may take before the rank gives up on it.
-const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// Posts a receive into `buf` of the next message from `src` with `tag` and waits for it
 /// with the deadline; returns its length. A receive that times out is cancelled, so MPI
 /// never writes `buf` after this returns (one MPI cannot cancel ends the job).
@@ -732,25 +729,8 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
             Ok(flag != 0)
         });
     if let Err(e) = done {
-        // SAFETY: cancelling our own pending receive.
-        let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(&mut req) });
-        // A receive whose message started to arrive cannot be cancelled: MPI completes it
-        // only when the rest comes (a blocking MPI_Wait here never returned when the
-        // sender had stopped). Bounded like every wait; past the bound `buf` is still
-        // MPI's, so this rank cannot hand it back and ends the job instead.
-        let start = std::time::Instant::now();
-        loop {
-            let mut flag: c_int = 0;
-            // SAFETY: our own pending (cancelled) receive.
-            let tested = call("MPI_Test", || unsafe { ffi::MPI_Test(&mut req, &mut flag, ffi::RSMPI_STATUS_IGNORE) });
-            if tested.is_err() || flag != 0 {
-                return Err(e);
-            }
-            if start.elapsed() >= CANCEL_WAIT {
-                super::end_here(c.world.get(c.rank).copied().unwrap_or(c.rank), &e);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        super::cancel_receives(c, std::slice::from_mut(&mut req), &e);
+        return Err(e);
     }
     let mut got: c_int = 0;
     // SAFETY: the status of the completed receive.
