@@ -4,7 +4,7 @@
 
 use super::super::trace::Ev;
 use super::*;
-use syn::{Expr, ExprMethodCall};
+use syn::{Expr, ExprMethodCall, FnArg};
 
 impl<'a> Interp<'a> {
     pub(super) fn method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall) -> R<'a> {
@@ -23,6 +23,29 @@ impl<'a> Interp<'a> {
                 let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
                 exprs.extend(mc.args.iter());
                 return self.apply_method(e, &key, exprs, args).expect("present");
+            }
+        }
+        // A method of the package on a value read from the program's inputs (a parsed
+        // command line whose fields are inputs: `cfg.grid_for(n)`): its body is followed
+        // with `self` the input, so what it checks of the input against the world size
+        // is seen (taking the input itself for the method's result skipped that check).
+        // Only where one type of the package has a method of that name taking `self`.
+        if matches!(recv, V::Uniform) && !input_method(&m) {
+            let suffix = format!("::{m}");
+            let mut found = self.file_fns.iter().filter(|(k, f)| {
+                k.ends_with(&suffix)
+                    && k.matches("::").count() == 1
+                    && matches!(f.sig.inputs.first(), Some(FnArg::Receiver(_)))
+            });
+            if let (Some((key, _)), None) = (found.next(), found.next()) {
+                let key = key.clone();
+                let mut args = vec![recv.clone()];
+                args.extend(self.args(&mc.args)?);
+                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
+                exprs.extend(mc.args.iter());
+                if let Some(r) = self.apply_method(e, &key, exprs, args) {
+                    return r;
+                }
             }
         }
         match recv {
@@ -451,6 +474,36 @@ impl<'a> Interp<'a> {
         }
         Ok(V::derived(&all))
     }
+}
+
+/// Methods the check reads on an input itself (a string or number of the command line):
+/// never taken for a method of the package of the same name.
+fn input_method(m: &str) -> bool {
+    matches!(
+        m,
+        "parse"
+            | "parse_from"
+            | "map"
+            | "and_then"
+            | "map_or"
+            | "map_or_else"
+            | "unwrap"
+            | "unwrap_or"
+            | "unwrap_or_default"
+            | "unwrap_or_else"
+            | "expect"
+            | "clone"
+            | "to_string"
+            | "to_owned"
+            | "as_str"
+            | "len"
+            | "is_empty"
+            | "iter"
+            | "get"
+            | "ok"
+            | "ok_or"
+            | "ok_or_else"
+    )
 }
 
 /// Whether the communicator method `m` receives point to point (its buffers are filled
