@@ -381,6 +381,15 @@ impl<'a> Interp<'a> {
             return Ok(V::Req(vec![id]));
         }
         self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
+        // `gather_object` hands its root `Some` of what the ranks sent (data) and every
+        // other rank `None`: a `match` on it that leaves early off the root
+        // (`None => return Ok(None)`) follows the rank, not data.
+        if m == "gather_object" {
+            if let (Some(r), V::Int(me)) = (root, self.comm_rank(c)) {
+                let got = V::data(fp_of(&[&V::Name(self.comms[c].key.clone()), &V::Int(id as i128)]));
+                return Ok(V::Opt((me == r).then(|| Box::new(got))));
+            }
+        }
         Ok(V::Unit)
     }
 

@@ -75,6 +75,12 @@ impl<'a> Interp<'a> {
             ("and_then", V::Opt(Some(x))) if args.len() == 1 => {
                 return self.apply_fn(&args[0], (**x).clone()).map(Some)
             }
+            // `Some(rank + 1).filter(|&r| r < n)`: kept where the predicate holds.
+            ("filter", V::Opt(Some(x))) if args.len() == 1 => {
+                if let V::Bool(keep) = self.apply_fn(&args[0], (**x).clone())? {
+                    return Ok(Some(if keep { recv.clone() } else { V::Opt(None) }));
+                }
+            }
             ("unwrap_or_else", V::Opt(None)) => {
                 if let Some(V::Closure(c)) = args.first() {
                     return self.apply_closure(*c, vec![]).map(Some);
