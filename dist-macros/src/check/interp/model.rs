@@ -236,27 +236,19 @@ impl<'a> Interp<'a> {
                 self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
                 return Ok(self.status_of(c, id));
             }
-            "sendrecv" => {
+            "sendrecv" | "sendrecv_replace" => {
                 if args.len() < 4 {
                     return Ok(V::Unit);
                 }
-                let a = self.post_p2p(e, c, true, &args[0], &args[1], &mc.args[0], "sendrecv")?;
+                // (dst, tag, send, src, recv), or (dst, tag, buf, src): one buffer sent,
+                // then received into.
+                let (name, into): (&'static str, usize) =
+                    if m == "sendrecv" { ("sendrecv", 4) } else { ("sendrecv_replace", 2) };
+                let a = self.post_p2p(e, c, true, &args[0], &args[1], &mc.args[0], name)?;
                 self.set_p2p_len(a, args.get(2));
-                let b = self.post_p2p(e, c, false, &args[3], &args[1], &mc.args[3], "sendrecv")?;
-                self.set_p2p_len(b, args.get(4));
-                self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv" });
-                return Ok(V::Unit);
-            }
-            "sendrecv_replace" => {
-                if args.len() < 4 {
-                    return Ok(V::Unit);
-                }
-                // (dst, tag, buf, src): one buffer sent, then received into.
-                let a = self.post_p2p(e, c, true, &args[0], &args[1], &mc.args[0], "sendrecv_replace")?;
-                self.set_p2p_len(a, args.get(2));
-                let b = self.post_p2p(e, c, false, &args[3], &args[1], &mc.args[3], "sendrecv_replace")?;
-                self.set_p2p_len(b, args.get(2));
-                self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: "sendrecv_replace" });
+                let b = self.post_p2p(e, c, false, &args[3], &args[1], &mc.args[3], name)?;
+                self.set_p2p_len(b, args.get(into));
+                self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: name });
                 return Ok(V::Unit);
             }
             "subgroup" | "subgroup_ordered" | "split" | "mesh2" | "mesh" | "submesh" | "mesh_group" => {
