@@ -100,7 +100,16 @@ for name in names:
         t = time.time()
         rc, out = cargo(src, "check", "--quiet")
         open(path, "w").write(text)
-        errors = [l for l in out.splitlines() if l.startswith("error")]
+        # Each error with its later lines (rustc indents a message's lines under its first).
+        errors, inside = [], False
+        for l in out.splitlines():
+            if l.startswith("error"):
+                errors.append(l)
+                inside = True
+            elif inside and l.startswith("       "):
+                errors[-1] += " " + l.strip()
+            else:
+                inside = False
         where = f"{b.get('op_file', b['file'])}:{b['op_line']}"
         named = any(where in l for l in errors) or f"--> {where}:" in out
         got = "rejected" if rc != 0 and named else ("rejected_elsewhere" if rc != 0 else "open")

@@ -3,10 +3,12 @@
 //! checked world size, and the traces are matched (see `docs/static-checks.md`).
 
 mod interp;
+mod message;
 mod signature;
 mod sim;
 mod trace;
 
+pub use message::layout;
 pub use signature::signature;
 
 use interp::{Interp, MacroBody, Macros, Outcome, Splits, Stop};
@@ -179,7 +181,25 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
         trace::set_files(trace::Files { entry: (file.clone(), entry_name.clone()), ..Default::default() });
         check_entry(f, &HashMap::new(), &[], sizes, strict, &source)
     });
-    let errors = raw.errors.into_iter().map(|(msg, a, b)| tokens.error(a, b, msg)).reduce(|mut a, b| {
+    // One error a call: what else went wrong at the same call is counted on the first.
+    let mut at_call: Vec<(String, Pos, Pos, usize)> = Vec::new();
+    for (msg, a, b) in raw.errors {
+        let same =
+            |e: &&mut (String, Pos, Pos, usize)| (e.1, e.2) == (a, b) && message::place(&e.0) == message::place(&msg);
+        match at_call.iter_mut().find(same) {
+            Some(e) => e.3 += 1,
+            None => at_call.push((msg, a, b, 0)),
+        }
+    }
+    let errors = at_call.into_iter().map(|(msg, a, b, more)| {
+        let mut text = message::layout(&msg);
+        if more > 0 {
+            let s = if more == 1 { "" } else { "s" };
+            text.push_str(&format!("\n(and {more} more problem{s} of this call at the same world size)"));
+        }
+        tokens.error(a, b, text)
+    });
+    let errors = errors.reduce(|mut a, b| {
         a.combine(b);
         a
     });
@@ -631,6 +651,75 @@ impl PackageItems {
         self.name = saved_name;
     }
 
+    /// An enum's constructors and, for unit variants only (a mode from the command
+    /// line), the list of its variants, as functions the check follows.
+    fn enum_items(&mut self, en: &syn::ItemEnum) {
+        let name = &en.ident;
+        // An enum of unit variants only (a mode from the command line): its
+        // variants, for a value read from the program's inputs to take each.
+        if !en.variants.is_empty() && en.variants.iter().all(|v| matches!(v.fields, syn::Fields::Unit)) {
+            let vs = en.variants.iter().map(|v| &v.ident);
+            if let Ok(marker) = syn::parse2::<ItemFn>(quote::quote! { fn __unit_variants() -> #name { [#(#vs),*] } }) {
+                self.fns.entry(format!("{name}::__unit_variants")).or_insert(marker);
+            }
+        }
+        for v in &en.variants {
+            let vid = &v.ident;
+            if let Ok(marker) = syn::parse2::<ItemFn>(quote::quote! { fn __enum() -> #name {} }) {
+                self.fns.entry(format!("{vid}::__enum")).or_insert(marker);
+            }
+            if let syn::Fields::Unnamed(u) = &v.fields {
+                let params: Vec<syn::Ident> = (0..u.unnamed.len()).map(|i| quote::format_ident!("__f{}", i)).collect();
+                let idx = (0..u.unnamed.len()).map(syn::Index::from);
+                let f: syn::Result<ItemFn> = syn::parse2(quote::quote! {
+                    fn #vid(#(#params: _),*) -> #name { #name::#vid { #(#idx: #params),* } }
+                });
+                if let Ok(f) = f {
+                    self.fns.entry(format!("{name}::{vid}")).or_insert(f.clone());
+                    self.fns.entry(vid.to_string()).or_insert(f);
+                }
+            }
+        }
+    }
+
+    /// A struct's `#[derive(Default)]` and a tuple struct's constructor, as functions the
+    /// check follows.
+    fn struct_items(&mut self, st: &syn::ItemStruct) {
+        // `#[derive(Default)]`: `Config::default()` is each field's default,
+        // by its declared type (numbers 0, `Vec` empty, `Option` `None`).
+        if derives(&st.attrs, "Default") {
+            let name = &st.ident;
+            let values = st.fields.iter().map(|f| default_of(&f.ty));
+            let body = match &st.fields {
+                syn::Fields::Named(n) => {
+                    let names = n.named.iter().map(|f| f.ident.clone());
+                    quote::quote! { #name { #(#names: #values),* } }
+                }
+                syn::Fields::Unnamed(_) => {
+                    let idx = (0..st.fields.len()).map(syn::Index::from);
+                    quote::quote! { #name { #(#idx: #values),* } }
+                }
+                syn::Fields::Unit => quote::quote! { #name },
+            };
+            let f: syn::Result<ItemFn> = syn::parse2(quote::quote! { fn default() -> #name { #body } });
+            if let Ok(f) = f {
+                self.fns.entry(format!("{name}::default")).or_insert(f);
+            }
+        }
+        // A tuple struct's constructor: `Pair(a, b)` is `Pair { 0: a, 1: b }`.
+        if let syn::Fields::Unnamed(u) = &st.fields {
+            let name = &st.ident;
+            let params: Vec<syn::Ident> = (0..u.unnamed.len()).map(|i| quote::format_ident!("__f{}", i)).collect();
+            let idx = (0..u.unnamed.len()).map(syn::Index::from);
+            let f: syn::Result<ItemFn> = syn::parse2(quote::quote! {
+                fn #name(#(#params: _),*) -> #name { #name { #(#idx: #params),* } }
+            });
+            if let Ok(f) = f {
+                self.fns.entry(name.to_string()).or_insert(f);
+            }
+        }
+    }
+
     /// `here`: where `mod x;` looks; `dir`: the directory of the file being read (what
     /// `#[path = ".."]` is relative to).
     fn items(
@@ -686,73 +775,8 @@ impl PackageItems {
                 // An enum's variants: `Action::RecvAct(mb)` and `RecvAct(mb)` build a value
                 // the check follows like a struct (`Action::RecvAct` with field `0`), and
                 // `match` tells the variants apart (a schedule built as `Vec<Action>`).
-                syn::Item::Enum(en) => {
-                    let name = &en.ident;
-                    // An enum of unit variants only (a mode from the command line): its
-                    // variants, for a value read from the program's inputs to take each.
-                    if !en.variants.is_empty() && en.variants.iter().all(|v| matches!(v.fields, syn::Fields::Unit)) {
-                        let vs = en.variants.iter().map(|v| &v.ident);
-                        if let Ok(marker) =
-                            syn::parse2::<ItemFn>(quote::quote! { fn __unit_variants() -> #name { [#(#vs),*] } })
-                        {
-                            self.fns.entry(format!("{name}::__unit_variants")).or_insert(marker);
-                        }
-                    }
-                    for v in &en.variants {
-                        let vid = &v.ident;
-                        if let Ok(marker) = syn::parse2::<ItemFn>(quote::quote! { fn __enum() -> #name {} }) {
-                            self.fns.entry(format!("{vid}::__enum")).or_insert(marker);
-                        }
-                        if let syn::Fields::Unnamed(u) = &v.fields {
-                            let params: Vec<syn::Ident> =
-                                (0..u.unnamed.len()).map(|i| quote::format_ident!("__f{}", i)).collect();
-                            let idx = (0..u.unnamed.len()).map(syn::Index::from);
-                            let f: syn::Result<ItemFn> = syn::parse2(quote::quote! {
-                                fn #vid(#(#params: _),*) -> #name { #name::#vid { #(#idx: #params),* } }
-                            });
-                            if let Ok(f) = f {
-                                self.fns.entry(format!("{name}::{vid}")).or_insert(f.clone());
-                                self.fns.entry(vid.to_string()).or_insert(f);
-                            }
-                        }
-                    }
-                }
-                syn::Item::Struct(st) => {
-                    // `#[derive(Default)]`: `Config::default()` is each field's default,
-                    // by its declared type (numbers 0, `Vec` empty, `Option` `None`).
-                    if derives(&st.attrs, "Default") {
-                        let name = &st.ident;
-                        let values = st.fields.iter().map(|f| default_of(&f.ty));
-                        let body = match &st.fields {
-                            syn::Fields::Named(n) => {
-                                let names = n.named.iter().map(|f| f.ident.clone());
-                                quote::quote! { #name { #(#names: #values),* } }
-                            }
-                            syn::Fields::Unnamed(_) => {
-                                let idx = (0..st.fields.len()).map(syn::Index::from);
-                                quote::quote! { #name { #(#idx: #values),* } }
-                            }
-                            syn::Fields::Unit => quote::quote! { #name },
-                        };
-                        let f: syn::Result<ItemFn> = syn::parse2(quote::quote! { fn default() -> #name { #body } });
-                        if let Ok(f) = f {
-                            self.fns.entry(format!("{name}::default")).or_insert(f);
-                        }
-                    }
-                    // A tuple struct's constructor: `Pair(a, b)` is `Pair { 0: a, 1: b }`.
-                    if let syn::Fields::Unnamed(u) = &st.fields {
-                        let name = &st.ident;
-                        let params: Vec<syn::Ident> =
-                            (0..u.unnamed.len()).map(|i| quote::format_ident!("__f{}", i)).collect();
-                        let idx = (0..u.unnamed.len()).map(syn::Index::from);
-                        let f: syn::Result<ItemFn> = syn::parse2(quote::quote! {
-                            fn #name(#(#params: _),*) -> #name { #name { #(#idx: #params),* } }
-                        });
-                        if let Ok(f) = f {
-                            self.fns.entry(name.to_string()).or_insert(f);
-                        }
-                    }
-                }
+                syn::Item::Enum(en) => self.enum_items(&en),
+                syn::Item::Struct(st) => self.struct_items(&st),
                 syn::Item::Mod(m) => {
                     let sub = here.join(m.ident.to_string());
                     let at = m.attrs.iter().find(|a| a.path().is_ident("path")).and_then(|a| match &a.meta {

@@ -599,7 +599,20 @@ fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
 
 // ---------------------------------------------------------------- deadlock
 
-fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+/// Where the ranks stop when every event runs as soon as it can: each rank's next event
+/// (`pc`), the posted events that completed (`done`), each collective's arrivals by
+/// (communicator, index), and each posted collective's (communicator, index).
+struct Stuck {
+    pc: Vec<usize>,
+    done: Vec<HashSet<usize>>,
+    arrivals: HashMap<(String, usize), Vec<(usize, usize)>>,
+    coll_at: HashMap<(usize, usize), (String, usize)>,
+}
+
+/// Runs the traces as far as they go: a send and a receive on one channel complete
+/// together, in posting order; a collective completes when every member posted it; a
+/// wait passes when what it waits on completed.
+fn run_until_stuck(n: usize, traces: &[Vec<Ev<'_>>]) -> Stuck {
     let mut pc = vec![0usize; n];
     let mut done: Vec<HashSet<usize>> = vec![HashSet::new(); n];
     // Posted, unmatched (rank, id) per channel: sends, then receives.
@@ -659,6 +672,11 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
             break;
         }
     }
+    Stuck { pc, done, arrivals, coll_at }
+}
+
+fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+    let Stuck { pc, done, arrivals, coll_at } = run_until_stuck(n, traces);
     let blocked: Vec<usize> = (0..n).filter(|&r| pc[r] < traces[r].len()).collect();
     let first = *blocked.first()?;
     // What rank r waits for: (the posted event it waits on, the ranks it waits for).
@@ -720,7 +738,22 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
     }
     let all_sends = cycle.iter().all(|&r| matches!(waits(r).0, Ev::P2p { send: true, .. }));
     let any_coll = cycle.iter().any(|&r| matches!(waits(r).0, Ev::Coll { .. }));
-    let fix = if cycle.len() == 1 && waits(cycle[0]).1 == vec![cycle[0]] {
+    let to_itself = cycle.len() == 1 && waits(cycle[0]).1 == vec![cycle[0]];
+    let fix = deadlock_fix(to_itself, all_sends, any_coll);
+    let site: Site = traces[first][pc[first]].site();
+    let site = match waits(first).0 {
+        Ev::P2p { site, .. } | Ev::Coll { site, .. } if traces[first][pc[first]].call() == waits(first).0.call() => {
+            *site
+        }
+        _ => site,
+    };
+    Some(site.error(format!("deadlock at world size {n}: {}; {fix}", parts.join(", while "))))
+}
+
+/// The fix a deadlock suggests: a send to oneself, a cycle of sends (rendezvous), one
+/// through a collective, or receives waiting on each other.
+fn deadlock_fix(to_itself: bool, all_sends: bool, any_coll: bool) -> String {
+    if to_itself {
         "a blocking send to oneself completes only when the matching recv is posted: put both in one \
          `batch(|b| { b.send(..); b.recv(..) })`, or use `sendrecv`"
             .to_string()
@@ -738,13 +771,5 @@ fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
         "each waits for the other: reorder the calls so that one side sends while the other receives, or post \
          both with `sendrecv` or `batch`"
             .to_string()
-    };
-    let site: Site = traces[first][pc[first]].site();
-    let site = match waits(first).0 {
-        Ev::P2p { site, .. } | Ev::Coll { site, .. } if traces[first][pc[first]].call() == waits(first).0.call() => {
-            *site
-        }
-        _ => site,
-    };
-    Some(site.error(format!("deadlock at world size {n}: {}; {fix}", parts.join(", while "))))
+    }
 }

@@ -237,3 +237,12 @@ pub fn expr_text(e: &dyn ToTokens) -> String {
     // Keep a space after keywords and binary operators that lost it above.
     t.replace("if(", "if (").replace("+(", "+ (").replace("-(", "- (").replace("*(", "* (").replace("/(", "/ (")
 }
+
+/// The display name of an op (`send`, `all_reduce`).
+pub fn call_name(m: &str) -> &'static str {
+    match m {
+        "wait" => "wait",
+        "wait_all" => "wait_all",
+        _ => dist_ops::find(m).map_or("communication", |o| o.name),
+    }
+}

@@ -17,8 +17,10 @@ mod collections;
 pub use collections::note_alias;
 mod elem;
 mod eval;
+mod groups;
 mod lists;
 mod macros;
+mod memo;
 mod model;
 mod numbers;
 mod options;
@@ -30,7 +32,7 @@ mod value;
 /// Forgets every cache the interpreter keeps by syntax address (at the start of each
 /// check: another entry point's syntax may reuse the addresses).
 pub fn reset_caches() {
-    model::reset_partitions();
+    groups::reset_partitions();
     std_methods::reset_composed();
     summary::reset();
     elem::reset();
@@ -40,12 +42,13 @@ pub fn reset_caches() {
 
 use collections::Coll;
 use eval::{agree, mut_loan_places, mut_loans, place_root};
-use model::{call_name, mentions_comm};
-pub use model::{CommInst, SplitSeen, Splits};
+pub use groups::CommInst;
+pub use groups::{SplitSeen, Splits};
+use model::mentions_comm;
 use value::*;
 pub use value::{MacroBody, Macros, Outcome, Stop, V};
 
-use super::trace::{self, Ev, Site};
+use super::trace::{self, call_name, Ev, Site};
 use quote::ToTokens;
 use std::collections::HashMap;
 use syn::{Expr, FnArg, ItemFn};
@@ -631,7 +634,7 @@ pub struct Interp<'a> {
     /// `numbers::int_width`).
     fn_stack: Vec<&'a ItemFn>,
     /// Results of helpers that cannot communicate, shared by every rank and world size
-    /// of one check (`summary.rs`, [`Memo`]).
+    /// of one check (`memo.rs`, [`Memo`]).
     pub memo: std::rc::Rc<std::cell::RefCell<Memo>>,
     /// How often each condition on values the same on every rank was decided in this
     /// rank's run, by the condition's address ([`agreed_decision`]).

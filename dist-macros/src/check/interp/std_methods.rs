@@ -260,7 +260,7 @@ impl<'a> Interp<'a> {
         // What the buffer held: data the same within the groups of one earlier call?
         let mut leaves = Vec::new();
         data_leaves(&v, &mut leaves);
-        let held: Vec<Option<(super::model::Groups, u64)>> = leaves.iter().map(|&fp| over(fp)).collect();
+        let held: Vec<Option<(super::groups::Groups, u64)>> = leaves.iter().map(|&fp| over(fp)).collect();
         let before = match held.first() {
             Some(Some((p, _)))
                 if reduce && held.iter().all(|h| h.as_ref().is_some_and(|(q, _)| std::rc::Rc::ptr_eq(p, q))) =>
@@ -541,7 +541,7 @@ enum Composed {
     /// The same on every rank.
     Everyone,
     /// The same within each of these groups.
-    Groups(super::model::Groups),
+    Groups(super::groups::Groups),
     /// Not a partition the check can follow (a group meeting one of `within` twice, a
     /// rank not known): plain data.
     Unknown,
@@ -549,7 +549,7 @@ enum Composed {
 
 /// A composition computed, with the two partitions it was computed from (held, so their
 /// addresses, the key, are not reused while it is kept).
-type ComposedEntry = (super::model::Groups, super::model::Groups, Option<super::model::Groups>);
+type ComposedEntry = (super::groups::Groups, super::groups::Groups, Option<super::groups::Groups>);
 
 thread_local! {
     static COMPOSED: std::cell::RefCell<HashMap<(usize, usize), ComposedEntry>> = Default::default();
@@ -563,7 +563,7 @@ pub(super) fn reset_composed() {
 /// Rank x's reduction over `over`'s group combines the groups of `within` its members
 /// stand in for. Where on every rank they are distinct, and the unions form a partition
 /// (two ranks' unions equal or apart), the result is the same within each union.
-fn compose(within: &super::model::Groups, over: &super::model::Groups, size: usize) -> Composed {
+fn compose(within: &super::groups::Groups, over: &super::groups::Groups, size: usize) -> Composed {
     let key = (std::rc::Rc::as_ptr(within) as usize, std::rc::Rc::as_ptr(over) as usize);
     let cached = COMPOSED.with(|c| c.borrow().get(&key).map(|e| e.2.clone()));
     let g = match cached {
@@ -588,10 +588,10 @@ fn compose(within: &super::model::Groups, over: &super::model::Groups, size: usi
 }
 
 fn compose_uncached(
-    within: &super::model::Partition,
-    over: &super::model::Partition,
+    within: &super::groups::Partition,
+    over: &super::groups::Partition,
     size: usize,
-) -> Option<super::model::Groups> {
+) -> Option<super::groups::Groups> {
     let mut of = vec![u32::MAX; size];
     let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
     let mut lists: Vec<Vec<usize>> = Vec::new();
@@ -625,5 +625,5 @@ fn compose_uncached(
         }
         *slot = id;
     }
-    Some(std::rc::Rc::new(super::model::Partition { of, lists }))
+    Some(std::rc::Rc::new(super::groups::Partition { of, lists }))
 }

@@ -179,7 +179,7 @@ pub(super) fn fp_of(vals: &[&V]) -> u64 {
     use std::hash::Hasher;
     let mut h = Fx::default();
     for v in vals {
-        summary::fingerprint(v, &mut h);
+        memo::fingerprint(v, &mut h);
     }
     h.finish() | 1
 }
