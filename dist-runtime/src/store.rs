@@ -280,7 +280,6 @@ fn handshake(conn: &TcpStream, token: &[u8]) -> std::io::Result<Option<Halves>> 
 }
 
 fn serve(conn: TcpStream, id: u64, state: &State, token: &[u8]) -> std::io::Result<()> {
-    use std::sync::atomic::Ordering::SeqCst;
     let shake = handshake(&conn, token);
     state.pending.lock().unwrap_or_else(|p| p.into_inner()).retain(|(i, _)| *i != id);
     let (mut r, mut w) = match shake? {
@@ -302,26 +301,8 @@ fn serve(conn: TcpStream, id: u64, state: &State, token: &[u8]) -> std::io::Resu
                 w.write_all(&[1])?;
             }
             OP_GET => {
-                let mut t = [0u8; 8];
-                r.read_exact(&mut t)?;
-                let deadline = Instant::now() + Duration::from_millis(u64::from_le_bytes(t));
-                let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
-                loop {
-                    if state.stopped.load(SeqCst) {
-                        return Ok(());
-                    }
-                    if let Some(v) = map.get(&key) {
-                        w.write_all(&[1])?;
-                        w.write_all(&(v.len() as u32).to_le_bytes())?;
-                        w.write_all(v)?;
-                        break;
-                    }
-                    let now = Instant::now();
-                    if now >= deadline {
-                        w.write_all(&[0])?;
-                        break;
-                    }
-                    map = state.changed.wait_timeout(map, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+                if !serve_get(&mut r, &mut w, &key, state)? {
+                    return Ok(());
                 }
             }
             OP_ADD => {
@@ -336,30 +317,7 @@ fn serve(conn: TcpStream, id: u64, state: &State, token: &[u8]) -> std::io::Resu
                 state.changed.notify_all();
                 w.write_all(&new.to_le_bytes())?;
             }
-            OP_CAS => {
-                let expected = read_bytes(&mut r, 64 << 20)?;
-                let desired = read_bytes(&mut r, 64 << 20)?;
-                let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
-                // torch's TCPStore.compare_set: set when the key holds `expected`, or is
-                // unset and `expected` is empty; answer the value the key holds now
-                // (`expected` itself for an unset key and a non-empty `expected`).
-                let now = match map.get(&key) {
-                    Some(cur) if *cur == expected => {
-                        map.insert(key, desired.clone());
-                        desired
-                    }
-                    Some(cur) => cur.clone(),
-                    None if expected.is_empty() => {
-                        map.insert(key, desired.clone());
-                        desired
-                    }
-                    None => expected,
-                };
-                drop(map);
-                state.changed.notify_all();
-                w.write_all(&(now.len() as u32).to_le_bytes())?;
-                w.write_all(&now)?;
-            }
+            OP_CAS => serve_compare_set(&mut r, &mut w, key, state)?,
             OP_DELETE => {
                 let gone = state.map.lock().unwrap_or_else(|p| p.into_inner()).remove(&key).is_some();
                 w.write_all(&[gone as u8])?;
@@ -382,6 +340,57 @@ fn serve(conn: TcpStream, id: u64, state: &State, token: &[u8]) -> std::io::Resu
         }
         w.flush()?;
     }
+}
+
+/// `get` with a deadline: the value once some client sets the key, or a miss at the
+/// deadline. `false` when the store stops meanwhile.
+fn serve_get(r: &mut impl Read, w: &mut impl Write, key: &str, state: &State) -> std::io::Result<bool> {
+    let mut t = [0u8; 8];
+    r.read_exact(&mut t)?;
+    let deadline = Instant::now() + Duration::from_millis(u64::from_le_bytes(t));
+    let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if state.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(false);
+        }
+        if let Some(v) = map.get(key) {
+            w.write_all(&[1])?;
+            w.write_all(&(v.len() as u32).to_le_bytes())?;
+            w.write_all(v)?;
+            return Ok(true);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            w.write_all(&[0])?;
+            return Ok(true);
+        }
+        map = state.changed.wait_timeout(map, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+    }
+}
+
+/// torch's TCPStore.compare_set: set when the key holds `expected`, or is unset and
+/// `expected` is empty; answer the value the key holds now (`expected` itself for an
+/// unset key and a non-empty `expected`).
+fn serve_compare_set(r: &mut impl Read, w: &mut impl Write, key: String, state: &State) -> std::io::Result<()> {
+    let expected = read_bytes(r, 64 << 20)?;
+    let desired = read_bytes(r, 64 << 20)?;
+    let mut map = state.map.lock().unwrap_or_else(|p| p.into_inner());
+    let now = match map.get(&key) {
+        Some(cur) if *cur == expected => {
+            map.insert(key, desired.clone());
+            desired
+        }
+        Some(cur) => cur.clone(),
+        None if expected.is_empty() => {
+            map.insert(key, desired.clone());
+            desired
+        }
+        None => expected,
+    };
+    drop(map);
+    state.changed.notify_all();
+    w.write_all(&(now.len() as u32).to_le_bytes())?;
+    w.write_all(&now)
 }
 
 /// The longest job token a store takes (`DIST_JOB_TOKEN`).

@@ -1,8 +1,9 @@
 //! The layout rules of docs/design.md ("The map"), kept by reading the sources: no import
 //! circle between files (in dist-runtime and in dist-macros), no import from `backend/`
 //! into the typed layer, `init` or the launcher, no backend naming another, and `verify/`
-//! and the files of the bottom floor naming no layer above them. Each failure names the
-//! file, the line and the path it uses.
+//! and the files of the bottom floor naming no layer above them; no source file over 800
+//! lines of code and no function over 100 unless it is one `match` and says so. Each
+//! failure names the file, the line and the path it uses (or the size it has).
 //!
 //! An import is any path a file names from `crate::` or `super::` (in `use` lines and in
 //! code, comments left out), resolved to the deepest file of the module it reaches. A
@@ -287,4 +288,65 @@ fn the_reader_finds_what_it_should() {
     assert!(!found[0].contains("c.rs"), "{found:?}");
     assert_eq!(named(&fs, "a", &["b"]).len(), 2);
     assert!(named(&fs, "a", &["c"]).is_empty(), "a comment is not an import");
+}
+
+/// The most lines of code (not blank, not comments) a source file holds.
+const FILE_LINES: usize = 800;
+/// The most lines of code a function holds, unless it is one `match` and says so in the
+/// comments just above it ("one `match`").
+const FN_LINES: usize = 100;
+
+fn is_code(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && !t.starts_with("//")
+}
+
+/// `fn` items of `text` (at any indentation) longer than [`FN_LINES`] lines of code and
+/// not marked as one `match`: "file:line name (N lines)".
+fn long_functions(f: &File) -> Vec<String> {
+    let lines: Vec<&str> = f.text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let indent = &l[..l.len() - t.len()];
+        let mut rest = t;
+        for p in ["pub(crate) ", "pub(super) ", "pub(in crate::check::interp) ", "pub ", "const ", "async ", "unsafe "]
+        {
+            rest = rest.strip_prefix(p).unwrap_or(rest);
+        }
+        rest = rest.strip_prefix("extern \"C\" ").unwrap_or(rest);
+        let Some(sig) = rest.strip_prefix("fn ") else { continue };
+        if l.trim_end().ends_with(';') {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        let Some(end) = lines[i + 1..].iter().position(|x| *x == close) else { continue };
+        let n = lines[i..=i + 1 + end].iter().filter(|x| is_code(x)).count();
+        // (The mark is in the comments and attributes just above the `fn`.)
+        let above = lines[..i].iter().rev().take_while(|x| {
+            let x = x.trim_start();
+            x.starts_with("//") || x.starts_with("#[")
+        });
+        let marked = above.into_iter().any(|x| x.contains("one `match`"));
+        if n > FN_LINES && !marked {
+            let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            out.push(format!("{}:{} fn {name} ({n} lines of code)", f.path, i + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn files_and_functions_stay_within_their_bounds() {
+    let mut over = Vec::new();
+    for krate in ["dist-runtime", "dist-macros", "dist-ops", "cargo-spmd"] {
+        for f in files(&src(krate)) {
+            let n = f.text.lines().filter(|l| is_code(l)).count();
+            if n > FILE_LINES {
+                over.push(format!("{krate}/src/{} ({n} lines of code, more than {FILE_LINES})", f.path));
+            }
+            over.extend(long_functions(&f).into_iter().map(|s| format!("{krate}/src/{s}, more than {FN_LINES}")));
+        }
+    }
+    assert!(over.is_empty(), "files or functions over their bounds (split them by job):\n{}", over.join("\n"));
 }

@@ -327,6 +327,63 @@ fn check_entry(
     raw
 }
 
+/// What one pass over every rank gave: each rank's trace, the split colors learned,
+/// whether another pass is needed (a split's members became known), the first invalid
+/// call, the first construct not followed, and the ranks it stopped.
+struct Pass<'a> {
+    traces: Vec<Vec<trace::Ev<'a>>>,
+    learned: Splits,
+    again: bool,
+    invalid: Option<syn::Error>,
+    undecidable: Option<(proc_macro2::TokenStream, String)>,
+    stopped: Vec<usize>,
+}
+
+/// The package's items the ranks run with: macros, functions, constants, memo.
+type Items<'a, 'b> = (&'a Macros, &'a HashMap<String, ItemFn>, &'b HashMap<String, interp::V<'a>>, &'b Memo);
+
+/// Runs every rank of a world of `n` once, with the split colors and senders of receives
+/// from any source known so far; `None` when a rank fails (a size the program does not
+/// support).
+fn run_ranks<'a: 's, 's>(
+    f: &'a ItemFn,
+    n: usize,
+    (macros, file, consts, memo): Items<'a, '_>,
+    splits: &'s Splits,
+    any_known: &HashMap<(usize, usize), usize>,
+) -> Option<Pass<'s>> {
+    let mut pass = Pass {
+        traces: Vec::with_capacity(n),
+        learned: Splits::new(),
+        again: false,
+        invalid: None,
+        undecidable: None,
+        stopped: Vec::new(),
+    };
+    for r in 0..n {
+        let mut it = Interp::new(r, n, splits, macros, file, consts.clone());
+        it.memo = memo.clone();
+        it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
+        match it.run(f) {
+            Outcome::Done => {}
+            Outcome::Fails => return None,
+            Outcome::Stop(Stop::Invalid { site, msg }) => {
+                pass.invalid.get_or_insert_with(|| site.error(format!("{msg}{}", site.helper_note())));
+            }
+            Outcome::Stop(Stop::Undecidable { at, what, .. }) => {
+                pass.undecidable.get_or_insert((at, what));
+                pass.stopped.push(r);
+            }
+        }
+        for (key, rank, ck) in it.splits_out.drain(..) {
+            pass.learned.entry(key).or_default().insert(rank, ck);
+        }
+        pass.again |= it.needs_another_pass;
+        pass.traces.push(std::mem::take(&mut it.events));
+    }
+    Some(pass)
+}
+
 /// The numbers a program reads from its inputs (arguments, environment, files) are
 /// unknown but the same on every rank: each size is checked with such a number being
 /// 1, and, when the program reads one, 2 and 3 too (a loop it counts runs once and
@@ -447,34 +504,12 @@ fn check_size<'a>(
     let mut pass = 0;
     while pass < PASSES + any_passes + usize::from(local) {
         pass += 1;
-        let mut traces = Vec::with_capacity(n);
-        let mut learned = Splits::new();
-        let mut again = false;
-        let mut invalid = None;
-        let mut undecidable = None;
-        let mut stopped: Vec<usize> = Vec::new();
         interp::reset_local(n, local);
-        for r in 0..n {
-            let mut it = Interp::new(r, n, &splits, macros, file, consts.clone());
-            it.memo = memo.clone();
-            it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
-            match it.run(f) {
-                Outcome::Done => {}
-                Outcome::Fails => return SizeResult::Fails,
-                Outcome::Stop(Stop::Invalid { site, msg }) => {
-                    invalid.get_or_insert_with(|| site.error(format!("{msg}{}", site.helper_note())));
-                }
-                Outcome::Stop(Stop::Undecidable { at, what, .. }) => {
-                    undecidable.get_or_insert((at, what));
-                    stopped.push(r);
-                }
-            }
-            for (key, rank, ck) in it.splits_out.drain(..) {
-                learned.entry(key).or_default().insert(rank, ck);
-            }
-            again |= it.needs_another_pass;
-            traces.push(std::mem::take(&mut it.events));
-        }
+        let Some(Pass { mut traces, learned, again, invalid, undecidable, stopped }) =
+            run_ranks(f, n, (macros, file, consts, memo), &splits, &any_known)
+        else {
+            return SizeResult::Fails;
+        };
         if !local && interp::local_data_differs() {
             local = true;
             continue;

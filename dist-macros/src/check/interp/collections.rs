@@ -196,6 +196,7 @@ impl<'a> Interp<'a> {
     /// its rank: a loop over it that communicates per entry is what it is at run time,
     /// ranks communicating in different orders. `None`: a method it does not model (the
     /// generic rule forgets the receiver where the method may change it).
+    /// (Long as one `match` over (method, arguments): one arm per method of the collection.)
     pub(super) fn coll_method(
         &mut self,
         mc: &'a ExprMethodCall,

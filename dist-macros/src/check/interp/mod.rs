@@ -6,12 +6,15 @@
 //! anything. When something that communicates depends on an opaque value, the rank's
 //! run stops with [`Stop::Undecidable`] and that world size is left to the run-time
 //! checks.
-
 //!
 //! Files: `eval/` (the recursive core, one file per kind of syntax), `std_methods.rs`
-//! (method calls), `collections.rs` (maps and sets), `macros.rs`, `model.rs` (communicators and what each op posts),
+//! (method calls), `lists.rs` (methods of lists and iterators), `collections.rs` (maps
+//! and sets), `options.rs` (`Option` and `Result`), `numbers.rs` (methods of numbers),
+//! `macros.rs` (`vec!`, `assert!`, `println!` and the like), `model.rs` (what each
+//! communication call posts), `groups.rs` (communicators and how they are made),
 //! `value.rs` (values and flow), `summary.rs` (summarising code that cannot
-//! communicate), `scopes.rs`, `elem.rs`.
+//! communicate), `memo.rs` (quiet helpers' results remembered), `scopes.rs`
+//! (variables), `elem.rs` (buffers' element types, for reduce ops).
 
 mod collections;
 pub use collections::note_alias;

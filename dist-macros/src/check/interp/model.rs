@@ -44,46 +44,48 @@ impl<'a> Interp<'a> {
         }
     }
 
-    pub(super) fn comm_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, c: usize, m: &str) -> R<'a> {
+    /// What a communicator tells without communicating: its rank and size, members,
+    /// names, and rank translation; `None` for a call that communicates.
+    fn comm_query(&mut self, mc: &'a ExprMethodCall, c: usize, m: &str) -> Result<Option<V<'a>>, Flow<'a>> {
         match m {
-            "rank" => return Ok(self.comm_rank(c)),
-            "size" => return Ok(self.comm_size(c)),
+            "rank" => return Ok(Some(self.comm_rank(c))),
+            "size" => return Ok(Some(self.comm_size(c))),
             // Device buffers go through the same methods (NCCL runs them in stream order,
             // so they are checked like blocking host ops); `stream()` is the CUDA stream.
-            "clone" | "as_ref" | "borrow" => return Ok(V::Comm(c)),
+            "clone" | "as_ref" | "borrow" => return Ok(Some(V::Comm(c))),
             // A `Result` holding a communicator (`split`'s, `subgroup`'s) is its value here.
             "map_err" | "context" | "with_context" | "unwrap" | "expect" => {
                 self.args(&mc.args)?;
-                return Ok(V::Comm(c));
+                return Ok(Some(V::Comm(c)));
             }
             "members" => {
-                return Ok(match &self.comms[c].members {
+                return Ok(Some(match &self.comms[c].members {
                     Some(m) => V::list(m.iter().map(|&w| V::Int(w as i128)).collect()),
                     None => V::opaque(),
-                })
+                }))
             }
-            "name" | "backend" | "stream" | "device_kind" => return Ok(V::opaque()),
+            "name" | "backend" | "stream" | "device_kind" => return Ok(Some(V::opaque())),
             // Rank translation: this rank's world rank, and the world rank of a member or
             // the member of a world rank (a `Result` at run time; `?` passes the value).
-            "world_rank" => return Ok(V::Int(self.rank as i128)),
+            "world_rank" => return Ok(Some(V::Int(self.rank as i128))),
             "mesh_coordinate" => {
                 let args = self.args(&mc.args)?;
                 let (Some(dims), Some(members)) = (args.first().and_then(int_list), &self.comms[c].members) else {
-                    return Ok(V::opaque());
+                    return Ok(Some(V::opaque()));
                 };
                 let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
                 let all: Vec<usize> = (0..dims.len()).collect();
                 if dist_ops::mesh_problem(&dims, &all, members.len()).is_some() {
-                    return Ok(V::opaque()); // an error at run time
+                    return Ok(Some(V::opaque())); // an error at run time
                 }
                 let me = members.iter().position(|&w| w == self.rank).expect("a member");
                 let coord = dist_ops::mesh_coordinate(&dims, me);
-                return Ok(V::list(coord.into_iter().map(|x| V::Int(x as i128)).collect()));
+                return Ok(Some(V::list(coord.into_iter().map(|x| V::Int(x as i128)).collect())));
             }
             "world_rank_of" | "group_rank_of" => {
                 let args = self.args(&mc.args)?;
                 let (Some(V::Int(x)), Some(members)) = (args.first(), &self.comms[c].members) else {
-                    return Ok(V::opaque());
+                    return Ok(Some(V::opaque()));
                 };
                 let found = if m == "world_rank_of" {
                     usize::try_from(*x).ok().and_then(|i| members.get(i).copied())
@@ -91,9 +93,16 @@ impl<'a> Interp<'a> {
                     members.iter().position(|&w| w as i128 == *x)
                 };
                 // Out of range or not a member: an error at run time, not decided here.
-                return Ok(found.map_or_else(V::opaque, |v| V::Int(v as i128)));
+                return Ok(Some(found.map_or_else(V::opaque, |v| V::Int(v as i128))));
             }
             _ => {}
+        }
+        Ok(None)
+    }
+
+    pub(super) fn comm_method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall, c: usize, m: &str) -> R<'a> {
+        if let Some(v) = self.comm_query(mc, c, m)? {
+            return Ok(v);
         }
         if self.speculative > 0 {
             // Record it, so `speculate` sees the communication and reports it.

@@ -13,73 +13,11 @@ impl<'a> Interp<'a> {
         }
         let recv = self.expr(&mc.receiver)?;
         let m = mc.method.to_string();
-        if let V::Struct(ty, _) = &recv {
-            // A variant's methods are its enum's (`Action::RecvAct` → `Action::peer`).
-            let ty = ty.split("::").next().unwrap_or(ty);
-            let key = format!("{ty}::{m}");
-            if self.file_fns.contains_key(&key) {
-                let mut args = vec![recv.clone()];
-                args.extend(self.args(&mc.args)?);
-                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
-                exprs.extend(mc.args.iter());
-                return self.apply_method(e, &key, exprs, args).expect("present");
-            }
+        if let Some(v) = self.package_method(e, mc, &recv, &m)? {
+            return Ok(v);
         }
-        // A method of the package on a value read from the program's inputs (a parsed
-        // command line whose fields are inputs: `cfg.grid_for(n)`): its body is followed
-        // with `self` the input, so what it checks of the input against the world size
-        // is seen (taking the input itself for the method's result skipped that check).
-        // Only where one type of the package has a method of that name taking `self`.
-        if matches!(recv, V::Uniform) && !input_method(&m) {
-            let suffix = format!("::{m}");
-            let mut found = self.file_fns.iter().filter(|(k, f)| {
-                k.ends_with(&suffix)
-                    && k.matches("::").count() == 1
-                    && matches!(f.sig.inputs.first(), Some(FnArg::Receiver(_)))
-            });
-            if let (Some((key, _)), None) = (found.next(), found.next()) {
-                let key = key.clone();
-                let mut args = vec![recv.clone()];
-                args.extend(self.args(&mc.args)?);
-                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
-                exprs.extend(mc.args.iter());
-                if let Some(r) = self.apply_method(e, &key, exprs, args) {
-                    return r;
-                }
-            }
-        }
-        match recv {
-            V::Comm(c) => {
-                let r = self.comm_method(e, mc, c, &m)?;
-                self.written_by_comm(mc, c, &m);
-                return Ok(r);
-            }
-            V::Batch(c) if m == "send" || m == "recv" => {
-                let args = self.args(&mc.args)?;
-                let id = self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(&m))?;
-                self.set_p2p_len(id, args.get(2));
-                self.written_by_comm(mc, c, &m);
-                return Ok(V::Unit);
-            }
-            V::Batch(c) if m == "size" => {
-                return Ok(self.comm_size(c));
-            }
-            V::Req(ids) if m == "wait" => {
-                let any = self.events.iter().find_map(|ev| match ev {
-                    Ev::P2p { id, peer, comm, .. } if ids.contains(id) && *peer == crate::check::trace::ANY_SOURCE => {
-                        Some((*id, comm.clone()))
-                    }
-                    _ => None,
-                });
-                self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait" });
-                // A receive from any source gives its status.
-                if let Some((id, comm)) = any {
-                    let c = self.comms.iter().position(|k| k.key == comm).unwrap_or(0);
-                    return Ok(self.status_of(c, id));
-                }
-                return Ok(V::Unit);
-            }
-            _ => {}
+        if let Some(v) = self.comm_value_method(e, mc, &recv, &m)? {
+            return Ok(v);
         }
         if let V::Struct(ty, entries) = &recv {
             if let Some(kind) = Coll::of(ty) {
@@ -89,29 +27,8 @@ impl<'a> Interp<'a> {
                 }
             }
         }
-        // `v.resize(k, fill)` / `resize_with(k, f)` with `k` known: a list of `k` items
-        // (the old ones, then the fill; on data the check does not hold, `k` items of it).
-        if matches!(m.as_str(), "resize" | "resize_with")
-            && mc.args.len() == 2
-            && matches!(recv, V::List(_) | V::Opaque { comm: false, .. })
-        {
-            let (k, fill) = (self.expr(&mc.args[0])?, self.expr(&mc.args[1])?);
-            if let V::Int(k) = k {
-                if (0..=REPEAT_BOUND).contains(&k) && !fill.has_comm() {
-                    let fill = if m == "resize" { fill } else { V::derived(&[&fill]) };
-                    let items = match &recv {
-                        V::List(items) => {
-                            let mut v = items.to_vec();
-                            v.resize(k as usize, fill);
-                            v
-                        }
-                        _ => (0..k).map(|i| V::derived(&[&recv, &fill, &V::Int(i)])).collect(),
-                    };
-                    if self.store(&mc.receiver, V::list(items)).is_ok() {
-                        return Ok(V::Unit);
-                    }
-                }
-            }
+        if self.resize_known(mc, &recv, &m)? {
+            return Ok(V::Unit);
         }
         // (`push` onto data the check cannot see into: what was pushed is in it now.)
         let pushed_onto_data =
@@ -334,6 +251,182 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// A method of the package on a value of its own type (`trainer.step()`), or on a
+    /// value read from the program's inputs (`cfg.grid_for(n)`): its body followed.
+    fn package_method(
+        &mut self,
+        e: &'a Expr,
+        mc: &'a ExprMethodCall,
+        recv: &V<'a>,
+        m: &str,
+    ) -> Result<Option<V<'a>>, Flow<'a>> {
+        if let V::Struct(ty, _) = recv {
+            // A variant's methods are its enum's (`Action::RecvAct` → `Action::peer`).
+            let ty = ty.split("::").next().unwrap_or(ty);
+            let key = format!("{ty}::{m}");
+            if self.file_fns.contains_key(&key) {
+                let mut args = vec![recv.clone()];
+                args.extend(self.args(&mc.args)?);
+                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
+                exprs.extend(mc.args.iter());
+                return self.apply_method(e, &key, exprs, args).expect("present").map(Some);
+            }
+        }
+        // A method of the package on a value read from the program's inputs (a parsed
+        // command line whose fields are inputs: `cfg.grid_for(n)`): its body is followed
+        // with `self` the input, so what it checks of the input against the world size
+        // is seen (taking the input itself for the method's result skipped that check).
+        // Only where one type of the package has a method of that name taking `self`.
+        if matches!(recv, V::Uniform) && !input_method(m) {
+            let suffix = format!("::{m}");
+            let mut found = self.file_fns.iter().filter(|(k, f)| {
+                k.ends_with(&suffix)
+                    && k.matches("::").count() == 1
+                    && matches!(f.sig.inputs.first(), Some(FnArg::Receiver(_)))
+            });
+            if let (Some((key, _)), None) = (found.next(), found.next()) {
+                let key = key.clone();
+                let mut args = vec![recv.clone()];
+                args.extend(self.args(&mc.args)?);
+                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
+                exprs.extend(mc.args.iter());
+                if let Some(r) = self.apply_method(e, &key, exprs, args) {
+                    return r.map(Some);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// A method of a communicator, a batch, or a request (`wait`).
+    fn comm_value_method(
+        &mut self,
+        e: &'a Expr,
+        mc: &'a ExprMethodCall,
+        recv: &V<'a>,
+        m: &str,
+    ) -> Result<Option<V<'a>>, Flow<'a>> {
+        match recv.clone() {
+            V::Comm(c) => {
+                let r = self.comm_method(e, mc, c, m)?;
+                self.written_by_comm(mc, c, m);
+                return Ok(Some(r));
+            }
+            V::Batch(c) if m == "send" || m == "recv" => {
+                let args = self.args(&mc.args)?;
+                let id = self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(m))?;
+                self.set_p2p_len(id, args.get(2));
+                self.written_by_comm(mc, c, m);
+                return Ok(Some(V::Unit));
+            }
+            V::Batch(c) if m == "size" => {
+                return Ok(Some(self.comm_size(c)));
+            }
+            V::Req(ids) if m == "wait" => {
+                let any = self.events.iter().find_map(|ev| match ev {
+                    Ev::P2p { id, peer, comm, .. } if ids.contains(id) && *peer == crate::check::trace::ANY_SOURCE => {
+                        Some((*id, comm.clone()))
+                    }
+                    _ => None,
+                });
+                self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait" });
+                // A receive from any source gives its status.
+                if let Some((id, comm)) = any {
+                    let c = self.comms.iter().position(|k| k.key == comm).unwrap_or(0);
+                    return Ok(Some(self.status_of(c, id)));
+                }
+                return Ok(Some(V::Unit));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// `v.resize(k, fill)` / `resize_with(k, f)` with `k` known: a list of `k` items (the
+    /// old ones, then the fill; on data the check does not hold, `k` items of it) stored
+    /// back; `false` where the check does not follow it.
+    fn resize_known(&mut self, mc: &'a ExprMethodCall, recv: &V<'a>, m: &str) -> Result<bool, Flow<'a>> {
+        if matches!(m, "resize" | "resize_with")
+            && mc.args.len() == 2
+            && matches!(recv, V::List(_) | V::Opaque { comm: false, .. })
+        {
+            let (k, fill) = (self.expr(&mc.args[0])?, self.expr(&mc.args[1])?);
+            if let V::Int(k) = k {
+                if (0..=REPEAT_BOUND).contains(&k) && !fill.has_comm() {
+                    let fill = if m == "resize" { fill } else { V::derived(&[&fill]) };
+                    let items = match recv {
+                        V::List(items) => {
+                            let mut v = items.to_vec();
+                            v.resize(k as usize, fill);
+                            v
+                        }
+                        _ => (0..k).map(|i| V::derived(&[recv, &fill, &V::Int(i)])).collect(),
+                    };
+                    if self.store(&mc.receiver, V::list(items)).is_ok() {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Methods of numbers and booleans the check computes (`x.clamp(lo, hi)`,
+    /// `wrapping_add`, `(cy > 0).then(|| ..)`).
+    fn scalar_method(
+        &mut self,
+        mc: &'a ExprMethodCall,
+        recv: &V<'a>,
+        m: &str,
+        args: &[V<'a>],
+    ) -> Result<Option<V<'a>>, Flow<'a>> {
+        if let V::Int(x) = *recv {
+            // `x.clamp(lo, hi)` (its arguments inputs: this run's sample).
+            if let ("clamp", [lo, hi]) = (m, args) {
+                if let (V::Int(lo), V::Int(hi)) = (sampled(lo.clone()), sampled(hi.clone())) {
+                    if lo <= hi {
+                        return Ok(Some(V::Int(x.clamp(lo, hi))));
+                    }
+                }
+            }
+            // A number from the program's inputs as the argument: this run's sample.
+            let sampled = match args.first() {
+                Some(V::Uniform) => Some(V::Int(super::uniform_number())),
+                a => a.cloned(),
+            };
+            if m.starts_with("wrapping_") || m.starts_with("rotate_") {
+                let width = numbers::int_width(&mc.receiver, self.fn_stack.last().copied());
+                if let Some(r) = width.and_then(|w| numbers::wrapping(x, m, sampled.as_ref(), w)) {
+                    return Ok(Some(r));
+                }
+            }
+            if let Some(r) = numbers::int_method(x, m, sampled.as_ref()) {
+                return Ok(Some(r));
+            }
+        }
+        if let V::Float(x, same) = *recv {
+            if let ("clamp", [V::Float(lo, s1), V::Float(hi, s2)]) = (m, args) {
+                if lo <= hi {
+                    return Ok(Some(V::Float(x.clamp(*lo, *hi), same && *s1 && *s2)));
+                }
+            }
+            if let Some(r) = numbers::float_method(x, same, m, args.first()) {
+                return Ok(Some(r));
+            }
+        }
+        if let V::Bool(b) = *recv {
+            match (m, args) {
+                // `(cy > 0).then(|| rank - px)`: a neighbour that may not exist.
+                ("then", [V::Closure(c)]) => {
+                    return Ok(Some(V::Opt(if b { Some(Box::new(self.apply_closure(*c, vec![])?)) } else { None })))
+                }
+                ("then_some", [x]) => return Ok(Some(V::Opt(b.then(|| Box::new(x.clone()))))),
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
     /// A method of the standard library on a value the check holds: the program's
     /// inputs, string literals, options and results (`options.rs`), numbers
     /// (`numbers.rs`), lists (`lists.rs`); else data computed from the receiver and the
@@ -388,49 +481,8 @@ impl<'a> Interp<'a> {
         if let Some(r) = self.wrapper_method(mc, &recv, &m, &args)? {
             return Ok(r);
         }
-        if let V::Int(x) = recv {
-            // `x.clamp(lo, hi)` (its arguments inputs: this run's sample).
-            if let ("clamp", [lo, hi]) = (m.as_str(), args.as_slice()) {
-                if let (V::Int(lo), V::Int(hi)) = (sampled(lo.clone()), sampled(hi.clone())) {
-                    if lo <= hi {
-                        return Ok(V::Int(x.clamp(lo, hi)));
-                    }
-                }
-            }
-            // A number from the program's inputs as the argument: this run's sample.
-            let sampled = match args.first() {
-                Some(V::Uniform) => Some(V::Int(super::uniform_number())),
-                a => a.cloned(),
-            };
-            if m.starts_with("wrapping_") || m.starts_with("rotate_") {
-                let width = numbers::int_width(&mc.receiver, self.fn_stack.last().copied());
-                if let Some(r) = width.and_then(|w| numbers::wrapping(x, &m, sampled.as_ref(), w)) {
-                    return Ok(r);
-                }
-            }
-            if let Some(r) = numbers::int_method(x, &m, sampled.as_ref()) {
-                return Ok(r);
-            }
-        }
-        if let V::Float(x, same) = recv {
-            if let ("clamp", [V::Float(lo, s1), V::Float(hi, s2)]) = (m.as_str(), args.as_slice()) {
-                if lo <= hi {
-                    return Ok(V::Float(x.clamp(*lo, *hi), same && *s1 && *s2));
-                }
-            }
-            if let Some(r) = numbers::float_method(x, same, &m, args.first()) {
-                return Ok(r);
-            }
-        }
-        if let V::Bool(b) = recv {
-            match (m.as_str(), args.as_slice()) {
-                // `(cy > 0).then(|| rank - px)`: a neighbour that may not exist.
-                ("then", [V::Closure(c)]) => {
-                    return Ok(V::Opt(if b { Some(Box::new(self.apply_closure(*c, vec![])?)) } else { None }))
-                }
-                ("then_some", [x]) => return Ok(V::Opt(b.then(|| Box::new(x.clone())))),
-                _ => {}
-            }
+        if let Some(r) = self.scalar_method(mc, &recv, &m, &args)? {
+            return Ok(r);
         }
         if let Some(items) = iter_items(&recv) {
             if let Some(r) = self.list_method(mc, recv.clone(), items, &m, &args)? {

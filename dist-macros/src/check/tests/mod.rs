@@ -1,7 +1,9 @@
 //! The communication check's unit tests: programs in strings, checked at chosen world
 //! sizes, their verdicts asserted. Here: cost, lines, rank-local conditions, lengths;
-//! in `values.rs`: how values are followed (reduced, exact, inputs, floats, structs).
+//! in `values.rs`: how values are followed (reduced, exact, floats, structs); in
+//! `inputs.rs`: the program's inputs and `strict`'s rule.
 
+mod inputs;
 mod values;
 
 use super::sizes;

@@ -186,20 +186,7 @@ impl<'a> Interp<'a> {
         let args_fp = fp_of(&fp_args);
         let input_args = exprs.iter().zip(&args).all(|(e, v)| input_like(e, v));
         let args_have_comm = args.iter().any(V::has_comm);
-        // (The inputs themselves: `std::env::args()` or `env::var(..)` in the call. A
-        // number from a config is not: what a helper makes of it with other values, a
-        // data set whose rank's slice is this rank's, is data.)
-        let given_input = exprs.iter().any(|e| {
-            let t: String = e.to_token_stream().to_string().chars().filter(|c| !c.is_whitespace()).collect();
-            ["env::args", "env::var"].iter().any(|w| {
-                t.match_indices(w).any(|(at, _)| {
-                    let before = t[..at].chars().next_back();
-                    let after = t[at + w.len()..].chars().next();
-                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                        && after.is_some_and(|c| c == '(' || c == '_' || c == 's')
-                })
-            })
-        });
+        let given_input = names_inputs(&exprs);
         let ty_name = ty.clone();
         // (A helper given known values that computes from them alone: [`summary`]'s
         // larger quota.)
@@ -264,6 +251,14 @@ impl<'a> Interp<'a> {
         if let Some(r) = r {
             return if touched && input_args { r.map(uniform_data) } else { r };
         }
+        self.forget_written(f, &exprs, args_fp);
+        Ok(summary)
+    }
+
+    /// After a summarised helper: what it could write is data now (`&mut` arguments,
+    /// a `&mut self` receiver's fields its body writes, where the caller's receiver is a
+    /// place the check follows).
+    fn forget_written(&mut self, f: &'a ItemFn, exprs: &[&'a Expr], args_fp: u64) {
         for (a, p) in exprs.iter().zip(&f.sig.inputs) {
             let mut places = Vec::new();
             // A `&mut [T]` or `&mut [T; N]` parameter cannot change the length of what
@@ -297,7 +292,6 @@ impl<'a> Interp<'a> {
                 self.clobber_place_with(p, fixed_len, args_fp);
             }
         }
-        Ok(summary)
     }
 
     pub(in crate::check::interp) fn call(&mut self, e: &'a Expr, c: &'a syn::ExprCall) -> R<'a> {
@@ -624,4 +618,23 @@ fn deterministic_std(name: &str) -> bool {
     let skip = |s: &&str| matches!(*s, "collections" | "cell" | "rc" | "sync" | "num" | "vec" | "string" | "boxed");
     let first = segs.iter().find(|s| !skip(s));
     segs.len() >= 2 && first.is_some_and(|t| TYPES.contains(t))
+}
+
+/// Whether a call's arguments are the program's inputs themselves: `std::env::args()` or
+/// `env::var(..)` in them.
+fn names_inputs(exprs: &[&Expr]) -> bool {
+    // (The inputs themselves: `std::env::args()` or `env::var(..)` in the call. A
+    // number from a config is not: what a helper makes of it with other values, a
+    // data set whose rank's slice is this rank's, is data.)
+    exprs.iter().any(|e| {
+        let t: String = e.to_token_stream().to_string().chars().filter(|c| !c.is_whitespace()).collect();
+        ["env::args", "env::var"].iter().any(|w| {
+            t.match_indices(w).any(|(at, _)| {
+                let before = t[..at].chars().next_back();
+                let after = t[at + w.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && after.is_some_and(|c| c == '(' || c == '_' || c == 's')
+            })
+        })
+    })
 }

@@ -178,6 +178,16 @@ impl<'a> Interp<'a> {
         }
         self.scopes = before_scopes;
         self.spec_values = values;
+        let changes = Changes { changed, reshaped, salts, all_agreed, all_exact, afters };
+        self.merge_changes(changes, cond_fp, agreed_cond, at);
+        Ok(())
+    }
+
+    /// The variables the branches of [`Self::speculate`] changed, after them: the same on
+    /// every rank where the condition and every branch's value were, exact data where
+    /// they were exact, else data (its shape kept where no branch changed it).
+    fn merge_changes(&mut self, ch: Changes<'a>, cond_fp: u64, agreed_cond: bool, at: &impl ToTokens) {
+        let Changes { changed, reshaped, salts, all_agreed, all_exact, afters } = ch;
         let cond = self.place(at);
         for k in changed {
             if let Some(slot) = self.scopes.get_mut(k) {
@@ -212,8 +222,19 @@ impl<'a> Interp<'a> {
                 }
             }
         }
-        Ok(())
     }
+}
+
+/// What the branches of a speculated region changed: each variable changed, those whose
+/// shape changed, per branch its salt (what it was set to and the condition), whether it
+/// stayed the same on every rank and exact, and what the branch left in it.
+struct Changes<'a> {
+    changed: Vec<scopes::Sym>,
+    reshaped: Vec<scopes::Sym>,
+    salts: Vec<(scopes::Sym, u64)>,
+    all_agreed: Vec<(scopes::Sym, bool)>,
+    all_exact: Vec<(scopes::Sym, bool)>,
+    afters: Vec<(scopes::Sym, V<'a>)>,
 }
 
 /// What a variable holds after a branch under a condition on exact data (or one the
