@@ -657,6 +657,10 @@ pub struct Interp<'a> {
     /// Set for the speculation of branches under a condition the same on every rank:
     /// what they set from values the same on every rank stays so ([`Self::speculate`]).
     spec_agreed: bool,
+    /// Set by [`Self::speculate`]: its branches left values the check follows (a
+    /// variant, a number, an option) that differ from branch to branch, which merging
+    /// would turn into data.
+    spec_lossy: bool,
     /// What the branches of the last speculation gave (their values, in order).
     spec_values: Vec<V<'a>>,
 }
@@ -766,6 +770,7 @@ impl<'a> Interp<'a> {
             cond_fp: 0,
             loop_entries: FxMap::default(),
             spec_agreed: false,
+            spec_lossy: false,
             spec_values: Vec::new(),
             memo: Default::default(),
         }

@@ -19,6 +19,26 @@ impl<'a> Interp<'a> {
                 let V::Struct(ty, _) = &v else { return None };
                 Some(ty.rsplit("::").next() == Some(&*pi.ident.to_string()))
             }
+            // `None`, a constant (`MAX =>`) or a unit variant of the package's enum on a
+            // value that is not one of its variants: a path, not a new name (Rust resolves
+            // an identifier pattern to a constant or variant in scope before binding it).
+            Pat::Ident(pi)
+                if pi.subpat.is_none() && pi.by_ref.is_none() && pi.mutability.is_none() && {
+                    let id = pi.ident.to_string();
+                    id == "None" || self.consts.contains_key(&id) || self.enum_of(&id).is_some()
+                } =>
+            {
+                let id = pi.ident.to_string();
+                match (id.as_str(), &v) {
+                    ("None", V::Opt(x)) => Some(x.is_none()),
+                    ("None", _) => None,
+                    _ => match (self.consts.get(&id), &v) {
+                        (Some(V::Int(a)), V::Int(b)) => Some(a == b),
+                        (Some(V::Bool(a)), V::Bool(b)) => Some(a == b),
+                        _ => None,
+                    },
+                }
+            }
             Pat::Ident(pi) => {
                 if let Some((_, sub)) = &pi.subpat {
                     let m = self.bind(sub, v.clone());

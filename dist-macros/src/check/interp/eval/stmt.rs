@@ -177,6 +177,7 @@ impl<'a> Interp<'a> {
             }
         }
         self.scopes = before_scopes;
+        self.spec_lossy = lossy(&values, &changed, &afters, &self.scopes);
         self.spec_values = values;
         let changes = Changes { changed, reshaped, salts, all_agreed, all_exact, afters };
         self.merge_changes(changes, cond_fp, agreed_cond, at);
@@ -222,6 +223,42 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+    }
+}
+
+/// Whether merging the branches of a speculated region loses what the check follows:
+/// their values (`values`, one a branch that ended) or what they left in a variable
+/// (`afters`, against what it held before, in `scopes`) differ, and one of them is a
+/// value that can shape communication ([`followed`]).
+fn lossy<'a>(
+    values: &[V<'a>],
+    changed: &[scopes::Sym],
+    afters: &[(scopes::Sym, V<'a>)],
+    scopes: &scopes::Scopes<'a>,
+) -> bool {
+    let differ = |vs: &[&V<'a>]| vs.iter().any(|v| *v != vs[0]) && vs.iter().any(|v| followed(v));
+    if values.len() > 1 && differ(&values.iter().collect::<Vec<_>>()) {
+        return true;
+    }
+    changed.iter().any(|k| {
+        let mut vs: Vec<&V<'a>> = afters.iter().filter(|x| x.0 == *k).map(|x| &x.1).collect();
+        match scopes.get(*k) {
+            Some(before) => vs.push(before),
+            None => return false,
+        }
+        differ(&vs)
+    })
+}
+
+/// A value the check follows and that can shape communication: a number, a flag, an
+/// option, a variant or struct, a list or tuple (not data, floats or text).
+fn followed(v: &V) -> bool {
+    match v {
+        V::Int(_) | V::Bool(_) | V::Opt(_) | V::Range(..) | V::Comm(_) => true,
+        V::Struct(_, fields) => fields.is_empty() || fields.iter().any(|(_, v)| followed(v)),
+        V::List(items) => items.iter().any(followed),
+        V::Tuple(items) => items.iter().any(followed),
+        _ => false,
     }
 }
 
