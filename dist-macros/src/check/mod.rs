@@ -421,6 +421,10 @@ fn check_size_for_inputs<'a>(
         &[(2, 0), (3, 0), (0, 0)]
     };
     let mut clean = matches!(first, SizeResult::Clean);
+    // Whether a run that failed had decided conditions on data by pattern (a loop on a
+    // residual, a result compared with a serial reference): its failure is the path the
+    // check chose, not the program refusing the size.
+    let mut failed_after_deciding = matches!(first, SizeResult::Fails) && decided;
     // Conditions met late run a counted loop's many steps (from a parser's
     // defaults): at sizes 2 and 3 only, where what one rank does at step 25 shows as
     // well as at any other size, and the cost stays a fraction of the check's.
@@ -435,13 +439,23 @@ fn check_size_for_inputs<'a>(
             }
             SizeResult::Undecidable(at, what) => return SizeResult::Undecidable(at, what),
             SizeResult::Clean => clean = true,
-            SizeResult::Fails => {}
+            SizeResult::Fails => failed_after_deciding |= interp::decided_agreed(),
         }
     }
     // A size the program refuses for some inputs (its own `assert!` on `--nx` against
     // the grid) and runs for others is supported.
     if clean {
         SizeResult::Clean
+    } else if failed_after_deciding {
+        // (Never taken for a size the program does not support: said, and left to
+        // the run-time checks.)
+        SizeResult::Undecidable(
+            quote::quote_spanned!(f.sig.ident.span() => #f),
+            "the program's own error or panic on every path the check took (it picks how conditions on data \
+             the same on every rank go, a loop on a residual or a result compared with a reference, and every \
+             pick ended there)"
+                .into(),
+        )
     } else {
         SizeResult::Fails
     }

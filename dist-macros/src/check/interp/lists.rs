@@ -197,6 +197,19 @@ impl<'a> Interp<'a> {
                         .try_fold(0i128, |acc, i| if let V::Int(x) = i { acc.checked_add(*x) } else { Some(acc) });
                 return Ok(Some(total.map_or_else(V::opaque, V::Int)));
             }
+            // `offsets.partition_point(|&o| o <= j)`: how many leading items the
+            // predicate holds for (the owner of row `j` in a block partition).
+            ("partition_point", [f]) => {
+                let f = f.clone();
+                for (i, x) in items.iter().cloned().enumerate() {
+                    match self.apply_fn(&f, x)? {
+                        V::Bool(true) => {}
+                        V::Bool(false) => return Ok(Some(V::Int(i as i128))),
+                        other => return Ok(Some(V::derived(&[&V::List(items.clone()), &other]))),
+                    }
+                }
+                return Ok(Some(V::Int(items.len() as i128)));
+            }
             ("position", [f]) => {
                 let f = f.clone();
                 for (i, x) in items.iter().cloned().enumerate() {
@@ -287,9 +300,12 @@ impl<'a> Interp<'a> {
             }
             // A list the check holds, changed in place and stored back where it lives
             // (`order.extend(..)`, `v.truncate(k)`, `v.pop()`, `v.insert(i, x)`).
-            ("extend" | "extend_from_slice" | "append" | "truncate" | "clear" | "pop" | "insert" | "remove", _)
-                if matches!(recv, V::List(_))
-                    && matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_) | Expr::MethodCall(_)) =>
+            (
+                "extend" | "extend_from_slice" | "append" | "truncate" | "clear" | "pop" | "insert" | "remove" | "sort"
+                | "sort_unstable" | "dedup" | "reverse",
+                _,
+            ) if matches!(recv, V::List(_))
+                && matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_) | Expr::MethodCall(_)) =>
             {
                 let mut l = items.to_vec();
                 let out = match (m, args) {
@@ -314,6 +330,20 @@ impl<'a> Interp<'a> {
                         Some(V::Unit)
                     }
                     ("remove", [V::Int(i)]) if *i >= 0 && *i < l.len() as i128 => Some(l.remove(*i as usize)),
+                    // Known integers sorted and deduplicated as Rust does (`cols.sort_unstable();
+                    // cols.dedup()` on a sparse row's columns); any list reversed.
+                    ("sort" | "sort_unstable", []) if l.iter().all(|x| matches!(x, V::Int(_))) => {
+                        l.sort_by_key(|x| if let V::Int(i) = x { *i } else { 0 });
+                        Some(V::Unit)
+                    }
+                    ("dedup", []) if l.iter().all(|x| matches!(x, V::Int(_) | V::Bool(_))) => {
+                        l.dedup();
+                        Some(V::Unit)
+                    }
+                    ("reverse", []) => {
+                        l.reverse();
+                        Some(V::Unit)
+                    }
                     _ => None,
                 };
                 if let Some(out) = out {

@@ -628,6 +628,9 @@ pub struct Interp<'a> {
     /// The step counts past which the quiet regions being run are summarised, outermost
     /// first (`summary.rs`).
     quotas: Vec<u64>,
+    /// Quiet regions under [`summary`]'s larger quota now running (the steps of the
+    /// outermost are what its budget counts; nested ones are within them).
+    known_depth: u32,
     /// How variables came to hold data, by name: a text and the names it came from
     /// (for the messages of arguments that must agree, [`Self::data_dependent`]).
     why: HashMap<String, (String, Vec<String>)>,
@@ -739,6 +742,7 @@ impl<'a> Interp<'a> {
             size,
             any_sources: HashMap::new(),
             quotas: Vec::new(),
+            known_depth: 0,
             why: HashMap::new(),
             self_ty: Vec::new(),
             fn_stack: Vec::new(),

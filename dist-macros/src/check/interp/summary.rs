@@ -46,6 +46,7 @@ thread_local! {
         std::cell::RefCell::new(FxMap::default());
     /// Steps spent so far in this check under [`CONCRETE_QUOTA`].
     static CONCRETE_SPENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+
     /// [`Interp::may_communicate_deep`] by the address of the syntax node, for one check.
     static DEEP: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
     /// [`Interp::deterministic`] by the address of the helper, for one check.
@@ -472,9 +473,13 @@ impl<'a> Interp<'a> {
         } else {
             let start = self.steps;
             let known = self.enter_quiet(known);
+            self.known_depth += u32::from(known);
             let r = f(self);
+            self.known_depth -= u32::from(known);
             self.quotas.pop();
-            if known {
+            // (Steps counted once: those of a region inside another such one are in
+            // the outer one's.)
+            if known && self.known_depth == 0 {
                 CONCRETE_SPENT.with(|s| s.set(s.get() + (self.steps - start)));
             }
             r
@@ -821,10 +826,15 @@ impl<'a> Interp<'a> {
             NESTED_QUOTA
         };
         let limit = match self.quotas.last() {
-            // (Inside another, at most half of what the outer one has left: past it, this
-            // one is summarised alone and the outer one still finishes, keeping what it
-            // computes itself: `init()`'s list of layers whose weights an `Rng` made.)
-            Some(&outer) if big => self.steps + own.min(outer.saturating_sub(self.steps) / 2),
+            // (Inside another, what the outer one has left but a reserve, half of it up to
+            // [`QUOTA`]: past it, this one is summarised alone and the outer one still
+            // finishes, keeping what it computes itself (`init()`'s list of layers whose
+            // weights an `Rng` made); and a helper the outer one calls row by row gets
+            // as much each time, not half of the last one's share.)
+            Some(&outer) if big => {
+                let left = outer.saturating_sub(self.steps);
+                self.steps + own.min(left - (left / 2).min(QUOTA))
+            }
             Some(&outer) => outer.min(self.steps + own),
             None => self.steps + own,
         };

@@ -166,6 +166,7 @@ impl<'a> Interp<'a> {
         via: Option<&str>,
     ) -> R<'a> {
         let quiet = self.quiet_helper(f, &args);
+
         // A quiet helper's result for these arguments, if an earlier rank or size ran it.
         let memo = if quiet { self.memo_key(f, &exprs, &args) } else { None };
         if let Some(key) = memo {
