@@ -765,3 +765,58 @@ fn a_pre_multiplied_sum_compares_its_scale() {
     let e = problems(&src.replace("ROWS", "rows"), "", 3);
     assert!(e.len() == 1 && e[0].contains("reduce_scatter") && e[0].contains("`PreMulSum` scale 0.25"), "{e:?}");
 }
+
+/// A sparse matrix's block-row halo plan: each row's columns built from `checked_sub`,
+/// sorted and deduplicated in place; each column's owner found by `partition_point` on
+/// the partition's offsets; the neighbours are the owners met. All known, so the
+/// exchange is followed: the plan as written is accepted, and a receive from a lower
+/// neighbour on the tag it does not send (`TO_LOWER`) is an error.
+#[test]
+fn a_halo_plan_from_sorted_columns_and_partition_point_is_followed() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        let (me, p) = (world.rank(), world.size());
+        let (n, nx) = (24usize, 4usize);
+        let offsets: Vec<usize> = (0..=p).map(|r| r * (n / p) + r.min(n % p)).collect();
+        let owner = |j: usize| offsets.partition_point(|&o| o <= j) - 1;
+        let mut peers: Vec<usize> = Vec::new();
+        for i in offsets[me]..offsets[me + 1] {
+            let mut cols: Vec<usize> = [i.checked_sub(nx), i.checked_sub(1), Some(i + 1), Some(i + nx)]
+                .into_iter()
+                .flatten()
+                .filter(|&j| j < n)
+                .collect();
+            cols.sort_unstable();
+            cols.dedup();
+            for j in cols {
+                let q = owner(j);
+                if q != me {
+                    peers.push(q);
+                }
+            }
+        }
+        peers.sort_unstable();
+        peers.dedup();
+        const TO_LOWER: Tag<f64> = Tag::new(1);
+        const TO_HIGHER: Tag<f64> = Tag::new(2);
+        let one = [1.0];
+        let mut bufs = vec![[0.0f64]; peers.len()];
+        let mut reqs = Vec::new();
+        for (&q, b) in peers.iter().zip(bufs.iter_mut()) {
+            let inn = if q < me { RECV_LOWER } else { TO_LOWER };
+            reqs.push(world.irecv(q, inn, b)?);
+        }
+        for &q in &peers {
+            let out = if q < me { TO_LOWER } else { TO_HIGHER };
+            reqs.push(world.isend(q, out, &one)?);
+        }
+        dist_runtime::wait_all(reqs)?;
+        Ok(())
+    }"#;
+    let good = src.replace("RECV_LOWER", "TO_HIGHER");
+    for n in 1..=4 {
+        assert_eq!(problems(&good, "", n), Vec::<String>::new(), "size {n}");
+    }
+    let bad = src.replace("RECV_LOWER", "TO_LOWER");
+    let e = problems(&bad, "", 2);
+    assert!(!e.is_empty() && !e[0].starts_with("undecidable"), "{e:?}");
+}
