@@ -310,7 +310,13 @@ fn callers_in(bt: &str, file: &str, line: u32) -> Option<String> {
     // Backtraces print paths under the working directory as "./x.rs": the site's own
     // frame says which prefix of the site's path the working directory stands for.
     let bare = |p: &str| p.strip_prefix("./").unwrap_or(p).to_string();
-    let here = user.iter().position(|(_, p, l)| *l == line && (file.ends_with(&bare(p)) || bare(p).ends_with(file)))?;
+    let same_file = |p: &str| file.ends_with(&bare(p)) || bare(p).ends_with(file);
+    // (A request posted at `line` and waited on further down the same function, its
+    // `wait_all` the innermost of the user's frames: that function's callers.)
+    let here = user
+        .iter()
+        .position(|(_, p, l)| *l == line && same_file(p))
+        .or_else(|| user.first().filter(|(_, p, _)| same_file(p)).map(|_| 0))?;
     let prefix = {
         let b = bare(&user[here].1);
         if user[here].1.starts_with("./") && file.ends_with(&b) {
@@ -500,6 +506,13 @@ mod callers_tests {
 ";
         assert_eq!(callers_in(main_bt, "src/helpers.rs", 9).as_deref(), Some("src/main.rs:12"));
         assert_eq!(callers_in(main_bt, "src/main.rs", 12), None);
+        // A request posted at line 14 of the helper and waited on at line 17 of it: the
+        // helper's callers; posted in another function than the one that waits: none.
+        assert_eq!(
+            callers_in(BT, "src/parallel/grads.rs", 14).as_deref(),
+            Some("src/main.rs:42, called from src/main.rs:60")
+        );
+        assert_eq!(callers_in(BT, "src/main.rs", 61), None);
         // No debug info: no chain.
         assert_eq!(callers_in("   0: trainer::step\n   1: trainer::main\n", "src/main.rs", 42), None);
     }
