@@ -77,7 +77,7 @@ open(p, "w").write(s2)
 PY
 if err=$(cargo build 2>&1); then fail "the planted unmatched send compiled"; fi
 grep -q 'has no matching `recv`' <<<"$err" || fail "the planted bug was not reported: $err"
-grep -q 'at src/parallel/pipeline.rs:[0-9]*, in `forward`' <<<"$err" || fail "the report does not name the helper's file: $err"
+grep -q 'at src/parallel/pipeline.rs:[0-9]*)' <<<"$err" && grep -q 'src/parallel/pipeline.rs:[0-9]* is in `forward`' <<<"$err" || fail "the report does not name the helper's file: $err"
 cp "$target/pipeline.rs.orig" "$pipeline"
 trap - EXIT
 
