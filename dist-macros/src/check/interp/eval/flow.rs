@@ -38,19 +38,13 @@ impl<'a> Interp<'a> {
     ) -> Result<Option<u32>, Flow<'a>> {
         if !self.agreed_communicates.contains(&site) {
             let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
-            // (Kept to go back to where merging the branches would lose what they left.)
-            let before = self.scopes.clone();
             self.spec_agreed = true;
             match self.speculate(branches, at) {
                 // Branches that leave different values the check follows (a mode's
-                // variant, a node size): every rank takes one of them, so the condition
-                // is decided, as where they communicate, rather than the values merged
-                // into data.
-                Ok(()) if self.spec_lossy && self.speculative == 0 && (self.quotas.is_empty() || !touched_input()) => {
-                    self.scopes = before;
-                    self.spec_values.clear();
-                    self.rewind_to_decide(site, (ne, nc, id));
-                }
+                // variant, a node size), left unmerged: every rank takes one of them, so
+                // the condition is decided, as where they communicate, rather than the
+                // values merged into data.
+                Ok(()) if self.spec_lossy => self.rewind_to_decide(site, (ne, nc, id)),
                 Ok(()) => return Ok(None),
                 // (In code that cannot communicate and reads the program's inputs itself,
                 // an argument parser's loop, the region is summarised instead: what it

@@ -8,20 +8,10 @@ impl<'a> Interp<'a> {
     /// `Some(true)`: matched; `Some(false)`: did not; `None`: cannot tell.
     pub(in crate::check::interp) fn bind(&mut self, pat: &Pat, v: V<'a>) -> Option<bool> {
         match pat {
-            // `Warmup =>` after `use Phase::*`: the unit variant, not a new name.
-            Pat::Ident(pi)
-                if pi.subpat.is_none()
-                    && pi.by_ref.is_none()
-                    && pi.mutability.is_none()
-                    && matches!(&v, V::Struct(ty, f) if ty.contains("::") && f.is_empty())
-                    && self.enum_of(&pi.ident.to_string()).is_some() =>
-            {
-                let V::Struct(ty, _) = &v else { return None };
-                Some(ty.rsplit("::").next() == Some(&*pi.ident.to_string()))
-            }
-            // `None`, a constant (`MAX =>`) or a unit variant of the package's enum on a
-            // value that is not one of its variants: a path, not a new name (Rust resolves
-            // an identifier pattern to a constant or variant in scope before binding it).
+            // `None`, a constant (`MAX =>`), or a unit variant of the package's enum
+            // (`Warmup =>` after `use Phase::*`): a path, compared, not a new name (Rust
+            // resolves an identifier pattern to a constant or variant in scope before
+            // binding it).
             Pat::Ident(pi)
                 if pi.subpat.is_none() && pi.by_ref.is_none() && pi.mutability.is_none() && {
                     let id = pi.ident.to_string();
@@ -32,6 +22,9 @@ impl<'a> Interp<'a> {
                 match (id.as_str(), &v) {
                     ("None", V::Opt(x)) => Some(x.is_none()),
                     ("None", _) => None,
+                    (_, V::Struct(ty, _)) if ty.contains("::") && self.enum_of(&id).is_some() => {
+                        Some(ty.rsplit("::").next() == Some(id.as_str()))
+                    }
                     _ => match (self.consts.get(&id), &v) {
                         (Some(V::Int(a)), V::Int(b)) => Some(a == b),
                         (Some(V::Bool(a)), V::Bool(b)) => Some(a == b),

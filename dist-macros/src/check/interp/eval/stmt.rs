@@ -177,7 +177,16 @@ impl<'a> Interp<'a> {
             }
         }
         self.scopes = before_scopes;
-        self.spec_lossy = lossy(&values, &changed, &afters, &self.scopes);
+        // Under a condition the same on every rank, branches that leave different values
+        // the check follows are not merged: the caller decides the condition instead
+        // ([`Self::agreed_branch`]), from the scopes as they were.
+        self.spec_lossy = agreed_cond
+            && self.speculative == 0
+            && (self.quotas.is_empty() || !touched_input())
+            && lossy(&values, &changed, &afters, &self.scopes);
+        if self.spec_lossy {
+            return Ok(());
+        }
         self.spec_values = values;
         let changes = Changes { changed, reshaped, salts, all_agreed, all_exact, afters };
         self.merge_changes(changes, cond_fp, agreed_cond, at);
