@@ -1405,3 +1405,48 @@ fn a_request_dropped_by_an_errors_return_keeps_the_error() {
     assert!(!zero.output.contains("dropped without a wait"), "{all}");
     assert!(zero.code == Some(3) || zero.killed_by_launcher, "{all}");
 }
+
+// Wrong on purpose: rank 1 receives only after rank 0's send has timed out, and rank 0
+// ignores the error and overwrites the buffer it sent from.
+#[spmd(unchecked)]
+fn send_buffer_reused_after_its_timeout(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<f64> = Tag::new(5);
+    let n = 1 << 16; // 512 KiB: past every eager limit, so MPI sends from the buffer itself
+    if world.rank() == 0 {
+        let mut buf = vec![1.0f64; n];
+        let sent = world.send(1, T, &buf);
+        println!("rank 0's send returned {}", if sent.is_ok() { "Ok" } else { "an error" });
+        buf.fill(9.0);
+        std::thread::sleep(Duration::from_secs(5));
+        drop(buf);
+    } else if world.rank() == 1 {
+        std::thread::sleep(Duration::from_secs(3));
+        let mut got = vec![0.0f64; n];
+        match world.recv(0, T, &mut got) {
+            Ok(()) if got.iter().any(|&x| x != 1.0) => {
+                println!("CORRUPT: rank 1 received what rank 0 wrote after its send had failed")
+            }
+            Ok(()) => println!("rank 1 received the data as sent"),
+            Err(e) => println!("rank 1's receive failed: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// A send that failed (here its deadline) never lets a receive that comes later read what
+/// the caller wrote into the buffer since: shm withdraws the offer (a later receiver gets
+/// the data from a copy); on MPI, which cancels no send, the rank ends the job instead of
+/// returning while MPI still holds the buffer (`backend/mpi/mod.rs` `release`).
+#[test]
+fn a_failed_send_never_lends_its_buffer_to_a_later_receive() {
+    let r = run_env("send_buffer_reused_after_its_timeout", 2, 60.0, &[("DIST_TIMEOUT", "1")]);
+    let all = format!("{}\n--- rank 1's output ---\n{}", r.summary(), r.ranks[1].output);
+    println!("{all}");
+    assert!(!all.contains("CORRUPT"), "{all}");
+    assert!(r.elapsed < Duration::from_secs(30), "took {:?}: {all}", r.elapsed);
+    if std::env::var("DIST_BACKEND").is_ok_and(|b| b.eq_ignore_ascii_case("mpi")) {
+        assert!(!r.success(), "{all}");
+        assert!(r.ranks[0].output.contains("MPI still holds the send buffer"), "{all}");
+        assert!(!r.ranks[0].output.contains("rank 0's send returned"), "{all}");
+    }
+}

@@ -174,19 +174,24 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
             let _ = to_launcher(&format!("{key}/{w}"), text.as_bytes());
         }
     }
-    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
-        // Under mpirun the launcher sees one exit status for the job: each rank says its
-        // own (before the world goes: a failed MPI rank aborts the job there).
-        if let Err(e) = to_launcher(&format!("exit/{rank}"), code.to_string().as_bytes()) {
-            crate::sys::say(format!("[rank {rank}] error: cannot report the exit code to the launcher: {e}"));
-        }
-    }
+    report_exit(rank, code);
     drop(keep);
     #[cfg(feature = "mpi")]
     crate::backend::mpi::at_exit();
     use std::io::Write;
     let _ = std::io::stdout().flush();
     code
+}
+
+/// Under mpirun the launcher sees one exit status for the job: each rank says its own,
+/// before the world goes (a failed MPI rank aborts the job there), and so does a rank
+/// that ends the job from inside an op (the MPI backend, when MPI keeps a buffer).
+pub(crate) fn report_exit(rank: usize, code: i32) {
+    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
+        if let Err(e) = to_launcher(&format!("exit/{rank}"), code.to_string().as_bytes()) {
+            crate::sys::say(format!("[rank {rank}] error: cannot report the exit code to the launcher: {e}"));
+        }
+    }
 }
 
 /// The entry's outcome: a panic, or its result.
@@ -278,7 +283,7 @@ fn exit_code(rank: usize, outcome: Outcome) -> i32 {
 
 /// A failed rank's flight recorder: this thread's last ops, the tail on stderr, the
 /// whole ring to the launcher, which lines the ranks up, and beside the trace.
-fn report_flight(rank: usize) {
+pub(crate) fn report_flight(rank: usize) {
     let ring = crate::verify::recorder::dump();
     if !ring.is_empty() {
         let lines: Vec<&str> = ring.lines().collect();

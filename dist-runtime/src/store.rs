@@ -396,6 +396,10 @@ fn serve_compare_set(r: &mut impl Read, w: &mut impl Write, key: String, state: 
 /// The longest job token a store takes (`DIST_JOB_TOKEN`).
 pub const MAX_TOKEN: usize = 4096;
 
+/// How long a client waits for an answer the server owes at once (every request but a
+/// `get`, whose own timeout comes first): generous for a loaded host, short of a hang.
+const REPLY: Duration = if cfg!(test) { Duration::from_secs(1) } else { Duration::from_secs(30) };
+
 /// A connection to the store.
 pub struct Store {
     conn: Mutex<(BufReader<TcpStream>, BufWriter<TcpStream>)>,
@@ -499,31 +503,50 @@ impl Store {
         Error::store(format!("lost the store at {}", self.addr), Some(e))
     }
 
+    /// One request and its answer, both bounded: `waits` is how long the server may hold
+    /// the answer on purpose (a `get`'s own timeout), and past it plus [`REPLY`] a server
+    /// that stopped answering (stopped, wedged, or something else on the port) is an
+    /// error, never a rank blocked in a read forever.
     fn request(
         &self,
         op: u8,
         key: &str,
         tail: &[u8],
+        waits: Duration,
         resp: impl FnOnce(&mut BufReader<TcpStream>) -> std::io::Result<Option<Vec<u8>>>,
     ) -> Result<Option<Vec<u8>>> {
         let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let (r, w) = &mut *g;
+        let bound = waits.saturating_add(REPLY);
         let send = |w: &mut BufWriter<TcpStream>| -> std::io::Result<()> {
+            w.get_ref().set_write_timeout(Some(bound))?;
             w.write_all(&[op])?;
             w.write_all(&(key.len() as u32).to_le_bytes())?;
             w.write_all(key.as_bytes())?;
             w.write_all(tail)?;
             w.flush()
         };
-        send(w).map_err(|e| self.io(e))?;
-        resp(r).map_err(|e| self.io(e))
+        let silent = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Error::store(
+                format!(
+                    "the store at {} did not answer within {:.0}s (is rank 0's process stopped or wedged?)",
+                    self.addr,
+                    bound.as_secs_f64()
+                ),
+                Some(e),
+            ),
+            _ => self.io(e),
+        };
+        send(w).map_err(silent)?;
+        r.get_ref().set_read_timeout(Some(bound)).map_err(|e| self.io(e))?;
+        resp(r).map_err(silent)
     }
 
     /// Sets `key` to `val`.
     pub fn set(&self, key: &str, val: &[u8]) -> Result<()> {
         let mut tail = (val.len() as u32).to_le_bytes().to_vec();
         tail.extend_from_slice(val);
-        self.request(OP_SET, key, &tail, |r| {
+        self.request(OP_SET, key, &tail, Duration::ZERO, |r| {
             let mut b = [0u8; 1];
             r.read_exact(&mut b)?;
             Ok(None)
@@ -547,7 +570,7 @@ impl Store {
     /// Waits up to `timeout` for `key`: its value, or `None` when the time ran out.
     pub(crate) fn get_within(&self, key: &str, timeout: Duration) -> Result<Option<Vec<u8>>> {
         let ms = timeout.as_millis().min(u64::MAX as u128) as u64;
-        self.request(OP_GET, key, &ms.to_le_bytes(), |r| {
+        self.request(OP_GET, key, &ms.to_le_bytes(), timeout, |r| {
             let mut b = [0u8; 1];
             r.read_exact(&mut b)?;
             if b[0] == 0 {
@@ -559,7 +582,7 @@ impl Store {
 
     /// Adds `delta` to the integer at `key` (0 if unset) and returns the new value.
     pub fn add(&self, key: &str, delta: i64) -> Result<i64> {
-        let v = self.request(OP_ADD, key, &delta.to_le_bytes(), |r| {
+        let v = self.request(OP_ADD, key, &delta.to_le_bytes(), Duration::ZERO, |r| {
             let mut b = [0u8; 8];
             r.read_exact(&mut b)?;
             Ok(Some(b.to_vec()))
@@ -575,13 +598,13 @@ impl Store {
         tail.extend_from_slice(expected);
         tail.extend_from_slice(&(desired.len() as u32).to_le_bytes());
         tail.extend_from_slice(desired);
-        let v = self.request(OP_CAS, key, &tail, |r| Ok(Some(read_bytes(r, 64 << 20)?)))?;
+        let v = self.request(OP_CAS, key, &tail, Duration::ZERO, |r| Ok(Some(read_bytes(r, 64 << 20)?)))?;
         Ok(v.expect("compare_set answers"))
     }
 
     /// Removes `key`; whether it was set.
     pub fn delete(&self, key: &str) -> Result<bool> {
-        let v = self.request(OP_DELETE, key, &[], |r| {
+        let v = self.request(OP_DELETE, key, &[], Duration::ZERO, |r| {
             let mut b = [0u8; 1];
             r.read_exact(&mut b)?;
             Ok(Some(b.to_vec()))
@@ -592,7 +615,7 @@ impl Store {
     /// How many keys are set whose names start with `prefix` ("" for all, including the
     /// job's own rendezvous keys when this is a job's store).
     pub fn num_keys_with(&self, prefix: &str) -> Result<usize> {
-        let v = self.request(OP_COUNT, prefix, &[], |r| {
+        let v = self.request(OP_COUNT, prefix, &[], Duration::ZERO, |r| {
             let mut b = [0u8; 8];
             r.read_exact(&mut b)?;
             Ok(Some(b.to_vec()))
@@ -612,7 +635,7 @@ impl Store {
             tail.extend_from_slice(&(k.len() as u32).to_le_bytes());
             tail.extend_from_slice(k.as_bytes());
         }
-        let v = self.request(OP_CHECK, "", &tail, |r| {
+        let v = self.request(OP_CHECK, "", &tail, Duration::ZERO, |r| {
             let mut b = [0u8; 1];
             r.read_exact(&mut b)?;
             Ok(Some(b.to_vec()))
@@ -789,6 +812,39 @@ pub fn job_store() -> Result<PrefixStore> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that answered the handshake and then stops answering (its process stopped,
+    /// or something that mimics the handshake): every request ends with an error saying
+    /// so, a `get` after its own timeout plus the reply bound, never a read forever.
+    #[test]
+    fn a_store_that_stops_answering_is_an_error_not_a_hang() {
+        let mute = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = mute.local_addr().unwrap().to_string();
+        let held = std::thread::spawn(move || {
+            // Take the one connection's hello and say yes, then read and never answer.
+            let (mut c, _) = mute.accept().unwrap();
+            let mut hello = [0u8; 12];
+            c.read_exact(&mut hello).unwrap();
+            let len = u32::from_le_bytes(hello[8..].try_into().unwrap()) as usize;
+            let mut token = vec![0u8; len];
+            c.read_exact(&mut token).unwrap();
+            c.write_all(&[1]).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut sink = [0u8; 256];
+            while c.read(&mut sink).is_ok_and(|k| k > 0) {}
+        });
+        let store = Store::connect(&addr, "t", Duration::from_secs(5)).unwrap();
+        let start = Instant::now();
+        let e = store.set("k", b"v").unwrap_err().to_string();
+        assert!(e.contains("did not answer within 1s"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+        let start = Instant::now();
+        let e = store.get("k", Duration::from_millis(500)).unwrap_err().to_string();
+        assert!(e.contains("did not answer within"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(6), "took {:?}", start.elapsed());
+        drop(store);
+        held.join().unwrap();
+    }
 
     /// Something else on MASTER_PORT that accepts and never answers: the rank's connect
     /// ends at its deadline with an error that says so, instead of waiting forever.

@@ -211,7 +211,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 // SAFETY: both buffers hold `n` elements and outlive the wait.
                 call("MPI_Iscan", || unsafe { ffi::MPI_Iscan(sp, rp, n, t, mop, comm, &mut req) })?;
             }
-            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
+            wait_coll(c, &mut req, op)?;
             let upto = if exclusive { c.rank } else { c.rank + 1 };
             if upto == 0 {
                 // MPI leaves rank 0's exclusive result undefined; ours is the identity.
@@ -238,7 +238,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 call("MPI_Ireduce_scatter", || unsafe {
                     ffi::MPI_Ireduce_scatter(ptr(send), rp, elems.as_ptr(), t, mop, comm, &mut req)
                 })?;
-                c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
+                wait_coll(c, &mut req, op)?;
                 ops::finish(d, r, c.size, recv);
                 return Ok(());
             }
@@ -270,7 +270,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                     )
                 })?;
             }
-            return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op));
+            return wait_coll(c, &mut req, op);
         }
         (OpKind::Scatter, Bufs::Scatter { send, recv, counts }) => {
             let k = count(recv.len(), op.name)?;
@@ -287,7 +287,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
                 call("MPI_Iscatterv", || unsafe {
                     ffi::MPI_Iscatterv(sp, cs.as_ptr(), ds.as_ptr(), bytes(), rp, k, bytes(), root, comm, &mut req)
                 })?;
-                return c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op));
+                return wait_coll(c, &mut req, op);
             }
         }
         (OpKind::AllToAll, Bufs::AllToAll { send, send_counts, recv, recv_counts }) => {
@@ -299,7 +299,7 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         }
         _ => return Err(wrong_shape("mpi", op)),
     }
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
+    wait_coll(c, &mut req, op)?;
     if let Some((buf, d, r)) = post {
         ops::finish(d, r, c.size, buf);
     }
@@ -327,7 +327,7 @@ fn user(c: &MpiComm, op: &Op, u: ReduceOp, bufs: Bufs<'_>) -> Result<()> {
             call("MPI_Iallgather", || unsafe {
                 ffi::MPI_Iallgather(ptr(buf), k, bytes(), rp, k, bytes(), comm, &mut req)
             })?;
-            c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
+            wait_coll(c, &mut req, op)?;
             let upto = match op.kind {
                 OpKind::Reduce if me != op.root as usize => return Ok(()),
                 OpKind::Scan => me + 1,
@@ -395,7 +395,19 @@ fn all_to_all_bytes(
             &mut req,
         )
     })?;
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))
+    wait_coll(c, &mut req, op)
+}
+
+/// Waits for a collective posted on memory that is freed or handed back to the caller
+/// once this returns (the caller's buffers, or copies dropped on the way out): when the
+/// wait fails while MPI may still use that memory, MPI must let go of it first, or the
+/// rank ends the job ([`super::release`]).
+fn wait_coll(c: &MpiComm, req: &mut ffi::MPI_Request, op: &Op) -> Result<()> {
+    let r = c.wait(super::Wait::Coll, req, op.name, op.site, &|| super::health::waiting(c, op));
+    if let Err(e) = &r {
+        super::release(c, std::slice::from_mut(req), e, super::Held::Collective);
+    }
+    r
 }
 
 /// The per-pair counts of an all-to-all-v agree (what i sends j is what j expects from
@@ -413,7 +425,7 @@ fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usiz
     call("MPI_Ialltoall", || unsafe {
         ffi::MPI_Ialltoall(mine.as_ptr() as *mut c_void, one, bytes(), rp, one, bytes(), c.comm, &mut req)
     })?;
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
+    wait_coll(c, &mut req, op)?;
     let me = c.rank;
     let wrong: Vec<String> = (0..n)
         .filter(|&j| theirs[j] != recv_counts[j] as u64)
@@ -427,7 +439,7 @@ fn agree_counts(c: &MpiComm, op: &Op, send_counts: &[usize], recv_counts: &[usiz
     call("MPI_Iallreduce", || unsafe {
         ffi::MPI_Iallreduce(sp, rp, 1, datatype(crate::dtype::DType::U64), ffi::RSMPI_MAX, c.comm, &mut req)
     })?;
-    c.wait(super::Wait::Coll, &mut req, op.name, op.site, &|| super::health::waiting(c, op))?;
+    wait_coll(c, &mut req, op)?;
     if any[0] == 0 {
         return Ok(());
     }

@@ -319,18 +319,45 @@ fn end() {
     ENDED.store(true, Ordering::SeqCst);
 }
 
-/// How long a timed-out receive's cancellation may take before the rank gives up on it.
+/// How long a failed op's cancellation may take before the rank gives up on it.
 const CANCEL_WAIT: Duration = Duration::from_secs(1);
 
+/// What a failed op's pending requests hold of the caller's memory.
+#[derive(Clone, Copy)]
+pub(super) enum Held {
+    /// Receives writing into the caller's buffers.
+    Receive,
+    /// Sends reading the caller's buffer (a blocking send's payload goes from it directly).
+    Send,
+    /// A nonblocking collective on the caller's buffers (MPI cancels none).
+    Collective,
+}
+
 /// Cancels this process's pending receives `reqs` after their op failed (`e`), so MPI
-/// writes none of their buffers once the caller has them back. A receive whose message
-/// started to arrive cannot be cancelled: MPI completes it only when the rest comes (a
-/// blocking `MPI_Wait` here never returned when the sender had stopped). So the wait is
-/// bounded like every other; past [`CANCEL_WAIT`] the buffers are still MPI's, and this
-/// rank ends the job instead of returning ([`end_here`]).
+/// writes none of their buffers once the caller has them back ([`release`]).
 fn cancel_receives(c: &MpiComm, reqs: &mut [ffi::MPI_Request], e: &Error) {
-    for r in reqs.iter_mut() {
-        // SAFETY: cancelling our own pending receive (a completed one is MPI_REQUEST_NULL).
+    release(c, reqs, e, Held::Receive)
+}
+
+/// Lets go of the requests `reqs` of an op that failed (`e`) while they still use the
+/// caller's memory, before the op returns and the caller has that memory back: each is
+/// cancelled, then tested for up to [`CANCEL_WAIT`]. A receive whose message started to
+/// arrive cannot be cancelled (MPI completes it only when the rest comes: a blocking
+/// `MPI_Wait` here never returned when the sender had stopped), and Open MPI's ob1 cancels
+/// no send at all: a receiver that posts its receive after the sender's error would read
+/// whatever the caller has written into the buffer since. So past the wait, when the peer
+/// may still take part (a deadlock, a deadline), this rank ends the job instead of
+/// returning ([`end_here`]), as MPI's default error handler and NCCL's watchdog would. A
+/// send to a rank that failed is left to MPI (the peer reads nothing more): the error
+/// returns, and the exit code rules name the culprit.
+pub(super) fn release(c: &MpiComm, reqs: &mut [ffi::MPI_Request], e: &Error, held: Held) {
+    if reqs.is_empty() {
+        return;
+    }
+    // The standard makes cancelling a collective erroneous; the wait below may still
+    // see it complete (a late peer).
+    for r in reqs.iter_mut().filter(|_| !matches!(held, Held::Collective)) {
+        // SAFETY: cancelling our own pending request (a completed one is MPI_REQUEST_NULL).
         let _ = call("MPI_Cancel", || unsafe { ffi::MPI_Cancel(r) });
     }
     let start = Instant::now();
@@ -344,22 +371,31 @@ fn cancel_receives(c: &MpiComm, reqs: &mut [ffi::MPI_Request], e: &Error) {
             return;
         }
         if start.elapsed() >= CANCEL_WAIT {
-            end_here(c.world.get(c.rank).copied().unwrap_or(c.rank), e);
+            match held {
+                Held::Send | Held::Collective if matches!(e, Error::PeerFailed { .. }) => return,
+                _ => end_here(c.world.get(c.rank).copied().unwrap_or(c.rank), e, held),
+            }
         }
         std::thread::sleep(Duration::from_millis(1));
     }
 }
 
-/// Ends the job from inside an op that cannot return: a receive whose message had started
-/// to arrive timed out and MPI refused to cancel it, so MPI may still write into the
-/// caller's buffer after the caller got it back. Says the error (as the entry runner
-/// would), tells the peers, and aborts the job; never returns.
-fn end_here(rank: usize, e: &Error) -> ! {
-    let text = format!(
-        "{e}; MPI still holds the receive buffer (a message that started to arrive cannot be cancelled), so \
-         rank {rank} ends the job here"
-    );
+/// Ends the job from inside an op that cannot return: MPI still holds the caller's buffer
+/// ([`release`]). Says the error (as the entry runner would), tells the peers, and aborts
+/// the job; never returns.
+fn end_here(rank: usize, e: &Error, held: Held) -> ! {
+    let why = match held {
+        Held::Receive => "MPI still holds the receive buffer (a message that started to arrive cannot be cancelled)",
+        Held::Send => {
+            "MPI still holds the send buffer (MPI cannot cancel a send: a receive posted later would read whatever \
+             the buffer holds by then)"
+        }
+        Held::Collective => "MPI still holds the collective's buffers (MPI cannot cancel a collective)",
+    };
+    let text = format!("{e}; {why}, so rank {rank} ends the job here");
     crate::sys::say(format!("[rank {rank}] error: {text}"));
+    crate::entry::report_flight(rank);
+    crate::entry::report_exit(rank, 1);
     FAILED.store(true, Ordering::SeqCst);
     health::announce(&text);
     end();

@@ -114,8 +114,8 @@ fn exchange_counted(
             // SAFETY: placeholder, written by MPI_Isend.
             let mut r: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
             let p = super::ops::ptr(buf);
-            // SAFETY: `buf` outlives the request (completed before we return, or the
-            // communicator is broken and the job ends, as for MPI's own collectives).
+            // SAFETY: `buf` outlives the request: it completes, or is let go of, before we
+            // return (`release` ends the job when MPI keeps it).
             call("MPI_Isend", || unsafe { ffi::MPI_Isend(p, n, bytes(), peer as c_int, tag(), c.comm, &mut r) })?;
             reqs.push(r);
         }
@@ -135,7 +135,9 @@ fn exchange_counted(
         })
     });
     if let Err(e) = &done {
-        super::cancel_receives(c, &mut reqs[..nrecv], e);
+        let (recvs, sends) = reqs.split_at_mut(nrecv);
+        super::cancel_receives(c, recvs, e);
+        super::release(c, sends, e, super::Held::Send);
     }
     done?;
     let mut got = vec![0usize; recvs.len()];

@@ -596,8 +596,15 @@ pub(super) fn send(c: &MpiComm, site: Site, dst: usize, tag: u32, dtype: DType, 
             parts = isend_payload(c, dst, tag, data)?;
         }
         drop(one);
-        wait_all(c, site, dst, tag, &mut reqs[..if inline { 1 } else { 2 }])?;
-        wait_all(c, site, dst, tag, &mut parts)
+        let waited = wait_all(c, site, dst, tag, &mut reqs[..if inline { 1 } else { 2 }])
+            .and_then(|()| wait_all(c, site, dst, tag, &mut parts));
+        if let (Err(e), false) = (&waited, inline) {
+            // The payload goes from `data` itself, which the caller has back once this
+            // returns: MPI must let go of it first (or the rank ends the job).
+            super::release(c, &mut reqs[1..], e, super::Held::Send);
+            super::release(c, &mut parts, e, super::Held::Send);
+        }
+        waited
     })();
     match sent {
         Ok(()) => ROOM.set(Some(room)),
