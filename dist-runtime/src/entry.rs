@@ -87,22 +87,7 @@ fn publish_result(rank: usize, value: &[u8]) -> crate::error::Result<()> {
     if std::env::var_os("DIST_RESULTS").is_none() {
         return Ok(());
     }
-    to_launcher(&format!("result/{rank}"), value)
-}
-
-/// Sets `key` in the launcher's store (at MASTER_ADDR:MASTER_PORT), when there is one.
-fn to_launcher(key: &str, value: &[u8]) -> crate::error::Result<()> {
-    to_launcher_within(key, value, None)
-}
-
-/// [`to_launcher`], giving up after `limit` (a best-effort report must not hold a rank
-/// that cannot reach the launcher for its whole deadline).
-fn to_launcher_within(key: &str, value: &[u8], limit: Option<std::time::Duration>) -> crate::error::Result<()> {
-    let env = crate::env::Env::from_env()?;
-    let Some(port) = env.master_port else { return Ok(()) };
-    let patience = limit.map_or(env.timeout, |l| l.min(env.timeout));
-    let store = crate::store::Store::connect(&format!("{}:{port}", env.master_addr), &env.token, patience)?;
-    store.set(key, value)
+    crate::store::report::to_launcher(&format!("result/{rank}"), value)
 }
 
 /// All entries registered in this binary.
@@ -147,7 +132,7 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     if std::env::var_os("DIST_EXIT_REPORT").is_some() {
         if let Ok(env) = crate::env::Env::from_env() {
             let me = format!("{} {:x}", std::process::id(), crate::sys::host_id());
-            let _ = to_launcher_within(
+            let _ = crate::store::report::to_launcher_within(
                 &format!("pid/{}", env.rank),
                 me.as_bytes(),
                 Some(std::time::Duration::from_secs(2)),
@@ -164,34 +149,23 @@ pub fn run_rank(f: impl FnOnce(Comm<World>) -> Result<Vec<u8>, Failure>) -> i32 
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(world)));
     let code = exit_code(rank, judged(outcome, &keep));
     if code != 0 {
-        report_flight(rank);
+        crate::store::report::report_flight(rank);
     }
     // The cause may be a peer that returned from its entry while this rank waited on it
     // (it exits 0), or one a deadlock detector named (it may be stopped, or have stopped
     // as a victim itself): the launcher learns of it from here (when it hosts the store).
-    if code == 3 && launcher_store() {
+    if code == 3 && crate::store::report::launcher_store() {
         if let Some((key, w, text)) = crate::verify::failure::take_named() {
-            let _ = to_launcher(&format!("{key}/{w}"), text.as_bytes());
+            let _ = crate::store::report::to_launcher(&format!("{key}/{w}"), text.as_bytes());
         }
     }
-    report_exit(rank, code);
+    crate::store::report::report_exit(rank, code);
     drop(keep);
     #[cfg(feature = "mpi")]
     crate::backend::mpi::at_exit();
     use std::io::Write;
     let _ = std::io::stdout().flush();
     code
-}
-
-/// Under mpirun the launcher sees one exit status for the job: each rank says its own,
-/// before the world goes (a failed MPI rank aborts the job there), and so does a rank
-/// that ends the job from inside an op (the MPI backend, when MPI keeps a buffer).
-pub(crate) fn report_exit(rank: usize, code: i32) {
-    if std::env::var_os("DIST_EXIT_REPORT").is_some() {
-        if let Err(e) = to_launcher(&format!("exit/{rank}"), code.to_string().as_bytes()) {
-            crate::sys::say(format!("[rank {rank}] error: cannot report the exit code to the launcher: {e}"));
-        }
-    }
 }
 
 /// The entry's outcome: a panic, or its result.
@@ -214,7 +188,7 @@ fn cannot_join(e: &crate::Error) -> i32 {
     let _ = std::io::stderr().write_all(format!("[rank {rank}] error: cannot join the job: {e}\n").as_bytes());
     crate::init::report_init_failure(&rank, &e.to_string());
     if std::env::var_os("DIST_EXIT_REPORT").is_some() {
-        let _ = to_launcher(&format!("exit/{rank}"), b"1");
+        let _ = crate::store::report::to_launcher(&format!("exit/{rank}"), b"1");
     }
     1
 }
@@ -281,34 +255,6 @@ fn exit_code(rank: usize, outcome: Outcome) -> i32 {
     }
 }
 
-/// A failed rank's flight recorder: this thread's last ops, the tail on stderr, the
-/// whole ring to the launcher, which lines the ranks up, and beside the trace.
-pub(crate) fn report_flight(rank: usize) {
-    let ring = crate::verify::recorder::dump();
-    if !ring.is_empty() {
-        let lines: Vec<&str> = ring.lines().collect();
-        let tail: Vec<String> =
-            lines[lines.len().saturating_sub(4)..].iter().map(|l| format!("    {}", l.replace('\t', " "))).collect();
-        crate::sys::say(format!("[rank {rank}] flight recorder, last ops (oldest first):\n{}", tail.join("\n")));
-        if launcher_store() {
-            let _ = to_launcher(&format!("flight/{rank}"), ring.as_bytes());
-        }
-        // Beside the trace, for `cargo spmd trace DIR` to line the ranks up later.
-        if let Some(dir) = std::env::var_os("DIST_TRACE").filter(|d| !d.is_empty()) {
-            let path = std::path::Path::new(&dir).join(format!("flight-{rank}.tsv"));
-            if let Err(e) = std::fs::write(&path, ring.as_bytes()) {
-                crate::sys::say(format!("[rank {rank}] cannot write the flight recorder to {}: {e}", path.display()));
-            }
-        }
-    }
-}
-
-/// Whether a launcher's store takes this rank's reports (`Launch` and xtask host one; so
-/// does the mpirun path, which asks for exit reports).
-fn launcher_store() -> bool {
-    std::env::var("DIST_STORE_EXTERNAL").as_deref() == Ok("1") || std::env::var_os("DIST_EXIT_REPORT").is_some()
-}
-
 /// The first line a binary prints when asked for its entries (`DIST_LIST_ENTRIES`,
 /// `DIST_RESOLVE_ENTRY`).
 pub const ENTRIES_MARKER: &str = "#dist-entries v1";
@@ -352,7 +298,7 @@ pub fn dispatch() {
                 eprintln!("error: {msg}");
                 if std::env::var_os("DIST_EXIT_REPORT").is_some() {
                     if let Ok(env) = crate::env::Env::from_env() {
-                        let _ = to_launcher(&format!("exit/{}", env.rank), b"2");
+                        let _ = crate::store::report::to_launcher(&format!("exit/{}", env.rank), b"2");
                     }
                 }
                 2

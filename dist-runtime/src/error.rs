@@ -360,6 +360,17 @@ impl std::fmt::Display for Site {
 
 /// A rank of `comm` as messages name it: "rank 2" on the world, "world rank 5 (rank 1 of
 /// Dp{1,5})" in a group, so one sentence never mixes the two numberings.
+/// How a rank left communicator `comm` that peers still wait on: the world only as its
+/// entry returns; any other communicator also when the rank drops it (a sub-group
+/// reassigned in a loop, `self.cube = self.cube.split(..)`).
+pub(crate) fn how_left(comm: &str) -> &'static str {
+    if comm == "World" {
+        "returned from its entry"
+    } else {
+        "dropped it, or returned from its entry"
+    }
+}
+
 pub(crate) fn rank_text(rank: usize, comm: &str) -> String {
     match world_rank_in(comm, rank) {
         Some(w) if comm != "World" => format!("world rank {w} (rank {rank} of {comm})"),

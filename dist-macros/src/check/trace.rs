@@ -39,6 +39,17 @@ pub fn entry_file() -> (String, String) {
     FILES.with(|f| f.borrow().entry.clone())
 }
 
+/// "src/main.rs:12" for line 12 of the checked function, "line 12" where its file is not
+/// known.
+pub fn entry_place(line: usize) -> String {
+    let (file, _) = entry_file();
+    if file.is_empty() {
+        format!("line {line}")
+    } else {
+        format!("{file}:{line}")
+    }
+}
+
 /// The line of the first token of `t` (1-based; 0 when unknown). Helpers read from
 /// their files carry their own lines (they are parsed with positions, see `check::mod`).
 pub fn line_of(t: &dyn ToTokens) -> usize {
@@ -107,7 +118,7 @@ impl<'a> Site<'a> {
         }
         match self.at {
             Some(i) => loc_text(i),
-            None => format!("line {}", self.line()),
+            None => entry_place(self.line()),
         }
     }
     /// " (at src/pipeline.rs:42, in `forward`, called from …)" for a call inside a

@@ -23,6 +23,30 @@ thread_local! {
     static ALIASES: std::cell::RefCell<std::collections::HashMap<String, String>> = Default::default();
 }
 
+thread_local! {
+    /// The package's struct fields declared as collections: (struct, field) → its type,
+    /// so `Plan { slot }` with `slot` collected untyped (`.collect()` into the field's
+    /// `BTreeMap<usize, usize>`) is that map, not a list.
+    static FIELD_TYPES: std::cell::RefCell<std::collections::HashMap<(String, String), syn::Type>> =
+        Default::default();
+}
+
+/// Notes a struct field whose declared type is a collection (or an alias of one).
+pub fn note_field_type(st: &str, field: &str, ty: &syn::Type) {
+    FIELD_TYPES.with(|f| f.borrow_mut().insert((st.to_string(), field.to_string()), ty.clone()));
+}
+
+/// `v` as the collection struct `st`'s field `field` is declared as, where it is one.
+pub(super) fn as_field<'a>(st: &str, field: &str, v: V<'a>) -> V<'a> {
+    if !matches!(v, V::List(_) | V::Struct(..)) {
+        return v;
+    }
+    FIELD_TYPES.with(|f| match f.borrow().get(&(st.to_string(), field.to_string())) {
+        Some(t) => typed(v, t),
+        None => v,
+    })
+}
+
 /// Notes `type alias = ..::target<..>` (an alias of a collection builds that collection).
 pub fn note_alias(alias: &str, target: &str) {
     ALIASES.with(|a| a.borrow_mut().insert(alias.to_string(), target.to_string()));

@@ -17,7 +17,7 @@
 //! (variables), `elem.rs` (buffers' element types, for reduce ops).
 
 mod collections;
-pub use collections::note_alias;
+pub use collections::{note_alias, note_field_type};
 mod elem;
 mod eval;
 mod groups;
@@ -170,6 +170,28 @@ pub const AGREED_MODES: [&str; 5] = [
 /// last pattern of [`AGREED_MODES`].
 const LATE: u32 = 32;
 
+thread_local! {
+    /// Decisions by pattern taken on this thread (each rank counts its own from where it
+    /// started), and whether runs take the program's own checks to pass after one.
+    static DECISIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static ASSUME: std::cell::Cell<(bool, bool)> = const { std::cell::Cell::new((false, false)) };
+}
+
+/// Whether this run takes the program's own checks to pass once its rank has decided a
+/// condition by pattern ([`Interp::assumes_checks_pass`]), and clears [`assumed_checks`].
+pub fn set_assume_checks_pass(on: bool) {
+    ASSUME.with(|a| a.set((on, false)));
+}
+
+/// Whether a rank of this run took one of the program's own checks to pass.
+pub fn assumed_checks() -> bool {
+    ASSUME.with(|a| a.get().1)
+}
+
+fn note_decision() {
+    DECISIONS.with(|d| d.set(d.get() + 1));
+}
+
 /// Sets this run's pattern (an index into [`AGREED_MODES`]) and clears [`decided_agreed`].
 pub fn set_agreed_mode(mode: u8) {
     AGREED.with(|a| a.set((mode, false)));
@@ -182,6 +204,7 @@ pub fn decided_agreed() -> bool {
 
 /// The `j`th decision (from 0) of one condition under this run's pattern.
 fn agreed_decision(j: u32) -> bool {
+    note_decision();
     AGREED.with(|a| {
         let (mode, _) = a.get();
         a.set((mode, true));
@@ -201,6 +224,7 @@ fn agreed_decision(j: u32) -> bool {
 /// (with conditions false every time) three times per entry (a loop on a converged
 /// residual runs a bounded number of times, never until the step budget).
 pub(super) fn loop_decision(entry: u32, k: u32) -> bool {
+    note_decision();
     AGREED.with(|a| {
         let (mode, _) = a.get();
         a.set((mode, true));
@@ -645,6 +669,8 @@ pub struct Interp<'a> {
     /// How often each condition on values the same on every rank was decided in this
     /// rank's run, by the condition's address ([`agreed_decision`]).
     agreed_seen: FxMap<usize, u32>,
+    /// [`DECISIONS`] when this rank started (what it decided since is its own).
+    decisions_from: u64,
     /// Conditions of that kind whose code communicates (or leaves early): decided, never
     /// speculated again ([`Self::agreed_branch`]).
     agreed_communicates: std::collections::HashSet<usize, std::hash::BuildHasherDefault<Fx>>,
@@ -747,6 +773,7 @@ impl<'a> Interp<'a> {
             self_ty: Vec::new(),
             fn_stack: Vec::new(),
             agreed_seen: FxMap::default(),
+            decisions_from: DECISIONS.with(|d| d.get()),
             agreed_communicates: Default::default(),
             scopes: scopes::Scopes::new(),
             comms: vec![CommInst {
@@ -778,6 +805,21 @@ impl<'a> Interp<'a> {
             spec_values: Vec::new(),
             memo: Default::default(),
         }
+    }
+
+    /// Whether a failure of the program's own making here is taken to pass: in a run
+    /// that assumes so ([`set_assume_checks_pass`]), once this rank has decided a
+    /// condition by pattern (a loop on a residual run once, twice, …), a check the
+    /// program makes of its own results (against a serial reference, of an iteration
+    /// count) fails because the pattern is not the path a real run takes; the check
+    /// follows the run that passes it.
+    pub(super) fn assumes_checks_pass(&self) -> bool {
+        let on =
+            self.speculative == 0 && ASSUME.with(|a| a.get().0) && DECISIONS.with(|d| d.get()) > self.decisions_from;
+        if on {
+            ASSUME.with(|a| a.set((true, true)));
+        }
+        on
     }
 
     /// Runs `f` with its communicator parameter bound to the world.
@@ -887,7 +929,7 @@ impl<'a> Interp<'a> {
 
     /// The text of [`Self::chain_at`] for a place at `line` of the innermost helper.
     pub(super) fn chain_text(&self, line: usize) -> String {
-        let Some((_, inner)) = self.via.last() else { return format!("line {line}") };
+        let Some((_, inner)) = self.via.last() else { return trace::entry_place(line) };
         let mut s = format!("{}:{line}, in `{inner}`", trace::helper_file(inner));
         let (entry_file, entry_name) = trace::entry_file();
         for k in (0..self.via.len()).rev() {
@@ -970,7 +1012,7 @@ impl<'a> Interp<'a> {
         let line = trace::line_of(node);
         match self.via.last() {
             Some((_, key)) => format!("{}:{line}", trace::helper_file(key)),
-            None => format!("line {line}"),
+            None => trace::entry_place(line),
         }
     }
 

@@ -136,8 +136,14 @@ impl<'a> Interp<'a> {
                     }
                     // Over part of the ranks: the same within each group of its call.
                     Some(v) if matches!(base, "all_reduce" | "broadcast" | "all_gather") => {
-                        match self.group_uniform(v, c, base, salt) {
+                        let call = V::data(fp_of(&[&V::Int(salt as i128), &V::Int(self.comms[c].colls as i128)]));
+                        value::mark_exact(&call);
+                        match self.group_uniform(v.clone(), c, base, salt) {
                             Some(v) if self.store(p, v.clone()).is_ok() => {}
+                            // Groups not known: still alike on the call's members, whatever
+                            // each held before (`if msg[0] == 1` after a sub-group's
+                            // broadcast, where the root held a list and the others data).
+                            _ if self.store(p, fill_indexed(v, call, &mut |x| x)).is_ok() => {}
                             _ => self.clobber_place_with(p, true, salt),
                         }
                     }
@@ -214,12 +220,17 @@ impl<'a> Interp<'a> {
         // different data, each noted with its own recipe.)
         let colls = self.comms[c].colls as i128;
         let mut i = 0usize;
-        Some(fill_uniform(v, &mut || {
-            let fp = fp_of(&[&V::Int(salt as i128), &V::Int(colls), &V::Int(i as i128)]);
+        // (Exact: the same call on the same group leaves the same value, so a rank
+        // whose `fp` agrees with another's holds what it holds.)
+        let whole = V::data(fp_of(&[&V::Int(salt as i128), &V::Int(colls)]));
+        value::mark_exact(&whole);
+        Some(fill_indexed(v, whole, &mut |item| {
             let r = item_recipe(i);
             i += 1;
-            super::summary::UNIFORM_OVER.with(|u| u.borrow_mut().insert(fp, (part.clone(), r)));
-            V::data(fp)
+            if let V::Opaque { fp, .. } = item {
+                super::summary::UNIFORM_OVER.with(|u| u.borrow_mut().insert(fp, (part.clone(), r)));
+            }
+            item
         }))
     }
 
@@ -576,6 +587,24 @@ fn data_leaves(v: &V, out: &mut Vec<u64>) {
 }
 
 /// `v` with the same shape, each item from `next`.
+/// `v`'s shape, each item filled with what indexing `whole` there reads (item `i` of a
+/// list is `whole[i]`, [`V::derived`] of the two), passed through `leaf`: ranks of one
+/// call that held the buffer in different shapes (one a list, another data whose shape
+/// the check does not know) read each item alike after it.
+fn fill_indexed<'a>(v: V<'a>, whole: V<'a>, leaf: &mut dyn FnMut(V<'a>) -> V<'a>) -> V<'a> {
+    let at = |i: usize| V::derived(&[&whole, &V::Int(i as i128)]);
+    match v {
+        V::List(items) => {
+            V::list(items.iter().cloned().enumerate().map(|(i, x)| fill_indexed(x, at(i), leaf)).collect())
+        }
+        V::Tuple(items) => V::Tuple(items.into_iter().enumerate().map(|(i, x)| fill_indexed(x, at(i), leaf)).collect()),
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(fill_indexed(*x, whole, leaf)))),
+        v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
+        v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
+        _ => leaf(whole),
+    }
+}
+
 fn fill_uniform<'a>(v: V<'a>, next: &mut dyn FnMut() -> V<'a>) -> V<'a> {
     match v {
         V::List(items) => V::list(items.iter().cloned().map(|x| fill_uniform(x, next)).collect()),

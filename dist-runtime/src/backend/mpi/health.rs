@@ -391,8 +391,9 @@ impl Watch {
                 };
                 if now.duration_since(since) >= crate::verify::deadlock::CONFIRM {
                     let reason = format!(
-                        "left {} (returned from its entry) while {} still waits on it in {op} at {}",
+                        "left {} ({}) while {} still waits on it in {op} at {}",
                         c.name,
+                        crate::error::how_left(&c.name),
                         crate::error::rank_text(c.rank, &c.name),
                         site.with_callers()
                     );

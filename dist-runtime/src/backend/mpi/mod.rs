@@ -394,8 +394,8 @@ fn end_here(rank: usize, e: &Error, held: Held) -> ! {
     };
     let text = format!("{e}; {why}, so rank {rank} ends the job here");
     crate::sys::say(format!("[rank {rank}] error: {text}"));
-    crate::entry::report_flight(rank);
-    crate::entry::report_exit(rank, 1);
+    crate::store::report::report_flight(rank);
+    crate::store::report::report_exit(rank, 1);
     FAILED.store(true, Ordering::SeqCst);
     health::announce(&text);
     end();

@@ -89,8 +89,9 @@ impl ShmComm {
                 segment::FAILED => Some(read_reason(&self.seg, r)),
                 segment::FINISHED => {
                     let reason = format!(
-                        "left {} (returned from its entry) while {} still waits on it in {op} at {}",
+                        "left {} ({}) while {} still waits on it in {op} at {}",
                         self.name,
+                        crate::error::how_left(&self.name),
                         crate::error::rank_text(self.rank, &self.name),
                         site.with_callers()
                     );

@@ -106,6 +106,12 @@ impl<'a> Interp<'a> {
             Err(Flow::Return(v)) => Ok(v),
             r => r,
         }?;
+        // A helper declared to return a collection returns one, however its body built
+        // it (an untyped `.collect()` in tail position).
+        let r = match &f.sig.output {
+            syn::ReturnType::Type(_, t) if matches!(r, V::List(_)) => super::super::collections::typed(r, t),
+            _ => r,
+        };
         // Writes through `&mut` parameters reach the caller's variables.
         for (i, (a, p)) in exprs.iter().zip(&f.sig.inputs).enumerate() {
             if let FnArg::Receiver(rc) = p {
@@ -471,6 +477,11 @@ impl<'a> Interp<'a> {
         match (last.as_str(), args.as_slice()) {
             ("Some", [x]) => Ok(V::Opt(Some(Box::new(x.clone())))),
             ("Ok", [x]) => Ok(x.clone()),
+            // Owning and sharing wrappers are their contents here (`Box<Hierarchy>` of a
+            // sub-communicator's solver; `*b`, `&b`, `b.x` and `Rc::clone` reach it).
+            ("new", [x]) if matches!(name.as_str(), "Box::new" | "Rc::new" | "Arc::new" | "std::boxed::Box::new") => {
+                Ok(x.clone())
+            }
             ("Err", _) => Ok(V::Err),
             ("new", [V::Int(id)]) if name.ends_with("Tag::new") => Ok(V::Tag(format!("#{id}"))),
             // An empty collection the check follows (`push`, iteration, `wait_all`).

@@ -256,6 +256,12 @@ impl<'a> Interp<'a> {
                 if ty == "Self" {
                     ty = self.self_ty.last().cloned().unwrap_or(ty);
                 }
+                // A field declared as a collection holds that collection, however the
+                // value was built (an untyped `.collect()`).
+                let fields = fields
+                    .into_iter()
+                    .map(|(name, v)| (name.clone(), super::super::collections::as_field(&ty, &name, v)))
+                    .collect();
                 if let Some(en) = self.enum_of(&ty) {
                     ty = format!("{en}::{ty}");
                 }

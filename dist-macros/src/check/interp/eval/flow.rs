@@ -150,11 +150,29 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// An `if`'s taken `then` branch. `if got != want { return Err(..) }` that fails
+    /// without communicating, after this rank decided a condition by pattern (a loop on
+    /// a residual run once), is taken to pass where the run assumes so
+    /// ([`Interp::assumes_checks_pass`]).
+    fn then_branch(&mut self, i: &'a syn::ExprIf) -> R<'a> {
+        let (ne, nc) = (self.events.len(), self.comms.len());
+        match self.block(&i.then_branch) {
+            Err(Flow::Fail)
+                if i.else_branch.is_none()
+                    && (self.events.len(), self.comms.len()) == (ne, nc)
+                    && self.assumes_checks_pass() =>
+            {
+                Ok(V::Unit)
+            }
+            r => r,
+        }
+    }
+
     pub(in crate::check::interp) fn if_expr(&mut self, i: &'a syn::ExprIf) -> R<'a> {
         self.scoped(|me| {
             let c = me.expr(&i.cond)?;
             match c {
-                V::Bool(true) => me.block(&i.then_branch),
+                V::Bool(true) => me.then_branch(i),
                 V::Bool(false) => match &i.else_branch {
                     Some((_, e)) => me.expr(e),
                     None => Ok(V::Unit),
@@ -167,7 +185,7 @@ impl<'a> Interp<'a> {
                     if matches!(c, V::Agreed | V::Uniform) {
                         if let Some(j) = me.agreed_branch(&*i.cond as *const Expr as usize, &branches, i)? {
                             return match (super::agreed_decision(j), &i.else_branch) {
-                                (true, _) => me.block(&i.then_branch),
+                                (true, _) => me.then_branch(i),
                                 (false, Some((_, e))) => me.expr(e),
                                 (false, None) => Ok(V::Unit),
                             };

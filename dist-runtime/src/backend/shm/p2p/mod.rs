@@ -346,9 +346,9 @@ fn drive_any(c: &ShmComm, p: &mut P2p, site: Site, mut done: impl FnMut(&mut P2p
                     (me + 1) % c.n,
                     c.name.clone(),
                     format!(
-                        "every other rank of {} left (returned from its entry) while rank {me} still waits in \
-                         recv_any at {}",
+                        "every other rank of {} left ({}) while rank {me} still waits in recv_any at {}",
                         c.name,
+                        crate::error::how_left(&c.name),
                         site.with_callers()
                     ),
                 ));
