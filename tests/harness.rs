@@ -786,6 +786,13 @@ fn a_rank_that_cannot_join_is_named_by_the_rank_waiting_for_it() {
     if shm_only("a_rank_that_cannot_join_is_named_by_the_rank_waiting_for_it") {
         return;
     }
+    // A bad tuning variable, and a world size that differs from rank 0's.
+    for (var, value) in [("DIST_SLOT_KIB", "8"), ("WORLD_SIZE", "3")] {
+        one_rank_cannot_join(var, value);
+    }
+}
+
+fn one_rank_cannot_join(var: &str, value: &str) {
     let exe = std::env::current_exe().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let start = |rank: &str, extra: &[(&str, &str)]| {
@@ -809,11 +816,13 @@ fn a_rank_that_cannot_join_is_named_by_the_rank_waiting_for_it() {
     };
     let r0 = start("0", &[]);
     std::thread::sleep(Duration::from_millis(300));
-    let r1 = start("1", &[("DIST_SLOT_KIB", "8")]);
+    let r1 = start("1", &[(var, value)]);
     let (r1, r0) = (out(r1), out(r0));
-    assert!(!r1.0 && r1.1.contains("[rank 1] error: cannot join the job: environment: DIST_SLOT_KIB=8"), "{r1:?}");
+    let named = format!("{var}={value}");
+    assert!(!r1.0 && r1.1.contains("[rank 1] error: cannot join the job: environment: "), "{r1:?}");
+    assert!(r1.1.contains(&named), "{r1:?}");
     assert!(!r0.0, "rank 0 ran without rank 1: {r0:?}");
-    assert!(r0.1.contains("rank 1 could not join the job") && r0.1.contains("DIST_SLOT_KIB=8"), "{r0:?}");
+    assert!(r0.1.contains("rank 1 could not join the job") && r0.1.contains(&named), "{r0:?}");
     assert!(!r0.1.contains("timed out"), "{r0:?}");
 }
 
@@ -854,13 +863,12 @@ fn unmatched_sends(world: Comm<World>) -> dist_runtime::Result<()> {
 }
 
 /// Messages a rank never receives are an error when it leaves, naming the sender's
-/// line, the tag and the count, not a silent exit 0.
+/// line, the tag and the count, not a silent exit 0: on shm and on MPI, where a small send
+/// completes as soon as MPI holds it (was: the job ended with exit 0 and the message gone).
 #[test]
 fn messages_never_received_are_an_error_naming_the_sender() {
-    if shm_only("messages_never_received_are_an_error_naming_the_sender") {
-        return;
-    }
-    // Eager sends (checks off): they complete, and the receiver's exit reports them.
+    // Eager sends (checks off on shm; MPI's own below 4 KiB): they complete, and the
+    // receiver's exit reports them.
     let r = run_env("unmatched_sends", 2, 60.0, &[("DIST_DEBUG", "off")]);
     println!("{}", r.summary());
     assert!(!r.success(), "{}", r.summary());
@@ -872,9 +880,14 @@ fn messages_never_received_are_an_error_naming_the_sender() {
         "{}",
         r.summary()
     );
+    let r = run("unmatched_sends", 2, 60.0);
+    if shm_only("messages_never_received_are_an_error_naming_the_sender (rendezvous)") {
+        // MPI completes these sends eagerly whatever dist's checks say: the receiver names them.
+        assert!(r.summary().contains("that rank 1 never received"), "{}", r.summary());
+        return;
+    }
     // Rendezvous sends (the default): the first send waits for a receive that never
     // comes while its peer waits in the barrier, as on NCCL; named as a deadlock.
-    let r = run("unmatched_sends", 2, 60.0);
     let all = r.summary();
     assert!(
         all.contains("rank 0 waits in send to rank 1 on World") && all.contains("rank 1 waits in barrier"),
@@ -1449,4 +1462,51 @@ fn a_failed_send_never_lends_its_buffer_to_a_later_receive() {
         assert!(r.ranks[0].output.contains("MPI still holds the send buffer"), "{all}");
         assert!(!r.ranks[0].output.contains("rank 0's send returned"), "{all}");
     }
+}
+
+// Wrong on purpose: rank 0 waits for a message from any rank while every other rank
+// waits in a barrier for rank 0.
+#[spmd(unchecked)]
+fn recv_any_while_everyone_waits(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(6);
+    if world.rank() == 0 {
+        let mut b = [0u8; 1];
+        world.recv_any(T, &mut b)?; // @recv-any
+    }
+    world.barrier()
+}
+
+// Right: rank 0 waits for any rank while rank 2 waits in the barrier and rank 1 is still
+// computing before it sends.
+#[spmd(unchecked)]
+fn recv_any_with_a_late_sender(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<u8> = Tag::new(6);
+    match world.rank() {
+        0 => {
+            let mut b = [0u8; 1];
+            world.recv_any(T, &mut b)?;
+        }
+        1 => {
+            std::thread::sleep(Duration::from_millis(1500));
+            world.send(0, T, &[1])?;
+        }
+        _ => {}
+    }
+    world.barrier()
+}
+
+/// A receive from any source is a wait on any one of the other ranks: a deadlock named
+/// within a second once every one of them is stuck (was: "rank 0 is not blocked", and the
+/// deadline), never while one of them is still computing.
+#[test]
+fn a_receive_from_any_source_no_rank_will_answer_is_a_deadlock() {
+    let r = run_env("recv_any_while_everyone_waits", 3, 60.0, &[("DIST_TIMEOUT", "60")]);
+    let all = r.summary();
+    println!("{all}");
+    assert!(!r.success(), "{all}");
+    assert!(all.contains("deadlock detected in recv_any"), "{all}");
+    assert!(all.contains("rank 0 waits in recv_any from any rank"), "{all}");
+    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {all}", r.elapsed);
+    let r = run_env("recv_any_with_a_late_sender", 3, 60.0, &[("DIST_TIMEOUT", "60")]);
+    assert!(r.success(), "{}", r.summary());
 }

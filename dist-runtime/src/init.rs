@@ -297,6 +297,21 @@ fn claim_rank(store: &Store, env: &Env, addr: &str) -> Result<()> {
             )));
         }
     }
+    // Every rank of a job has one world size: the first to join records it, and a rank
+    // started with another stops at once, naming both (its failure goes into the store,
+    // where the ranks waiting for it read it), instead of failing later at a segment laid
+    // out for another size while its peers wait out their deadline.
+    let size = env.world_size.to_string();
+    let theirs = store.compare_set("claim/size", b"", size.as_bytes())?;
+    if theirs != size.as_bytes() {
+        return Err(Error::Env(format!(
+            "this rank (rank {}) was started with WORLD_SIZE={size}, and the job at {addr} has WORLD_SIZE={} (set by \
+             the first rank to join): start every rank with the same WORLD_SIZE (or, if that is another job, give \
+             each job its own MASTER_PORT)",
+            env.rank,
+            String::from_utf8_lossy(&theirs)
+        )));
+    }
     if store.add(&format!("claim/rank/{}", env.rank), 1)? == 1 {
         return Ok(());
     }

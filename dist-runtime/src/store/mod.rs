@@ -109,6 +109,15 @@ impl Store {
                         None,
                     ))
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(Error::store(
+                        format!(
+                            "something at {addr} answered the store's handshake, but not as a dist store: is \
+                             another program listening on MASTER_PORT?"
+                        ),
+                        Some(e),
+                    ))
+                }
                 // Closed before answering (a server shedding strangers, or going): again.
                 Err(e) if start.elapsed() < timeout => {
                     silent |= matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
@@ -144,6 +153,14 @@ impl Store {
         w.flush()?;
         let mut ok = [0u8; 1];
         r.read_exact(&mut ok)?;
+        // A dist store answers 1 (welcome) or 0 (another token); anything else is
+        // another program on the port (a web server's "H").
+        if ok[0] > 1 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("it answered byte {:#04x}", ok[0]),
+            ));
+        }
         // Past the handshake, requests have their own deadlines (`get`'s timeout).
         r.get_ref().set_read_timeout(None)?;
         w.get_ref().set_write_timeout(None)?;

@@ -266,3 +266,23 @@ fn blocking_get_sees_later_set() {
     Store::connect(&addr, "t", Duration::from_secs(5)).unwrap().set("late", b"x").unwrap();
     assert_eq!(h.join().unwrap(), b"x");
 }
+
+/// Another program on the port that answers the handshake with bytes of its own (a web
+/// server's reply): an error at once that says so, not "refused this job token".
+#[test]
+fn a_listener_that_answers_garbage_is_named_as_another_program() {
+    let other = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = other.local_addr().unwrap().to_string();
+    let held = std::thread::spawn(move || {
+        let (mut c, _) = other.accept().unwrap();
+        let mut first = [0u8; 8];
+        let _ = c.read_exact(&mut first);
+        let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+    });
+    let start = Instant::now();
+    let e = Store::connect(&addr, "t", Duration::from_secs(10)).err().expect("an error").to_string();
+    assert!(e.contains("not as a dist store"), "{e}");
+    assert!(!e.contains("token"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+    held.join().unwrap();
+}

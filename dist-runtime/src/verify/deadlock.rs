@@ -8,6 +8,7 @@
 //! Transport-free: a backend publishes [`Waiter`]s where its peers can read them and
 //! hands a snapshot to [`Detector::step`] from each health check of a blocked wait.
 
+pub(crate) use super::watchdog::ANY_PEER;
 use super::watchdog::{find_cycle, WAIT_COLL, WAIT_RECV, WAIT_SEND};
 use std::time::{Duration, Instant};
 
@@ -114,6 +115,12 @@ impl Waiter {
         matches!(self.kind, WAIT_RECV | WAIT_SEND | WAIT_COLL)
     }
 
+    /// A receive from any source: released by any one of the ranks it waits on, where
+    /// every other wait needs all of them.
+    fn any(&self) -> bool {
+        self.kind == WAIT_RECV && self.peer == ANY_PEER
+    }
+
     /// "waits in recv from rank 3 on World (src/x.rs:12)"
     fn doing(&self, plural: bool) -> String {
         let s = if plural { "" } else { "s" };
@@ -123,6 +130,7 @@ impl Waiter {
             format!("{}:{}", self.file, self.line)
         };
         match self.kind {
+            WAIT_RECV if self.any() => format!("wait{s} in {} from any rank on {} ({at})", self.op, self.comm),
             WAIT_RECV => format!("wait{s} in {} from rank {} on {} ({at})", self.op, self.peer, self.comm),
             WAIT_SEND => format!("wait{s} in {} to rank {} on {} ({at})", self.op, self.peer, self.comm),
             _ => format!("wait{s} in {} on {} ({at})", self.op, self.comm),
@@ -183,7 +191,7 @@ impl Detector {
         // them is past the other's, which it could only leave once the other had entered
         // it, so the wait behind is on data in flight or its record is stale (MPI's
         // board under load: "rank 0 waits in #12" read while rank 4 waits in #14).
-        let edges: Vec<Vec<usize>> = snap
+        let all: Vec<Vec<usize>> = snap
             .iter()
             .map(|w| {
                 if w.blocked() {
@@ -192,6 +200,12 @@ impl Detector {
                     vec![]
                 }
             })
+            .collect();
+        let stuck = stuck(snap, &all);
+        let edges: Vec<Vec<usize>> = all
+            .iter()
+            .enumerate()
+            .map(|(r, e)| if stuck[r] { e.iter().copied().filter(|&q| stuck[q]).collect() } else { vec![] })
             .collect();
         let mine = reachable(&edges, me);
         let sub: Vec<Vec<usize>> = (0..n)
@@ -228,8 +242,8 @@ impl Detector {
             return None;
         }
         // Everyone stuck behind the cycle too (they wait, directly or not, on its ranks).
-        let stuck: Vec<usize> = (0..n).filter(|&r| snap[r].blocked() && reaches(&edges, r, &cycle)).collect();
-        Some(describe(snap, &stuck, &cycle))
+        let behind: Vec<usize> = (0..n).filter(|&r| stuck[r] && reaches(&edges, r, &cycle)).collect();
+        Some(describe(snap, &behind, &cycle))
     }
 
     /// The stall this wait is in, if a rank it depends on has been stopped for
@@ -281,6 +295,34 @@ impl Detector {
         }
         self.stall = Some((r, text));
         None
+    }
+}
+
+/// Which ranks no rank that can still move will release: the blocked ranks, less (until
+/// nothing changes) each that a rank outside the set may still release. A wait on all of
+/// its ranks (a collective, a receive from one peer) stays while one of them stays
+/// (`edges`: the blocked ranks it waits on); a receive from any source goes once any
+/// rank it waits on can move.
+fn stuck(snap: &[Waiter], edges: &[Vec<usize>]) -> Vec<bool> {
+    let n = snap.len();
+    let mut stuck: Vec<bool> = snap.iter().map(Waiter::blocked).collect();
+    loop {
+        let freed: Vec<usize> = (0..n)
+            .filter(|&r| {
+                stuck[r]
+                    && if snap[r].any() {
+                        snap[r].on.is_empty() || snap[r].on.iter().any(|&q| q >= n || !stuck[q])
+                    } else {
+                        !edges[r].iter().any(|&q| stuck[q])
+                    }
+            })
+            .collect();
+        if freed.is_empty() {
+            return stuck;
+        }
+        for r in freed {
+            stuck[r] = false;
+        }
     }
 }
 
@@ -422,6 +464,34 @@ mod tests {
             t += Duration::from_millis(50);
         }
         None
+    }
+
+    fn recv_any(on: &[usize], line: u32) -> Waiter {
+        Waiter { peer: ANY_PEER, op: "recv_any".into(), on: on.to_vec(), ..recv(0, line) }
+    }
+
+    /// A receive from any source waits on any one of its ranks: a deadlock once every
+    /// one of them is stuck (a master in `recv_any` while every worker waits in a
+    /// collective for it), never while one of them can still move and send.
+    #[test]
+    fn a_receive_from_any_source_is_stuck_only_when_every_sender_is() {
+        // Master 0 in recv_any; workers 1 and 2 in a barrier that waits for rank 0.
+        let mut snap = vec![recv_any(&[1, 2], 55), coll("barrier", 53, &[0]), coll("barrier", 53, &[0])];
+        for me in 0..3 {
+            let v = run(me, &mut snap, Duration::from_secs(2)).expect("a deadlock");
+            assert!(v.text.contains("rank 0 waits in recv_any from any rank on World (src/main.rs:55)"), "{}", v.text);
+        }
+        // Worker 2 is still computing (not blocked): it may send to rank 0 yet.
+        let mut snap = vec![recv_any(&[1, 2], 55), coll("barrier", 53, &[0]), Waiter::default()];
+        assert_eq!(run(0, &mut snap, Duration::from_secs(2)), None);
+        assert_eq!(run(1, &mut snap, Duration::from_secs(2)), None);
+        // Worker 2 waits in a receive from worker 1... which waits in the barrier for
+        // rank 0: all stuck, a deadlock through the any-source wait.
+        let mut snap = vec![recv_any(&[1, 2], 55), coll("barrier", 53, &[0]), recv(1, 60)];
+        assert!(run(2, &mut snap, Duration::from_secs(2)).is_some());
+        // ... but a worker waiting on a rank that still computes frees it all.
+        let mut snap = vec![recv_any(&[1, 2], 55), coll("barrier", 53, &[0]), recv(3, 60), Waiter::default()];
+        assert_eq!(run(0, &mut snap, Duration::from_secs(2)), None);
     }
 
     #[test]

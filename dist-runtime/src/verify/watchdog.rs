@@ -5,7 +5,10 @@
 
 use crate::error::Site;
 
-/// A blocked receive: `peer` is the rank it waits for.
+/// The peer of a receive from any source (`recv_any`): it waits on any one of the
+/// ranks it names (the deadlock detector's `stuck`).
+pub(crate) const ANY_PEER: u32 = u32::MAX;
+/// A blocked receive: `peer` is the rank it waits for (or [`ANY_PEER`]).
 pub(crate) const WAIT_RECV: u32 = 1;
 /// A blocked send: `peer` is the rank it waits for.
 pub(crate) const WAIT_SEND: u32 = 2;
@@ -89,6 +92,9 @@ pub(crate) fn describe_graph(comm: &str, ranks: &[RankWait]) -> String {
                 edges[r].extend(on);
                 let at = format!("{}:{}", rec.file, rec.line);
                 match rec.kind {
+                    WAIT_RECV if rec.peer == ANY_PEER => {
+                        format!("rank {r} waits in {} from any rank ({at})", rec.op)
+                    }
                     WAIT_RECV => format!("rank {r} waits in {} from rank {} ({at})", rec.op, rec.peer),
                     WAIT_SEND => format!("rank {r} waits in {} to rank {} ({at})", rec.op, rec.peer),
                     _ => format!("rank {r} waits in {} ({at}) for rank(s) {on:?}", rec.op),

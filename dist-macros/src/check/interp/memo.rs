@@ -29,7 +29,7 @@ impl<'a> Interp<'a> {
         args.iter().for_each(|a| fingerprint(a, &mut h));
         Some((
             f as *const ItemFn as usize,
-            uniform_sample() * 8 + agreed_mode() as i128,
+            (uniform_sample() * 8 + agreed_mode() as i128) * 64 + super::arm_offset() as i128,
             self.speculative > 0,
             std::hash::Hasher::finish(&h),
         ))

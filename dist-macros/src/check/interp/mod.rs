@@ -18,6 +18,7 @@
 
 mod collections;
 pub use collections::{note_alias, note_field_type};
+pub(crate) use summary::{restore_spent, spent};
 mod elem;
 mod eval;
 mod groups;
@@ -186,6 +187,52 @@ pub fn set_assume_checks_pass(on: bool) {
 /// Whether a rank of this run took one of the program's own checks to pass.
 pub fn assumed_checks() -> bool {
     ASSUME.with(|a| a.get().1)
+}
+
+thread_local! {
+    /// Each `match` on a value the same on every rank (an argument matched against the
+    /// flags a parser knows) decided by pattern at this world size: its arm count and the
+    /// arms some run took; and this run's offset into the arms ([`arm_pick`]).
+    static ARMS: std::cell::RefCell<FxMap<usize, (usize, u64)>> = Default::default();
+    static ARM_OFFSET: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Forgets which arms were taken (a new world size) and sets the offset to 0.
+pub fn reset_arms() {
+    ARMS.with(|a| a.borrow_mut().clear());
+    ARM_OFFSET.with(|o| o.set(0));
+}
+
+/// Sets this run's offset into the arms of `match`es decided by pattern.
+pub fn set_arm_offset(k: usize) {
+    ARM_OFFSET.with(|o| o.set(k));
+}
+
+/// This run's offset into the arms (a key of the quiet helpers' memo, as the pattern is).
+pub(super) fn arm_offset() -> usize {
+    ARM_OFFSET.with(|o| o.get())
+}
+
+/// Whether some `match` decided by pattern has an arm no run took yet.
+pub fn arms_left() -> bool {
+    ARMS.with(|a| a.borrow().values().any(|&(k, taken)| k <= 64 && taken.count_ones() < k as u32))
+}
+
+/// The arm of `arms` a `match` at `site` on a value the same on every rank takes at its
+/// `j`th decision: this run's pattern, shifted by the run's arm offset (runs with other
+/// offsets take the other arms: a parser's `"--check-plan" =>` is taken in some run),
+/// noted as taken.
+pub(super) fn arm_pick(site: usize, j: u32, arms: usize) -> usize {
+    let offset = ARM_OFFSET.with(|o| o.get());
+    let pick = (agreed_mode() as usize + j as usize + usize::from(agreed_decision(j)) + offset) % arms.max(1);
+    ARMS.with(|a| {
+        let mut a = a.borrow_mut();
+        let e = a.entry(site).or_insert((arms, 0));
+        if pick < 64 {
+            e.1 |= 1 << pick;
+        }
+    });
+    pick
 }
 
 fn note_decision() {
@@ -705,6 +752,18 @@ fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
     Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into(), located: false })
 }
 
+/// The module a package function was read from (`#[dist_module = "a::b"]`, which the
+/// package reader adds; `None` for a method or a nested fn).
+pub(in crate::check) fn module_of(f: &ItemFn) -> Option<String> {
+    f.attrs.iter().find(|a| a.path().is_ident("dist_module")).and_then(|a| match &a.meta {
+        syn::Meta::NameValue(nv) => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 fn path_str(p: &syn::Path) -> String {
     p.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>().join("::")
 }
@@ -930,13 +989,14 @@ impl<'a> Interp<'a> {
     /// The text of [`Self::chain_at`] for a place at `line` of the innermost helper.
     pub(super) fn chain_text(&self, line: usize) -> String {
         let Some((_, inner)) = self.via.last() else { return trace::entry_place(line) };
-        let mut s = format!("{}:{line}, in `{inner}`", trace::helper_file(inner));
+        // (A module's key `op/apply` reads as the path `op::apply`.)
+        let mut s = format!("{}:{line}, in `{}`", trace::helper_file(inner), inner.replace('/', "::"));
         let (entry_file, entry_name) = trace::entry_file();
         for k in (0..self.via.len()).rev() {
             let (call, _) = &self.via[k];
             let (file, caller) = match k {
                 0 => (entry_file.clone(), entry_name.clone()),
-                _ => (trace::helper_file(&self.via[k - 1].1), self.via[k - 1].1.to_string()),
+                _ => (trace::helper_file(&self.via[k - 1].1), self.via[k - 1].1.replace('/', "::")),
             };
             s.push_str(&format!(", called from `{caller}` at {file}:{}", trace::line_of(*call)));
         }

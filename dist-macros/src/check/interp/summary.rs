@@ -123,6 +123,21 @@ pub(super) fn reset() {
     CONCRETE_SPENT.with(|s| s.set(0));
 }
 
+/// What the check has spent of its budgets for quiet regions (the steps under the
+/// concrete quota, the regions that ran out), saved before runs that explore beyond a
+/// size's own (shifted arms, the program's checks taken to pass) and restored after, so
+/// that they never leave later world sizes summarising what those sizes would follow.
+pub(crate) struct Spent(u64, std::collections::HashSet<usize, std::hash::BuildHasherDefault<super::Fx>>);
+
+pub(crate) fn spent() -> Spent {
+    Spent(CONCRETE_SPENT.with(|s| s.get()), OVERFLOWED.with(|o| o.borrow().clone()))
+}
+
+pub(crate) fn restore_spent(s: Spent) {
+    CONCRETE_SPENT.with(|c| c.set(s.0));
+    OVERFLOWED.with(|o| *o.borrow_mut() = s.1);
+}
+
 /// Whether `v` is known whole: numbers, names, lists, tuples and structs of them, a
 /// communicator (its rank is known), a closure (what it captures is checked apart).
 pub(super) fn concrete(v: &V) -> bool {

@@ -19,6 +19,7 @@ mod health;
 mod ops;
 mod own;
 mod p2p;
+mod unreceived;
 
 use crate::backend::{Backend, Bufs, ReqId};
 use crate::dtype::DType;
@@ -823,6 +824,12 @@ impl Backend for MpiComm {
 
     fn set_timeout(&self, t: Duration) {
         self.timeout_us.store(t.as_micros().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+    fn unreceived(&self) -> Vec<String> {
+        if ENDED.load(Ordering::SeqCst) || STUCK.load(Ordering::SeqCst) {
+            return Vec::new();
+        }
+        unreceived::unreceived(self)
     }
     fn timeout(&self) -> Duration {
         Duration::from_micros(self.timeout_us.load(Ordering::Relaxed))

@@ -52,9 +52,9 @@ impl Send {
     }
 }
 
-const HEADER: usize = 128;
+pub(super) const HEADER: usize = 128;
 /// Largest payload sent inside the header's message.
-const INLINE: usize = 4 << 10;
+pub(super) const INLINE: usize = 4 << 10;
 /// Header byte 1: the payload follows in the same message.
 const INLINE_FLAG: u8 = 1;
 
@@ -107,13 +107,13 @@ fn part_size(h: &[u8]) -> usize {
 }
 
 /// (dtype, length) of a header.
-fn read_header(h: &[u8]) -> (Option<DType>, usize) {
+pub(super) fn read_header(h: &[u8]) -> (Option<DType>, usize) {
     let len = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes")) as usize;
     (DType::from_u8(h[0]), len)
 }
 
 /// The sender's "file:line" in a header (read for error messages only).
-fn sender_site(h: &[u8]) -> String {
+pub(super) fn sender_site(h: &[u8]) -> String {
     String::from_utf8_lossy(&h[16..HEADER]).trim_end_matches('\0').to_string()
 }
 
@@ -779,7 +779,7 @@ fn take(c: &MpiComm, site: Site, src: usize, tag: u32, msg: &mut ffi::MPI_Messag
 }
 
 /// Whether a received header message carries its payload inline.
-fn inline(h: &[u8]) -> bool {
+pub(super) fn inline(h: &[u8]) -> bool {
     h.len() >= HEADER && h[1] == INLINE_FLAG
 }
 

@@ -238,6 +238,11 @@ impl ShmComm {
                             .collect();
                         RankWait::Blocked { rec, on: behind }
                     }
+                    // A receive from any source waits on every other rank (any one may send).
+                    _ if rec.peer == crate::verify::deadlock::ANY_PEER => {
+                        let on = (0..self.n).filter(|&q| q != r).collect();
+                        RankWait::Blocked { rec, on }
+                    }
                     _ => {
                         let on = vec![rec.peer as usize];
                         RankWait::Blocked { rec, on }

@@ -57,6 +57,44 @@ impl<'a> Interp<'a> {
         })
     }
 
+    /// The key of the package function `name` in the module `path` names, from the module
+    /// of the function running now (`[]`: its own; `crate::a`, `super::b`, `self::c`, or
+    /// `a` for a child module or one at the crate's root): `a::b/f`, where the package has
+    /// such a function (`check::PackageItems::items` keys each free function so).
+    pub(in crate::check::interp) fn module_key(&self, path: &[String], name: &str) -> Option<String> {
+        let here: Vec<String> = match self.fn_stack.last() {
+            Some(f) => super::super::module_of(f)?.split("::").filter(|s| !s.is_empty()).map(String::from).collect(),
+            None => Vec::new(),
+        };
+        let mut candidates: Vec<Vec<String>> = Vec::new();
+        match path.first().map(String::as_str) {
+            Some("crate") => candidates.push(path[1..].to_vec()),
+            Some("self") => candidates.push(here.iter().chain(&path[1..]).cloned().collect()),
+            Some("super") => {
+                let mut m = here.clone();
+                let mut rest = path;
+                while rest.first().map(String::as_str) == Some("super") {
+                    m.pop();
+                    rest = &rest[1..];
+                }
+                candidates.push(m.into_iter().chain(rest.iter().cloned()).collect());
+            }
+            _ => {
+                candidates.push(here.iter().chain(path).cloned().collect());
+                candidates.push(path.to_vec());
+            }
+        }
+        let found = candidates.into_iter().find(|m| self.file_fns.contains_key(&format!("{}/{name}", m.join("::"))))?;
+        // Where the function under the bare name is that one, it is called by that name
+        // (one definition, one set of the check's per-function caches); the module's key
+        // only where another module's function holds the bare name.
+        let module = found.join("::");
+        if self.file_fns.get(name).and_then(super::super::module_of).as_deref() == Some(module.as_str()) {
+            return Some(name.to_string());
+        }
+        Some(format!("{module}/{name}"))
+    }
+
     /// Calls a nested fn or a file helper: `call` is the call expression, whose `&mut x`
     /// arguments get back the value the helper left in the matching parameter.
     /// Runs `f` with `args` (whose source expressions are `exprs`, the receiver first
@@ -310,7 +348,12 @@ impl<'a> Interp<'a> {
             // dist's own functions are known by name, never read from source.
             Expr::Path(p) if is_dist_fn(&p.path) => self.known_call(e, &p.path, args)?,
             Expr::Path(p) if p.path.segments.len() == 1 && self.lookup_ident(&p.path.segments[0].ident).is_none() => {
-                let name = path_str(&p.path);
+                let bare = path_str(&p.path);
+                // The function of this module where another module has one of that name.
+                let name = match self.module_key(&[], &bare) {
+                    Some(k) if !self.fns.contains_key(&bare) => k,
+                    _ => bare,
+                };
                 let helper = self.fns.get(&name).copied().or_else(|| self.file_fns.get(&name));
                 if let Some(f) = helper {
                     if self.via.len() > 16 {
@@ -337,6 +380,14 @@ impl<'a> Interp<'a> {
                 let key = format!("{ty}::{f}");
                 if let Some(r) = self.apply_method(e, &key, c.args.iter().collect(), args.clone()) {
                     return r;
+                }
+                // `serial::solve(..)`, `crate::solver::apply(..)`, `super::f(..)`: the
+                // function of that module.
+                let path: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                if let Some(k) = self.module_key(&path[..n - 1], &f) {
+                    if let Some(r) = self.apply_method(e, &k, c.args.iter().collect(), args.clone()) {
+                        return r;
+                    }
                 }
                 if self.file_fns.contains_key(&f)
                     && self.file_fns.get(&key).is_none()

@@ -181,11 +181,14 @@ impl<'a> Interp<'a> {
             Expr::Let(l) => {
                 let v = self.expr(&l.expr)?;
                 let same = matches!(v, V::Uniform | V::Agreed);
+                // (Whether data matches is data computed from it: ranks that hold the same
+                // data take the same way.)
+                let whether = V::taint(&[&v]);
                 Ok(match self.bind(&l.pat, v) {
                     Some(b) => V::Bool(b),
                     // Whether an input matches: the same on every rank.
                     None if same => V::Agreed,
-                    None => V::opaque(),
+                    None => whether,
                 })
             }
             Expr::ForLoop(f) => self.for_loop(f),

@@ -326,9 +326,10 @@ impl<'a> Interp<'a> {
         if let Some((place, _, _)) = &accessor {
             self.clobber_place(place, true);
         }
-        // A value the same on every rank (a mode from the command line): every rank takes
-        // the same arm, picked by this run's pattern.
-        if matches!(v, V::Agreed | V::Uniform) && unknown_arms.len() > 1 {
+        // A value the same on every rank (a mode from the command line, or a tuple of
+        // them: `match (self.px, self.py)` of optional flags): every rank takes the same
+        // arm, picked by this run's pattern.
+        if same_input(&v) && unknown_arms.len() > 1 {
             let site = m as *const syn::ExprMatch as usize;
             let Some(j) = self.scoped(|me| {
                 for arm in &unknown_arms {
@@ -339,8 +340,7 @@ impl<'a> Interp<'a> {
             else {
                 return Ok(V::opaque());
             };
-            let pick = (super::agreed_mode() as usize + j as usize + usize::from(super::agreed_decision(j)))
-                % unknown_arms.len();
+            let pick = super::arm_pick(site, j, unknown_arms.len());
             let arm = unknown_arms[pick];
             return self.scoped(|me| {
                 me.bind_opaque(&arm.pat, &v);
@@ -604,7 +604,16 @@ impl<'a> Interp<'a> {
                 return Err(undecidable(&w.cond, format!("a `while` loop of more than {LOOP_BOUND} iterations")));
             }
             let r = self.scoped(|me| -> R<'a> {
-                match me.expr(&w.cond)? {
+                let (ne, nc) = (me.events.len(), me.comms.len());
+                let cond = me.expr(&w.cond)?;
+                // A condition that itself communicates (`while let Chunk { .. } =
+                // self.request()?`, a send and a receive per test) is tested again after
+                // every pass: leaving the loop is a decision like any branch that
+                // communicates, never a speculation of the body alone.
+                if (me.events.len(), me.comms.len()) != (ne, nc) && !matches!(cond, V::Bool(_)) {
+                    me.agreed_communicates.insert(&*w.cond as *const Expr as usize);
+                }
+                match cond {
                     V::Bool(true) => me.block(&w.body).map(|_| V::Bool(true)),
                     V::Bool(false) => Ok(V::Bool(false)),
                     V::Agreed | V::Uniform => {
@@ -654,5 +663,18 @@ impl<'a> Interp<'a> {
             }
         }
         Err(undecidable(&l.body, format!("a `loop` of more than {LOOP_BOUND} iterations")))
+    }
+}
+
+/// A value the same on every rank that the check does not know: an input, data agreed
+/// by a collective, or a tuple of such values and known ones (`(self.px, self.py)`).
+fn same_input(v: &V) -> bool {
+    match v {
+        V::Agreed | V::Uniform => true,
+        V::Tuple(items) => {
+            items.iter().any(|x| matches!(x, V::Agreed | V::Uniform))
+                && items.iter().all(|x| same_input(x) || matches!(x, V::Int(_) | V::Bool(_) | V::Opt(None) | V::Unit))
+        }
+        _ => false,
     }
 }

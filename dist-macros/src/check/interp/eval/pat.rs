@@ -194,6 +194,24 @@ impl<'a> Interp<'a> {
 
     /// Binds every name in `pat` to an opaque value.
     pub(in crate::check::interp) fn bind_opaque(&mut self, pat: &Pat, o: &V<'a>) {
+        // Part by part where the value has the pattern's shape: `(Some(px), None)` on a
+        // tuple of two inputs binds `px` to the first input, not to the tuple.
+        match (pat, o) {
+            (Pat::Tuple(t), V::Tuple(items)) if t.elems.len() == items.len() => {
+                for (p, x) in t.elems.iter().zip(items) {
+                    self.bind_opaque(p, x);
+                }
+                return;
+            }
+            (Pat::TupleStruct(ts), V::Uniform | V::Agreed) if ts.elems.len() == 1 => {
+                return self.bind_opaque(&ts.elems[0], o);
+            }
+            (Pat::TupleStruct(ts), V::Opt(Some(x))) if ts.elems.len() == 1 => {
+                return self.bind_opaque(&ts.elems[0], x);
+            }
+            (Pat::Paren(p), _) => return self.bind_opaque(&p.pat, o),
+            _ => {}
+        }
         let mut names = Vec::new();
         pat_names(pat, &mut names);
         for n in names {

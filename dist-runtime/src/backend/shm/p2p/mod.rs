@@ -321,14 +321,17 @@ pub(super) fn test_recv_any(
     Ok(take_now(c, &mut p, id, &mut t)?.then_some((key.0, t.got)))
 }
 
-/// Drives progress until `done`, for a receive from any source: no single peer to wait
-/// on, so the deadlock detector does not follow it (the deadline does); a failed peer
-/// is an error, and so is every other rank having left.
+/// Drives progress until `done`, for a receive from any source: it waits on every rank
+/// still running, any one of which may send (the deadlock detector's `ANY_PEER`: a
+/// deadlock once every one of them is stuck itself); a failed peer is an error, and so is
+/// every other rank having left.
 fn drive_any(c: &ShmComm, p: &mut P2p, site: Site, mut done: impl FnMut(&mut P2p) -> Result<bool>) -> Result<()> {
     let started = Instant::now();
     let me = c.rank;
     let waiting = move || format!("rank {me} waits in recv_any from any rank ({site})");
-    let ws = super::records::WaitState::new(0, u32::MAX);
+    let any = crate::verify::deadlock::ANY_PEER;
+    let ws = super::records::WaitState::new(crate::verify::watchdog::WAIT_RECV, any);
+    let blocked = std::cell::Cell::new(false);
     let r = sync::wait_on(
         &c.bell(me),
         c.pace(),
@@ -355,8 +358,14 @@ fn drive_any(c: &ShmComm, p: &mut P2p, site: Site, mut done: impl FnMut(&mut P2p
             }
             c.health(&mut running.into_iter(), "recv_any", site, started, &waiting, &ws)
         },
-        || {},
+        || {
+            blocked.set(true);
+            c.mark_wait(crate::verify::watchdog::WAIT_RECV, any, "recv_any", site);
+        },
     );
+    if blocked.get() {
+        c.clear_wait();
+    }
     crate::verify::deadlock::settle(r)
 }
 
