@@ -42,7 +42,7 @@ pub(super) fn unreceived(c: &MpiComm) -> Vec<String> {
                 break;
             }
             let n = n.max(0) as usize;
-            if n > HEADER + INLINE || n < HEADER {
+            if !(HEADER..=HEADER + INLINE).contains(&n) {
                 // A payload (its header was counted) or not dist's: left to MPI.
                 break;
             }
