@@ -414,6 +414,7 @@ fn check_size_for_inputs<'a>(
     interp::reset_arms();
     let first = check_size(f, n, macros, file, consts, memo);
     let (read, decided) = (interp::read_uniform(), interp::decided_agreed());
+    let first_after_ops = interp::failed_after_ops();
     if !(read || decided) || matches!(first, SizeResult::Problems(_)) {
         return first;
     }
@@ -439,7 +440,7 @@ fn check_size_for_inputs<'a>(
     // Whether a run that failed had decided conditions on data by pattern (a loop on a
     // residual, a result compared with a serial reference): its failure is the path the
     // check chose, not the program refusing the size.
-    let mut failed_after_deciding = matches!(first, SizeResult::Fails) && decided;
+    let mut failed_after_deciding = matches!(first, SizeResult::Fails) && decided && first_after_ops;
     // Conditions met late run a counted loop's many steps (from a parser's
     // defaults): at sizes 2 and 3 only, where what one rank does at step 25 shows as
     // well as at any other size, and the cost stays a fraction of the check's.
@@ -457,7 +458,7 @@ fn check_size_for_inputs<'a>(
                 undecided.get_or_insert(u);
             }
             SizeResult::Clean => clean = true,
-            SizeResult::Fails => failed_after_deciding |= interp::decided_agreed(),
+            SizeResult::Fails => failed_after_deciding |= interp::decided_agreed() && interp::failed_after_ops(),
         }
     }
     // A `match` on an input (a parser's flags) with arms no run took: runs again with
@@ -479,7 +480,7 @@ fn check_size_for_inputs<'a>(
                     return with_arm_note(r);
                 }
                 SizeResult::Clean => clean = true,
-                SizeResult::Fails => failed_after_deciding |= interp::decided_agreed(),
+                SizeResult::Fails => failed_after_deciding |= interp::decided_agreed() && interp::failed_after_ops(),
                 SizeResult::Undecidable(..) => {}
             }
         }

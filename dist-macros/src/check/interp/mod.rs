@@ -242,6 +242,19 @@ fn note_decision() {
 /// Sets this run's pattern (an index into [`AGREED_MODES`]) and clears [`decided_agreed`].
 pub fn set_agreed_mode(mode: u8) {
     AGREED.with(|a| a.set((mode, false)));
+    FAILED_AFTER_OPS.with(|f| f.set(false));
+}
+
+thread_local! {
+    /// Whether a rank of this run failed after it communicated ([`Interp::run`]).
+    static FAILED_AFTER_OPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a rank failed, since [`set_agreed_mode`], after its first op: a failure the
+/// program's own check of its results may make on the path the check picked. A check of
+/// the world size or the inputs before the first op refuses the size for real.
+pub fn failed_after_ops() -> bool {
+    FAILED_AFTER_OPS.with(|f| f.get())
 }
 
 /// Whether a rank decided such a condition since [`set_agreed_mode`].
@@ -873,8 +886,12 @@ impl<'a> Interp<'a> {
     /// count) fails because the pattern is not the path a real run takes; the check
     /// follows the run that passes it.
     pub(super) fn assumes_checks_pass(&self) -> bool {
-        let on =
-            self.speculative == 0 && ASSUME.with(|a| a.get().0) && DECISIONS.with(|d| d.get()) > self.decisions_from;
+        // (Only once the rank has communicated too: a program checks its world size or
+        // its inputs before its first op, and such a check refuses the size for real.)
+        let on = self.speculative == 0
+            && ASSUME.with(|a| a.get().0)
+            && DECISIONS.with(|d| d.get()) > self.decisions_from
+            && self.events.iter().any(|e| matches!(e, Ev::Coll { .. } | Ev::P2p { .. }));
         if on {
             ASSUME.with(|a| a.set((true, true)));
         }
@@ -892,7 +909,7 @@ impl<'a> Interp<'a> {
                 });
             }
         }
-        match self.block(&f.block) {
+        let outcome = match self.block(&f.block) {
             Ok(V::Err) | Err(Flow::Fail) => Outcome::Fails,
             Ok(_) | Err(Flow::Break(..)) | Err(Flow::Continue(_)) => Outcome::Done,
             Err(Flow::Return(v)) => {
@@ -905,7 +922,15 @@ impl<'a> Interp<'a> {
             Err(Flow::Stop(s)) => Outcome::Stop(s),
             // Only raised under a quota, which its region catches.
             Err(Flow::OverQuota) => Outcome::Done,
+        };
+        // A run that failed after this rank communicated: its failure may be the path the
+        // check picked, not the program refusing the size before its first op.
+        if matches!(outcome, Outcome::Fails)
+            && self.events.iter().any(|e| matches!(e, Ev::Coll { .. } | Ev::P2p { .. }))
+        {
+            FAILED_AFTER_OPS.with(|f| f.set(true));
         }
+        outcome
     }
 
     // ------------------------------------------------------------ scopes
