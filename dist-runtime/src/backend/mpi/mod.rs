@@ -334,12 +334,6 @@ pub(super) enum Held {
     Collective,
 }
 
-/// Cancels this process's pending receives `reqs` after their op failed (`e`), so MPI
-/// writes none of their buffers once the caller has them back ([`release`]).
-fn cancel_receives(c: &MpiComm, reqs: &mut [ffi::MPI_Request], e: &Error) {
-    release(c, reqs, e, Held::Receive)
-}
-
 /// Lets go of the requests `reqs` of an op that failed (`e`) while they still use the
 /// caller's memory, before the op returns and the caller has that memory back: each is
 /// cancelled, then tested for up to [`CANCEL_WAIT`]. A receive whose message started to

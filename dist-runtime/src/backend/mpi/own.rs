@@ -136,7 +136,7 @@ fn exchange_counted(
     });
     if let Err(e) = &done {
         let (recvs, sends) = reqs.split_at_mut(nrecv);
-        super::cancel_receives(c, recvs, e);
+        super::release(c, recvs, e, super::Held::Receive);
         super::release(c, sends, e, super::Held::Send);
     }
     done?;

@@ -736,7 +736,7 @@ fn irecv_wait(c: &MpiComm, site: Site, src: usize, tag: u32, buf: &mut [u8]) -> 
             Ok(flag != 0)
         });
     if let Err(e) = done {
-        super::cancel_receives(c, std::slice::from_mut(&mut req), &e);
+        super::release(c, std::slice::from_mut(&mut req), &e, super::Held::Receive);
         return Err(e);
     }
     let mut got: c_int = 0;
