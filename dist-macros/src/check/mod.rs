@@ -689,7 +689,7 @@ fn check_size<'a>(
                 Err(sim::AnySource::Unmatched(e, _)) => return noted(vec![e]),
             }
             let errs = sim::check(n, &traces);
-            return match unknown {
+            return match unknown.or_else(|| sim::unproven(&traces)) {
                 _ if !errs.is_empty() => noted(errs),
                 Some((at, what)) => SizeResult::Undecidable(at, what),
                 None => SizeResult::Clean,

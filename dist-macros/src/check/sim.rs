@@ -299,6 +299,16 @@ fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize) -> Option<
     None
 }
 
+/// The first root or reduce op, in rank order, that the check could not prove the same
+/// on every rank ([`Ev::Coll`]'s `unproven`): the call's tokens and what it is, naming
+/// the helper's place where the call is in one.
+pub fn unproven(traces: &[Vec<Ev<'_>>]) -> Option<(proc_macro2::TokenStream, String)> {
+    traces.iter().flatten().find_map(|e| match e {
+        Ev::Coll { unproven: Some(what), site, .. } => Some((site.tokens(), format!("{what}{}", site.helper_note()))),
+        _ => None,
+    })
+}
+
 /// A root that is data on every rank, computed from different values on two of them:
 /// the ranks may pass different roots.
 fn data_root_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {

@@ -181,6 +181,10 @@ pub enum Ev<'a> {
         len: Option<i128>,
         /// A root that is data: its hash ([`super::interp::V::Opaque`]'s `fp`) and text.
         root_data: Option<(u64, String)>,
+        /// A root or reduce op the check cannot prove the same on every rank (data it
+        /// could not tell apart, in the default mode): what it is and why. Once the
+        /// size shows no problem, it is a construct not followed (a warning).
+        unproven: Option<String>,
         /// The `counts` every rank must pass alike (`gather_v`, `scatter_v`,
         /// `all_gather_v`, `reduce_scatter_v`), where evaluable.
         counts: Option<Counts>,

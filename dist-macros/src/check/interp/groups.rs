@@ -143,6 +143,7 @@ impl<'a> Interp<'a> {
             op: None,
             len: None,
             root_data: None,
+            unproven: None,
             counts: None,
             a2a: None,
             site: self.site(e),

@@ -76,8 +76,9 @@ thread_local! {
 }
 
 /// Sets whether the entry being checked is `strict`: there, a root or reduce op that
-/// depends on data is not followed (an error naming what it depends on); elsewhere it
-/// is left to the run-time checks, as it was before strict was made sound.
+/// depends on data is an error naming what it depends on at once; elsewhere it is a
+/// construct not followed once the rest of the world size shows no problem
+/// (`Interp::unproven_agreement`).
 pub fn set_strict(s: bool) {
     STRICT.with(|c| c.set(s));
 }
@@ -1048,16 +1049,18 @@ impl<'a> Interp<'a> {
     /// An argument every rank must pass alike (a root, an op) that depends on data: the
     /// check cannot prove it agrees, so it says so, with what it depends on.
     fn data_dependent(&self, arg: &'a Expr, role: &str, call: &str) -> Flow<'a> {
+        undecidable(arg, self.data_dependent_what(arg, role, call))
+    }
+
+    /// What [`Self::data_dependent`] says: the argument, why, and the fix.
+    pub(super) fn data_dependent_what(&self, arg: &'a Expr, role: &str, call: &str) -> String {
         let text = super::trace::expr_text(arg);
-        undecidable(
-            arg,
-            format!(
-                "the {role} `{text}` of `{call}`, which depends on data{}: every rank must pass the same {role}, \
-                 and a value computed from local data (a loss, a received value, a float) may differ across \
-                 ranks; compute it from `rank()`, `size()`, constants or the program's inputs, or agree on it \
-                 first (broadcast it from a fixed root)",
-                self.why_chain(arg)
-            ),
+        format!(
+            "the {role} `{text}` of `{call}`, which depends on data{}: every rank must pass the same {role}, \
+             and a value computed from local data (a loss, a received value, a float) may differ across \
+             ranks; compute it from `rank()`, `size()`, constants or the program's inputs, or agree on it \
+             first (broadcast it from a fixed root)",
+            self.why_chain(arg)
         )
     }
 

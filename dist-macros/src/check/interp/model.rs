@@ -205,7 +205,10 @@ impl<'a> Interp<'a> {
         let (ri, oi) = (spec.root, spec.reduce);
         if let Some(i) = ri.filter(|&i| i < mc.args.len()) {
             self.check_numbering(e, c, "root", &mc.args[i])?;
-            if super::strict() && self.comms[c].members.is_some() && !matches!(args.get(i), Some(V::Int(_))) {
+            if super::strict()
+                && self.comms[c].members.is_some()
+                && !matches!(args.get(i), Some(V::Int(_) | V::Agreed | V::Uniform))
+            {
                 return Err(self.data_dependent(&mc.args[i], "root", m));
             }
         }
@@ -268,10 +271,12 @@ impl<'a> Interp<'a> {
             Some((V::Opaque { comm: false, fp }, a)) if *fp != 0 => Some((*fp, super::trace::expr_text(a))),
             _ => None,
         };
+        let unproven = self.unproven_agreement(mc, m, spec, args);
         let id = self.post_coll(e, c, base, root, op)?;
-        if let Some(Ev::Coll { len: l, root_data, counts: k, a2a: x, .. }) = self.events.last_mut() {
+        if let Some(Ev::Coll { len: l, root_data, unproven: u, counts: k, a2a: x, .. }) = self.events.last_mut() {
             *l = len;
             *root_data = data_root;
+            *u = unproven;
             *k = counts;
             *x = a2a;
         }
@@ -289,6 +294,35 @@ impl<'a> Interp<'a> {
             }
         }
         Ok(V::Unit)
+    }
+
+    /// In the default mode, the root or reduce op of a collective that the check cannot
+    /// prove the same on every rank: neither known, nor read from the program's inputs,
+    /// nor left alike by a collective of every rank, nor data computed exactly (whose
+    /// hash the ranks' traces compare). What it is and why, for a warning once the size
+    /// shows no problem (under `strict` such an argument is an error at once).
+    fn unproven_agreement(
+        &self,
+        mc: &'a ExprMethodCall,
+        m: &str,
+        spec: &dist_ops::OpSpec,
+        args: &[V<'a>],
+    ) -> Option<String> {
+        if super::strict() {
+            return None;
+        }
+        let alike = |v: Option<&V<'a>>| match v {
+            Some(V::Int(_) | V::Agreed | V::Uniform | V::Name(_)) => true,
+            Some(V::Opaque { comm: false, fp }) => value::is_exact(*fp),
+            _ => false,
+        };
+        let root = spec.root.filter(|&i| i < mc.args.len() && !alike(args.get(i))).map(|i| (i, "root"));
+        let op = spec
+            .reduce
+            .filter(|&i| i < mc.args.len() && !matches!(&mc.args[i], Expr::Call(_)) && !alike(args.get(i)))
+            .map(|i| (i, "reduce op"));
+        let (i, role) = root.or(op)?;
+        Some(self.data_dependent_what(&mc.args[i], role, m))
     }
 
     /// A rank of another communicator's numbering, passed unchanged as a root or peer of
@@ -659,6 +693,7 @@ impl<'a> Interp<'a> {
             op,
             len: None,
             root_data: None,
+            unproven: None,
             counts: None,
             a2a: None,
             site: self.site(e),

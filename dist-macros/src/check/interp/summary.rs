@@ -538,12 +538,17 @@ impl<'a> Interp<'a> {
     /// name, and every function or method of the package's files whose path ends with it
     /// (the receiver's type is not known here); each with its key.
     fn package_fns(&self, name: &str) -> Vec<(String, &'a ItemFn)> {
-        let suffix = format!("::{name}");
+        // (`Type::name` for methods; `module/name` for each module's free function of
+        // that name, whichever holds the bare name.)
+        let (method, free) = (format!("::{name}"), format!("/{name}"));
         let nested = self.fns.get(name).map(|f| (name.to_string(), *f));
         nested
             .into_iter()
             .chain(
-                self.file_fns.iter().filter(|(k, _)| *k == name || k.ends_with(&suffix)).map(|(k, f)| (k.clone(), f)),
+                self.file_fns
+                    .iter()
+                    .filter(|(k, _)| *k == name || k.ends_with(&method) || k.ends_with(&free))
+                    .map(|(k, f)| (k.clone(), f)),
             )
             .collect()
     }

@@ -119,8 +119,9 @@ fn strict_never_accepts_an_agreeing_argument_that_depends_on_rank_local_data() {
         "{ let mut all = [0usize; 16]; world.all_gather(&[r], &mut all[..n])?; all[r] }",
         "{ let mut s = [1.5f64]; world.all_reduce(&mut s, ReduceOp::Sum)?; (s[0] * r as f64) as usize }",
     ];
-    // (A number reduced over every rank is the same everywhere too, but as a root it
-    // is refused: the check cannot bound it, nor tell `n` in `v % n` from a rank.)
+    // (A number reduced over every rank is the same everywhere too: as a root it is
+    // accepted, its range left to the run-time check; but `v % n` of it is data, since
+    // the check does not tell `n` from a rank there.)
     let uniform = ["n", "3", "std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2)"];
     let transforms = ["v", "v + 1", "v % n", "v.min(n - 1)", "if v > 3 { 0 } else { 1 }", "usize::from(v > 2)"];
     // Each uses `k`; the sizes that cannot hold its shape are guarded.
@@ -235,4 +236,52 @@ fn options_from_inputs_and_lists_changed_in_place_are_followed() {
     }
     let e = problems(&src.replace("FROM", "right"), "", 3);
     assert!(!e.is_empty() && e[0].contains("sendrecv"), "{e:?}");
+}
+
+/// In the default mode, a root or reduce op the check cannot prove the same on every
+/// rank is never silently taken: it is a construct not followed (a warning), while one
+/// left alike by a collective of every rank, read from the inputs or computed exactly
+/// is followed, and one computed from different data on two ranks is an error.
+#[test]
+fn a_root_or_op_from_data_is_never_silently_taken() {
+    let consts = "const T: Tag<usize> = Tag::new(1);";
+    let program = |root: &str| {
+        format!(
+            "fn p(world: Comm<World>) -> dist_runtime::Result<()> {{\n let (r, n) = (world.rank(), world.size());\n \
+             let mut x = [1.0f32; 4];\n let root: usize = {root};\n world.broadcast(&mut x, root)?;\n Ok(())\n}}"
+        )
+    };
+    super::super::interp::set_strict(false);
+    let unproven = [
+        // Values from code the check cannot read: the same recipe on every rank, not
+        // exact (a received value's recipe names its peer: ranks differ, an error).
+        "std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1) % n",
+        "std::process::id() as usize % n",
+    ];
+    for root in unproven {
+        for n in 2..=4 {
+            let e = problems(&program(root), consts, n);
+            assert!(
+                e.len() == 1 && e[0].starts_with("undecidable: the root `root` of `broadcast`"),
+                "size {n}: {e:?}\n{}",
+                program(root)
+            );
+        }
+    }
+    let alike = [
+        "{ let mut m = [r as f64]; world.all_reduce(&mut m, ReduceOp::Max)?; m[0] as usize }",
+        "std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0) % n",
+        "n - 1",
+    ];
+    for root in alike {
+        for n in 1..=4 {
+            assert_eq!(problems(&program(root), consts, n), Vec::<String>::new(), "size {n}\n{}", program(root));
+        }
+    }
+    // Ops: a named op is followed; one chosen on data the check cannot tell apart is not.
+    let op = "fn p(world: Comm<World>) -> dist_runtime::Result<()> {\n let n = world.size();\n \
+              let op = if std::process::id() % 2 == 0 { ReduceOp::Sum } else { ReduceOp::Max };\n \
+              let mut x = [1.0f32; 4];\n world.all_reduce(&mut x, op)?;\n let _ = n;\n Ok(())\n}";
+    let e = problems(op, consts, 2);
+    assert!(e.len() == 1 && e[0].starts_with("undecidable: the reduce op `op` of `all_reduce`"), "{e:?}");
 }
