@@ -156,6 +156,32 @@ pub fn device_ops<M: Mem>(world: &Comm<World>, m: &M) -> Result<(), String> {
     let want: Vec<f32> = (0..n).flat_map(|i| vec![(10 * i + r) as f32; i + r]).collect();
     same("all_to_all_v", &m.down(&recv)?, &want)?;
 
+    // The _v forms with counts of one size (3 each), which NCCL 2.28+ carries with its own
+    // gather and scatter, and an all_to_all_v of one size, which stays grouped sends and
+    // receives (its counts could differ by rank): each against the serial reference.
+    let even = vec![3usize; n];
+    let send = m.up(&mine(r, 3))?;
+    let want: Vec<f32> = (0..n).flat_map(|q| mine(q, 3)).collect();
+    if r == n - 1 {
+        let mut all = m.zeros(3 * n)?;
+        world.gather_v(&send, Some(&mut all), &even, n - 1).map_err(e)?;
+        same("gather_v of one size", &m.down(&all)?, &want)?;
+        let src = m.up(&want)?;
+        let mut part = m.zeros(3)?;
+        world.scatter_v(Some(&src), &mut part, &even, n - 1).map_err(e)?;
+        same("scatter_v of one size", &m.down(&part)?, &mine(r, 3))?;
+    } else {
+        world.gather_v(&send, None, &even, n - 1).map_err(e)?;
+        let mut part = m.zeros(3)?;
+        world.scatter_v(None, &mut part, &even, n - 1).map_err(e)?;
+        same("scatter_v of one size", &m.down(&part)?, &mine(r, 3))?;
+    }
+    let send = m.up(&(0..n).flat_map(|j| vec![(10 * r + j) as f32; 2]).collect::<Vec<_>>())?;
+    let mut recv = m.zeros(2 * n)?;
+    world.all_to_all_v(&send, &vec![2; n], &mut recv, &vec![2; n]).map_err(e)?;
+    let want: Vec<f32> = (0..n).flat_map(|i| vec![(10 * i + r) as f32; 2]).collect();
+    same("all_to_all_v of one size", &m.down(&recv)?, &want)?;
+
     // scatter_v and reduce_scatter_v with uneven counts (j + 1 for rank j).
     let table: Vec<f32> = (0..total).map(|i| (i % 83) as f32).collect();
     let first: usize = counts[..r].iter().sum();

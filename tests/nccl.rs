@@ -72,10 +72,19 @@ fn device_ops(world: Comm<World>) -> Result<(), String> {
 #[ignore = "needs a GPU, the CUDA driver and libnccl: run scripts/gpu-check.sh"]
 fn nccl_device_ops_match_the_serial_reference() {
     let gpus = dist_runtime::nccl::probe().expect("this test needs a GPU");
-    for n in [1, 2, 4, 8].into_iter().filter(|&n| n <= gpus.max(4)) {
-        let r = nccl_launch("nccl::device_ops", n, gpus).timeout(Duration::from_secs(300)).run().unwrap();
-        assert!(r.success(), "{n} rank(s) on {gpus} GPU(s):\n{}", r.summary());
-        println!("{}", r.ranks[0].output);
+    println!("NCCL's own all_to_all, gather, scatter: {}", dist_runtime::nccl::has_native_collectives());
+    // Both routes of gather, scatter and all-to-all: NCCL's own calls (where the library
+    // has them), and grouped sends and receives.
+    for native in ["1", "0"] {
+        for n in [1, 2, 4, 8].into_iter().filter(|&n| n <= gpus.max(4)) {
+            let r = nccl_launch("nccl::device_ops", n, gpus)
+                .env("DIST_NCCL_NATIVE", native)
+                .timeout(Duration::from_secs(300))
+                .run()
+                .unwrap();
+            assert!(r.success(), "{n} rank(s) on {gpus} GPU(s), DIST_NCCL_NATIVE={native}:\n{}", r.summary());
+            println!("DIST_NCCL_NATIVE={native}: {}", r.ranks[0].output);
+        }
     }
 }
 

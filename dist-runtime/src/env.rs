@@ -1,7 +1,7 @@
 //! The environment contract (DESIGN.md), in one place: torchrun's, Slurm's and the MPI
 //! launchers' variables (`OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}`,
 //! `PMI_RANK`/`PMI_SIZE`, `SLURM_PROCID`/`SLURM_NTASKS`),
-//! `DIST_*` for the job (`DIST_AGREEMENT` and `DIST_SHARE_GPU` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
+//! `DIST_*` for the job (`DIST_AGREEMENT`, `DIST_SHARE_GPU` and `DIST_NCCL_NATIVE` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
 //! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_CMA_P2P_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
 //! here with an error naming the variable when its value is not understood.
 //!
@@ -118,6 +118,10 @@ pub struct Env {
     /// device code on fewer GPUs than ranks. Each rank tells NCCL it is a host of its own
     /// and NCCL moves the bytes over its socket transport on loopback: correct, slow.
     pub share_gpu: bool,
+    /// `DIST_NCCL_NATIVE` (NCCL backend; default 1): gather, scatter and all-to-all of one
+    /// block size use NCCL's own calls where every rank's NCCL has them (2.28+); `0`
+    /// keeps them grouped sends and receives, as with older NCCL.
+    pub nccl_native: bool,
     /// `DIST_AGREEMENT`: `auto` (default) or `exchange`.
     pub agreement: Agreement,
     /// The shared-memory backend's tuning knobs.
@@ -157,6 +161,7 @@ impl std::fmt::Debug for Env {
             .field("gpus", &self.gpus)
             .field("rank_table", &self.rank_table)
             .field("share_gpu", &self.share_gpu)
+            .field("nccl_native", &self.nccl_native)
             .field("agreement", &self.agreement)
             .field("tuning", &self.tuning)
             .field("host_id", &self.host_id)
@@ -313,6 +318,7 @@ impl Env {
             gpus: get("DIST_GPUS").filter(|d| !d.is_empty()),
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             share_gpu: flag(&get, "DIST_SHARE_GPU")?.unwrap_or(false),
+            nccl_native: flag(&get, "DIST_NCCL_NATIVE")?.unwrap_or(true),
             agreement: match get("DIST_AGREEMENT").as_deref().map(str::to_ascii_lowercase).as_deref() {
                 None | Some("auto") => Agreement::Auto,
                 Some("exchange") => Agreement::Exchange,
@@ -540,6 +546,7 @@ mod tests {
     fn empty_env_is_world_of_one() {
         let e = env(&[]).unwrap();
         assert_eq!((e.rank, e.world_size, e.backend), (0, 1, BackendChoice::Shm));
+        assert!(e.nccl_native && !env(&[("DIST_NCCL_NATIVE", "0")]).unwrap().nccl_native);
     }
 
     /// Checks are on in every build, release included; only `DIST_DEBUG=off` turns them off.
@@ -607,6 +614,7 @@ mod tests {
         assert!(msg(&[("DIST_SPIN", "lots")]).contains("DIST_SPIN"));
         assert!(msg(&[("DIST_PIN", "yes")]).contains("DIST_PIN"));
         assert!(msg(&[("DIST_SHARE_GPU", "yes")]).contains("DIST_SHARE_GPU=\"yes\" is not 0 or 1"));
+        assert!(msg(&[("DIST_NCCL_NATIVE", "on")]).contains("DIST_NCCL_NATIVE=\"on\" is not 0 or 1"));
         assert!(msg(&[("DIST_AGREEMENT", "gossip")]).contains("DIST_AGREEMENT"));
         assert!(msg(&[("DIST_STASH_MIB", "0")]).contains("DIST_STASH_MIB=0 is not a size in MiB"));
         assert!(msg(&[("DIST_STASH_MIB", "lots")]).contains("DIST_STASH_MIB"));

@@ -243,14 +243,18 @@ fn attach_device(world: Comm<World>, device: Option<usize>, env: &Env) -> Result
 /// host side. Returns the world, and whether it got a device side.
 #[cfg(feature = "nccl")]
 fn with_nccl(world: Comm<World>, device: Option<usize>, env: &Env) -> Result<(Comm<World>, bool)> {
-    let mut all = [device.is_some() as u8];
+    // With the device, whether this rank's NCCL has its own gather, scatter and
+    // all-to-all: NCCL's calls are used only where every rank's is (the other ranks'
+    // grouped sends would never match them).
+    let native = device.is_some() && env.nccl_native && crate::backend::nccl::native_collectives();
+    let mut all = [device.is_some() as u8, native as u8];
     world.all_reduce(&mut all, crate::reduce_op::ReduceOp::Min)?;
     if env.backend == BackendChoice::Nccl && all[0] == 0 {
         return Err(Error::backend("nccl", "DIST_BACKEND=nccl, but another rank could not start NCCL (see its error)"));
     }
     let (Some(dev), 1) = (device, all[0]) else { return Ok((world, false)) };
     let share = |id: &mut [u8; 128]| world.broadcast(&mut id[..], 0);
-    let nccl = crate::backend::nccl::NcclComm::world(dev, env.rank, env.world_size, &share, env.timeout)?;
+    let nccl = crate::backend::nccl::NcclComm::world(dev, env.rank, env.world_size, &share, env.timeout, all[1] == 1)?;
     let side = DeviceSide { dev: Arc::new(nccl), timeout: env.timeout };
     Ok((world.with_device(Some(side)), true))
 }

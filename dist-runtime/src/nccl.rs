@@ -26,6 +26,14 @@
 
 pub use crate::backend::nccl::{probe, NcclCallError};
 
+/// Whether the loaded NCCL has its own all-to-all, gather and scatter (2.28 and newer).
+/// dist calls them for those ops when every rank's NCCL has them and the blocks are one
+/// size (the even forms; a `gather_v`/`scatter_v` of one size), and grouped sends and
+/// receives otherwise or with `DIST_NCCL_NATIVE=0`. False where NCCL cannot run here.
+pub fn has_native_collectives() -> bool {
+    probe().is_ok() && crate::backend::nccl::native_collectives()
+}
+
 /// The cudarc types device code works with, re-exported so one dependency is enough.
 pub use cudarc::driver::{
     CudaContext as Context, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,

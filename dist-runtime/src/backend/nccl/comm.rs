@@ -36,6 +36,10 @@ pub(crate) struct NcclComm {
     pub(crate) aborted: std::sync::atomic::AtomicBool,
     /// How long a call may wait for NCCL to finish in the background (`DIST_TIMEOUT`).
     pub(crate) timeout: Duration,
+    /// Gather, scatter and all-to-all of one block size go through NCCL's own calls
+    /// (every rank's library has them and `DIST_NCCL_NATIVE` is not 0: agreed at the
+    /// world's creation, inherited by splits); grouped sends and receives otherwise.
+    pub(crate) native: bool,
 }
 
 // SAFETY: an ncclComm_t may be used from any thread as long as calls on it are not
@@ -204,6 +208,7 @@ impl NcclComm {
         size: usize,
         share: &dyn Fn(&mut [u8; 128]) -> Result<()>,
         timeout: Duration,
+        native: bool,
     ) -> Result<NcclComm> {
         let ctx = CudaContext::new(device).map_err(|e| fail(&format!("opening device {device}"), e))?;
         let stream = ctx.new_stream().map_err(|e| fail("creating a stream", e))?;
@@ -240,7 +245,7 @@ impl NcclComm {
                 ),
             )
         })?;
-        Ok(NcclComm::new(comm, stream, size, rank, timeout))
+        Ok(NcclComm::new(comm, stream, size, rank, timeout, native))
     }
 
     /// `ncclCommSplit`: collective over this communicator. Ranks passing `Some(color)`
@@ -303,11 +308,18 @@ impl NcclComm {
         // SAFETY: as above.
         let rank = unsafe { result::comm_user_rank(new).map_err(|e| fail("ncclCommUserRank", e))? as usize };
         let stream = self.stream.context().new_stream().map_err(|e| fail("creating a stream", e))?;
-        Ok(Some(NcclComm::new(new, stream, size, rank, self.timeout)))
+        Ok(Some(NcclComm::new(new, stream, size, rank, self.timeout, self.native)))
     }
 
     /// The handle of a ready communicator: not broken, not aborted.
-    fn new(comm: sys::ncclComm_t, stream: Arc<CudaStream>, size: usize, rank: usize, timeout: Duration) -> NcclComm {
+    fn new(
+        comm: sys::ncclComm_t,
+        stream: Arc<CudaStream>,
+        size: usize,
+        rank: usize,
+        timeout: Duration,
+        native: bool,
+    ) -> NcclComm {
         NcclComm {
             comm,
             stream,
@@ -317,6 +329,7 @@ impl NcclComm {
             broken: Default::default(),
             aborted: Default::default(),
             timeout,
+            native,
         }
     }
 

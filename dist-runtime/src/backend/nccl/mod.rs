@@ -14,8 +14,8 @@ pub(crate) use comm::NcclComm;
 pub use error::NcclCallError;
 pub(crate) use error::{fail, ok};
 pub(crate) use ops::{CudaRead, CudaWrite};
-pub(crate) use probe::env_defaults;
 pub use probe::probe;
+pub(crate) use probe::{env_defaults, native_collectives};
 
 /// A device address, as cudarc's driver layer gives it.
 pub(crate) type CuPtr = cudarc::driver::sys::CUdeviceptr;

@@ -97,6 +97,36 @@ fn red_op(op: ReduceOp) -> Option<sys::ncclRedOp_t> {
     })
 }
 
+/// How NCCL carries a gather, scatter or all-to-all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// NCCL's own call (`ncclGather`, `ncclScatter`, `ncclAlltoAll`: NCCL 2.28+), of
+    /// this many bytes per rank.
+    Native(usize),
+    /// One group of sends and receives, one per peer's block.
+    Grouped,
+}
+
+/// The route of `op` on a communicator whose ranks all have NCCL's own calls (`native`).
+/// NCCL's calls move one block size, so a `_v` form takes them only when its counts are
+/// one size; the choice rests on what every rank holds alike (the even forms' shape; a
+/// gather_v's or scatter_v's counts, the same on every rank and compared by the
+/// agreement check), never on one rank's own counts: an all_to_all_v, whose counts
+/// differ by rank, is always grouped, or one rank's NCCL call would meet another's sends.
+fn route(native: bool, op: &Op, bufs: &DevBufs) -> Route {
+    let one = |c: &[usize]| c.first().copied().filter(|&b| c.iter().all(|&x| x == b));
+    let bytes = match bufs {
+        _ if !native => None,
+        DevBufs::Gather { counts, .. } if op.kind == OpKind::Gather => one(counts),
+        DevBufs::Scatter { counts, .. } if op.kind == OpKind::Scatter => one(counts),
+        DevBufs::AllToAll { send_counts, recv_counts, .. } if op.kind == OpKind::AllToAll && !op.varying => {
+            one(send_counts).filter(|&b| one(recv_counts) == Some(b))
+        }
+        _ => None,
+    };
+    bytes.map_or(Route::Grouped, Route::Native)
+}
+
 impl NcclComm {
     /// Waits, until `until` at most, for NCCL to have carried out what was just called on
     /// this non-blocking communicator (see `comm.rs`). Past the deadline, or on NCCL's
@@ -220,7 +250,8 @@ impl NcclComm {
     }
 
     /// Block `j` of `counts` (bytes) starting at `base`: the grouped send or receive of
-    /// one peer in gather, scatter and all-to-all (NCCL has none of them itself).
+    /// one peer in gather, scatter and all-to-all where NCCL's own calls do not serve
+    /// ([`route`]).
     fn blocks(send: bool, dtype: DType, base: DevPtr, counts: &[usize]) -> impl Iterator<Item = DevP2p> + '_ {
         counts.iter().enumerate().scan(0usize, move |off, (peer, &c)| {
             let buf = DevPtr { addr: base.addr + *off as u64, bytes: c };
@@ -256,6 +287,9 @@ impl NcclComm {
                     op.name, op.site
                 ),
             ));
+        }
+        if let Route::Native(block) = route(self.native, op, &bufs) {
+            return self.native_call(op, t, &bufs, block / es);
         }
         match (op.kind, bufs) {
             (OpKind::AllReduce, DevBufs::InPlace(b)) => self.with_op(op, until, dt, reduce, |o| {
@@ -394,6 +428,60 @@ impl NcclComm {
     }
 }
 
+impl NcclComm {
+    /// `ncclGather`, `ncclScatter` or `ncclAlltoAll` of `count` elements per rank (see
+    /// [`route`]). A buffer NCCL does not use on this rank (a non-root's receive buffer of
+    /// a gather, send buffer of a scatter) is given as the rank's other buffer, a valid
+    /// device pointer, as NCCL's argument checks (`NCCL_CHECK_MODE`) want one.
+    fn native_call(&self, op: &Op, t: sys::ncclDataType_t, bufs: &DevBufs, count: usize) -> Result<()> {
+        let (comm, cu, root) = (self.comm, self.cu(), op.root as i32);
+        // Each call: the typed layer resolved every buffer on this comm's device with its
+        // length, so `count` elements per rank fit `send`'s and `recv`'s blocks.
+        match *bufs {
+            DevBufs::Gather { send, recv, .. } => ok(
+                // SAFETY: as above; NCCL writes `recv` on the root only.
+                unsafe {
+                    sys::ncclGather(
+                        send.addr as *const c_void,
+                        recv.unwrap_or(send).addr as *mut c_void,
+                        count,
+                        t,
+                        root,
+                        comm,
+                        cu,
+                    )
+                    .result()
+                },
+                "ncclGather",
+            ),
+            DevBufs::Scatter { send, recv, .. } => ok(
+                // SAFETY: as above; NCCL reads `send` on the root only.
+                unsafe {
+                    sys::ncclScatter(
+                        send.unwrap_or(recv).addr as *const c_void,
+                        recv.addr as *mut c_void,
+                        count,
+                        t,
+                        root,
+                        comm,
+                        cu,
+                    )
+                    .result()
+                },
+                "ncclScatter",
+            ),
+            DevBufs::AllToAll { send, recv, .. } => ok(
+                // SAFETY: as above: `send` and `recv` hold `count` elements per rank.
+                unsafe {
+                    sys::ncclAlltoAll(send.addr as *const c_void, recv.addr as *mut c_void, count, t, comm, cu).result()
+                },
+                "ncclAlltoAll",
+            ),
+            _ => Err(crate::backend::wrong_shape("nccl", op)),
+        }
+    }
+}
+
 impl Device for NcclComm {
     fn kind(&self) -> &'static str {
         "nccl"
@@ -430,5 +518,53 @@ impl Device for NcclComm {
 
     fn cuda_stream(&self, _op: &'static str) -> Result<&Arc<CudaStream>> {
         Ok(&self.stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(addr: u64, bytes: usize) -> DevPtr {
+        DevPtr { addr, bytes }
+    }
+
+    #[test]
+    fn one_block_size_takes_nccls_own_call_and_every_rank_routes_alike() {
+        let gather = Op::new(OpKind::Gather).dtype(DType::F32).root(1);
+        let g = |counts: Vec<usize>, recv| DevBufs::Gather { send: at(0x1000, 8), recv, counts };
+        // The root and the other ranks decide alike (from the counts, not the buffers).
+        assert_eq!(route(true, &gather, &g(vec![8; 3], Some(at(0x2000, 24)))), Route::Native(8));
+        assert_eq!(route(true, &gather, &g(vec![8; 3], None)), Route::Native(8));
+        assert_eq!(route(false, &gather, &g(vec![8; 3], None)), Route::Grouped);
+        // gather_v: one block size takes NCCL's call, several stay grouped.
+        assert_eq!(route(true, &gather.varying(), &g(vec![8, 8, 8], None)), Route::Native(8));
+        assert_eq!(route(true, &gather.varying(), &g(vec![8, 16, 8], None)), Route::Grouped);
+        assert_eq!(route(true, &gather, &g(vec![0; 4], None)), Route::Native(0));
+
+        let scatter = Op::new(OpKind::Scatter).dtype(DType::F64).root(0);
+        let s = |send, counts: Vec<usize>| DevBufs::Scatter { send, recv: at(0x1000, 16), counts };
+        assert_eq!(route(true, &scatter, &s(Some(at(0x3000, 32)), vec![16, 16])), Route::Native(16));
+        assert_eq!(route(true, &scatter, &s(None, vec![16, 16])), Route::Native(16));
+        assert_eq!(route(true, &scatter.varying(), &s(None, vec![16, 8])), Route::Grouped);
+
+        // all_to_all: the even form only; an all_to_all_v's counts differ by rank, so even
+        // one whose counts happen to be one size here stays grouped (another rank's may not).
+        let a2a = Op::new(OpKind::AllToAll).dtype(DType::I32).count(8);
+        let a = |sc: Vec<usize>, rc: Vec<usize>| DevBufs::AllToAll {
+            send: at(0x1000, sc.iter().sum()),
+            send_counts: sc,
+            recv: at(0x2000, rc.iter().sum()),
+            recv_counts: rc,
+        };
+        assert_eq!(route(true, &a2a, &a(vec![4; 2], vec![4; 2])), Route::Native(4));
+        assert_eq!(route(false, &a2a, &a(vec![4; 2], vec![4; 2])), Route::Grouped);
+        assert_eq!(route(true, &a2a.varying(), &a(vec![4; 2], vec![4; 2])), Route::Grouped);
+
+        // Ops NCCL has in every version are not routed here.
+        let ag = Op::new(OpKind::AllGather).dtype(DType::F32);
+        assert_eq!(route(true, &ag, &g(vec![8; 3], Some(at(0x2000, 24)))), Route::Grouped);
+        let bc = Op::new(OpKind::Broadcast).dtype(DType::F32);
+        assert_eq!(route(true, &bc, &DevBufs::InPlace(at(0x1000, 8))), Route::Grouped);
     }
 }

@@ -71,6 +71,23 @@ pub fn probe() -> Result<usize> {
     Ok(n as usize)
 }
 
+/// NCCL version from which the library has its own all-to-all, gather and scatter.
+const NATIVE_NCCL: i32 = 22800;
+
+/// Whether the loaded NCCL has `ncclAlltoAll`, `ncclGather` and `ncclScatter` (2.28 and
+/// newer): the version, and each symbol, since cudarc's loader panics on a missing one.
+/// Call only after [`probe`] succeeded.
+pub(crate) fn native_collectives() -> bool {
+    static NATIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *NATIVE.get_or_init(|| {
+        result::get_nccl_version().is_ok_and(|v| v >= NATIVE_NCCL)
+            && ["ncclAlltoAll", "ncclGather", "ncclScatter"].iter().all(|s| {
+                // SAFETY: looks a symbol up in the library `probe` loaded; nothing is called.
+                unsafe { cudarc::nccl::sys::culib().get::<*const std::ffi::c_void>(s.as_bytes()).is_ok() }
+            })
+    })
+}
+
 /// Where `libnccl.so.2` (NCCL's runtime name) loads from, if it does.
 fn runtime_nccl_path() -> Option<String> {
     // SAFETY: dlopen/dlsym/dladdr with valid C strings; the path is copied out while the
