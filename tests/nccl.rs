@@ -88,6 +88,72 @@ fn nccl_device_ops_match_the_serial_reference() {
     }
 }
 
+/// Summands of very different magnitudes (so the order of a sum shows in its bits):
+/// rank `r`'s `i`-th, the same in every run.
+fn summand(r: usize, i: usize) -> f32 {
+    let mut x = (r as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    x ^= x >> 29;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 32;
+    let mantissa = (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+    mantissa * f32::powi(2.0, (x % 40) as i32 - 20)
+}
+
+/// A device all-reduce (sum, f32) of summands whose sum's bits depend on the order it is
+/// folded in; prints a hash of the result's bits, for the test to compare across runs,
+/// and at two ranks checks it equals the host backend's fold (x0 + x1: one order).
+#[spmd]
+fn device_sum_bits(world: Comm<World>) -> Result<(), String> {
+    let m = cuda(&world)?;
+    let (r, n) = (world.rank(), world.size());
+    let len = 1 << 20;
+    let mine: Vec<f32> = (0..len).map(|i| summand(r, i)).collect();
+    let mut d = m.up(&mine)?;
+    world.all_reduce(&mut d, ReduceOp::Sum).map_err(|e| e.to_string())?;
+    let got = m.down(&d)?;
+    let mut host = mine.clone();
+    world.all_reduce(&mut host[..], ReduceOp::Sum).map_err(|e| e.to_string())?;
+    let differ = got.iter().zip(&host).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    if n == 2 && differ > 0 {
+        return Err(format!("{differ} of {len} sums differ from the host backend's x0 + x1"));
+    }
+    let hash =
+        got.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, v| (h ^ u64::from(v.to_bits())).wrapping_mul(0x100_0000_01b3));
+    if r == 0 {
+        println!("bits {hash:016x} ({differ} of {len} differ from the host's rank-order fold)");
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a GPU, the CUDA driver and libnccl: run scripts/gpu-check.sh"]
+fn deterministic_device_sums_are_the_same_bits_in_every_run() {
+    let gpus = dist_runtime::nccl::probe().expect("this test needs a GPU");
+    for n in [2, 4].into_iter().filter(|&n| n <= gpus.max(4)) {
+        let bits: Vec<String> = (0..2)
+            .map(|_| {
+                let r = nccl_launch("nccl::device_sum_bits", n, gpus)
+                    .env("DIST_DETERMINISTIC", "1")
+                    .timeout(Duration::from_secs(120))
+                    .run()
+                    .unwrap();
+                assert!(r.success(), "{n} ranks:\n{}", r.summary());
+                let out = r.ranks[0].output.clone();
+                println!("{n} ranks, DIST_DETERMINISTIC=1: {}", out.trim());
+                out.lines().find(|l| l.starts_with("bits ")).expect("the hash line").to_string()
+            })
+            .collect();
+        assert_eq!(bits[0], bits[1], "{n} ranks: two runs gave different bits");
+    }
+    // Every device op still runs with NCCL's algorithm pinned.
+    let r = nccl_launch("nccl::device_ops", 2, gpus)
+        .env("DIST_DETERMINISTIC", "1")
+        .timeout(Duration::from_secs(300))
+        .run()
+        .unwrap();
+    assert!(r.success(), "device ops with DIST_DETERMINISTIC=1:\n{}", r.summary());
+}
+
 /// A device collective whose ranks disagree is `Error::Mismatch` naming both calls.
 #[spmd(unchecked)]
 fn device_mismatch_entry(world: Comm<World>) -> Result<(), String> {

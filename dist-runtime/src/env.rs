@@ -1,7 +1,7 @@
 //! The environment contract (DESIGN.md), in one place: torchrun's, Slurm's and the MPI
 //! launchers' variables (`OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}`,
 //! `PMI_RANK`/`PMI_SIZE`, `SLURM_PROCID`/`SLURM_NTASKS`),
-//! `DIST_*` for the job (`DIST_AGREEMENT`, `DIST_SHARE_GPU` and `DIST_NCCL_NATIVE` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
+//! `DIST_*` for the job (`DIST_AGREEMENT`, `DIST_SHARE_GPU`, `DIST_NCCL_NATIVE` and `DIST_DETERMINISTIC` among them), and the shared-memory tuning knobs (`DIST_SPIN`, `DIST_ALGO`,
 //! `DIST_CMA`, `DIST_CMA_MIN`, `DIST_CMA_P2P_MIN`, `DIST_SLOT_KIB`, `DIST_YIELD_US`, `DIST_PIN`), each parsed
 //! here with an error naming the variable when its value is not understood.
 //!
@@ -122,6 +122,11 @@ pub struct Env {
     /// block size use NCCL's own calls where every rank's NCCL has them (2.28+); `0`
     /// keeps them grouped sends and receives, as with older NCCL.
     pub nccl_native: bool,
+    /// `DIST_DETERMINISTIC=1` (NCCL backend): device reductions the same bits in every run
+    /// of a job of the same shape on the same machines: NCCL's ring algorithm and simple
+    /// protocol, NVLink SHARP and CollNet off (`backend::nccl::env_defaults`). Host
+    /// reductions are in rank order always.
+    pub deterministic: bool,
     /// `DIST_AGREEMENT`: `auto` (default) or `exchange`.
     pub agreement: Agreement,
     /// The shared-memory backend's tuning knobs.
@@ -162,6 +167,7 @@ impl std::fmt::Debug for Env {
             .field("rank_table", &self.rank_table)
             .field("share_gpu", &self.share_gpu)
             .field("nccl_native", &self.nccl_native)
+            .field("deterministic", &self.deterministic)
             .field("agreement", &self.agreement)
             .field("tuning", &self.tuning)
             .field("host_id", &self.host_id)
@@ -319,6 +325,7 @@ impl Env {
             rank_table: get("DIST_RANK_TABLE").filter(|d| !d.is_empty()).map(std::path::PathBuf::from),
             share_gpu: flag(&get, "DIST_SHARE_GPU")?.unwrap_or(false),
             nccl_native: flag(&get, "DIST_NCCL_NATIVE")?.unwrap_or(true),
+            deterministic: deterministic(&get)?,
             agreement: match get("DIST_AGREEMENT").as_deref().map(str::to_ascii_lowercase).as_deref() {
                 None | Some("auto") => Agreement::Auto,
                 Some("exchange") => Agreement::Exchange,
@@ -487,6 +494,30 @@ fn flag(get: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<bool
     }
 }
 
+/// `DIST_DETERMINISTIC`: refused beside a setting of NCCL's own that reduces in no fixed
+/// order (NVLink SHARP or CollNet: the switch or the network folds the values).
+fn deterministic(get: &impl Fn(&str) -> Option<String>) -> Result<bool> {
+    if !flag(get, "DIST_DETERMINISTIC")?.unwrap_or(false) {
+        return Ok(false);
+    }
+    let on = |k: &str| get(k).is_some_and(|v| v.trim() != "0");
+    let algo = get("NCCL_ALGO").unwrap_or_default().to_ascii_lowercase();
+    let unordered = ["nvls", "collnet"].iter().find(|a| algo.contains(*a) && !algo.contains('^'));
+    let clash = match unordered {
+        Some(a) => Some(format!("NCCL_ALGO={algo} (which allows {a})")),
+        None if on("NCCL_NVLS_ENABLE") => Some("NCCL_NVLS_ENABLE=1".to_string()),
+        None if on("NCCL_COLLNET_ENABLE") => Some("NCCL_COLLNET_ENABLE=1".to_string()),
+        None => None,
+    };
+    match clash {
+        Some(c) => Err(Error::Env(format!(
+            "DIST_DETERMINISTIC=1 with {c}: NVLink SHARP and CollNet reduce in the switch or the network, in no \
+             fixed order, so sums would not be the same bits in every run; unset it, or drop DIST_DETERMINISTIC"
+        ))),
+        None => Ok(true),
+    }
+}
+
 /// The shm backend's tuning variables (`DIST_SPIN`, `DIST_SLOT_KIB`, `DIST_PIN`, …).
 fn tuning(get: &impl Fn(&str) -> Option<String>) -> Result<Tuning> {
     // A size in MiB (1 to 1 TiB) from variable `name`, if set.
@@ -615,6 +646,10 @@ mod tests {
         assert!(msg(&[("DIST_PIN", "yes")]).contains("DIST_PIN"));
         assert!(msg(&[("DIST_SHARE_GPU", "yes")]).contains("DIST_SHARE_GPU=\"yes\" is not 0 or 1"));
         assert!(msg(&[("DIST_NCCL_NATIVE", "on")]).contains("DIST_NCCL_NATIVE=\"on\" is not 0 or 1"));
+        assert!(msg(&[("DIST_DETERMINISTIC", "1"), ("NCCL_NVLS_ENABLE", "1")]).contains("NCCL_NVLS_ENABLE=1"));
+        assert!(msg(&[("DIST_DETERMINISTIC", "1"), ("NCCL_ALGO", "NVLS,Ring")]).contains("allows nvls"));
+        assert!(env(&[("DIST_DETERMINISTIC", "1"), ("NCCL_ALGO", "^nvls")]).unwrap().deterministic);
+        assert!(!env(&[("NCCL_NVLS_ENABLE", "1")]).unwrap().deterministic);
         assert!(msg(&[("DIST_AGREEMENT", "gossip")]).contains("DIST_AGREEMENT"));
         assert!(msg(&[("DIST_STASH_MIB", "0")]).contains("DIST_STASH_MIB=0 is not a size in MiB"));
         assert!(msg(&[("DIST_STASH_MIB", "lots")]).contains("DIST_STASH_MIB"));

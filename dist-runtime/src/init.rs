@@ -219,7 +219,7 @@ fn join_any(env: Env) -> Result<Comm<World>> {
 /// no other thread of the process reads the environment yet.
 #[cfg(feature = "nccl")]
 fn nccl_probe(env: &Env) -> Result<usize> {
-    crate::backend::nccl::env_defaults(env.share_gpu);
+    crate::backend::nccl::env_defaults(env.share_gpu, env.deterministic);
     crate::backend::nccl::probe()
 }
 
@@ -587,7 +587,7 @@ fn join_mpi(env: Env) -> Result<Comm<World>> {
     // NCCL's variables before MPI starts: its progress threads read the environment
     // without Rust's lock, and an MPI built with NCCL support may load NCCL itself.
     #[cfg(feature = "nccl")]
-    crate::backend::nccl::env_defaults(env.share_gpu);
+    crate::backend::nccl::env_defaults(env.share_gpu, env.deterministic);
     let mpi = crate::backend::mpi::MpiComm::world(expect, env.timeout)?;
     let (rank, size) = (mpi.rank(), mpi.size());
     let mut backend: Box<dyn Backend> = Box::new(mpi);

@@ -131,11 +131,28 @@ fn runtime_nccl_path() -> Option<String> {
 ///   make NCCL's duplicate-GPU check refuse them), and talk over NCCL's socket transport
 ///   on loopback (P2P and SHM off, unless set).
 ///
+/// - With `deterministic` (`DIST_DETERMINISTIC=1`): reductions in an order fixed by the
+///   job's shape and the machines' topology, so every run gives the same bits: the ring
+///   algorithm (`NCCL_ALGO=Ring`: each element's sum is folded around the ring, in an
+///   order set by the message's size, the ranks and the channel count NCCL derives from
+///   the topology) and the simple protocol, unless set; NVLink SHARP and CollNet, which
+///   reduce in the switch or the network, off (`env.rs` refuses a job that turns them on).
+///   Not batch-invariant: the same values in a message of another size may be folded in
+///   another order.
+///
 /// Values set here take precedence over `~/.nccl.conf` and `NCCL_CONF_FILE`, which NCCL
 /// applies only to variables not already in the environment; a rank's child processes
 /// inherit them.
-pub(crate) fn env_defaults(share: bool) {
+pub(crate) fn env_defaults(share: bool, deterministic: bool) {
     let mut set = vec![("NCCL_RUNTIME_CONNECT", "0".to_string())];
+    if deterministic {
+        set.extend([
+            ("NCCL_ALGO", "Ring".into()),
+            ("NCCL_PROTO", "Simple".into()),
+            ("NCCL_NVLS_ENABLE", "0".into()),
+            ("NCCL_COLLNET_ENABLE", "0".into()),
+        ]);
+    }
     if share {
         std::env::set_var("NCCL_HOSTID", format!("dist-share-{}", std::process::id()));
         set.extend([
@@ -165,6 +182,10 @@ mod tests {
             "NCCL_P2P_DISABLE",
             "NCCL_SHM_DISABLE",
             "NCCL_NET",
+            "NCCL_ALGO",
+            "NCCL_PROTO",
+            "NCCL_NVLS_ENABLE",
+            "NCCL_COLLNET_ENABLE",
         ];
         let saved: Vec<_> = keys.iter().map(|k| (k, std::env::var_os(k))).collect();
         for k in keys {
@@ -172,12 +193,18 @@ mod tests {
         }
         std::env::set_var("NCCL_SOCKET_IFNAME", "eth9");
         std::env::set_var("NCCL_HOSTID", "exported-to-every-rank");
-        super::env_defaults(true);
+        std::env::set_var("NCCL_PROTO", "LL128");
+        super::env_defaults(true, true);
         let get = |k: &str| std::env::var(k).unwrap_or_default();
         assert_eq!(get("NCCL_RUNTIME_CONNECT"), "0");
         assert_eq!(get("NCCL_HOSTID"), format!("dist-share-{}", std::process::id()), "one per rank, always");
         assert_eq!(get("NCCL_SOCKET_IFNAME"), "eth9", "the user's own value stays");
         assert_eq!((get("NCCL_P2P_DISABLE"), get("NCCL_SHM_DISABLE")), ("1".into(), "1".into()));
+        assert_eq!(
+            (get("NCCL_ALGO"), get("NCCL_NVLS_ENABLE"), get("NCCL_COLLNET_ENABLE")),
+            ("Ring".into(), "0".into(), "0".into())
+        );
+        assert_eq!(get("NCCL_PROTO"), "LL128", "the user's own protocol stays (LL128 folds in the ring's order too)");
         for (k, v) in saved {
             match v {
                 Some(v) => std::env::set_var(k, v),
