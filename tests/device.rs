@@ -47,6 +47,20 @@ fn sim_p2p_deadline(world: Comm<World>) -> Result<(), String> {
     device_p2p_deadline(&world, &Sim, Duration::from_secs(4), "timed out after")
 }
 
+// Wrong on purpose: rank 0 reaches a device collective, rank 1 waits for a host message
+// rank 0 would send after it.
+#[spmd(unchecked)]
+fn sim_device_collective_against_host_recv(world: Comm<World>) -> dist_runtime::Result<()> {
+    const T: Tag<f32> = Tag::new(2);
+    if world.rank() == 0 {
+        let mut d = SimBuf(vec![1.0f32; 4]);
+        world.all_reduce(&mut d, ReduceOp::Sum)?; // @device-all-reduce
+        world.send(1, T, &d.0[..1])
+    } else {
+        world.recv(0, T, &mut [0.0f32]) // @host-recv
+    }
+}
+
 /// A device buffer on a communicator without a device side: a clear error.
 #[spmd(unchecked)]
 fn no_device_side(world: Comm<World>) -> Result<(), String> {
@@ -103,4 +117,29 @@ fn a_device_send_without_its_receiver_is_a_timeout_and_aborts() {
 fn device_buffers_without_a_device_side_are_refused() {
     let r = launch("device::no_device_side", 2, &[]);
     assert!(r.success(), "{}", r.summary());
+}
+
+/// A device collective whose peer waits in a host op: with checks on, the collective is
+/// compared across ranks on the host before it is enqueued, so the wait-for cycle is a
+/// host one and the deadlock is named in about a second with both lines (with
+/// `DIST_DEBUG=off`, or for device point-to-point, only the deadline ends such a wait:
+/// docs/reliability.md).
+#[test]
+fn a_device_collective_against_a_host_wait_is_a_deadlock_named_at_once() {
+    let r = launch(
+        "device::sim_device_collective_against_host_recv",
+        2,
+        &[("DIST_SIM_DEVICE", "1"), ("DIST_DEBUG", "check"), ("DIST_TIMEOUT", "300")],
+    );
+    let all = r.summary();
+    assert!(!r.success(), "{all}");
+    let line = |tag: &str| {
+        let src = include_str!("device.rs");
+        let n = src.lines().position(|l| l.contains(tag) && !l.contains("line(")).expect("tagged line") + 1;
+        format!("device.rs:{n}")
+    };
+    assert!(all.contains("deadlock detected"), "{all}");
+    assert!(all.contains(&line("// @device-all-reduce")), "{all}");
+    assert!(all.contains(&line("// @host-recv")), "{all}");
+    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {all}", r.elapsed);
 }
