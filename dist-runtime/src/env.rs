@@ -495,19 +495,28 @@ fn flag(get: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<bool
 }
 
 /// `DIST_DETERMINISTIC`: refused beside a setting of NCCL's own that reduces in no fixed
-/// order (NVLink SHARP or CollNet: the switch or the network folds the values).
+/// order (NVLink SHARP or CollNet: the switch or the network folds the values). An
+/// empty variable is unset, as NCCL reads it.
 fn deterministic(get: &impl Fn(&str) -> Option<String>) -> Result<bool> {
     if !flag(get, "DIST_DETERMINISTIC")?.unwrap_or(false) {
         return Ok(false);
     }
-    let on = |k: &str| get(k).is_some_and(|v| v.trim() != "0");
-    let algo = get("NCCL_ALGO").unwrap_or_default().to_ascii_lowercase();
-    let unordered = ["nvls", "collnet"].iter().find(|a| algo.contains(*a) && !algo.contains('^'));
-    let clash = match unordered {
-        Some(a) => Some(format!("NCCL_ALGO={algo} (which allows {a})")),
-        None if on("NCCL_NVLS_ENABLE") => Some("NCCL_NVLS_ENABLE=1".to_string()),
-        None if on("NCCL_COLLNET_ENABLE") => Some("NCCL_COLLNET_ENABLE=1".to_string()),
-        None => None,
+    let set = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+    // `NCCL_ALGO`: `;`-separated lists, each `function:` or not; a list starting with `^`
+    // excludes (what it leaves is ring and tree, with NVLS and CollNet turned off below).
+    let unordered = |t: &str| t.starts_with("nvls") || t.starts_with("collnet");
+    let names = |algo: &str| {
+        algo.split(';')
+            .map(|seg| seg.rsplit(':').next().unwrap_or("").trim().to_ascii_lowercase())
+            .filter(|list| !list.starts_with('^'))
+            .flat_map(|list| list.split(',').map(|t| t.trim().to_string()).collect::<Vec<_>>())
+            .find(|t| unordered(t))
+    };
+    let clash = match set("NCCL_ALGO").as_deref().and_then(|a| names(a).map(|t| (a.to_string(), t))) {
+        Some((a, t)) => Some(format!("NCCL_ALGO={a} (which allows {t})")),
+        None => ["NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE"]
+            .into_iter()
+            .find_map(|k| set(k).filter(|v| v.trim() != "0").map(|v| format!("{k}={v}"))),
     };
     match clash {
         Some(c) => Err(Error::Env(format!(
@@ -648,6 +657,17 @@ mod tests {
         assert!(msg(&[("DIST_NCCL_NATIVE", "on")]).contains("DIST_NCCL_NATIVE=\"on\" is not 0 or 1"));
         assert!(msg(&[("DIST_DETERMINISTIC", "1"), ("NCCL_NVLS_ENABLE", "1")]).contains("NCCL_NVLS_ENABLE=1"));
         assert!(msg(&[("DIST_DETERMINISTIC", "1"), ("NCCL_ALGO", "NVLS,Ring")]).contains("allows nvls"));
+        assert!(
+            msg(&[("DIST_DETERMINISTIC", "1"), ("NCCL_ALGO", "ring;allreduce:nvlstree")]).contains("allows nvlstree")
+        );
+        assert!(msg(&[("DIST_DETERMINISTIC", "1"), ("NCCL_ALGO", "allreduce:nvls;broadcast:^ring")]).contains("nvls"));
+        assert!(msg(&[("DIST_DETERMINISTIC", "1"), ("NCCL_COLLNET_ENABLE", "2")]).contains("NCCL_COLLNET_ENABLE=2"));
+        assert!(
+            env(&[("DIST_DETERMINISTIC", "1"), ("NCCL_NVLS_ENABLE", ""), ("NCCL_ALGO", "")]).unwrap().deterministic
+        );
+        assert!(
+            env(&[("DIST_DETERMINISTIC", "1"), ("NCCL_ALGO", "allreduce:^nvls,collnetdirect")]).unwrap().deterministic
+        );
         assert!(env(&[("DIST_DETERMINISTIC", "1"), ("NCCL_ALGO", "^nvls")]).unwrap().deterministic);
         assert!(!env(&[("NCCL_NVLS_ENABLE", "1")]).unwrap().deterministic);
         assert!(msg(&[("DIST_AGREEMENT", "gossip")]).contains("DIST_AGREEMENT"));

@@ -247,10 +247,23 @@ fn with_nccl(world: Comm<World>, device: Option<usize>, env: &Env) -> Result<(Co
     // all-to-all: NCCL's calls are used only where every rank's is (the other ranks'
     // grouped sends would never match them).
     let native = device.is_some() && env.nccl_native && crate::backend::nccl::native_collectives();
-    let mut all = [device.is_some() as u8, native as u8];
+    // And whether it pinned NCCL's algorithm (`DIST_DETERMINISTIC`): NCCL needs the
+    // same on every rank.
+    let det = env.deterministic;
+    let mut all = [device.is_some() as u8, native as u8, det as u8, !det as u8];
     world.all_reduce(&mut all, crate::reduce_op::ReduceOp::Min)?;
     if env.backend == BackendChoice::Nccl && all[0] == 0 {
         return Err(Error::backend("nccl", "DIST_BACKEND=nccl, but another rank could not start NCCL (see its error)"));
+    }
+    if all[0] == 1 && all[2] == 0 && all[3] == 0 {
+        return Err(Error::backend(
+            "nccl",
+            format!(
+                "DIST_DETERMINISTIC is {} on this rank and not on another: NCCL needs one algorithm on every rank; \
+                 set it for the whole job",
+                if det { "1" } else { "unset" }
+            ),
+        ));
     }
     let (Some(dev), 1) = (device, all[0]) else { return Ok((world, false)) };
     let share = |id: &mut [u8; 128]| world.broadcast(&mut id[..], 0);

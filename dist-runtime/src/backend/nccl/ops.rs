@@ -289,6 +289,11 @@ impl NcclComm {
             ));
         }
         if let Route::Native(block) = route(self.native, op, &bufs) {
+            // (Nothing to move: NCCL would drop it too, after checking pointers a
+            // zero-length view need not make valid. Every rank has the same counts.)
+            if block == 0 {
+                return Ok(());
+            }
             return self.native_call(op, t, &bufs, block / es);
         }
         match (op.kind, bufs) {
@@ -435,11 +440,12 @@ impl NcclComm {
     /// device pointer, as NCCL's argument checks (`NCCL_CHECK_MODE`) want one.
     fn native_call(&self, op: &Op, t: sys::ncclDataType_t, bufs: &DevBufs, count: usize) -> Result<()> {
         let (comm, cu, root) = (self.comm, self.cu(), op.root as i32);
-        // Each call: the typed layer resolved every buffer on this comm's device with its
-        // length, so `count` elements per rank fit `send`'s and `recv`'s blocks.
         match *bufs {
             DevBufs::Gather { send, recv, .. } => ok(
-                // SAFETY: as above; NCCL writes `recv` on the root only.
+                // SAFETY: the typed layer resolved both buffers on this comm's device and
+                // checked `send` holds `count` elements and the root's `recv` size × as
+                // many; NCCL writes `recv` on the root only (a non-root's stand-in, its
+                // `send`, is never written).
                 unsafe {
                     sys::ncclGather(
                         send.addr as *const c_void,
@@ -455,7 +461,9 @@ impl NcclComm {
                 "ncclGather",
             ),
             DevBufs::Scatter { send, recv, .. } => ok(
-                // SAFETY: as above; NCCL reads `send` on the root only.
+                // SAFETY: as for the gather: `recv` holds `count` elements and the root's
+                // `send` size × as many; NCCL reads `send` on the root only (a non-root's
+                // stand-in, its `recv`, is never read).
                 unsafe {
                     sys::ncclScatter(
                         send.unwrap_or(recv).addr as *const c_void,
@@ -471,7 +479,8 @@ impl NcclComm {
                 "ncclScatter",
             ),
             DevBufs::AllToAll { send, recv, .. } => ok(
-                // SAFETY: as above: `send` and `recv` hold `count` elements per rank.
+                // SAFETY: the typed layer resolved both on this comm's device and checked
+                // each holds `count` elements per rank.
                 unsafe {
                     sys::ncclAlltoAll(send.addr as *const c_void, recv.addr as *mut c_void, count, t, comm, cu).result()
                 },

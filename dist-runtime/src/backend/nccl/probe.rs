@@ -163,7 +163,8 @@ pub(crate) fn env_defaults(share: bool, deterministic: bool) {
         ]);
     }
     for (k, v) in set {
-        if std::env::var_os(k).is_none() {
+        // (An empty variable is unset, as NCCL reads it.)
+        if std::env::var_os(k).is_none_or(|v| v.is_empty()) {
             std::env::set_var(k, v);
         }
     }
@@ -194,6 +195,7 @@ mod tests {
         std::env::set_var("NCCL_SOCKET_IFNAME", "eth9");
         std::env::set_var("NCCL_HOSTID", "exported-to-every-rank");
         std::env::set_var("NCCL_PROTO", "LL128");
+        std::env::set_var("NCCL_ALGO", "");
         super::env_defaults(true, true);
         let get = |k: &str| std::env::var(k).unwrap_or_default();
         assert_eq!(get("NCCL_RUNTIME_CONNECT"), "0");
