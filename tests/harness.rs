@@ -94,6 +94,19 @@ fn run_env(entry: &str, n: usize, timeout: f64, env: &[(&str, &str)]) -> dist_ru
     l.run().unwrap()
 }
 
+/// How long a job took, for the bounds on how fast a failure is named: the launch's time,
+/// less the grace the launcher gives mpirun's own teardown where it hung (Open MPI 4.1's
+/// mpirun can crash in `PMIx_Finalize` after `MPI_Abort`, seen once across the two
+/// namespace hosts; the launcher stops it after 4 s and the report says so): that time
+/// is Open MPI's, not dist's.
+fn took(r: &dist_runtime::Report) -> Duration {
+    if r.summary().contains("Open MPI's teardown hung") {
+        r.elapsed.saturating_sub(Duration::from_secs(4))
+    } else {
+        r.elapsed
+    }
+}
+
 #[test]
 fn an_error_names_the_rank_and_stops_the_rest() {
     let r = run("error_on_rank_2", 4, 30.0);
@@ -108,7 +121,7 @@ fn an_error_names_the_rank_and_stops_the_rest() {
             assert!(x.code == Some(3) || x.killed_by_launcher, "rank {}: {}", x.rank, r.summary());
         }
     }
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(5), "took {:?}", r.elapsed);
     // Peers waiting in the barrier learn why (looked for in every peer's output: mpirun
     // can interleave one rank's stderr line into another's capture).
     let told = |x: &dist_runtime::launch::RankExit| {
@@ -127,7 +140,7 @@ fn a_panic_reaches_the_peers_with_its_message() {
     let told =
         |x: &dist_runtime::launch::RankExit| x.output.contains("PeerFailed") && x.output.contains("boom on purpose");
     assert!(r.ranks.iter().filter(|x| x.rank != 1).any(told) || r.ranks[0].killed_by_launcher, "{}", r.summary());
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(5), "took {:?}", r.elapsed);
 }
 
 #[test]
@@ -136,7 +149,7 @@ fn a_killed_rank_is_detected() {
     assert_eq!(r.first_failure, Some(1), "{}", r.summary());
     assert_eq!(r.ranks[1].signal, Some(9));
     assert!(r.ranks[0].output.contains("is gone") || r.ranks[0].killed_by_launcher, "{}", r.summary());
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(5), "took {:?}", r.elapsed);
 }
 
 // Wrong on purpose: the last rank receives from itself what it never sent itself.
@@ -164,7 +177,7 @@ fn a_receive_from_itself_is_a_deadlock() {
         assert!(all.contains("deadlock detected in recv"), "{all}");
         assert!(all.contains(&format!("rank {} waits in recv from rank {}", n - 1, n - 1)), "{all}");
         assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(n - 1), "{all}");
-        assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
+        assert!(took(&r) < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
     }
 }
 
@@ -196,7 +209,7 @@ fn a_rank_failing_with_many_sends_pending_is_named_fast() {
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
     assert!(!r.ranks[0].killed_by_launcher && r.ranks[0].code != Some(3), "{all}");
     assert!(all.contains("tests/harness.rs"), "{all}");
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
 }
 
 // Wrong on purpose: rank 1 ends its process inside the job, as `DIST_TEST_EXIT` says
@@ -227,7 +240,7 @@ fn a_rank_that_exits_mid_job_is_named() {
         assert!(!r.success(), "{how}: {all}");
         assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(1), "{how}: {all}");
         assert!(!all.contains("deadlock"), "{how}: {all}");
-        assert!(r.elapsed < Duration::from_secs(6), "{how}: took {:?}: {all}", r.elapsed);
+        assert!(took(&r) < Duration::from_secs(6), "{how}: took {:?}: {all}", r.elapsed);
     }
 }
 
@@ -245,7 +258,7 @@ fn a_deadlock_is_named_within_a_second_not_at_the_deadline() {
     assert!(all.contains(&format!("rank 1 waits in recv from rank 0 on World ({})", at("@both-recv"))), "{all}");
     assert!(all.contains("wait-for cycle 0 → 1 → 0"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
 }
 
 // Wrong on purpose: rank 0 calls a collective the others skip; they wait for a message
@@ -296,7 +309,7 @@ fn a_collective_in_a_branch_names_the_odd_rank_and_both_lines() {
             at("@branch-recv")
         );
         assert!(r.flight.as_deref().is_some_and(|f| f.contains(&rec)), "n={n}: {rec}: {all}");
-        assert!(r.elapsed < Duration::from_secs(5), "n={n}: took {:?}: {all}", r.elapsed);
+        assert!(took(&r) < Duration::from_secs(5), "n={n}: took {:?}: {all}", r.elapsed);
     }
 }
 
@@ -377,7 +390,7 @@ fn a_cycle_across_communicators_is_found() {
     }
     assert!(all.contains("wait-for cycle 0 → 1 → 0"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
-    assert!(r.elapsed < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
 }
 
 // Wrong on purpose: as `cycle_across_communicators`, with rank 1 waiting on its pair's
@@ -407,7 +420,7 @@ fn a_cycle_through_an_async_wait_is_found() {
     assert!(all.contains("deadlock"), "{all}");
     assert!(all.contains("wait-for cycle 0 → 1 → 0"), "{all}");
     assert!(all.contains(&format!("rank 1 waits in all_reduce_async on Pair{{0,1}} ({}", at("@async-pair"))), "{all}");
-    assert!(r.elapsed < Duration::from_secs(30), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(30), "took {:?}: {all}", r.elapsed);
 }
 
 #[test]
@@ -440,7 +453,7 @@ fn the_test_harness_fails_with_the_ranks_report() {
 fn the_harness_timeout_kills_a_hung_job() {
     let r = run_env("half_reach_a_collective", 2, 1.5, &[("DIST_TIMEOUT", "100")]);
     assert!(r.timed_out && !r.success());
-    assert!(r.elapsed < Duration::from_secs(4), "took {:?}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(4), "took {:?}", r.elapsed);
 }
 
 #[test]
@@ -637,7 +650,7 @@ fn a_job_spanning_hosts_on_shm_fails_at_init_naming_them() {
         );
         assert!(out.contains("--features dist-runtime/mpi"), "rank {}: {out}", rank.rank);
     }
-    assert!(r.elapsed < Duration::from_secs(10), "took {:?}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(10), "took {:?}", r.elapsed);
 }
 
 // Wrong on purpose (the last rank comes to the creation late): checks off, so the
@@ -671,7 +684,7 @@ fn a_member_late_to_communicator_creation_is_a_timeout() {
     let waited: String = r.ranks.iter().filter(|k| k.rank < 2).map(|k| k.output.as_str()).collect();
     assert!(waited.contains("timed out") || waited.contains("Timeout"), "{}", r.summary());
     assert!(waited.contains("tests/harness.rs"), "the user's line is named: {}", r.summary());
-    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {}", r.elapsed, r.summary());
+    assert!(took(&r) < Duration::from_secs(20), "took {:?}: {}", r.elapsed, r.summary());
 }
 
 dist_runtime::group!(Rows);
@@ -936,7 +949,7 @@ fn unexpected_messages_are_bounded_then_senders_wait() {
     let all = r.summary();
     assert!(all.contains(&format!("rank 0 waits in send to rank 1 on World ({})", at("@flood-send"))), "{all}");
     assert!(all.contains(&format!("rank 1 waits in recv from rank 0 on World ({})", at("@flood-recv"))), "{all}");
-    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
 }
 
 /// This process's resident memory, current and peak, in MiB (Linux's /proc).
@@ -1018,7 +1031,7 @@ fn a_monitored_barrier_names_the_ranks_that_did_not_arrive() {
         "{}",
         r.summary()
     );
-    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
+    assert!(took(&r) < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
 }
 
 /// The helper the entry below sends through: the error names its line and the caller's.
@@ -1084,7 +1097,7 @@ fn a_panic_with_an_isend_in_flight_reaches_the_peer_fast() {
     assert!(!r.success());
     let i = r.first_failure.unwrap();
     assert_eq!(r.ranks[i].rank, 0, "{}", r.summary());
-    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
+    assert!(took(&r) < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
 }
 
 /// The line of the mismatched receive, for the test below.
@@ -1136,7 +1149,7 @@ fn a_failure_during_creation_reaches_every_member_fast() {
     assert!(!r.success());
     let i = r.first_failure.unwrap();
     assert_eq!(r.ranks[i].rank, 2, "{}", r.summary());
-    assert!(r.elapsed < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
+    assert!(took(&r) < Duration::from_secs(10), "took {:?}: {}", r.elapsed, r.summary());
 }
 
 // Wrong on purpose: the last rank stops itself (SIGSTOP) before the barrier.
@@ -1167,7 +1180,7 @@ fn a_stopped_rank_is_named_as_stopped() {
     assert!(all.contains("waits in barrier on World"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(2), "{all}");
     assert!(all.contains("rank 2 is the cause, as its peers found"), "{all}");
-    assert!(r.elapsed < Duration::from_secs(12), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(12), "took {:?}: {all}", r.elapsed);
 }
 
 // Wrong on purpose: rank 1 posts two large sends to rank 0 and stops itself (SIGSTOP)
@@ -1225,7 +1238,7 @@ fn a_message_whose_rest_never_comes_ends_at_the_deadline() {
     // and MPI cannot cancel it: the rank ends the job rather than hand back a buffer MPI
     // may still write.
     assert!(all.contains("so rank 0 ends the job here"), "{all}");
-    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(20), "took {:?}: {all}", r.elapsed);
 }
 
 // A rank stops itself (SIGSTOP) inside the job, in a loop of collectives and a ring of
@@ -1289,7 +1302,7 @@ fn a_rank_that_returns_early_is_named_as_the_cause() {
     assert!(!r.success());
     // On MPI, mpirun's own teardown can hang once every rank has gone (Open MPI 4.1):
     // the launcher stops it 4 s after the last rank's report, never at the timeout.
-    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {}", r.elapsed, r.summary());
+    assert!(took(&r) < Duration::from_secs(20), "took {:?}: {}", r.elapsed, r.summary());
     let i = r.first_failure.expect("a cause");
     assert_eq!((r.ranks[i].rank, r.ranks[i].code), (3, Some(0)), "{}", r.summary());
     assert!(
@@ -1456,7 +1469,7 @@ fn a_failed_send_never_lends_its_buffer_to_a_later_receive() {
     let all = format!("{}\n--- rank 1's output ---\n{}", r.summary(), r.ranks[1].output);
     println!("{all}");
     assert!(!all.contains("CORRUPT"), "{all}");
-    assert!(r.elapsed < Duration::from_secs(30), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(30), "took {:?}: {all}", r.elapsed);
     if std::env::var("DIST_BACKEND").is_ok_and(|b| b.eq_ignore_ascii_case("mpi")) {
         assert!(!r.success(), "{all}");
         assert!(r.ranks[0].output.contains("MPI still holds the send buffer"), "{all}");
@@ -1506,7 +1519,7 @@ fn a_receive_from_any_source_no_rank_will_answer_is_a_deadlock() {
     assert!(!r.success(), "{all}");
     assert!(all.contains("deadlock detected in recv_any"), "{all}");
     assert!(all.contains("rank 0 waits in recv_any from any rank"), "{all}");
-    assert!(r.elapsed < Duration::from_secs(20), "took {:?}: {all}", r.elapsed);
+    assert!(took(&r) < Duration::from_secs(20), "took {:?}: {all}", r.elapsed);
     let r = run_env("recv_any_with_a_late_sender", 3, 60.0, &[("DIST_TIMEOUT", "60")]);
     assert!(r.success(), "{}", r.summary());
 }
