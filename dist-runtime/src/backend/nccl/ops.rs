@@ -440,54 +440,40 @@ impl NcclComm {
     /// device pointer, as NCCL's argument checks (`NCCL_CHECK_MODE`) want one.
     fn native_call(&self, op: &Op, t: sys::ncclDataType_t, bufs: &DevBufs, count: usize) -> Result<()> {
         let (comm, cu, root) = (self.comm, self.cu(), op.root as i32);
-        match *bufs {
-            DevBufs::Gather { send, recv, .. } => ok(
-                // SAFETY: the typed layer resolved both buffers on this comm's device and
-                // checked `send` holds `count` elements and the root's `recv` size × as
-                // many; NCCL writes `recv` on the root only (a non-root's stand-in, its
-                // `send`, is never written).
-                unsafe {
-                    sys::ncclGather(
-                        send.addr as *const c_void,
-                        recv.unwrap_or(send).addr as *mut c_void,
-                        count,
-                        t,
-                        root,
-                        comm,
-                        cu,
-                    )
-                    .result()
-                },
-                "ncclGather",
-            ),
-            DevBufs::Scatter { send, recv, .. } => ok(
-                // SAFETY: as for the gather: `recv` holds `count` elements and the root's
-                // `send` size × as many; NCCL reads `send` on the root only (a non-root's
-                // stand-in, its `recv`, is never read).
-                unsafe {
-                    sys::ncclScatter(
-                        send.unwrap_or(recv).addr as *const c_void,
-                        recv.addr as *mut c_void,
-                        count,
-                        t,
-                        root,
-                        comm,
-                        cu,
-                    )
-                    .result()
-                },
-                "ncclScatter",
-            ),
-            DevBufs::AllToAll { send, recv, .. } => ok(
-                // SAFETY: the typed layer resolved both on this comm's device and checked
-                // each holds `count` elements per rank.
-                unsafe {
-                    sys::ncclAlltoAll(send.addr as *const c_void, recv.addr as *mut c_void, count, t, comm, cu).result()
-                },
-                "ncclAlltoAll",
-            ),
-            _ => Err(crate::backend::wrong_shape("nccl", op)),
-        }
+        // Gather and scatter: one rooted call of the same signature.
+        type Rooted = unsafe fn(
+            *const c_void,
+            *mut c_void,
+            usize,
+            sys::ncclDataType_t,
+            i32,
+            sys::ncclComm_t,
+            sys::cudaStream_t,
+        ) -> sys::ncclResult_t;
+        let (call, name, send, recv): (Rooted, _, _, _) = match *bufs {
+            DevBufs::Gather { send, recv, .. } => (sys::ncclGather, "ncclGather", send, recv.unwrap_or(send)),
+            DevBufs::Scatter { send, recv, .. } => (sys::ncclScatter, "ncclScatter", send.unwrap_or(recv), recv),
+            DevBufs::AllToAll { send, recv, .. } => {
+                return ok(
+                    // SAFETY: the typed layer resolved both on this comm's device and
+                    // checked each holds `count` elements per rank.
+                    unsafe {
+                        sys::ncclAlltoAll(send.addr as *const c_void, recv.addr as *mut c_void, count, t, comm, cu)
+                            .result()
+                    },
+                    "ncclAlltoAll",
+                );
+            }
+            _ => return Err(crate::backend::wrong_shape("nccl", op)),
+        };
+        ok(
+            // SAFETY: the typed layer resolved both buffers on this comm's device and
+            // checked the rank's own block holds `count` elements and the root's whole
+            // buffer size × as many; NCCL touches the whole buffer on the root only (a
+            // non-root's stand-in for it, its other buffer, is neither read nor written).
+            unsafe { call(send.addr as *const c_void, recv.addr as *mut c_void, count, t, root, comm, cu).result() },
+            name,
+        )
     }
 }
 
