@@ -1,10 +1,11 @@
 //! candle's tensors on a communicator, and the autograd-aware pieces of data- and
 //! tensor-parallel training (feature `candle`, CPU tensors).
 //!
-//! - [`TensorComm`]: `all_reduce`, `all_gather`, `broadcast`, `reduce_scatter`,
-//!   `all_to_all`, `send` and `recv` of a [`Tensor`] on any `Comm<G>`, returning new
-//!   tensors (candle's storage is immutable); the tensor's memory is read in place where
-//!   it is contiguous.
+//! - [`TensorComm`]: every collective and the blocking point-to-point ops on a
+//!   [`Tensor`], on any `Comm<G>` (`all_reduce`, `reduce`, `broadcast`, `all_gather`,
+//!   `gather`, `scatter`, `reduce_scatter`, `all_to_all`, `scan`, `exscan`, `send`,
+//!   `recv`, `sendrecv`), returning new tensors (candle's storage is immutable: one copy
+//!   out); the tensor's memory is read in place where it is contiguous.
 //! - Megatron's conjugate operators as candle ops with a backward pass:
 //!   [`copy_to_group`] (`f`: identity forward, all-reduce of the gradient backward),
 //!   [`reduce_from_group`] (`g`: all-reduce forward, identity backward),
@@ -277,6 +278,140 @@ pub trait TensorComm {
         tag: Tag<T>,
         shape: impl Into<Shape>,
     ) -> Result<Tensor>;
+    /// The reduction of every rank's tensor, on `root` (`Some`); `None` on the others.
+    fn reduce_tensor(&self, t: &Tensor, op: ReduceOp, root: usize) -> Result<Option<Tensor>>;
+    /// Inclusive prefix reduction: rank `r` gets the reduction of ranks `0..=r`'s tensors.
+    fn scan_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor>;
+    /// Exclusive prefix reduction: rank `r` gets the reduction of ranks `0..r`'s tensors,
+    /// rank 0 the identity of `op` (as [`Comm::exscan`]).
+    fn exscan_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor>;
+    /// Every rank's tensor (one shape on every rank), as a list in rank order on `root`
+    /// (torch's `gather_list`); `None` on the others.
+    fn gather_tensor(&self, t: &Tensor, root: usize) -> Result<Option<Vec<Tensor>>>;
+    /// Tensor `r` of the root's `parts` on rank `r` (torch's `scatter_list`): every rank
+    /// passes `like`, a tensor of the shape and dtype of its part (torch's output
+    /// tensor); `parts` is read on the root only, where it must hold one tensor of that
+    /// shape and dtype per rank.
+    fn scatter_tensor(&self, parts: Option<&[Tensor]>, like: &Tensor, root: usize) -> Result<Tensor>;
+    /// Sends `t` to `dst` and receives a tensor of `shape` from `src` in one step (both
+    /// with `tag`, whose element type is the tensors' dtype): a ring shift with no order
+    /// to get right.
+    fn sendrecv_tensor<T: Element + candle_core::WithDType>(
+        &self,
+        dst: usize,
+        tag: Tag<T>,
+        t: &Tensor,
+        src: usize,
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor>;
+}
+
+/// Runs `$f::<T>(args)` with `T` the dist element type of candle's dtype `$dt`.
+macro_rules! by_dtype {
+    ($dt:expr, $f:ident($($a:expr),*)) => {
+        match $dt {
+            DType::U8 => $f::<u8, _>($($a),*),
+            DType::U32 => $f::<u32, _>($($a),*),
+            DType::I16 => $f::<i16, _>($($a),*),
+            DType::I32 => $f::<i32, _>($($a),*),
+            DType::I64 => $f::<i64, _>($($a),*),
+            DType::BF16 => $f::<half::bf16, _>($($a),*),
+            DType::F16 => $f::<half::f16, _>($($a),*),
+            DType::F32 => $f::<f32, _>($($a),*),
+            DType::F64 => $f::<f64, _>($($a),*),
+            other => candle_core::bail!("dist: no dist element type for candle's {other:?}"),
+        }
+    };
+}
+
+/// The tensor's elements in row-major order (one copy out of candle's storage).
+fn elems<T: candle_core::WithDType>(t: &Tensor) -> Result<Vec<T>> {
+    t.flatten_all()?.to_vec1::<T>()
+}
+
+/// The prefix reductions and the reduce to a root: one buffer of the tensor's elements,
+/// in place.
+#[track_caller]
+fn reduce_like<T: Element + candle_core::WithDType, G: Group>(
+    comm: &Comm<G>,
+    t: &Tensor,
+    op: ReduceOp,
+    how: Prefix,
+) -> Result<Option<Tensor>> {
+    let _shape = crate::op::TensorShape::new(t.dims());
+    let mut v = elems::<T>(t)?;
+    match how {
+        Prefix::Reduce(root) => {
+            comm.reduce(&mut v, op, root).map_err(err)?;
+            if comm.rank() != root {
+                return Ok(None);
+            }
+        }
+        Prefix::Inclusive => comm.scan(&mut v, op).map_err(err)?,
+        Prefix::Exclusive => comm.exscan(&mut v, op).map_err(err)?,
+    }
+    Tensor::from_vec(v, t.shape(), t.device()).map(Some)
+}
+
+/// Which of the reductions [`reduce_like`] runs.
+#[derive(Clone, Copy)]
+enum Prefix {
+    Reduce(usize),
+    Inclusive,
+    Exclusive,
+}
+
+#[track_caller]
+fn gather_to<T: Element + candle_core::WithDType, G: Group>(
+    comm: &Comm<G>,
+    t: &Tensor,
+    root: usize,
+) -> Result<Option<Vec<Tensor>>> {
+    let _shape = crate::op::TensorShape::new(t.dims());
+    let v = elems::<T>(t)?;
+    let here = comm.rank() == root;
+    let mut all = if here { vec![T::from_f64(0.0); v.len() * comm.size()] } else { Vec::new() };
+    comm.gather(&v[..], here.then_some(&mut all[..]), root).map_err(err)?;
+    if !here {
+        return Ok(None);
+    }
+    (0..comm.size())
+        .map(|q| Tensor::from_slice(&all[q * v.len()..(q + 1) * v.len()], t.shape(), t.device()))
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+#[track_caller]
+fn scatter_from<T: Element + candle_core::WithDType, G: Group>(
+    comm: &Comm<G>,
+    parts: Option<&[Tensor]>,
+    like: &Tensor,
+    root: usize,
+) -> Result<Tensor> {
+    let _shape = crate::op::TensorShape::new(like.dims());
+    let n = comm.size();
+    let mut all = Vec::new();
+    if comm.rank() == root {
+        let parts = parts.ok_or_else(|| candle_core::Error::msg("dist: scatter_tensor: the root passes no parts"))?;
+        if parts.len() != n {
+            candle_core::bail!("dist: scatter_tensor: the root passes {} parts for {n} ranks", parts.len());
+        }
+        for (q, p) in parts.iter().enumerate() {
+            if p.dims() != like.dims() || p.dtype() != like.dtype() {
+                candle_core::bail!(
+                    "dist: scatter_tensor: part {q} is {:?} {:?}, but each rank's part is {:?} {:?} (`like`)",
+                    p.dims(),
+                    p.dtype(),
+                    like.dims(),
+                    like.dtype()
+                );
+            }
+            all.extend(elems::<T>(p)?);
+        }
+    }
+    let mut mine = vec![T::from_f64(0.0); like.elem_count()];
+    comm.scatter((comm.rank() == root).then_some(&all[..]), &mut mine[..], root).map_err(err)?;
+    Tensor::from_vec(mine, like.shape(), like.device())
 }
 
 impl<G: Group> TensorComm for Comm<G> {
@@ -341,6 +476,41 @@ impl<G: Group> TensorComm for Comm<G> {
         let mut v = vec![T::from_f64(0.0); shape.elem_count()];
         self.recv(src, tag, &mut v).map_err(err)?;
         Tensor::from_vec(v, shape, &candle_core::Device::Cpu)
+    }
+    #[track_caller]
+    fn reduce_tensor(&self, t: &Tensor, op: ReduceOp, root: usize) -> Result<Option<Tensor>> {
+        by_dtype!(t.dtype(), reduce_like(self, t, op, Prefix::Reduce(root)))
+    }
+    #[track_caller]
+    fn scan_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor> {
+        by_dtype!(t.dtype(), reduce_like(self, t, op, Prefix::Inclusive)).map(|t| t.expect("every rank's"))
+    }
+    #[track_caller]
+    fn exscan_tensor(&self, t: &Tensor, op: ReduceOp) -> Result<Tensor> {
+        by_dtype!(t.dtype(), reduce_like(self, t, op, Prefix::Exclusive)).map(|t| t.expect("every rank's"))
+    }
+    #[track_caller]
+    fn gather_tensor(&self, t: &Tensor, root: usize) -> Result<Option<Vec<Tensor>>> {
+        by_dtype!(t.dtype(), gather_to(self, t, root))
+    }
+    #[track_caller]
+    fn scatter_tensor(&self, parts: Option<&[Tensor]>, like: &Tensor, root: usize) -> Result<Tensor> {
+        by_dtype!(like.dtype(), scatter_from(self, parts, like, root))
+    }
+    #[track_caller]
+    fn sendrecv_tensor<T: Element + candle_core::WithDType>(
+        &self,
+        dst: usize,
+        tag: Tag<T>,
+        t: &Tensor,
+        src: usize,
+        shape: impl Into<Shape>,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let out = elems::<T>(t)?;
+        let mut v = vec![T::from_f64(0.0); shape.elem_count()];
+        self.sendrecv(dst, tag, &out, src, &mut v).map_err(err)?;
+        Tensor::from_vec(v, shape, t.device())
     }
 }
 

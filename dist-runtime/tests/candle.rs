@@ -91,6 +91,80 @@ fn tensor_collectives_match_serial_references(world: Comm<World>) {
     assert_eq!(world.all_reduce_tensor(&empty, ReduceOp::Sum).unwrap().dims(), &[0, 3]);
 }
 
+/// The rooted collectives, the prefix reductions and `sendrecv` on tensors, against
+/// serial references: f64, f32, i64 and bf16; a root other than 0; a zero-size tensor.
+#[dist_runtime::test(ranks = [1, 2, 3, 4], timeout = 120)]
+fn rooted_and_prefix_tensor_ops_match_serial_references(world: Comm<World>) {
+    let (r, n) = (world.rank(), world.size());
+    let root = n / 2;
+    let mine = mat(2, 3, r as u64 + 30);
+    let all: Vec<Tensor> = (0..n).map(|q| mat(2, 3, q as u64 + 30)).collect();
+    // reduce: the sum on the root only.
+    let got = world.reduce_tensor(&mine, ReduceOp::Sum, root).unwrap();
+    let sum = all[1..].iter().fold(all[0].clone(), |acc, t| (acc + t).unwrap());
+    match got {
+        Some(t) => {
+            assert_eq!(r, root, "a reduce result off the root");
+            close("reduce", &t, &sum);
+        }
+        None => assert_ne!(r, root, "no reduce result on the root"),
+    }
+    // scan and exscan in rank order; exscan's rank 0 holds Sum's identity.
+    let scan = world.scan_tensor(&mine, ReduceOp::Sum).unwrap();
+    let upto =
+        |k: usize| all[..k].iter().fold(Tensor::zeros((2, 3), DType::F64, &CPU).unwrap(), |a, t| (a + t).unwrap());
+    close("scan", &scan, &upto(r + 1));
+    let ex = world.exscan_tensor(&mine, ReduceOp::Sum).unwrap();
+    close("exscan", &ex, &upto(r));
+    // scan of i64 by Max.
+    let ints = Tensor::from_vec(vec![(r as i64 * 7) % 5, -(r as i64)], 2, &CPU).unwrap();
+    let got = world.scan_tensor(&ints, ReduceOp::Max).unwrap().to_vec1::<i64>().unwrap();
+    let want = [(0..=r).map(|q| (q as i64 * 7) % 5).max().unwrap(), 0];
+    assert_eq!(got, want);
+    // gather to the root as a list in rank order, f32.
+    let f = mine.to_dtype(DType::F32).unwrap();
+    match world.gather_tensor(&f, root).unwrap() {
+        Some(list) => {
+            assert_eq!(list.len(), n);
+            for (q, t) in list.iter().enumerate() {
+                assert_eq!(t.dims(), &[2, 3]);
+                assert_eq!(t.to_vec2::<f32>().unwrap(), all[q].to_dtype(DType::F32).unwrap().to_vec2::<f32>().unwrap());
+            }
+        }
+        None => assert_ne!(r, root),
+    }
+    // scatter from the root: part q is q's own matrix, bf16.
+    let like = Tensor::zeros((3, 2), DType::BF16, &CPU).unwrap();
+    let parts: Vec<Tensor> = (0..n).map(|q| mat(3, 2, q as u64 + 40).to_dtype(DType::BF16).unwrap()).collect();
+    let part = world.scatter_tensor((r == root).then_some(&parts[..]), &like, root).unwrap();
+    assert_eq!(part.dtype(), DType::BF16);
+    let want = mat(3, 2, r as u64 + 40).to_dtype(DType::BF16).unwrap().to_dtype(DType::F64).unwrap();
+    close("scatter", &part.to_dtype(DType::F64).unwrap(), &want);
+    // The root's list must hold one part per rank of `like`'s shape: an error naming it.
+    if r == root {
+        let wrong = vec![Tensor::zeros((2, 2), DType::BF16, &CPU).unwrap(); n];
+        let e = world.scatter_tensor(Some(&wrong), &like, root).unwrap_err().to_string();
+        assert!(e.contains("part 0") && e.contains("[2, 2]"), "{e}");
+    }
+    // sendrecv: a ring shift of f64 rows.
+    const S: Tag<f64> = Tag::new(5);
+    let row = Tensor::from_vec(vec![r as f64, 1.5], 2, &CPU).unwrap();
+    let got = world.sendrecv_tensor((r + 1) % n, S, &row, (r + n - 1) % n, 2).unwrap();
+    assert_eq!(got.to_vec1::<f64>().unwrap(), [((r + n - 1) % n) as f64, 1.5]);
+    // Zero elements.
+    let empty = Tensor::zeros((0, 4), DType::F64, &CPU).unwrap();
+    if let Some(list) = world.gather_tensor(&empty, root).unwrap() {
+        assert!(list.iter().all(|t| t.dims() == [0, 4]) && list.len() == n);
+    }
+    assert_eq!(world.scan_tensor(&empty, ReduceOp::Sum).unwrap().dims(), &[0, 4]);
+    // Different shapes of one element count on the ranks: a mismatch naming the shapes.
+    if n > 1 {
+        let t = if r == 0 { mat(2, 3, 1) } else { mat(3, 2, 1) };
+        let e = world.reduce_tensor(&t, ReduceOp::Sum, 0).unwrap_err().to_string();
+        assert!(e.contains("[2, 3]") && e.contains("[3, 2]"), "{e}");
+    }
+}
+
 /// The two-layer MLP of Megatron's paper, `y = tanh(x·W1ᵀ + b1)·W2ᵀ + b2`, loss
 /// `Σ y²`: on one process, and split over the group (W1 by output rows, W2 by input
 /// columns). The loss, the input's gradient and every shard's gradient match.
@@ -204,6 +278,11 @@ fn tensor_errors_name_the_users_line(world: Comm<World>) {
     assert!(!e.lines().next().unwrap_or_default().contains("src/candle.rs"), "{e}");
     let x = mat(2, 3 + world.rank(), 8);
     let (e, line) = (reduce_from_group(&x, &world).unwrap_err().to_string(), line!());
+    assert!(e.contains(&format!("tests/candle.rs:{line}")), "{e}");
+    // The rooted ops name the caller too (a root out of range).
+    let (e, line) = (world.reduce_tensor(&mat(1, 2, 7), ReduceOp::Sum, 5).unwrap_err().to_string(), line!());
+    assert!(e.contains(&format!("tests/candle.rs:{line}")), "{e}");
+    let (e, line) = (world.gather_tensor(&mat(1, 2, 7), 9).unwrap_err().to_string(), line!());
     assert!(e.contains(&format!("tests/candle.rs:{line}")), "{e}");
     // Six numbers on each rank, shaped 2 × 3 and 3 × 2: a mismatch naming both shapes.
     let t = if world.rank() == 0 { mat(2, 3, 9) } else { mat(3, 2, 9) };
