@@ -87,6 +87,10 @@ pub struct RunArgs {
     /// Kill the job after this many seconds.
     #[arg(long)]
     pub timeout: Option<f64>,
+    /// Survive a rank's death (shm backend): a rank killed by a signal does not stop
+    /// the others, which get `PeerFailed` and can `shrink()` the communicator and go on.
+    #[arg(long)]
+    pub fault_tolerant: bool,
     /// Trace every op of every rank into this directory (default: $DIST_TRACE), then
     /// merge the ranks into DIR/trace.json.
     #[arg(long)]
@@ -381,7 +385,7 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("--timeout {t}: give a positive number of seconds"))?;
         launch = launch.timeout(d);
     }
-    launch = with_placement(launch, &a)?;
+    launch = with_placement(launch, &a)?.fault_tolerant(a.fault_tolerant);
     let (launch, trace_dir) = with_trace(launch, &a)?;
     let report = launch.run().map_err(|e| e.to_string())?;
     if let Some(dir) = &trace_dir {
@@ -483,6 +487,9 @@ fn with_trace(
 
 /// The job's exit status, with a line saying which rank failed first and how.
 fn verdict(report: &dist_runtime::Report, exe: &std::path::Path, no_entry: bool, tool: &str) -> ExitCode {
+    for r in report.ranks.iter().filter(|r| report.lost.contains(&r.rank)) {
+        eprintln!("{tool}: rank {} died ({}); the job went on without it", r.rank, r.status());
+    }
     if report.success() {
         if no_entry && report.ranks_joined() == Some(0) {
             eprintln!("{tool}: {}", plain_main_note(exe));

@@ -14,7 +14,7 @@ pub enum Class {
     /// One rank to another, matched by (peer, tag) in posting order.
     PointToPoint,
     /// Collective creation of child communicators (`subgroup`, `subgroup_ordered`, `split`, `mesh2`, `mesh`,
-    /// `submesh`, `mesh_group`).
+    /// `submesh`, `mesh_group`, and `shrink`, among the live ranks).
     Group,
 }
 
@@ -87,6 +87,7 @@ pub const OPS: &[OpSpec] = &[
     coll("scan", "scan", None, Some(1)),
     coll("exscan", "exscan", None, Some(1)),
     coll("alloc", "alloc", None, None),
+    coll("agree", "agree", None, None),
     coll("all_gather_object", "all_gather", None, None),
     coll("broadcast_object", "broadcast", Some(1), None),
     coll("gather_object", "gather", Some(1), None),
@@ -124,6 +125,7 @@ pub const OPS: &[OpSpec] = &[
     group("mesh"),
     group("submesh"),
     group("mesh_group"),
+    group("shrink"),
 ];
 
 /// A rank's coordinate in a row-major mesh of shape `dims` (torch's `DeviceMesh`

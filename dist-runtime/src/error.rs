@@ -12,6 +12,7 @@ impl std::fmt::Debug for Error {
             Error::Mismatch { .. } => "Mismatch",
             Error::Timeout { .. } => "Timeout",
             Error::PeerFailed { .. } => "PeerFailed",
+            Error::Revoked { .. } => "Revoked",
             Error::Deadlock { .. } => "Deadlock",
             Error::Backend { .. } => "Backend",
             Error::Env(_) => "Env",
@@ -78,6 +79,20 @@ pub enum Error {
         comm: String,
         /// What that rank reported, or how it ended.
         reason: String,
+    },
+    /// A rank revoked the communicator (`Comm::revoke`, after it saw a peer fail): every
+    /// op on it fails on every rank from then on, so ranks blocked elsewhere learn of the
+    /// failure and can `shrink` it.
+    #[error("{op} at {site} on {comm}: the communicator was revoked by its rank {by}; shrink it (`shrink()`) to go on with the live ranks")]
+    Revoked {
+        /// The op that found it revoked.
+        op: &'static str,
+        /// The communicator.
+        comm: String,
+        /// The rank that revoked it, in the communicator's numbering.
+        by: usize,
+        /// The caller's source location.
+        site: Site,
     },
     /// Ranks wait on each other in a cycle (or on a stopped process): none can ever move.
     /// Found by state within about a second, not at the deadline; every rank involved
@@ -447,6 +462,7 @@ impl Error {
             Error::Deadlock { op, comm, site, story, culprit, victim } => {
                 Error::Deadlock { op, comm, site: site.with_callers(), story, culprit, victim }
             }
+            Error::Revoked { op, comm, by, site } => Error::Revoked { op, comm, by, site: site.with_callers() },
             e => e,
         }
     }
@@ -460,7 +476,7 @@ impl Error {
     /// because another failed (so launchers can name the first cause), 1 otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::PeerFailed { .. } | Error::Deadlock { victim: true, .. } => 3,
+            Error::PeerFailed { .. } | Error::Revoked { .. } | Error::Deadlock { victim: true, .. } => 3,
             _ => 1,
         }
     }

@@ -192,6 +192,7 @@ fn join_any(env: Env) -> Result<Comm<World>> {
     if let Some(s) = &store {
         one_host(s, &env)?;
     }
+    let ready = store.clone();
     let mut backend: Box<dyn Backend> = Box::new(ShmComm::connect(
         crate::backend::shm::WORLD_ID,
         "World",
@@ -211,8 +212,18 @@ fn join_any(env: Env) -> Result<Comm<World>> {
         env.debug != crate::env::DebugLevel::Off,
         keep,
     );
-    attach_device(world, device, &env)
+    let world = attach_device(world, device, &env)?;
+    // The job is formed once every rank counted itself here: from then on a fault-tolerant
+    // launcher lets the survivors of a rank's death go on (before, nobody could).
+    if let Some(s) = ready {
+        s.add(READY, 1)?;
+    }
+    Ok(world)
 }
+
+/// The store key counting the ranks whose world is made (`init`): a fault-tolerant
+/// launcher survives a rank's death only once it reads the whole job there.
+pub(crate) const READY: &str = "ready";
 
 /// Sets NCCL's variables for this rank (`backend::nccl::env_defaults`), then probes the
 /// driver, the library and the devices. Ranks join from a constructor before `main`, so

@@ -31,6 +31,8 @@ pub(crate) enum OpKind {
     Exscan,
     /// `Comm::alloc`: memory every rank maps (collective, in call order).
     Alloc,
+    /// `Comm::agree` and `Comm::shrink`: a fault-tolerant agreement of the live ranks.
+    Agree,
 }
 
 impl OpKind {
@@ -50,6 +52,7 @@ impl OpKind {
             OpKind::Scan => "scan",
             OpKind::Exscan => "exscan",
             OpKind::Alloc => "alloc",
+            OpKind::Agree => "agree",
         }
     }
 
@@ -70,6 +73,7 @@ impl OpKind {
             Scan,
             Exscan,
             Alloc,
+            Agree,
         ]
         .into_iter()
         .find(|k| *k as u8 == v)
@@ -412,6 +416,10 @@ mod tests {
             "timeout",
             "set_timeout",
             "mesh_coordinate",
+            // The recovery vocabulary's local calls: who is gone, and revoking (a word
+            // in the communicator's memory, no message, not collective).
+            "failed_ranks",
+            "revoke",
         ];
         let src = [
             include_str!("comm/mod.rs"),
@@ -421,6 +429,7 @@ mod tests {
             include_str!("comm/nonblocking.rs"),
             include_str!("comm/object.rs"),
             include_str!("comm/group.rs"),
+            include_str!("comm/recovery.rs"),
         ]
         .join("\n");
         let mut methods = Vec::new();

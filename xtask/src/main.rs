@@ -4,6 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "Build and run dist programs on N ranks")]
@@ -55,6 +56,12 @@ struct ChaosArgs {
     /// the `mpi` feature).
     #[arg(long, default_value = "shm", value_parser = ["shm", "mpi"])]
     backend: String,
+    /// Kill a rank of a fault-tolerant job (`examples/elastic.rs`, data-parallel
+    /// training that shrinks and goes on): every run must end with each survivor's
+    /// weights equal to serial training's, and the recovery time (kill to the first op on
+    /// the shrunk communicator) is reported.
+    #[arg(long = "continue")]
+    keep_going: bool,
 }
 
 fn main() -> ExitCode {
@@ -107,7 +114,9 @@ fn dev_shm_dist_entries() -> Vec<String> {
 }
 
 fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
-    use std::time::Duration;
+    if a.keep_going {
+        return chaos_continue(&a);
+    }
     let features = if a.backend == "mpi" { vec!["dist-runtime/mpi".to_string()] } else { vec![] };
     let build = cargo_spmd::BuildSpec { example: Some("chaos".into()), release: true, features, ..Default::default() };
     let exe = cargo_spmd::build(&build)?;
@@ -184,6 +193,85 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
     Ok(if clean == a.runs && leftovers == 0 && survivors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// `chaos --continue`: each run kills one rank of `examples/elastic.rs` at a random
+/// moment; the survivors must shrink and finish with serial training's weights. A kill
+/// that lands before every rank made its world cannot be survived: the job must then end
+/// at once naming the victim (counted apart).
+fn chaos_continue(a: &ChaosArgs) -> Result<ExitCode, String> {
+    if a.backend != "shm" {
+        return Err("chaos --continue: surviving a death is built on the shm backend only so far".into());
+    }
+    let build = cargo_spmd::BuildSpec { example: Some("elastic".into()), release: true, ..Default::default() };
+    let exe = cargo_spmd::build(&build)?;
+    let mut rand = chooser(a.seed);
+    println!(
+        "chaos --continue: {} runs of {} ranks, seed {}",
+        a.runs,
+        a.n,
+        a.seed.map_or("clock".into(), |s| s.to_string())
+    );
+    let (mut recovered, mut early, mut late, mut bad) = (0usize, 0usize, 0usize, 0usize);
+    let mut times = Vec::new();
+    for run in 0..a.runs {
+        let victim = rand(a.n as u64) as usize;
+        let at = Duration::from_millis(150 + rand(500));
+        let t0 = std::time::SystemTime::now();
+        let report = dist_runtime::Launch::new(&exe, a.n)
+            .capture(true)
+            .args(["--step-ms", "10"])
+            .env("DIST_TIMEOUT", "30")
+            .timeout(Duration::from_secs(60))
+            .fault_tolerant(true)
+            .kill_after(victim, at)
+            .run()
+            .map_err(|e| e.to_string())?;
+        let survivors: Vec<&dist_runtime::launch::RankExit> =
+            report.ranks.iter().filter(|r| r.rank != victim).collect();
+        let all_ok = survivors.iter().all(|r| r.output.contains("OK, weights match serial training"));
+        if report.success() && report.lost == [victim] && all_ok {
+            recovered += 1;
+            // Kill to the first op on the shrunk communicator: the earliest survivor.
+            let killed = t0 + at;
+            let first = survivors
+                .iter()
+                .filter_map(|r| {
+                    r.output.lines().find_map(|l| {
+                        l.split_once("recovered at unix_us=")?.1.split_whitespace().next()?.parse::<u64>().ok()
+                    })
+                })
+                .min();
+            if let Some(us) = first {
+                let done = std::time::UNIX_EPOCH + Duration::from_micros(us);
+                times.push(done.duration_since(killed).unwrap_or_default());
+            }
+        } else if report.success() && report.lost.is_empty() && all_ok {
+            late += 1; // the job ended before the kill
+        } else if !report.success()
+            && report.lost.is_empty()
+            && report.first_failure.map(|i| report.ranks[i].rank) == Some(victim)
+            && report.elapsed < at + Duration::from_secs(5)
+        {
+            early += 1; // before the job formed: ended at once, naming the victim
+        } else {
+            bad += 1;
+            println!("run {run}: victim {victim} at {at:?}: lost {:?}\n{}", report.lost, report.summary());
+        }
+    }
+    times.sort();
+    let pct =
+        |p: f64| times.get(((times.len().max(1) - 1) as f64 * p) as usize).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    println!(
+        "chaos --continue: {recovered} runs shrank and finished with serial training's weights; {early} killed before \
+         the job formed (ended at once, naming the victim); {late} ended before the kill; {bad} wrong"
+    );
+    println!(
+        "chaos --continue: recovery (kill to the first op on the shrunk communicator) median {:.0} ms, max {:.0} ms",
+        pct(0.5),
+        pct(1.0)
+    );
+    Ok(if bad == 0 && recovered > 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
 /// Chaos's choices of victims, moments and lengths: xorshift64* from `seed` (default:
 /// the clock), plenty for that; `rand(m)` is in `0..m`.
 fn chooser(seed: Option<u64>) -> impl FnMut(u64) -> u64 {
@@ -202,7 +290,6 @@ fn chooser(seed: Option<u64>) -> impl FnMut(u64) -> u64 {
 /// moment for 100 ms to 2 s, then resumes it (SIGCONT). A stall is not a failure: the run
 /// is clean when every rank ends well and nothing reported a deadlock or a failure.
 fn chaos_stop(a: &ChaosArgs, exe: &std::path::Path) -> Result<ExitCode, String> {
-    use std::time::Duration;
     let mut rand = chooser(a.seed);
     println!(
         "chaos: {} runs of {} ranks on {}, a rank stopped for 100 ms to 2 s, seed {}",

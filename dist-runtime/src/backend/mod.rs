@@ -15,7 +15,7 @@ pub(crate) mod sim;
 pub(crate) mod trace;
 
 use crate::dtype::DType;
-use crate::error::{Result, Site};
+use crate::error::{Error, Result, Site};
 use crate::op::Op;
 
 thread_local! {
@@ -336,4 +336,39 @@ pub(crate) trait Backend: Send + Sync {
     fn unreceived(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The ranks of this communicator whose process died or failed (`Comm::failed_ranks`).
+    fn failed_ranks(&self) -> Result<Vec<usize>> {
+        Err(no_recovery(self.kind(), "failed_ranks"))
+    }
+    /// Makes every pending and later op on this communicator fail on every rank
+    /// (`Comm::revoke`; not collective).
+    fn revoke(&self) -> Result<()> {
+        Err(no_recovery(self.kind(), "revoke"))
+    }
+    /// Fault-tolerant consensus among the live ranks (`Comm::agree`): the AND of their
+    /// `flag`s and the ranks that took no part (dead), the same on every live rank.
+    /// `call` numbers this communicator's agreements and shrinks (the same on every rank).
+    fn agree(&self, cx: &Op, flag: bool, call: u64) -> Result<(bool, Vec<usize>)> {
+        let _ = (cx, flag, call);
+        Err(no_recovery(self.kind(), "agree"))
+    }
+    /// The communicator of the live ranks (`Comm::shrink`): an agreement on who is
+    /// alive, then a new communicator among them alone, in rank order; returns it with the
+    /// ranks left out.
+    fn shrink(&self, cx: &Op, call: u64, name: &dyn Fn(&[usize]) -> String) -> Result<(Box<dyn Backend>, Vec<usize>)> {
+        let _ = (cx, call, name);
+        Err(no_recovery(self.kind(), "shrink"))
+    }
+}
+
+/// The error of a recovery call on a backend that has none.
+fn no_recovery(kind: &'static str, op: &str) -> Error {
+    Error::backend(
+        kind,
+        format!(
+            "`{op}` (surviving a rank's death) is built on the shm backend only so far; on this backend a dead \
+             rank ends the job"
+        ),
+    )
 }

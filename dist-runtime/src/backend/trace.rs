@@ -204,6 +204,20 @@ impl Backend for Traced {
     fn unreceived(&self) -> Vec<String> {
         self.inner.unreceived()
     }
+    fn failed_ranks(&self) -> Result<Vec<usize>> {
+        self.inner.failed_ranks()
+    }
+    fn revoke(&self) -> Result<()> {
+        self.inner.revoke()
+    }
+    fn agree(&self, cx: &Op, flag: bool, call: u64) -> Result<(bool, Vec<usize>)> {
+        self.timed("agree", String::new(), || self.inner.agree(cx, flag, call))
+    }
+    fn shrink(&self, cx: &Op, call: u64, name: &dyn Fn(&[usize]) -> String) -> Result<(Box<dyn Backend>, Vec<usize>)> {
+        let (child, lost) = self.timed("shrink", String::new(), || self.inner.shrink(cx, call, name))?;
+        let name = format!("{}/shrink{call}", self.comm);
+        Ok((Box::new(Traced::new(child, self.tracer.clone(), name)) as Box<dyn Backend>, lost))
+    }
     fn finish(&self) {
         self.inner.finish();
         self.tracer.flush();

@@ -10,6 +10,7 @@ mod group;
 mod nonblocking;
 mod object;
 mod p2p;
+mod recovery;
 mod request;
 
 pub use group::{MeshGroups, MeshPart};
@@ -34,6 +35,9 @@ pub(crate) struct Inner {
     /// World rank of each member, by communicator rank.
     pub(crate) members: Vec<usize>,
     pub(crate) children: AtomicU64,
+    /// Agreements and shrinks made on this communicator (`recovery.rs`): the next one's
+    /// number, the same on every live rank.
+    pub(crate) recoveries: AtomicU64,
     /// `DIST_DEBUG` is not `off`: every op is compared across ranks (by the backend, or
     /// here when it does not piggyback the records).
     pub(crate) check: bool,
@@ -189,6 +193,7 @@ impl<G: Group> Comm<G> {
                 members,
                 check,
                 children: AtomicU64::new(0),
+                recoveries: AtomicU64::new(0),
                 worker: Mutex::new(None),
                 inflight: Arc::new((Mutex::new(0), Condvar::new())),
                 rec,

@@ -35,6 +35,8 @@ pub struct Launch {
     rank_envs: Vec<(usize, OsString, OsString)>,
     nodes: Option<Nodes>,
     pub(crate) mpirun_args: Vec<OsString>,
+    /// A rank's death by a signal does not stop the others (`fault_tolerant`).
+    pub(crate) tolerant: bool,
 }
 
 /// Every setting, with the values of secrets (`DIST_JOB_TOKEN`) hidden.
@@ -64,6 +66,7 @@ impl std::fmt::Debug for Launch {
             .field("rank_envs", &rank_envs)
             .field("nodes", &self.nodes)
             .field("mpirun_args", &self.mpirun_args)
+            .field("tolerant", &self.tolerant)
             .finish()
     }
 }
@@ -86,6 +89,7 @@ impl Launch {
             rank_envs: Vec::new(),
             nodes: None,
             mpirun_args: Vec::new(),
+            tolerant: false,
         }
     }
 
@@ -167,6 +171,17 @@ impl Launch {
         self
     }
 
+    /// Lets the job survive a rank's death (ULFM's `--with-ft`): a rank killed by a signal
+    /// (SIGKILL, a crash) does not stop the others, whose ops on communicators with the
+    /// dead rank fail with [`PeerFailed`](crate::Error::PeerFailed) so they can
+    /// [`shrink`](crate::Comm::shrink) and go on. The job succeeds when every rank that
+    /// ended by itself exited 0 and at least one did; [`Report::lost`] names the dead.
+    /// A rank that exits with an error still stops the job. Shared memory only so far.
+    pub fn fault_tolerant(mut self, yes: bool) -> Launch {
+        self.tolerant = yes;
+        self
+    }
+
     /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start. Under
     /// mpirun (the MPI backend) the rank is found by the pid it reports, on this host only.
     pub fn kill_after(mut self, rank: usize, after: Duration) -> Launch {
@@ -215,6 +230,13 @@ impl Launch {
         let backend = backend
             .or_else(|| std::env::var_os("DIST_BACKEND").filter(|_| !self.removed.iter().any(|k| k == "DIST_BACKEND")));
         if backend.is_some_and(|b| b.eq_ignore_ascii_case("mpi")) {
+            if self.tolerant {
+                return Err(Error::invalid(
+                    "launch",
+                    "surviving a rank's death (--fault-tolerant) is built on the shared-memory backend only so far: \
+                     on MPI it needs ULFM, which dist does not use yet",
+                ));
+            }
             if nnodes > 1 {
                 return Err(Error::invalid(
                     "launch",

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 const GRACE: Duration = Duration::from_millis(500);
 
 /// This node's ranks, as their parent sees them.
-struct Procs {
+struct Procs<'s> {
     children: Vec<Child>,
     /// Job-wide rank of the first child.
     base: usize,
@@ -35,9 +35,14 @@ struct Procs {
     reported: bool,
     /// A failure another node reported first.
     remote_failure: Option<String>,
+    /// A rank's death by a signal is survived (`Launch::fault_tolerant`) once this says
+    /// the job is formed (every rank made its world: before, nobody can go on).
+    tolerant: Option<Box<dyn Fn() -> bool + 's>>,
+    /// The ranks whose death the job went on without (job-wide numbers).
+    survived: Vec<usize>,
 }
 
-impl Supervised for Procs {
+impl Supervised for Procs<'_> {
     fn look(&mut self) -> Result<Seen> {
         for (i, c) in self.children.iter_mut().enumerate() {
             if self.status[i].is_some() {
@@ -46,6 +51,12 @@ impl Supervised for Procs {
             let Ok(Some(s)) = c.try_wait() else { continue };
             self.status[i] = Some(s);
             self.order.push(i);
+            // In a fault-tolerant job a rank that died by a signal is the survivors' to
+            // handle (they learn it from its process), not a reason to stop them.
+            if s.signal().is_some() && !self.killed[i] && self.tolerant.as_ref().is_some_and(|formed| formed()) {
+                self.survived.push(self.base + i);
+                continue;
+            }
             if !s.success() && self.failed_at.is_none() {
                 self.failed_at = Some(Instant::now());
             }
@@ -129,6 +140,15 @@ pub(super) fn run(l: &Launch, token: &str, nnodes: usize, node: usize) -> Result
         link,
         reported: false,
         remote_failure: None,
+        survived: Vec::new(),
+        tolerant: l.tolerant.then(|| {
+            let server = &server;
+            let formed = move || {
+                let ready = stored(server, &None, crate::init::READY);
+                ready.and_then(|v| v.try_into().ok()).map(i64::from_le_bytes).is_some_and(|k| k >= world as i64)
+            };
+            Box::new(move || world == 1 || formed()) as Box<dyn Fn() -> bool>
+        }),
     };
     let mut fault = Injector::new(l.fault.filter(|f| f.rank >= base && f.rank < base + n));
     let timed_out = supervise(&mut job, start, l.timeout, &mut fault)?;
@@ -171,7 +191,11 @@ pub(super) fn run(l: &Launch, token: &str, nnodes: usize, node: usize) -> Result
     // Every rank that joins publishes its host (`init`'s check that the job is on one host).
     let joined =
         (server.is_some() && n > 1).then(|| (0..n).filter(|&r| stored(&crate::init::host_key(r)).is_some()).count());
+    // The ranks whose death the job survived: killed by a signal, not by this launcher.
+    let mut lost = std::mem::take(&mut job.survived);
+    lost.sort_unstable();
     Ok(Report {
+        lost,
         ranks,
         first_failure: blamed.first_failure,
         remote_failure,

@@ -64,6 +64,9 @@ pub struct Report {
     pub flight: Option<String>,
     /// Whether the launcher's timeout ended the job.
     pub timed_out: bool,
+    /// In a fault-tolerant job ([`Launch::fault_tolerant`](crate::launch::Launch::fault_tolerant)):
+    /// the ranks that died by a signal and that the job went on without.
+    pub lost: Vec<usize>,
     /// Wall time of the job.
     pub elapsed: Duration,
     /// Each rank's serialised result, when the ranks published one (`DIST_RESULTS=1`).
@@ -82,9 +85,12 @@ impl Report {
         self.joined
     }
 
-    /// Whether every rank succeeded.
+    /// Whether every rank succeeded; in a fault-tolerant job, every rank but the
+    /// [`lost`](Report::lost) ones, and at least one.
     pub fn success(&self) -> bool {
-        !self.timed_out && self.ranks.iter().all(RankExit::success)
+        !self.timed_out
+            && self.ranks.iter().all(|r| r.success() || self.lost.contains(&r.rank))
+            && self.ranks.iter().any(RankExit::success)
     }
 
     /// One line: which rank failed and its own words (its panic's message and line, or

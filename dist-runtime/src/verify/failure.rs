@@ -54,6 +54,12 @@ pub(crate) fn peer_failed(rank: usize, comm: String, reason: String) -> crate::e
     crate::error::Error::PeerFailed { rank, comm, reason }
 }
 
+/// The program recovered from the peer failures it saw (`Comm::shrink` succeeded): a later
+/// error is this rank's own again, not a peer's failure passed on.
+pub(crate) fn recovered() {
+    SAW_PEER_FAILURE.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Messages that reached this rank and were never received, from the communicators it
 /// has dropped (one line per sender call site).
 static UNRECEIVED: Mutex<Vec<String>> = Mutex::new(Vec::new());

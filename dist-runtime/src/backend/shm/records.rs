@@ -80,6 +80,7 @@ impl ShmComm {
         waiting: &dyn Fn() -> String,
         ws: &WaitState,
     ) -> Result<()> {
+        self.live(op, site)?;
         let on: Vec<usize> = ranks.filter(|&r| r != self.rank).collect();
         for &r in &on {
             let c = self.ctl(r);

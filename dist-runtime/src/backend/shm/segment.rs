@@ -28,6 +28,9 @@ const HEADER: usize = 4096;
 /// uses to choose paths (ranks with different CPU affinities or quotas would otherwise
 /// count cores differently and take different paths through one op).
 pub(crate) const OVERSUBSCRIBED: usize = 16;
+/// Header word: 0, or 1 + the rank that revoked the communicator (`Comm::revoke`): every
+/// op of every member fails from then on (`recovery.rs`). On a line no other word shares.
+pub(crate) const REVOKED: usize = 64;
 /// Header word every barrier's waiters sleep on: an arrival that finds every member
 /// there (each rank's own `EPOCH` word, `epoch.rs`) bumps it and wakes them.
 pub(crate) const GEN: usize = 128;

@@ -87,6 +87,8 @@ impl<'a> Interp<'a> {
             Pat::Tuple(t) => {
                 let items = match v {
                     V::Tuple(items) if items.len() == t.elems.len() => items,
+                    // `()`, as in `Ok(())` on what an op returned.
+                    V::Unit if t.elems.is_empty() => return Some(true),
                     // `let (pr, pc) = cfg.grid.unwrap_or(..)`: parts of an input are inputs.
                     v @ (V::Uniform | V::Agreed) => {
                         for p in &t.elems {
@@ -117,6 +119,10 @@ impl<'a> Interp<'a> {
                     ("Some", V::Opt(Some(x))) if ts.elems.len() == 1 => self.bind(&ts.elems[0], *x),
                     ("Some", V::Opt(None)) => Some(false),
                     ("Ok", x) if ts.elems.len() == 1 && x != V::Err => self.bind(&ts.elems[0], x),
+                    // What a communicator's op returns in the run the check proves (no
+                    // rank dies): `Ok`, so an `Err(PeerFailed { .. })` arm, the recovery
+                    // path, is not taken; the run-time checks watch it.
+                    ("Err", V::Unit | V::Comm(_) | V::Req(_)) => Some(false),
                     (_, V::Struct(ty, _)) if self.other_variant(&ts.path, &ty) => Some(false),
                     // `if let Some(px) = args.px`: an input may or may not be there, the
                     // same on every rank; what it holds is an input too.
