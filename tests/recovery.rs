@@ -237,9 +237,12 @@ fn a_job_rides_out_kills_at_random_times() {
         // The kill may land after the job ended (a slow start): then nobody was lost.
         assert!(r.lost.is_empty() || r.lost == [victim], "{:?}", r.lost);
         eprintln!("n = {n}, rank {victim} killed at {at:?}: lost {:?}, {:.2} s", r.lost, r.elapsed.as_secs_f64());
-        let want = if r.lost.is_empty() { n } else { n - 1 };
+        // A survivor finishes on the live ranks, or on all of them where the kill came
+        // after its last op (the victim had finished its steps too).
+        let sizes = if r.lost.is_empty() { vec![n.to_string()] } else { vec![(n - 1).to_string(), n.to_string()] };
         for x in r.ranks.iter().filter(|x| x.rank != victim) {
-            assert_eq!(said(x, "finished on"), [want.to_string()], "{}", r.summary());
+            let got = said(x, "finished on");
+            assert!(got.len() == 1 && sizes.iter().any(|s| s == got[0]), "{got:?}: {}", r.summary());
         }
     }
 }
