@@ -277,3 +277,70 @@ fn a_fault_tolerant_job_still_fails_where_nobody_recovers() {
     assert_eq!(r.first_failure, Some(1), "{}", r.summary());
     assert!(r.lost.is_empty());
 }
+
+/// A job that checkpoints every step; on the first attempt rank 1 aborts at step 7. The
+/// launcher starts it again (`max_restarts`), and every rank resumes from the last step
+/// all of them saved, with the sums a run without failure gives.
+#[spmd(unchecked)]
+fn restarts_resume_from_the_checkpoint(world: Comm<World>) -> dist_runtime::Result<()> {
+    use dist_runtime::checkpoint::Checkpoint;
+    let (r, n) = (world.rank(), world.size());
+    let ck = Checkpoint::new(std::env::var("DIST_TEST_CKPT").unwrap(), r, n)?;
+    let (mut step, mut acc) = match ck.load::<u64>()? {
+        Some((s, acc)) => (s + 1, acc),
+        None => (0, 0),
+    };
+    let attempt = dist_runtime::launch::restart_count();
+    println!("attempt {attempt} starts at step {step}");
+    while step < 20 {
+        if attempt == 0 && r == 1 && step == 7 {
+            std::process::abort();
+        }
+        let mut x = [step + r as u64];
+        world.all_reduce(&mut x, ReduceOp::Sum)?;
+        acc += x[0];
+        ck.save(step, &acc)?;
+        step += 1;
+    }
+    let want: u64 = (0..20u64).map(|s| n as u64 * s + (n * (n - 1) / 2) as u64).sum();
+    assert_eq!(acc, want);
+    println!("done: {acc}");
+    Ok(())
+}
+
+#[test]
+fn a_restarted_job_resumes_from_its_last_checkpoint() {
+    for n in [2, 4] {
+        let dir = std::env::temp_dir().join(format!("dist-restart-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let r = Launch::entry("recovery::restarts_resume_from_the_checkpoint", n)
+            .unwrap()
+            .capture(true)
+            .env("RUST_BACKTRACE", "0")
+            .env("DIST_TEST_CKPT", &dir)
+            .timeout(Duration::from_secs(60))
+            .max_restarts(2)
+            .run()
+            .unwrap();
+        assert!(r.success(), "n = {n}: {}", r.summary());
+        assert_eq!(r.restarts, 1, "{}", r.summary());
+        for x in &r.ranks {
+            // Step 6 was the last every rank saved before rank 1 died at step 7.
+            assert_eq!(said(x, "attempt 1 starts at step"), ["7"], "{}", x.output);
+            assert_eq!(said(x, "done:").len(), 1, "{}", x.output);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // No restart allowed: the failure is the job's.
+    let dir = std::env::temp_dir().join(format!("dist-restart-test-{}-none", std::process::id()));
+    let r = Launch::entry("recovery::restarts_resume_from_the_checkpoint", 2)
+        .unwrap()
+        .capture(true)
+        .env("DIST_TEST_CKPT", &dir)
+        .timeout(Duration::from_secs(60))
+        .run()
+        .unwrap();
+    assert!(!r.success() && r.restarts == 0);
+    assert_eq!(r.first_failure, Some(1), "{}", r.summary());
+    let _ = std::fs::remove_dir_all(&dir);
+}

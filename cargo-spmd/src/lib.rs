@@ -91,6 +91,12 @@ pub struct RunArgs {
     /// the others, which get `PeerFailed` and can `shrink()` the communicator and go on.
     #[arg(long)]
     pub fault_tolerant: bool,
+    /// Start the job again after a failure, up to K times (torchrun's --max-restarts):
+    /// ranks read which attempt this is from DIST_RESTART_COUNT
+    /// (`dist_runtime::launch::restart_count()`) and resume from their last checkpoint
+    /// (`dist_runtime::checkpoint::Checkpoint`).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub max_restarts: usize,
     /// Trace every op of every rank into this directory (default: $DIST_TRACE), then
     /// merge the ranks into DIR/trace.json.
     #[arg(long)]
@@ -385,7 +391,7 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("--timeout {t}: give a positive number of seconds"))?;
         launch = launch.timeout(d);
     }
-    launch = with_placement(launch, &a)?.fault_tolerant(a.fault_tolerant);
+    launch = with_placement(launch, &a)?.fault_tolerant(a.fault_tolerant).max_restarts(a.max_restarts);
     let (launch, trace_dir) = with_trace(launch, &a)?;
     let report = launch.run().map_err(|e| e.to_string())?;
     if let Some(dir) = &trace_dir {
@@ -487,6 +493,9 @@ fn with_trace(
 
 /// The job's exit status, with a line saying which rank failed first and how.
 fn verdict(report: &dist_runtime::Report, exe: &std::path::Path, no_entry: bool, tool: &str) -> ExitCode {
+    if report.restarts > 0 {
+        eprintln!("{tool}: the job was started {} times", report.restarts + 1);
+    }
     for r in report.ranks.iter().filter(|r| report.lost.contains(&r.rank)) {
         eprintln!("{tool}: rank {} died ({}); the job went on without it", r.rank, r.status());
     }

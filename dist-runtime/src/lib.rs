@@ -57,6 +57,7 @@ mod backend;
 mod buffer;
 #[cfg(feature = "candle")]
 pub mod candle;
+pub mod checkpoint;
 mod comm;
 mod dtype;
 mod entry;

@@ -37,6 +37,8 @@ pub struct Launch {
     pub(crate) mpirun_args: Vec<OsString>,
     /// A rank's death by a signal does not stop the others (`fault_tolerant`).
     pub(crate) tolerant: bool,
+    /// How often a failed job is started again (`max_restarts`).
+    pub(crate) restarts: usize,
 }
 
 /// Every setting, with the values of secrets (`DIST_JOB_TOKEN`) hidden.
@@ -67,6 +69,7 @@ impl std::fmt::Debug for Launch {
             .field("nodes", &self.nodes)
             .field("mpirun_args", &self.mpirun_args)
             .field("tolerant", &self.tolerant)
+            .field("restarts", &self.restarts)
             .finish()
     }
 }
@@ -90,6 +93,7 @@ impl Launch {
             nodes: None,
             mpirun_args: Vec::new(),
             tolerant: false,
+            restarts: 0,
         }
     }
 
@@ -182,6 +186,19 @@ impl Launch {
         self
     }
 
+    /// Starts a failed job again, up to `k` times (torchrun's `--max-restarts`): every rank
+    /// is started anew, with `DIST_RESTART_COUNT` (and torchrun's
+    /// `TORCHELASTIC_RESTART_COUNT`) telling it which attempt this is
+    /// ([`restart_count`](crate::launch::restart_count)), so it can resume from its last
+    /// checkpoint ([`Checkpoint`](crate::checkpoint::Checkpoint)). The report is the last
+    /// attempt's; [`Report::restarts`] says how many came before it. A job that timed out
+    /// is not restarted. Fault injection (`kill_after`, `stop_after`) applies to the
+    /// first attempt only. Not with `nodes` (every node's launcher would restart alone).
+    pub fn max_restarts(mut self, k: usize) -> Launch {
+        self.restarts = k;
+        self
+    }
+
     /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start. Under
     /// mpirun (the MPI backend) the rank is found by the pid it reports, on this host only.
     pub fn kill_after(mut self, rank: usize, after: Duration) -> Launch {
@@ -197,8 +214,38 @@ impl Launch {
         self
     }
 
-    /// Starts the ranks and waits for the job to end.
+    /// Starts the ranks and waits for the job to end (and starts it again after a
+    /// failure, up to [`max_restarts`](Launch::max_restarts) times).
     pub fn run(self) -> Result<Report> {
+        if self.restarts > 0 && self.nodes.is_some() {
+            return Err(Error::invalid(
+                "launch",
+                "--max-restarts restarts a job on one host; across nodes, restart the whole job from outside",
+            ));
+        }
+        let mut attempt = 0;
+        loop {
+            let mut l = self.clone().env("DIST_RESTART_COUNT", attempt.to_string());
+            l = l.env("TORCHELASTIC_RESTART_COUNT", attempt.to_string());
+            if attempt > 0 {
+                l.fault = None;
+            }
+            let mut report = l.run_once()?;
+            report.restarts = attempt;
+            if report.success() || report.timed_out || attempt >= self.restarts {
+                return Ok(report);
+            }
+            eprintln!(
+                "dist launch: attempt {} of {} failed ({}); starting the job again",
+                attempt + 1,
+                self.restarts + 1,
+                report.headline()
+            );
+            attempt += 1;
+        }
+    }
+
+    fn run_once(self) -> Result<Report> {
         if self.n == 0 {
             return Err(Error::invalid("launch", "cannot launch 0 ranks"));
         }
@@ -285,6 +332,16 @@ fn warn_if_unoptimised() {
         );
         let _ = std::io::stderr().write_all(msg.as_bytes());
     });
+}
+
+/// Which attempt of a job restarted by its launcher this rank belongs to
+/// ([`Launch::max_restarts`], `cargo spmd run --max-restarts K`): 0 for the first run.
+/// Read from `DIST_RESTART_COUNT`, else torchrun's `TORCHELASTIC_RESTART_COUNT`.
+pub fn restart_count() -> usize {
+    ["DIST_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn random_token() -> String {

@@ -110,6 +110,7 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         blamed.first_failure.or_else(|| (!status.success()).then(|| ranks.iter().position(|r| !r.success())).flatten());
     let (results, flight) = leftovers(&ranks, 0, &stored);
     Ok(Report {
+        restarts: 0,
         lost: Vec::new(),
         ranks,
         first_failure,

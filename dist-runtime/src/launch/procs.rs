@@ -195,6 +195,7 @@ pub(super) fn run(l: &Launch, token: &str, nnodes: usize, node: usize) -> Result
     let mut lost = std::mem::take(&mut job.survived);
     lost.sort_unstable();
     Ok(Report {
+        restarts: 0,
         lost,
         ranks,
         first_failure: blamed.first_failure,

@@ -67,6 +67,8 @@ pub struct Report {
     /// In a fault-tolerant job ([`Launch::fault_tolerant`](crate::launch::Launch::fault_tolerant)):
     /// the ranks that died by a signal and that the job went on without.
     pub lost: Vec<usize>,
+    /// How many failed attempts came before this one ([`Launch::max_restarts`](crate::launch::Launch::max_restarts)).
+    pub restarts: usize,
     /// Wall time of the job.
     pub elapsed: Duration,
     /// Each rank's serialised result, when the ranks published one (`DIST_RESULTS=1`).
