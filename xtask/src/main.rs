@@ -62,6 +62,9 @@ struct ChaosArgs {
     /// the shrunk communicator) is reported.
     #[arg(long = "continue")]
     keep_going: bool,
+    /// With `--continue`: how many ranks to kill at once in each run.
+    #[arg(long, default_value_t = 1)]
+    victims: usize,
 }
 
 fn main() -> ExitCode {
@@ -212,23 +215,35 @@ fn chaos_continue(a: &ChaosArgs) -> Result<ExitCode, String> {
     );
     let (mut recovered, mut early, mut late, mut bad) = (0usize, 0usize, 0usize, 0usize);
     let mut times = Vec::new();
+    if a.victims == 0 || a.victims >= a.n {
+        return Err(format!("chaos --continue: --victims {} of {} ranks leaves no survivor to go on", a.victims, a.n));
+    }
     for run in 0..a.runs {
-        let victim = rand(a.n as u64) as usize;
+        let mut victims: Vec<usize> = Vec::new();
+        while victims.len() < a.victims {
+            let v = rand(a.n as u64) as usize;
+            if !victims.contains(&v) {
+                victims.push(v);
+            }
+        }
+        victims.sort_unstable();
         let at = Duration::from_millis(150 + rand(500));
         let t0 = std::time::SystemTime::now();
-        let report = dist_runtime::Launch::new(&exe, a.n)
+        let mut launch = dist_runtime::Launch::new(&exe, a.n)
             .capture(true)
             .args(["--step-ms", "10"])
             .env("DIST_TIMEOUT", "30")
             .timeout(Duration::from_secs(60))
-            .fault_tolerant(true)
-            .kill_after(victim, at)
-            .run()
-            .map_err(|e| e.to_string())?;
+            .fault_tolerant(true);
+        for &v in &victims {
+            launch = launch.kill_after(v, at);
+        }
+        let report = launch.run().map_err(|e| e.to_string())?;
         let survivors: Vec<&dist_runtime::launch::RankExit> =
-            report.ranks.iter().filter(|r| r.rank != victim).collect();
+            report.ranks.iter().filter(|r| !victims.contains(&r.rank)).collect();
         let all_ok = survivors.iter().all(|r| r.output.contains("OK, weights match serial training"));
-        if report.success() && report.lost == [victim] && all_ok {
+        let lost_some = !report.lost.is_empty() && report.lost.iter().all(|r| victims.contains(r));
+        if report.success() && lost_some && all_ok {
             recovered += 1;
             // Kill to the first op on the shrunk communicator: the earliest survivor.
             let killed = t0 + at;
@@ -248,13 +263,13 @@ fn chaos_continue(a: &ChaosArgs) -> Result<ExitCode, String> {
             late += 1; // the job ended before the kill
         } else if !report.success()
             && report.lost.is_empty()
-            && report.first_failure.map(|i| report.ranks[i].rank) == Some(victim)
+            && report.first_failure.is_some_and(|i| victims.contains(&report.ranks[i].rank))
             && report.elapsed < at + Duration::from_secs(5)
         {
             early += 1; // before the job formed: ended at once, naming the victim
         } else {
             bad += 1;
-            println!("run {run}: victim {victim} at {at:?}: lost {:?}\n{}", report.lost, report.summary());
+            println!("run {run}: victims {victims:?} at {at:?}: lost {:?}\n{}", report.lost, report.summary());
         }
     }
     times.sort();

@@ -30,7 +30,7 @@ pub struct Launch {
     pub(crate) removed: Vec<OsString>,
     pub(crate) capture: bool,
     pub(crate) timeout: Option<Duration>,
-    pub(crate) fault: Option<Fault>,
+    pub(crate) faults: Vec<Fault>,
     pub(crate) prefix: bool,
     rank_envs: Vec<(usize, OsString, OsString)>,
     nodes: Option<Nodes>,
@@ -63,7 +63,7 @@ impl std::fmt::Debug for Launch {
             .field("removed", &self.removed)
             .field("capture", &self.capture)
             .field("timeout", &self.timeout)
-            .field("fault", &self.fault)
+            .field("faults", &self.faults)
             .field("prefix", &self.prefix)
             .field("rank_envs", &rank_envs)
             .field("nodes", &self.nodes)
@@ -87,7 +87,7 @@ impl Launch {
             removed: vec!["DIST_LIST_ENTRIES".into(), "DIST_RESOLVE_ENTRY".into()],
             capture: false,
             timeout: None,
-            fault: None,
+            faults: Vec::new(),
             prefix: true,
             rank_envs: Vec::new(),
             nodes: None,
@@ -199,10 +199,11 @@ impl Launch {
         self
     }
 
-    /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start. Under
+    /// Fault injection: SIGKILL rank `rank` once `after` has passed since the start (each
+    /// call adds a fault: two calls kill two ranks). Under
     /// mpirun (the MPI backend) the rank is found by the pid it reports, on this host only.
     pub fn kill_after(mut self, rank: usize, after: Duration) -> Launch {
-        self.fault = Some(Fault { rank, at: after, stop_for: None });
+        self.faults.push(Fault { rank, at: after, stop_for: None });
         self
     }
 
@@ -210,7 +211,7 @@ impl Launch {
     /// SIGCONT it `stop_for` later (a preempted VM, an operator's `kill -STOP`): a stall the
     /// job must ride out. Under mpirun, on this host only, as [`Launch::kill_after`].
     pub fn stop_after(mut self, rank: usize, after: Duration, stop_for: Duration) -> Launch {
-        self.fault = Some(Fault { rank, at: after, stop_for: Some(stop_for) });
+        self.faults.push(Fault { rank, at: after, stop_for: Some(stop_for) });
         self
     }
 
@@ -228,7 +229,7 @@ impl Launch {
             let mut l = self.clone().env("DIST_RESTART_COUNT", attempt.to_string());
             l = l.env("TORCHELASTIC_RESTART_COUNT", attempt.to_string());
             if attempt > 0 {
-                l.fault = None;
+                l.faults.clear();
             }
             let mut report = l.run_once()?;
             report.restarts = attempt;

@@ -60,8 +60,9 @@ pub(crate) fn run(l: &Launch, token: &str) -> Result<Report> {
         stopping: false,
         stuck_teardown: false,
     };
-    let mut fault = super::supervise::Injector::new(l.fault.filter(|f| f.rank < l.n));
-    let timed_out = super::supervise::supervise(&mut job, start, l.timeout, &mut fault)?;
+    let mut faults: Vec<super::supervise::Injector> =
+        l.faults.iter().filter(|f| f.rank < l.n).map(|f| super::supervise::Injector::new(Some(*f))).collect();
+    let timed_out = super::supervise::supervise(&mut job, start, l.timeout, &mut faults)?;
     let (status, stuck_teardown, ranks_seen) =
         (job.status.expect("supervised to the end"), job.stuck_teardown, job.seen);
     for p in pumps {

@@ -150,8 +150,9 @@ pub(super) fn run(l: &Launch, token: &str, nnodes: usize, node: usize) -> Result
             Box::new(move || world == 1 || formed()) as Box<dyn Fn() -> bool>
         }),
     };
-    let mut fault = Injector::new(l.fault.filter(|f| f.rank >= base && f.rank < base + n));
-    let timed_out = supervise(&mut job, start, l.timeout, &mut fault)?;
+    let mut faults: Vec<Injector> =
+        l.faults.iter().filter(|f| f.rank >= base && f.rank < base + n).map(|f| Injector::new(Some(*f))).collect();
+    let timed_out = supervise(&mut job, start, l.timeout, &mut faults)?;
     for p in pumps {
         let _ = p.join();
     }

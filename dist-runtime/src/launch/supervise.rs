@@ -36,11 +36,13 @@ pub(crate) fn supervise(
     job: &mut dyn Supervised,
     start: Instant,
     timeout: Option<Duration>,
-    fault: &mut Injector,
+    faults: &mut [Injector],
 ) -> Result<bool> {
     let (mut stopped_at, mut timed_out): (Option<Instant>, bool) = (None, false);
     loop {
-        fault.tick(start.elapsed(), |r| job.pid(r));
+        for fault in faults.iter_mut() {
+            fault.tick(start.elapsed(), |r| job.pid(r));
+        }
         let seen = job.look()?;
         if let Seen::Ended = seen {
             return Ok(timed_out);
