@@ -497,7 +497,8 @@ fn verdict(report: &dist_runtime::Report, exe: &std::path::Path, no_entry: bool,
         eprintln!("{tool}: the job was started {} times", report.restarts + 1);
     }
     for r in report.ranks.iter().filter(|r| report.lost.contains(&r.rank)) {
-        eprintln!("{tool}: rank {} died ({}); the job went on without it", r.rank, r.status());
+        let after = if report.success() { "the job went on without it" } else { "the survivors went on without it" };
+        eprintln!("{tool}: rank {} died ({}); {after}", r.rank, r.status());
     }
     if report.success() {
         if no_entry && report.ranks_joined() == Some(0) {

@@ -83,7 +83,7 @@ pub enum Error {
     /// A rank revoked the communicator (`Comm::revoke`, after it saw a peer fail): every
     /// op on it fails on every rank from then on, so ranks blocked elsewhere learn of the
     /// failure and can `shrink` it.
-    #[error("{op} at {site} on {comm}: the communicator was revoked by its rank {by}; shrink it (`shrink()`) to go on with the live ranks")]
+    #[error("{op} at {site} on {comm}: the communicator was revoked by {}; shrink it (`shrink()`) to go on with the live ranks", rank_text(*.by, .comm))]
     Revoked {
         /// The op that found it revoked.
         op: &'static str,

@@ -40,6 +40,33 @@ struct Procs<'s> {
     tolerant: Option<Box<dyn Fn() -> bool + 's>>,
     /// The ranks whose death the job went on without (job-wide numbers).
     survived: Vec<usize>,
+    /// Deaths by a signal in a fault-tolerant job not judged yet (child, when seen): the
+    /// survivors may still be finishing `init` (a rank that dies as its entry starts).
+    dying: Vec<(usize, Instant)>,
+}
+
+impl Procs<'_> {
+    /// A death is survived once the job is formed (every rank made its world: the
+    /// others count themselves in the store a moment after the one that died may have);
+    /// one the job is still not formed `GRACE` after is the job's failure, as without
+    /// fault tolerance.
+    fn judge_deaths(&mut self) {
+        if self.dying.is_empty() {
+            return;
+        }
+        if self.tolerant.as_ref().is_some_and(|formed| formed()) {
+            let base = self.base;
+            self.survived.extend(self.dying.drain(..).map(|(i, _)| base + i));
+            return;
+        }
+        let ended = self.status.iter().all(Option::is_some);
+        if let Some(&(_, t)) = self.dying.first() {
+            if ended || t.elapsed() >= GRACE {
+                self.failed_at.get_or_insert(t);
+                self.dying.clear();
+            }
+        }
+    }
 }
 
 impl Supervised for Procs<'_> {
@@ -52,9 +79,10 @@ impl Supervised for Procs<'_> {
             self.status[i] = Some(s);
             self.order.push(i);
             // In a fault-tolerant job a rank that died by a signal is the survivors' to
-            // handle (they learn it from its process), not a reason to stop them.
-            if s.signal().is_some() && !self.killed[i] && self.tolerant.as_ref().is_some_and(|formed| formed()) {
-                self.survived.push(self.base + i);
+            // handle (they learn it from its process), not a reason to stop them: once
+            // the job is formed (below).
+            if s.signal().is_some() && !self.killed[i] && self.tolerant.is_some() {
+                self.dying.push((i, Instant::now()));
                 continue;
             }
             if !s.success() && self.failed_at.is_none() {
@@ -74,6 +102,7 @@ impl Supervised for Procs<'_> {
                 }
             }
         }
+        self.judge_deaths();
         if self.status.iter().all(Option::is_some) {
             return Ok(Seen::Ended);
         }
@@ -141,6 +170,7 @@ pub(super) fn run(l: &Launch, token: &str, nnodes: usize, node: usize) -> Result
         reported: false,
         remote_failure: None,
         survived: Vec::new(),
+        dying: Vec::new(),
         tolerant: l.tolerant.then(|| {
             let server = &server;
             let formed = move || {

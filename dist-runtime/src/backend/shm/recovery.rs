@@ -71,7 +71,11 @@ impl ShmComm {
         }
         let store = self.store.as_ref().ok_or_else(|| Error::backend("shm", "an agreement needs the job's store"))?;
         let key = format!("ft/{}/{call}", self.id);
-        store.set(&format!("{key}/v{}", self.rank), &[flag as u8])?;
+        // The call's kind travels with the flag: an `agree` on one rank meeting a `shrink`
+        // on another (the n-th of either, on one communicator) is a mismatch, not a pair.
+        let kinds = ["agree", "shrink"];
+        let kind = kinds.iter().position(|&k| k == cx.name).unwrap_or(0) as u8;
+        store.set(&format!("{key}/v{}", self.rank), &[flag as u8, kind])?;
         let decision = format!("{key}/decision");
         let mut flags: Vec<Option<bool>> = vec![None; self.n];
         flags[self.rank] = Some(flag);
@@ -83,6 +87,20 @@ impl ShmComm {
             let mut waiting = Vec::new();
             for (r, f) in flags.iter_mut().enumerate().filter(|(_, f)| f.is_none()) {
                 match store.get_within(&format!("{key}/v{r}"), Duration::ZERO)? {
+                    Some(v) if v.get(1).is_some_and(|&k| k != kind) => {
+                        let theirs = kinds.get(usize::from(v[1])).copied().unwrap_or("another call");
+                        return Err(Error::Mismatch {
+                            comm: self.name.clone(),
+                            msg: format!(
+                                "rank {} called {} at {} where rank {r} called {theirs} (its agreement or shrink \
+                                 #{} on this communicator): every live rank must make the same recovery call",
+                                self.rank,
+                                cx.name,
+                                cx.site,
+                                call + 1
+                            ),
+                        });
+                    }
                     Some(v) => *f = Some(v.first() == Some(&1)),
                     None if self.gone(r) || self.finished(r) => {}
                     None => waiting.push(r),
