@@ -189,7 +189,7 @@ impl Launch {
     /// Starts a failed job again, up to `k` times (torchrun's `--max-restarts`): every rank
     /// is started anew, with `DIST_RESTART_COUNT` (and torchrun's
     /// `TORCHELASTIC_RESTART_COUNT`) telling it which attempt this is
-    /// ([`restart_count`](crate::launch::restart_count)), so it can resume from its last
+    /// ([`restart_count`]), so it can resume from its last
     /// checkpoint ([`Checkpoint`](crate::checkpoint::Checkpoint)). The report is the last
     /// attempt's; [`Report::restarts`] says how many came before it. A job that timed out
     /// is not restarted. Fault injection (`kill_after`, `stop_after`) applies to the
