@@ -462,7 +462,7 @@ impl<G: Group> TensorComm for Comm<G> {
     }
     #[track_caller]
     fn send_tensor<T: Element + candle_core::WithDType>(&self, dst: usize, tag: Tag<T>, t: &Tensor) -> Result<()> {
-        let v = t.flatten_all()?.to_vec1::<T>()?;
+        let v = elems::<T>(t)?;
         self.send(dst, tag, &v).map_err(err)
     }
     #[track_caller]
