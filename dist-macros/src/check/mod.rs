@@ -366,9 +366,13 @@ fn run_ranks<'a: 's, 's>(
         undecidable: None,
         stopped: Vec::new(),
     };
+    // (Ranks run in order, so a broadcast's root of a lower rank than its other members
+    // has left what it held here when they reach the call.)
+    let roots = interp::Roots::default();
     for r in 0..n {
         let mut it = Interp::new(r, n, splits, macros, file, consts.clone());
         it.memo = memo.clone();
+        it.roots = roots.clone();
         it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
         match it.run(f) {
             Outcome::Done => {}

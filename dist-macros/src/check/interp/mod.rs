@@ -681,6 +681,9 @@ impl std::hash::Hasher for Fx {
 /// A map on [`Fx`].
 pub type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
+/// What broadcasts' roots held in one pass, by communicator key and collective count.
+pub type Roots<'a> = std::rc::Rc<std::cell::RefCell<FxMap<(String, u64), V<'a>>>>;
+
 pub struct Interp<'a> {
     pub rank: usize,
     pub size: usize,
@@ -727,6 +730,10 @@ pub struct Interp<'a> {
     /// Results of helpers that cannot communicate, shared by every rank and world size
     /// of one check (`memo.rs`, [`Memo`]).
     pub memo: std::rc::Rc<std::cell::RefCell<Memo>>,
+    /// What each broadcast's root held, by the communicator's key and the call's count
+    /// on it, shared by the ranks of one pass (run in rank order): a member after the
+    /// root takes the root's value for what arrived ([`Self::from_root`]).
+    pub roots: Roots<'a>,
     /// How often each condition on values the same on every rank was decided in this
     /// rank's run, by the condition's address ([`agreed_decision`]).
     agreed_seen: FxMap<usize, u32>,
@@ -877,6 +884,7 @@ impl<'a> Interp<'a> {
             spec_lossy: false,
             spec_values: Vec::new(),
             memo: Default::default(),
+            roots: Default::default(),
         }
     }
 

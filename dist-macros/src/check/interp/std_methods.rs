@@ -104,6 +104,9 @@ impl<'a> Interp<'a> {
             _ if matches!(base, "all_reduce" | "broadcast" | "all_gather") => fp_of(&[&key, &V::Name(base.into())]),
             _ => fp_of(&[&key, &V::Name(base.into()), &V::Int(self.rank as i128)]),
         };
+        // A broadcast whose root is its members' lowest world rank (the ranks run in
+        // order): what the root held is what arrives ([`Self::from_root`]).
+        let bcast = (base == "broadcast").then(|| self.broadcast_seen(c)).flatten();
         // An op with a buffer of its own to send (`all_gather(send, recv)`) writes only
         // what comes after it; the in-place ones write their one buffer.
         let in_place = matches!(base, "all_reduce" | "broadcast" | "reduce" | "scan" | "exscan");
@@ -128,7 +131,13 @@ impl<'a> Interp<'a> {
                 }
             }
             for p in places {
-                match self.place_value(p) {
+                let v = self.place_value(p);
+                if let (Some(v), Some(b)) = (&v, &bcast) {
+                    if self.from_root(p, v, b, agreed) {
+                        continue;
+                    }
+                }
+                match v {
                     Some(v) if agreed => {
                         if self.store(p, agree(v)).is_err() {
                             self.clobber_place(p, true);
@@ -151,6 +160,54 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+    }
+
+    /// The broadcast just posted on `c`: its key in [`Interp::roots`], whether this rank
+    /// is its root, and whether the root is the lowest world rank of its members (so it
+    /// ran before every other member in this pass). `None` where the root or the members
+    /// are not known.
+    fn broadcast_seen(&self, c: usize) -> Option<((String, u64), bool, bool)> {
+        let (root, members) = self.events.iter().rev().take(4).find_map(|ev| match ev {
+            Ev::Coll { kind, root: Some(r), members, .. } if kind.starts_with("broadcast") => {
+                Some((*r, members.clone()))
+            }
+            _ => None,
+        })?;
+        let root = *members.get(usize::try_from(root).ok()?)?;
+        let lowest = members.iter().min() == Some(&root);
+        Some(((self.comms[c].key.clone(), self.comms[c].colls), root == self.rank, lowest))
+    }
+
+    /// A broadcast's buffer `p` (holding `v`), whose root ran first: the root notes what
+    /// it held, and every member then holds it, its data the same on every member and
+    /// told apart from another group's (a value the root computed from other ranks'
+    /// values alike, such as a reduction's result, stays that value: a team's reduce,
+    /// its leaders' all-reduce and the team's broadcast leave one value on every rank).
+    /// Where the communicator is every rank, known numbers stay known and the rest is
+    /// the same everywhere ([`agree`]). `false` where the generic rule applies: a root
+    /// that is not the lowest rank, a value that is not plain data, a member that finds
+    /// no note or one of another shape.
+    fn from_root(&mut self, p: &'a Expr, v: &V<'a>, b: &((String, u64), bool, bool), every: bool) -> bool {
+        let (key, is_root, lowest) = b;
+        if !lowest {
+            return false;
+        }
+        let held = if *is_root {
+            let salt = fp_of(&[&V::Name(key.0.clone()), &V::Int(key.1 as i128)]);
+            let mut i = 0;
+            let Some(held) = root_held(v, salt, &mut i) else { return false };
+            if self.speculative == 0 {
+                self.roots.borrow_mut().insert(key.clone(), held.clone());
+            }
+            held
+        } else {
+            match self.roots.borrow().get(key) {
+                Some(h) if same_shape(h, v) => h.clone(),
+                _ => return false,
+            }
+        };
+        let held = if every { agree_known(held) } else { held };
+        self.store(p, held).is_ok()
     }
 
     /// What a collective over part of the ranks (`c`, made by a call that split its
@@ -576,6 +633,52 @@ fn p2p_receives(m: &str) -> bool {
 }
 
 /// The `fp`s of the data in `v` (a buffer's items), in order.
+/// What a broadcast's root held, as its members hold it after the call: numbers and
+/// values the same everywhere as they are, exact data as it is (the same wherever its
+/// hash is), other data exact under a hash of the call (`salt`) and its place; `None`
+/// for what is not plain data (a communicator, a request, a closure).
+fn root_held<'a>(v: &V<'a>, salt: u64, i: &mut usize) -> Option<V<'a>> {
+    Some(match v {
+        V::Int(_) | V::Float(..) | V::Bool(_) | V::Agreed | V::Uniform | V::Unit | V::Opt(None) => v.clone(),
+        V::Opaque { comm: false, fp } if value::is_exact(*fp) => v.clone(),
+        V::Opaque { comm: false, fp } => {
+            *i += 1;
+            let d = V::data(fp_of(&[&V::Int(salt as i128), &V::Int(*fp as i128), &V::Int(*i as i128)]));
+            value::mark_exact(&d);
+            d
+        }
+        V::List(l) => V::list(l.iter().map(|x| root_held(x, salt, i)).collect::<Option<_>>()?),
+        V::Tuple(l) => V::Tuple(l.iter().map(|x| root_held(x, salt, i)).collect::<Option<_>>()?),
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(root_held(x, salt, i)?))),
+        _ => return None,
+    })
+}
+
+/// Whether a member's buffer `v` can take the root's value `h`: lists of one length,
+/// tuples of one arity, and unknown data of any shape (a buffer the check does not see
+/// into).
+fn same_shape(h: &V, v: &V) -> bool {
+    match (h, v) {
+        (V::List(a), V::List(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| same_shape(x, y)),
+        (V::Tuple(a), V::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_shape(x, y)),
+        (V::List(_) | V::Tuple(_), _) | (_, V::List(_) | V::Tuple(_)) => false,
+        _ => true,
+    }
+}
+
+/// A value every rank now holds alike: known numbers stay known (a float the same on
+/// every rank), the rest is [`V::Agreed`].
+fn agree_known(v: V<'_>) -> V<'_> {
+    match v {
+        V::Int(_) | V::Bool(_) => v,
+        V::Float(x, _) => V::Float(x, true),
+        V::List(items) => V::list(items.iter().cloned().map(agree_known).collect()),
+        V::Tuple(items) => V::Tuple(items.into_iter().map(agree_known).collect()),
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(agree_known(*x)))),
+        v => agree(v),
+    }
+}
+
 fn data_leaves(v: &V, out: &mut Vec<u64>) {
     match v {
         V::List(items) => items.iter().for_each(|x| data_leaves(x, out)),
