@@ -32,7 +32,26 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "spmd") {
         args.remove(1);
     }
-    let cli = Cli::parse_from(args);
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if !matches!(e.kind(), ErrorKind::UnknownArgument | ErrorKind::InvalidSubcommand) {
+                e.exit();
+            }
+            // The usual cause of a flag the docs name but this binary refuses: a `cargo
+            // spmd` installed before the dist version the package now uses.
+            let _ = e.print();
+            eprintln!(
+                "note: this `cargo spmd` (version {}, built from {}) does not know it; if the dist your package \
+                 uses documents it, the installed launcher is older than that dist: reinstall it from that \
+                 checkout with `cargo install --path <dist checkout>/cargo-spmd --force`",
+                env!("CARGO_PKG_VERSION"),
+                env!("CARGO_MANIFEST_DIR"),
+            );
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.cmd {
         Cmd::Run(a) => cargo_spmd::run(*a, "cargo spmd"),
         Cmd::Check(a) => cargo_spmd::check::check(a),

@@ -2,7 +2,8 @@
 //! reaches (or reaches in another order, with another root or op), sends and receives
 //! without a partner, and deadlocks under rendezvous semantics.
 
-use super::trace::{Counts, Ev, Site};
+use super::interp;
+use super::trace::{A2a, Count, Counts, Ev, Site};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// Problems found at world size `n`, each an error spanned at the call to fix.
@@ -108,7 +109,7 @@ pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
             let found = order_at(&at, by_rank, i, &desc, n)
                 .or_else(|| agreement_at(&at, &desc, n))
                 .or_else(|| data_counts_at(&at, &desc, n))
-                .or_else(|| pairs_at(&at, members, &desc, n))
+                .or_else(|| pairs_at(&at, members, &desc, n, &seqs))
                 .or_else(|| data_root_at(&at, &desc, n));
             if let Some(e) = found {
                 errs.push(e);
@@ -265,38 +266,69 @@ fn data_counts_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
     None
 }
 
-/// `all_to_all_v`: what rank i sends rank j is what j expects from i.
-fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize) -> Option<syn::Error> {
-    type Pairs<'t, 'a> = Vec<(usize, &'t (Vec<i128>, Vec<i128>), &'t Ev<'a>)>;
+/// `all_to_all_v`: what rank i sends rank j is what j expects from i. Counts that are
+/// data are compared by what they were computed from, counts received by an
+/// `all_to_all` replaced by what their sender sent (`seqs`: every rank's collectives).
+fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seqs<'_, '_>) -> Option<syn::Error> {
+    type Pairs<'t, 'a> = Vec<(usize, (&'t [Count], &'t [Count]), &'t Ev<'a>)>;
     let a2a: Pairs<'_, '_> = at
         .iter()
         .filter_map(|(r, e)| match e.expect("reached") {
-            ev @ Ev::Coll { a2a: Some(x), .. } => Some((*r, x, ev)),
+            ev @ Ev::Coll { a2a: Some(A2a::Counts(s, v)), .. } => Some((*r, (s.as_slice(), v.as_slice()), ev)),
             _ => None,
         })
         .collect();
-    if a2a.len() == at.len() {
-        let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
-        let bad = a2a.iter().find_map(|(i, (send, _), ev)| {
-            a2a.iter().find_map(|(j, (_, recv), ev2)| {
-                let (li, lj) = (local(*i), local(*j));
-                let (s, r) = (*send.get(lj)?, *recv.get(li)?);
-                (s != r).then_some((*i, *j, s, r, *ev, *ev2))
-            })
-        });
-        if let Some((i, j, s, r, ev, ev2)) = bad {
-            return Some(ev2.site().error(format!(
-                "`{}` on {desc} at world size {n}: rank {i} sends rank {j} {s} element{} (its send counts, \
-                 {}) but rank {j} expects {r} from rank {i} (its receive counts, {}); what each rank sends \
-                 another must be what that rank expects from it",
-                ev2.call(),
-                if s == 1 { "" } else { "s" },
-                ev.site().loc(),
-                ev2.site().loc(),
-            )));
-        }
+    if a2a.len() != at.len() {
+        return None;
     }
-    None
+    let sent =
+        |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq));
+    let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
+    // Data counts are taken to differ where the receiver's count is its own send count
+    // for that rank (receive counts assumed to mirror send counts) and the sender's
+    // count is not provably the same value (another hash, or data not computed exactly). (Two counts each rank works out from its own data
+    // otherwise, which a program may have proven equal, are not compared; nor counts
+    // traced to an exchange whose items the check follows only as a whole: a list
+    // mapped `c as u64` for the exchange is another value to it than the list.)
+    let bad = a2a.iter().find_map(|(i, (send, _), ev)| {
+        a2a.iter().find_map(|(j, (own, recv), ev2)| {
+            let (li, lj) = (local(*i), local(*j));
+            let (s0, r0) = (send.get(lj)?, recv.get(li)?);
+            let s = interp::resolve(s0, &sent, 8);
+            let r = interp::resolve(r0, &sent, 8);
+            let mirrored = own.get(li) == Some(r0);
+            let differ = match (&s, &r) {
+                (Count::Known(a), Count::Known(b)) => a != b,
+                // (Equal hashes prove nothing unless the data is exact: the same recipe of
+                // known values.)
+                (Count::Data(f), Count::Data(g)) => mirrored && i != j && (f != g || !interp::exact(*f)),
+                _ => false,
+            };
+            differ.then_some((*i, *j, s, r, *ev, *ev2, lj, li))
+        })
+    });
+    let (i, j, s, r, ev, ev2, lj, li) = bad?;
+    Some(ev2.site().error(match (s, r) {
+        (Count::Known(s), Count::Known(r)) => format!(
+            "`{}` on {desc} at world size {n}: rank {i} sends rank {j} {s} element{} (its send counts, \
+             {}) but rank {j} expects {r} from rank {i} (its receive counts, {}); what each rank sends \
+             another must be what that rank expects from it",
+            ev2.call(),
+            if s == 1 { "" } else { "s" },
+            ev.site().loc(),
+            ev2.site().loc(),
+        ),
+        _ => format!(
+            "`{}` on {desc} at world size {n}: rank {j} expects from rank {i} as many elements as it sends \
+             rank {i} (item {li} of its receive counts is item {li} of its send counts, {}), but what rank {i} \
+             sends rank {j} (item {lj} of its send counts, {}) is data computed on that rank, so the two may \
+             differ; what each rank sends another must be what that rank expects from it: exchange the send \
+             counts first (an `all_to_all` of them) and pass what arrived as the receive counts",
+            ev2.call(),
+            ev2.site().loc(),
+            ev.site().loc(),
+        ),
+    }))
 }
 
 /// The first root or reduce op, in rank order, that the check could not prove the same

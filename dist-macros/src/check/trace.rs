@@ -188,13 +188,46 @@ pub enum Ev<'a> {
         /// The `counts` every rank must pass alike (`gather_v`, `scatter_v`,
         /// `all_gather_v`, `reduce_scatter_v`), where evaluable.
         counts: Option<Counts>,
-        /// `all_to_all_v`'s send and receive counts, where known: what rank i sends
-        /// rank j must be what j expects from i.
-        a2a: Option<(Vec<i128>, Vec<i128>)>,
+        /// `all_to_all_v`'s send and receive counts, where the check holds them as
+        /// lists: what rank i sends rank j must be what j expects from i; or what an
+        /// `all_to_all` sent, for those counts to be traced to it.
+        a2a: Option<A2a>,
         site: Site<'a>,
     },
     /// Blocks until the posted events `ids` complete.
     Wait { ids: Vec<usize>, site: Site<'a>, call: &'static str },
+}
+
+/// One count as the check holds it ([`super::interp::resolve`] replaces what was
+/// received by what was sent).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Count {
+    Known(i128),
+    /// Data, by its hash ([`super::interp::V::Opaque`]'s `fp`).
+    Data(u64),
+    /// Item `idx` of what world rank `from` sent by its `seq`-th collective (an
+    /// `all_to_all`) on `comm`.
+    Recv {
+        comm: String,
+        seq: u64,
+        from: usize,
+        idx: usize,
+    },
+    /// Computed by `op` from `parts`.
+    Derived {
+        op: Option<char>,
+        parts: Vec<Count>,
+    },
+    Unknown,
+}
+
+/// `all_to_all_v`'s counts, or what an `all_to_all` sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum A2a {
+    /// Send counts and receive counts, one per member.
+    Counts(Vec<Count>, Vec<Count>),
+    /// What this rank's `seq`-th collective on the communicator sent, item by item.
+    Sent(u64, Vec<Count>),
 }
 
 /// Per-rank counts passed to a collective: known numbers, or data (its hash, as a root

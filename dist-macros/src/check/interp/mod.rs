@@ -14,10 +14,13 @@
 //! communication call posts), `groups.rs` (communicators and how they are made),
 //! `value.rs` (values and flow), `summary.rs` (summarising code that cannot
 //! communicate), `memo.rs` (quiet helpers' results remembered), `scopes.rs`
-//! (variables), `elem.rs` (buffers' element types, for reduce ops).
+//! (variables), `elem.rs` (buffers' element types, for reduce ops), `counts.rs` (what an
+//! `all_to_all` delivered, named by its sender, for `all_to_all_v`'s counts).
 
 mod collections;
+mod counts;
 pub use collections::{note_alias, note_field_type};
+pub use counts::{exact, resolve, sent_in};
 pub(crate) use summary::{restore_spent, spent};
 mod elem;
 mod eval;
@@ -36,6 +39,7 @@ mod value;
 /// Forgets every cache the interpreter keeps by syntax address (at the start of each
 /// check: another entry point's syntax may reuse the addresses).
 pub fn reset_caches() {
+    counts::reset();
     groups::reset_partitions();
     std_methods::reset_composed();
     summary::reset();
@@ -732,8 +736,11 @@ pub struct Interp<'a> {
     pub memo: std::rc::Rc<std::cell::RefCell<Memo>>,
     /// What each broadcast's root held, by the communicator's key and the call's count
     /// on it, shared by the ranks of one pass (run in rank order): a member after the
-    /// root takes the root's value for what arrived ([`Self::from_root`]).
+    /// root takes the root's value for what arrived ([`Self::take_from_root`]).
     pub roots: Roots<'a>,
+    /// The collective count on its communicator of the `all_to_all` that last
+    /// delivered each item named by [`counts`] (the count the item's sender recorded).
+    received_seq: FxMap<u64, u64>,
     /// How often each condition on values the same on every rank was decided in this
     /// rank's run, by the condition's address ([`agreed_decision`]).
     agreed_seen: FxMap<usize, u32>,
@@ -885,6 +892,7 @@ impl<'a> Interp<'a> {
             spec_values: Vec::new(),
             memo: Default::default(),
             roots: Default::default(),
+            received_seq: Default::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! Ops and their argument roles come from the op table (`dist-ops`).
 
 use super::super::trace::call_name;
-use super::super::trace::{Counts, Ev};
+use super::super::trace::{A2a, Count, Counts, Ev};
 use super::*;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -479,7 +479,7 @@ impl<'a> Interp<'a> {
         base: &str,
         args: &[V<'a>],
         root: Option<i128>,
-    ) -> Result<(Option<Counts>, Option<(Vec<i128>, Vec<i128>)>), Flow<'a>> {
+    ) -> Result<(Option<Counts>, Option<A2a>), Flow<'a>> {
         let Some(members) = &self.comms[c].members else { return Ok((None, None)) };
         let n = members.len() as i128;
         let Some(me) = members.iter().position(|&w| w == self.rank) else { return Ok((None, None)) };
@@ -580,17 +580,6 @@ impl<'a> Interp<'a> {
                     want(0, "send", k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
                 }
             }
-            "all_to_all" => {
-                if let Some(l) = len(0) {
-                    if l % n != 0 {
-                        return Err(bad(format!(
-                            "its send buffer `{}` has {l} elements, not a multiple of the communicator size {n}",
-                            text(0)
-                        )));
-                    }
-                    want(1, "receive", l, "the same as send")?;
-                }
-            }
             "all_to_all_v" => {
                 for (ci, bi, role) in [(1, 0, "send"), (3, 2, "receive")] {
                     if let Some(k) = counts_at(ci) {
@@ -616,8 +605,34 @@ impl<'a> Interp<'a> {
                             r.get(me).copied().unwrap_or_default()
                         )));
                     }
-                    return Ok((None, Some((s, r))));
+                    let known = |k: Vec<i128>| k.into_iter().map(Count::Known).collect();
+                    return Ok((None, Some(A2a::Counts(known(s), known(r)))));
                 }
+                // Counts that are data: compared across ranks by what they were computed
+                // from, what was received traced to its sender ([`super::resolve`]).
+                if let (Some(s), Some(r)) = (args.get(1), args.get(3)) {
+                    if let (Some(s), Some(r)) = (self.counts_of(s, Some(n)), self.counts_of(r, Some(n))) {
+                        if s.len() as i128 == n && r.len() as i128 == n {
+                            return Ok((None, Some(A2a::Counts(s, r))));
+                        }
+                    }
+                }
+            }
+            // What an `all_to_all` sends, item by item, for the counts computed from what
+            // arrived to be traced back to it. (Its count on the communicator: the one
+            // this call is about to take.)
+            "all_to_all" => {
+                if let Some(l) = len(0) {
+                    if l % n != 0 {
+                        return Err(bad(format!(
+                            "its send buffer `{}` has {l} elements, not a multiple of the communicator size {n}",
+                            text(0)
+                        )));
+                    }
+                    want(1, "receive", l, "the same as send")?;
+                }
+                let sent = args.first().and_then(|v| self.counts_of(v, len(1)));
+                return Ok((None, sent.map(|items| A2a::Sent(self.comms[c].colls + 1, items))));
             }
             _ => {}
         }

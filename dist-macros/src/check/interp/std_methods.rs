@@ -105,7 +105,7 @@ impl<'a> Interp<'a> {
             _ => fp_of(&[&key, &V::Name(base.into()), &V::Int(self.rank as i128)]),
         };
         // A broadcast whose root is its members' lowest world rank (the ranks run in
-        // order): what the root held is what arrives ([`Self::from_root`]).
+        // order): what the root held is what arrives ([`Self::take_from_root`]).
         let bcast = (base == "broadcast").then(|| self.broadcast_seen(c)).flatten();
         // An op with a buffer of its own to send (`all_gather(send, recv)`) writes only
         // what comes after it; the in-place ones write their one buffer.
@@ -133,8 +133,18 @@ impl<'a> Interp<'a> {
             for p in places {
                 let v = self.place_value(p);
                 if let (Some(v), Some(b)) = (&v, &bcast) {
-                    if self.from_root(p, v, b, agreed) {
+                    if self.take_from_root(p, v, b, agreed) {
                         continue;
+                    }
+                }
+                // An all-to-all's items, each named by its sender (counts exchanged for an
+                // `all_to_all_v`).
+                if base == "all_to_all" {
+                    let site = mc as *const ExprMethodCall as usize;
+                    if let Some(got) = v.as_ref().and_then(|v| self.received_items(c, site, v)) {
+                        if self.store(p, got).is_ok() {
+                            continue;
+                        }
                     }
                 }
                 match v {
@@ -187,7 +197,7 @@ impl<'a> Interp<'a> {
     /// the same everywhere ([`agree`]). `false` where the generic rule applies: a root
     /// that is not the lowest rank, a value that is not plain data, a member that finds
     /// no note or one of another shape.
-    fn from_root(&mut self, p: &'a Expr, v: &V<'a>, b: &((String, u64), bool, bool), every: bool) -> bool {
+    fn take_from_root(&mut self, p: &'a Expr, v: &V<'a>, b: &((String, u64), bool, bool), every: bool) -> bool {
         let (key, is_root, lowest) = b;
         if !lowest {
             return false;
@@ -573,6 +583,11 @@ impl<'a> Interp<'a> {
             // `req.is_done()` and the like: leave pending.
             return Ok(V::opaque());
         }
+        // Data passed through as it is (`counts.iter().map(|&c| c as usize).collect()` of
+        // a list the check holds as a whole): the same value, so the same hash.
+        if matches!(recv, V::Opaque { comm: false, .. }) && passes_items_through(mc) {
+            return Ok(recv);
+        }
         let mut all: Vec<&V> = args.iter().collect();
         all.push(&recv);
         if args.iter().any(V::has_comm) {
@@ -593,6 +608,42 @@ impl<'a> Interp<'a> {
             return Ok(V::derived(&vals.iter().collect::<Vec<_>>()));
         }
         Ok(V::derived(&all))
+    }
+}
+
+/// Whether the method call hands on its receiver's items unchanged: an iterator or copy
+/// of them (`iter`, `copied`, `collect`, `clone`, …), or `map` with a closure that
+/// returns its argument, cast or dereferenced (`|&c| c as u64`, `|c| *c`).
+fn passes_items_through(mc: &ExprMethodCall) -> bool {
+    let m = mc.method.to_string();
+    if mc.args.is_empty() {
+        return matches!(
+            m.as_str(),
+            "iter" | "into_iter" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec" | "clone" | "to_owned"
+        );
+    }
+    let (true, [Expr::Closure(c)]) = (m == "map", mc.args.iter().collect::<Vec<_>>().as_slice()) else {
+        return false;
+    };
+    let [param] = c.inputs.iter().collect::<Vec<_>>()[..] else { return false };
+    let mut p = param;
+    let name = loop {
+        match p {
+            syn::Pat::Reference(r) => p = &r.pat,
+            syn::Pat::Type(t) => p = &t.pat,
+            syn::Pat::Ident(i) if i.subpat.is_none() => break i.ident.to_string(),
+            _ => return false,
+        }
+    };
+    let mut b = &*c.body;
+    loop {
+        match b {
+            Expr::Cast(x) => b = &x.expr,
+            Expr::Paren(x) => b = &x.expr,
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => b = &u.expr,
+            Expr::Path(p) => return p.path.is_ident(&name),
+            _ => return false,
+        }
     }
 }
 
@@ -632,7 +683,6 @@ fn p2p_receives(m: &str) -> bool {
     matches!(m, "recv" | "irecv" | "sendrecv" | "sendrecv_replace" | "recv_any" | "irecv_any" | "recv_object")
 }
 
-/// The `fp`s of the data in `v` (a buffer's items), in order.
 /// What a broadcast's root held, as its members hold it after the call: numbers and
 /// values the same everywhere as they are, exact data as it is (the same wherever its
 /// hash is), other data exact under a hash of the call (`salt`) and its place; `None`
@@ -679,6 +729,7 @@ fn agree_known(v: V<'_>) -> V<'_> {
     }
 }
 
+/// The `fp`s of the data in `v` (a buffer's items), in order.
 fn data_leaves(v: &V, out: &mut Vec<u64>) {
     match v {
         V::List(items) => items.iter().for_each(|x| data_leaves(x, out)),

@@ -431,8 +431,19 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
             Some(eq) => V::Bool(eq == matches!(op, Eq(_))),
             None => V::derived(&[l, r]),
         },
-        _ => V::derived(&[l, r]),
+        _ => derived_of(op, l, r),
     })
+}
+
+/// `l op r` for data the check computes no number for: data of both, the operands of
+/// `+` and `*` in a fixed order (so `3 * c` and `c * 3` are one value).
+pub(super) fn derived_of<'a>(op: &syn::BinOp, l: &V<'a>, r: &V<'a>) -> V<'a> {
+    let commutes = matches!(op, BinOp::Add(_) | BinOp::Mul(_) | BinOp::AddAssign(_) | BinOp::MulAssign(_));
+    if commutes && fp_of(&[l]) > fp_of(&[r]) {
+        V::derived(&[r, l])
+    } else {
+        V::derived(&[l, r])
+    }
 }
 
 /// `a op b` for a comparison operator; `None` for any other operator.

@@ -108,6 +108,24 @@ impl ShmComm {
         cfg: Arc<Config>,
         store: Option<Arc<Store>>,
     ) -> Result<ShmComm> {
+        Self::connect_watched(id, name, rank, n, world, cfg, store, None)
+    }
+
+    /// [`Self::connect`] for a communicator made from another (`split`, `shrink`):
+    /// `watch` names a member of the parent that died (in the parent's numbering, with
+    /// the parent's name), so a member that dies while the others wait for it to join
+    /// is an error at once, not at the deadline.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn connect_watched(
+        id: &str,
+        name: &str,
+        rank: usize,
+        n: usize,
+        world: Arc<[usize]>,
+        cfg: Arc<Config>,
+        store: Option<Arc<Store>>,
+        watch: Watch<'_>,
+    ) -> Result<ShmComm> {
         let layout = Layout::for_size(n, cfg.slot);
         let key = format!("shm/{id}");
         let seg = if rank == 0 {
@@ -119,13 +137,13 @@ impl ShmComm {
                 store.set(&key, format!("{}:{}", std::process::id(), fd).as_bytes())?;
                 // Keep the fd open until every member has mapped the segment.
                 let joined = format!("shm/{id}/joined");
-                store.wait_count(&joined, (n - 1) as i64, cfg.timeout)?;
+                await_joined(store, &joined, (n - 1) as i64, cfg.timeout, watch)?;
             }
             seg.forget_fd();
             seg
         } else {
             let store = store.as_ref().ok_or_else(|| Error::backend("shm", "a store is needed for n > 1"))?;
-            let v = store.get(&key, cfg.timeout)?;
+            let v = await_address(store, &key, cfg.timeout, watch)?;
             let s = String::from_utf8_lossy(&v);
             let (pid, fd) = s
                 .split_once(':')
@@ -340,7 +358,8 @@ impl Backend for ShmComm {
             Some(child_rank) => {
                 let id = format!("{}.{key}", self.id);
                 let world: Arc<[usize]> = members.iter().map(|&m| self.world[m]).collect();
-                let c = ShmComm::connect(
+                let dead = || members.iter().position(|&m| m != self.rank && self.gone(m)).map(|i| members[i]);
+                let c = ShmComm::connect_watched(
                     &id,
                     name,
                     child_rank,
@@ -348,6 +367,7 @@ impl Backend for ShmComm {
                     world,
                     self.cfg.clone(),
                     self.store.clone(),
+                    Some((&dead, &self.name)),
                 )?;
                 Some(Box::new(c) as Box<dyn Backend>)
             }
@@ -403,5 +423,114 @@ impl Backend for ShmComm {
         for r in 0..self.n {
             sync::futex_wake_all(self.seg.u32_at(self.ctl(r) + segment::BELL));
         }
+    }
+}
+
+/// A member of the parent that died (its rank there) and the parent's name: what a
+/// wait for the members of a communicator being made watches.
+pub(crate) type Watch<'w> = Option<(&'w dyn Fn() -> Option<usize>, &'w str)>;
+
+/// The creator's wait until the `others` members mapped the segment (`joined` counts
+/// them), ended at once by a member's death where `watch` is given.
+fn await_joined(
+    store: &Store,
+    joined: &str,
+    others: i64,
+    timeout: std::time::Duration,
+    watch: Watch<'_>,
+) -> Result<()> {
+    let Some(w) = watch else { return store.wait_count(joined, others, timeout) };
+    watched(timeout, w, |_| Ok((store.add(joined, 0)? >= others).then_some(()))).map_err(|e| {
+        e.unwrap_or_else(|| {
+            Error::store(
+                format!("timed out after {:.0}s waiting for {others} ranks at {joined:?}", timeout.as_secs_f64()),
+                None,
+            )
+        })
+    })
+}
+
+/// A member's wait for the creator's address of the segment (`key`), ended at once by a
+/// member's death where `watch` is given.
+fn await_address(store: &Store, key: &str, timeout: std::time::Duration, watch: Watch<'_>) -> Result<Vec<u8>> {
+    let Some(w) = watch else { return store.get(key, timeout) };
+    watched(timeout, w, |slice| store.get_within(key, slice)).map_err(|e| {
+        e.unwrap_or_else(|| {
+            Error::store(
+                format!("timed out after {:.0}s waiting for {key:?}: a rank did not join", timeout.as_secs_f64()),
+                None,
+            )
+        })
+    })
+}
+
+/// Polls `poll` (given the time it may block) until it answers, in slices of 10 ms,
+/// checking between them whether `watch` names a member that died: `Err(Some(_))` for
+/// such a death or an error of `poll`, `Err(None)` when `timeout` passed.
+fn watched<T>(
+    timeout: std::time::Duration,
+    (watch, comm): (&dyn Fn() -> Option<usize>, &str),
+    mut poll: impl FnMut(std::time::Duration) -> Result<Option<T>>,
+) -> std::result::Result<T, Option<Error>> {
+    let start = std::time::Instant::now();
+    loop {
+        let slice = timeout.saturating_sub(start.elapsed()).min(std::time::Duration::from_millis(10));
+        if let Some(v) = poll(slice).map_err(Some)? {
+            return Ok(v);
+        }
+        if let Some(rank) = watch() {
+            return Err(Some(Error::PeerFailed {
+                rank,
+                comm: comm.to_string(),
+                reason: "it died while the members were making a communicator from this one".into(),
+            }));
+        }
+        if start.elapsed() >= timeout {
+            return Err(None);
+        }
+        if slice.is_zero() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_member_that_dies_while_others_wait_is_named_at_once() {
+        let polls = Cell::new(0);
+        let dead = || (polls.get() >= 3).then_some(2);
+        let t = Instant::now();
+        let got = watched(Duration::from_secs(30), (&dead, "World"), |slice| {
+            polls.set(polls.get() + 1);
+            std::thread::sleep(slice);
+            Ok(None::<()>)
+        });
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        match got {
+            Err(Some(Error::PeerFailed { rank: 2, comm, .. })) => assert_eq!(comm, "World"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn waits_end_with_an_answer_or_at_the_deadline() {
+        let alive = || None;
+        let n = Cell::new(0);
+        let got = watched(Duration::from_secs(30), (&alive, "World"), |_| {
+            n.set(n.get() + 1);
+            Ok((n.get() == 4).then_some(7))
+        });
+        assert_eq!(got.ok(), Some(7));
+        let t = Instant::now();
+        let none = watched(Duration::from_millis(50), (&alive, "World"), |slice| {
+            std::thread::sleep(slice);
+            Ok(None::<()>)
+        });
+        assert!(matches!(none, Err(None)) && t.elapsed() >= Duration::from_millis(50));
     }
 }

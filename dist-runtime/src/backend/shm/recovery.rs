@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 impl ShmComm {
     /// Whether member `r` is gone: it marked itself failed, or its process ended without
     /// finishing.
-    fn gone(&self, r: usize) -> bool {
+    pub(super) fn gone(&self, r: usize) -> bool {
         let c = self.ctl(r);
         match self.seg.u32_at(c + segment::STATE).load(SeqCst) {
             segment::FAILED => true,
@@ -146,7 +146,8 @@ impl ShmComm {
             Error::backend("shm", format!("rank {} was counted out of the shrink of {}", self.rank, self.name))
         })?;
         let world: Arc<[usize]> = live.iter().map(|&r| self.world[r]).collect();
-        let c = ShmComm::connect(
+        let dead = || live.iter().copied().find(|&r| r != self.rank && self.gone(r));
+        let c = ShmComm::connect_watched(
             &format!("{}.s{call}", self.id),
             &name(&live),
             rank,
@@ -154,6 +155,7 @@ impl ShmComm {
             world,
             self.cfg.clone(),
             self.store.clone(),
+            Some((&dead, &self.name)),
         )?;
         c.set_timeout(self.timeout());
         Ok((Box::new(c), out))

@@ -444,6 +444,7 @@ impl<'a> Interp<'a> {
             // in its fixed-width integers is data to the check.
             Err(_) => V::derived(&[&l, &r]),
         };
+        super::super::counts::note_arith(&op, &l, &r, &v);
         if compound.is_some() {
             self.store(&b.left, v)?;
             return Ok(V::Unit);
