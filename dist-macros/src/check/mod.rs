@@ -173,6 +173,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
                 items.file(&lib, "", 0);
             }
         }
+        items.finish();
         let raw = items.entry.take().map(|entry| {
             trace::set_files(trace::Files {
                 entry: (relative(&path), entry_name.clone()),
@@ -268,7 +269,7 @@ impl Tokens {
 fn check_entry(
     f: &ItemFn,
     file: &HashMap<String, ItemFn>,
-    consts: &[syn::ItemConst],
+    consts: &[(String, syn::ItemConst)],
     sizes: &[usize],
     strict: bool,
     source: &SourceAccess,

@@ -34,7 +34,15 @@ pub(super) fn library_of(file: &std::path::Path) -> Option<std::path::PathBuf> {
 #[derive(Default)]
 pub(super) struct PackageItems {
     pub(super) fns: HashMap<String, ItemFn>,
-    pub(super) consts: Vec<syn::ItemConst>,
+    /// Each `const` with what names it besides its own name: its module's path
+    /// (`data` for `data::BLOCKS`; empty at the crate's root) or, for an associated
+    /// constant, its type (`Model` for `Model::LAYERS` and `Self::LAYERS`).
+    pub(super) consts: Vec<(String, syn::ItemConst)>,
+    /// Traits' provided methods (`fn grad(&self) -> Option<..> { None }`), by trait and
+    /// method, and each `impl Trait for Type` with the methods it writes: a type that
+    /// leaves one out runs the trait's body ([`Self::finish`]).
+    pub(super) provided: HashMap<(String, String), syn::TraitItemFn>,
+    pub(super) trait_impls: Vec<(String, String, Vec<String>)>,
     pub(super) seen: std::collections::HashSet<std::path::PathBuf>,
     /// The file of each function, by key (for messages).
     pub(super) files: HashMap<String, String>,
@@ -136,6 +144,13 @@ impl PackageItems {
                 self.fns.entry(format!("{name}::default")).or_insert(f);
             }
         }
+        // A unit struct (`struct Tanh;`) named as a value is that struct.
+        if matches!(st.fields, syn::Fields::Unit) {
+            let name = &st.ident;
+            if let Ok(marker) = syn::parse2::<ItemFn>(quote::quote! { fn __unit_struct() -> #name { #name {} } }) {
+                self.fns.entry(format!("{name}::__unit_struct")).or_insert(marker);
+            }
+        }
         // A tuple struct's constructor: `Pair(a, b)` is `Pair { 0: a, 1: b }`.
         if let syn::Fields::Unnamed(u) = &st.fields {
             let name = &st.ident;
@@ -186,7 +201,16 @@ impl PackageItems {
                     self.note_at(&name);
                     self.fns.entry(name).or_insert(g);
                 }
-                syn::Item::Const(c) => self.consts.push(c),
+                syn::Item::Const(c) => self.consts.push((self.module.join("::"), c)),
+                syn::Item::Trait(t) => {
+                    for it in t.items {
+                        if let syn::TraitItem::Fn(m) = it {
+                            if m.default.is_some() {
+                                self.provided.entry((t.ident.to_string(), m.sig.ident.to_string())).or_insert(m);
+                            }
+                        }
+                    }
+                }
                 // `type Grads = BTreeMap<&'static str, Vec<f64>>`: `Grads::new()` and
                 // `Grads::from([..])` build the collection it names.
                 syn::Item::Type(t) => {
@@ -201,12 +225,40 @@ impl PackageItems {
                 syn::Item::Impl(imp) => {
                     let syn::Type::Path(tp) = &*imp.self_ty else { continue };
                     let Some(ty) = tp.path.segments.last().map(|s| s.ident.to_string()) else { continue };
+                    let mut written = Vec::new();
                     for it in imp.items {
-                        if let syn::ImplItem::Fn(m) = it {
-                            let key = format!("{ty}::{}", m.sig.ident);
-                            self.note_at(&key);
-                            let f = ItemFn { attrs: m.attrs, vis: m.vis, sig: m.sig, block: Box::new(m.block) };
-                            self.fns.entry(key).or_insert(f);
+                        match it {
+                            syn::ImplItem::Fn(mut m) => {
+                                let key = format!("{ty}::{}", m.sig.ident);
+                                written.push(m.sig.ident.to_string());
+                                self.note_at(&key);
+                                // Its module, as a free function's (`interp::module_of`).
+                                let module = self.module.join("::");
+                                m.attrs.push(syn::parse_quote!(#[dist_module = #module]));
+                                let f = ItemFn { attrs: m.attrs, vis: m.vis, sig: m.sig, block: Box::new(m.block) };
+                                self.fns.entry(key).or_insert(f);
+                            }
+                            syn::ImplItem::Const(c) => {
+                                let c = syn::ItemConst {
+                                    attrs: c.attrs,
+                                    vis: c.vis,
+                                    const_token: c.const_token,
+                                    ident: c.ident,
+                                    generics: c.generics,
+                                    colon_token: c.colon_token,
+                                    ty: Box::new(c.ty),
+                                    eq_token: c.eq_token,
+                                    expr: Box::new(c.expr),
+                                    semi_token: c.semi_token,
+                                };
+                                self.consts.push((ty.clone(), c));
+                            }
+                            _ => {}
+                        }
+                    }
+                    if let Some((_, tr, _)) = &imp.trait_ {
+                        if let Some(t) = tr.segments.last() {
+                            self.trait_impls.push((ty, t.ident.to_string(), written));
                         }
                     }
                 }
@@ -221,6 +273,27 @@ impl PackageItems {
                     self.module.pop();
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// Once every file is read: a type that implements a trait of the package without
+    /// writing one of its provided methods runs the trait's body (`layer.grad()` on a
+    /// layer that keeps the default), as `Type::method`.
+    pub(super) fn finish(&mut self) {
+        for (ty, tr, written) in std::mem::take(&mut self.trait_impls) {
+            for ((t, name), m) in &self.provided {
+                if *t != tr || written.contains(name) {
+                    continue;
+                }
+                let Some(block) = m.default.clone() else { continue };
+                let f = ItemFn {
+                    attrs: m.attrs.clone(),
+                    vis: syn::Visibility::Inherited,
+                    sig: m.sig.clone(),
+                    block: Box::new(block),
+                };
+                self.fns.entry(format!("{ty}::{name}")).or_insert(f);
             }
         }
     }

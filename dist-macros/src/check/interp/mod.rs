@@ -15,17 +15,21 @@
 //! `value.rs` (values and flow), `summary.rs` (summarising code that cannot
 //! communicate), `memo.rs` (quiet helpers' results remembered), `scopes.rs`
 //! (variables), `elem.rs` (buffers' element types, for reduce ops), `counts.rs` (what an
-//! `all_to_all` delivered, named by its sender, for `all_to_all_v`'s counts).
+//! `all_to_all` delivered, named by its sender, for `all_to_all_v`'s counts), `local.rs`
+//! (conditions on data that may differ from rank to rank).
 
 mod collections;
 mod counts;
 pub use collections::{note_alias, note_field_type};
 pub use counts::{exact, resolve, sent_in};
+pub use local::{local_data_differs, local_verdict, reset_local, LocalVerdict};
+use local::{local_decision, local_enabled, local_stop};
 pub(crate) use summary::{restore_spent, spent};
 mod elem;
 mod eval;
 mod groups;
 mod lists;
+mod local;
 mod macros;
 mod memo;
 mod model;
@@ -494,151 +498,6 @@ pub(super) fn field_resized(ty: &str, name: &str) -> bool {
     })
 }
 
-/// One condition on data that differs from rank to rank, met in this pass: the first
-/// rank to meet it, its data's hash ([`V::Opaque`]'s `fp`) and the arm it took; a rank
-/// whose data was computed otherwise, if any; and where the condition is, for verdicts.
-struct LocalSite {
-    rank: usize,
-    fp: u64,
-    pick: usize,
-    other: Option<usize>,
-    at: proc_macro2::TokenStream,
-    what: String,
-    cond: String,
-}
-
-/// The conditions on rank-local data met in this pass, by condition address and ordinal.
-#[derive(Default)]
-struct LocalSites {
-    size: usize,
-    /// Whether ranks decide such conditions in this pass. A first pass does not: a rank
-    /// stops at the first one whose code communicates (as at any construct not
-    /// followed) and notes its data's hash there; only when two ranks' hashes differ at
-    /// one condition does the next pass decide them (a program whose ranks compute such
-    /// data alike costs no more than before).
-    enabled: bool,
-    sites: FxMap<(usize, u32), LocalSite>,
-    order: Vec<(usize, u32)>,
-    /// Where ranks stopped in a pass that does not decide: condition and data hash.
-    stops: FxMap<usize, u64>,
-    /// Two ranks stopped at one condition with data hashed differently.
-    differ: bool,
-}
-
-thread_local! {
-    static LOCAL: std::cell::RefCell<LocalSites> = std::cell::RefCell::new(LocalSites::default());
-}
-
-/// Starts a pass of `size` ranks: no condition on rank-local data met yet; `decide`:
-/// whether ranks decide them in this pass ([`LocalSites::enabled`]).
-pub fn reset_local(size: usize, decide: bool) {
-    LOCAL.with(|l| *l.borrow_mut() = LocalSites { size, enabled: decide, ..Default::default() });
-}
-
-/// Whether ranks decide conditions on rank-local data in this pass.
-fn local_enabled() -> bool {
-    LOCAL.with(|l| l.borrow().enabled)
-}
-
-/// A rank stopped at the condition `site` on data with hash `fp` (a pass that does not
-/// decide such conditions).
-fn local_stop(site: usize, fp: u64) {
-    LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
-        match l.stops.get(&site) {
-            Some(&f) if f != fp => l.differ = true,
-            // Exact data ([`V::derived`]): decided too, alike where ranks agree on it;
-            // and any data where one rank runs (no other rank can go the other way).
-            _ if value::is_exact(fp) || l.size == 1 => l.differ = true,
-            Some(_) => {}
-            None => {
-                l.stops.insert(site, fp);
-            }
-        }
-    })
-}
-
-/// Whether, in this pass, two ranks stopped at one condition on data they computed
-/// from different values: the next pass decides such conditions.
-pub fn local_data_differs() -> bool {
-    LOCAL.with(|l| l.borrow().differ)
-}
-
-/// How the pass's conditions on rank-local data went ([`local_decision`]).
-pub struct LocalVerdict {
-    /// One met only by ranks whose data the check cannot tell apart: it may agree or
-    /// not, which the check cannot know (the construct it cannot follow).
-    pub unknown: Option<(proc_macro2::TokenStream, String)>,
-    /// Where ranks whose data was computed from different inputs took different
-    /// branches: a note for the problems found.
-    pub note: Option<String>,
-}
-
-/// The verdict on this pass's conditions on rank-local data.
-pub fn local_verdict() -> LocalVerdict {
-    LOCAL.with(|l| {
-        let l = l.borrow();
-        let mut v = LocalVerdict { unknown: None, note: None };
-        for k in &l.order {
-            let s = &l.sites[k];
-            match s.other {
-                // Computed exactly, the same way on every rank: the same on every rank.
-                None if l.size > 1 && !value::is_exact(s.fp) => {
-                    v.unknown.get_or_insert_with(|| (s.at.clone(), s.what.clone()));
-                }
-                None => {}
-                Some(o) => {
-                    v.note.get_or_insert_with(|| {
-                        format!(
-                            "when the condition {} goes one way on rank {} and the other way on rank {o}: it \
-                             tests data computed from different values on those ranks, which may differ",
-                            s.cond, s.rank,
-                        )
-                    });
-                }
-            }
-        }
-        v
-    })
-}
-
-/// Which of `arms` branches rank `rank` takes at the `j`th test of the condition at
-/// `site` on data with hash `fp` that may differ from rank to rank: the first rank to
-/// test it follows this run's pattern ([`AGREED_MODES`]); a later rank whose data has
-/// the same hash takes the same branch, one whose data was computed from other values
-/// the next one, the way a run where the data differs may go.
-#[allow(clippy::too_many_arguments)]
-fn local_decision(
-    site: usize,
-    j: u32,
-    fp: u64,
-    rank: usize,
-    arms: usize,
-    at: proc_macro2::TokenStream,
-    what: String,
-    cond: String,
-    first: Option<bool>,
-) -> usize {
-    LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
-        if let Some(s) = l.sites.get_mut(&(site, j)) {
-            if s.fp == fp {
-                return s.pick;
-            }
-            s.other.get_or_insert(rank);
-            return (s.pick + 1) % arms.max(1);
-        }
-        let pick = match (arms, first) {
-            (_, Some(d)) => usize::from(!d),
-            (0..=2, _) => usize::from(!agreed_decision(j)),
-            (_, None) => (agreed_mode() as usize + j as usize + usize::from(agreed_decision(j))) % arms,
-        };
-        l.sites.insert((site, j), LocalSite { rank, fp, pick, other: None, at, what, cond });
-        l.order.push((site, j));
-        pick
-    })
-}
-
 /// This run's pattern, for the memo of quiet helpers (which may decide such conditions).
 pub(super) fn agreed_mode() -> u8 {
     AGREED.with(|a| a.get().0)
@@ -780,8 +639,8 @@ fn undecidable<'a>(at: &impl ToTokens, what: impl Into<String>) -> Flow<'a> {
     Flow::Stop(Stop::Undecidable { at: at.to_token_stream(), what: what.into(), located: false })
 }
 
-/// The module a package function was read from (`#[dist_module = "a::b"]`, which the
-/// package reader adds; `None` for a method or a nested fn).
+/// The module a package function or method was read from (`#[dist_module = "a::b"]`,
+/// which the package reader adds; `None` for a nested fn).
 pub(in crate::check) fn module_of(f: &ItemFn) -> Option<String> {
     f.attrs.iter().find(|a| a.path().is_ident("dist_module")).and_then(|a| match &a.meta {
         syn::Meta::NameValue(nv) => match &nv.value {
@@ -803,27 +662,40 @@ fn last_seg(p: &syn::Path) -> String {
 /// Evaluates the `const` items of the source file (in two passes, so one may use
 /// another defined below it); those that are not integers, booleans or tags are left out.
 pub fn eval_consts<'a>(
-    consts: &'a [syn::ItemConst],
+    consts: &'a [(String, syn::ItemConst)],
     splits: &'a Splits,
     macros: &'a Macros,
     fns: &'a HashMap<String, ItemFn>,
 ) -> HashMap<String, V<'a>> {
     let mut it = Interp::new(0, 1, splits, macros, fns, HashMap::new());
+    // Which const a bare name is: the first of that name at the crate's root, else the
+    // first of that name (the entry's file first). In a module's function, its module's
+    // own comes first ([`Interp::module_const`]).
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    for (i, (qual, c)) in consts.iter().enumerate() {
+        if qual.is_empty() {
+            owner.entry(c.ident.to_string()).or_insert(i);
+        }
+    }
+    for (i, (_, c)) in consts.iter().enumerate() {
+        owner.entry(c.ident.to_string()).or_insert(i);
+    }
     for _ in 0..2 {
-        for c in consts {
-            match it.expr(&c.expr) {
+        for (i, (qual, c)) in consts.iter().enumerate() {
+            let v = match it.expr(&c.expr) {
                 // A numbered tag keeps its name for messages: "#1 ACT".
-                Ok(V::Tag(t)) if t.starts_with('#') && !t.contains(' ') => {
-                    it.set_const(c.ident.to_string(), V::Tag(format!("{t} {}", c.ident)));
-                }
-                Ok(v @ (V::Int(_) | V::Bool(_) | V::Tag(_))) => {
-                    it.set_const(c.ident.to_string(), v);
-                }
+                Ok(V::Tag(t)) if t.starts_with('#') && !t.contains(' ') => V::Tag(format!("{t} {}", c.ident)),
+                Ok(v @ (V::Int(_) | V::Bool(_) | V::Tag(_))) => v,
                 // `const DIMS: [usize; 4] = [..]`, a tuple of sizes: kept when every item is.
-                Ok(v @ (V::List(_) | V::Tuple(_))) if known_const(&v) => {
-                    it.set_const(c.ident.to_string(), v);
-                }
-                _ => {}
+                Ok(v @ (V::List(_) | V::Tuple(_))) if known_const(&v) => v,
+                _ => continue,
+            };
+            // Also by its path: `data::BLOCKS`, `Model::LAYERS`.
+            if !qual.is_empty() {
+                it.consts.insert(format!("{qual}::{}", c.ident), v.clone());
+            }
+            if owner.get(&c.ident.to_string()) == Some(&i) {
+                it.set_const(c.ident.to_string(), v);
             }
         }
     }

@@ -503,6 +503,17 @@ impl<'a> Interp<'a> {
                 ),
             })
         };
+        // A value or buffer given on the wrong ranks (`Some` off the root, `None` on it).
+        let misplaced = |what: String| -> Flow<'a> {
+            Flow::Stop(Stop::Invalid {
+                site: self.site(e),
+                msg: format!(
+                    "`{base}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
+                     call: give it on the root only (`(rank == root).then(|| ..)`, with the same root as the call's)",
+                    self.rank, self.size
+                ),
+            })
+        };
         let want = |i: usize, role: &str, n_want: i128, why: &str| -> Result<(), Flow<'a>> {
             match len(i) {
                 Some(l) if l != n_want => Err(bad(format!(
@@ -540,18 +551,33 @@ impl<'a> Interp<'a> {
                     want(1, "receive", k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
                 }
             }
+            // (The value only the root gives, whatever its type.)
+            "broadcast_object" | "scatter_object" => match (is_root, opt_given(0)) {
+                (Some(true), Some(false)) => {
+                    return Err(misplaced(format!(
+                        "rank {me} is the root and must pass `Some(..)` for the value, not `None`"
+                    )))
+                }
+                (Some(false), Some(true)) => {
+                    return Err(misplaced(format!(
+                        "rank {me} is not the root ({}) and must pass `None` for the value",
+                        root.unwrap_or_default()
+                    )))
+                }
+                _ => {}
+            },
             "gather" | "gather_v" | "scatter" | "scatter_v" => {
                 let (mine, all) = if base.starts_with("gather") { (0, 1) } else { (1, 0) };
                 let (mine_role, all_role) =
                     if base.starts_with("gather") { ("send", "receive") } else { ("receive", "send") };
                 match (is_root, opt_given(all)) {
                     (Some(true), Some(false)) => {
-                        return Err(bad(format!(
+                        return Err(misplaced(format!(
                             "rank {me} is the root and must pass `Some(..)` for the {all_role} buffer, not `None`"
                         )))
                     }
                     (Some(false), Some(true)) => {
-                        return Err(bad(format!(
+                        return Err(misplaced(format!(
                             "rank {me} is not the root ({}) and must pass `None` for the {all_role} buffer",
                             root.unwrap_or_default()
                         )))

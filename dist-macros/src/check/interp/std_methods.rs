@@ -499,6 +499,19 @@ impl<'a> Interp<'a> {
                     return Ok(Some(V::Opt(if b { Some(Box::new(self.apply_closure(*c, vec![])?)) } else { None })))
                 }
                 ("then_some", [x]) => return Ok(Some(V::Opt(b.then(|| Box::new(x.clone()))))),
+                // `holds.then(init_embedding)`: a function of the package called with no
+                // argument where `b` holds; any other function's value is data. Whether it
+                // is `Some` is known either way.
+                ("then", [V::Name(f)]) => {
+                    if !b {
+                        return Ok(Some(V::Opt(None)));
+                    }
+                    let v = match self.file_fns.get(f.as_str()) {
+                        Some(g) if g.sig.inputs.is_empty() => self.apply_with(g, vec![], vec![], None)?,
+                        _ => V::opaque(),
+                    };
+                    return Ok(Some(V::Opt(Some(Box::new(v)))));
+                }
                 _ => {}
             }
         }
@@ -534,6 +547,14 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+        // A number read from the inputs bounded by known numbers (`cfg.top.min(len)`,
+        // where `len` may be 0): this run's sample, so that the result stays within the
+        // bound. (Other arithmetic methods on an input, `seq.div_ceil(tp)`, stay an
+        // input: a value the same on every rank, sampled where used, as another input.)
+        let bounded = matches!(m.as_str(), "min" | "max" | "clamp")
+            && !args.is_empty()
+            && args.iter().all(|a| matches!(a, V::Int(_)));
+        let recv = if matches!(recv, V::Uniform) && bounded { super::value::sampled(recv) } else { recv };
         // The program's inputs: what is read from them stays an input (the same on every
         // rank); a number parsed from one is this run's sample of such numbers.
         if matches!(recv, V::Uniform) {
@@ -559,6 +580,10 @@ impl<'a> Interp<'a> {
         if let Some(r) = self.wrapper_method(mc, &recv, &m, &args)? {
             return Ok(r);
         }
+        // A number read from the inputs as an argument of a method on numbers or lists
+        // (`(0..n).step_by(node_size)`, `x.min(cap)`): this run's sample, as in arithmetic.
+        let args: Vec<V<'a>> =
+            args.into_iter().map(|a| if matches!(a, V::Uniform) { super::value::sampled(a) } else { a }).collect();
         if let Some(r) = self.scalar_method(mc, &recv, &m, &args)? {
             return Ok(r);
         }

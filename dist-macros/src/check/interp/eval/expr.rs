@@ -283,8 +283,12 @@ impl<'a> Interp<'a> {
 
     pub(in crate::check::interp) fn path(&self, p: &'a syn::Path) -> V<'a> {
         if p.segments.len() == 1 {
-            if let Some(v) = self.lookup_ident(&p.segments[0].ident) {
+            let sym = super::super::scopes::ident_sym(&p.segments[0].ident);
+            if let Some(v) = self.scopes.get(sym) {
                 return v.clone();
+            }
+            if let Some(v) = self.const_syms.get(&sym) {
+                return self.module_const(&p.segments[0].ident).unwrap_or_else(|| v.clone());
             }
             let name = p.segments[0].ident.to_string();
             if name == "None" {
@@ -294,8 +298,15 @@ impl<'a> Interp<'a> {
                 return V::Name(name);
             }
         }
-        // A unit variant of the package's enum: `Phase::Warmup`, or `Warmup` after a `use`.
+        if let Some(v) = self.const_by_path(p) {
+            return v;
+        }
+        // A unit struct of the package as a value (`Box::new(Tanh)`): that struct.
         let last = last_seg(p);
+        if self.file_fns.contains_key(&format!("{last}::__unit_struct")) {
+            return V::Struct(last, Vec::new());
+        }
+        // A unit variant of the package's enum: `Phase::Warmup`, or `Warmup` after a `use`.
         if let Some(en) = self.enum_of(&last) {
             let n = p.segments.len();
             if n == 1 || p.segments[n - 2].ident == en {
@@ -351,6 +362,50 @@ impl<'a> Interp<'a> {
                 V::Name(last_seg(p))
             }
             _ => V::Name(s),
+        }
+    }
+
+    /// A constant `name` of the running function's module (not the crate's root): what a bare `HIDDEN` names in `shapes.rs`,
+    /// whatever the crate's root calls `HIDDEN`.
+    fn module_const(&self, name: &syn::Ident) -> Option<V<'a>> {
+        let m = super::super::module_of(self.fn_stack.last()?)?;
+        if m.is_empty() {
+            return None;
+        }
+        self.consts.get(&format!("{m}::{name}")).cloned()
+    }
+
+    /// A constant of the package named by a path: `data::BLOCKS`, `crate::data::BLOCKS`,
+    /// `super::BLOCKS`, `Self::LAYERS`, `Model::LAYERS`. The path's modules from the
+    /// crate's root (`crate::`, `self::` and `super::` dropped) or its tail name the
+    /// const (`data::BLOCKS` is `model::data::BLOCKS` where only that module has one);
+    /// a path of modules only (`super::`, `crate::`) names the const of that name.
+    fn const_by_path(&self, p: &syn::Path) -> Option<V<'a>> {
+        let n = p.segments.len();
+        if n < 2 {
+            return None;
+        }
+        let name = p.segments[n - 1].ident.to_string();
+        let mut qual: Vec<String> = Vec::new();
+        for s in p.segments.iter().take(n - 1) {
+            match s.ident.to_string().as_str() {
+                "crate" | "self" | "super" => {}
+                "Self" => qual.push(self.self_ty.last()?.clone()),
+                x => qual.push(x.to_string()),
+            }
+        }
+        if qual.is_empty() {
+            return self.consts.get(&name).cloned();
+        }
+        let key = format!("{}::{name}", qual.join("::"));
+        if let Some(v) = self.consts.get(&key) {
+            return Some(v.clone());
+        }
+        let tail = format!("::{key}");
+        let mut found = self.consts.iter().filter(|(k, _)| k.ends_with(&tail));
+        match (found.next(), found.next()) {
+            (Some((_, v)), None) => Some(v.clone()),
+            _ => None,
         }
     }
 

@@ -121,6 +121,8 @@ impl<'a> Interp<'a> {
     /// [`Self::clobber_place`], with what was written known by `salt` ([`forget_with`]).
     pub(in crate::check::interp) fn clobber_place_with(&mut self, e: &'a Expr, keep_shape: bool, salt: u64) {
         let mut p = e;
+        // Written through `opt.as_mut()`: what the option holds, never whether it holds.
+        let mut content = false;
         loop {
             p = match p {
                 Expr::Reference(r) => &r.expr,
@@ -128,17 +130,31 @@ impl<'a> Interp<'a> {
                 Expr::Group(x) => &x.expr,
                 Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => &u.expr,
                 Expr::Index(i) => &i.expr,
-                Expr::MethodCall(m) if lends_mut(m) => &m.receiver,
+                Expr::MethodCall(m) if lends_mut(m) => {
+                    content |= matches!(m.method.to_string().as_str(), "as_mut" | "as_deref_mut");
+                    &m.receiver
+                }
                 _ => break,
             };
         }
-        if let Expr::Field(_) = p {
+        if let Expr::Field(_) | Expr::Path(_) = p {
             if let Some(v) = self.place_value(p) {
-                if self.store(p, forget_with(v, keep_shape, salt)).is_ok() {
+                let v = match v {
+                    V::Opt(Some(x)) if content => V::Opt(Some(Box::new(forget_with(*x, keep_shape, salt)))),
+                    V::Opt(None) if content => V::Opt(None),
+                    v if matches!(p, Expr::Field(_)) => forget_with(v, keep_shape, salt),
+                    _ => return self.clobber_root(e, keep_shape, salt),
+                };
+                if self.store(p, v).is_ok() {
                     return;
                 }
             }
         }
+        self.clobber_root(e, keep_shape, salt)
+    }
+
+    /// Forgets the variable at the root of the place `e`.
+    fn clobber_root(&mut self, e: &'a Expr, keep_shape: bool, salt: u64) {
         if let Some(name) = place_root(e) {
             self.clobber_with(&name, keep_shape, salt);
         }
@@ -173,7 +189,7 @@ impl<'a> Interp<'a> {
                         })
                         .collect(),
                 ),
-                (v @ V::List(_), None) => forget_with(v, indexed, salt),
+                (v @ (V::List(_) | V::Opt(_)), None) => forget_with(v, indexed, salt),
                 (v, _) => forget_with(v, false, salt),
             }
         }
