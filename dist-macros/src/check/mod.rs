@@ -269,7 +269,7 @@ impl Tokens {
 fn check_entry(
     f: &ItemFn,
     file: &HashMap<String, ItemFn>,
-    consts: &[(String, syn::ItemConst)],
+    consts: &[interp::PackageConst],
     sizes: &[usize],
     strict: bool,
     source: &SourceAccess,

@@ -37,11 +37,11 @@ pub(super) struct PackageItems {
     /// Each `const` with what names it besides its own name: its module's path
     /// (`data` for `data::BLOCKS`; empty at the crate's root) or, for an associated
     /// constant, its type (`Model` for `Model::LAYERS` and `Self::LAYERS`).
-    pub(super) consts: Vec<(String, syn::ItemConst)>,
+    pub(super) consts: Vec<interp::PackageConst>,
     /// Traits' provided methods (`fn grad(&self) -> Option<..> { None }`), by trait and
     /// method, and each `impl Trait for Type` with the methods it writes: a type that
     /// leaves one out runs the trait's body ([`Self::finish`]).
-    pub(super) provided: HashMap<(String, String), syn::TraitItemFn>,
+    pub(super) provided: std::collections::BTreeMap<(String, String), syn::TraitItemFn>,
     pub(super) trait_impls: Vec<(String, String, Vec<String>)>,
     pub(super) seen: std::collections::HashSet<std::path::PathBuf>,
     /// The file of each function, by key (for messages).
@@ -201,7 +201,7 @@ impl PackageItems {
                     self.note_at(&name);
                     self.fns.entry(name).or_insert(g);
                 }
-                syn::Item::Const(c) => self.consts.push((self.module.join("::"), c)),
+                syn::Item::Const(c) => self.consts.push((self.module.join("::"), false, c)),
                 syn::Item::Trait(t) => {
                     for it in t.items {
                         if let syn::TraitItem::Fn(m) = it {
@@ -251,7 +251,7 @@ impl PackageItems {
                                     expr: Box::new(c.expr),
                                     semi_token: c.semi_token,
                                 };
-                                self.consts.push((ty.clone(), c));
+                                self.consts.push((ty.clone(), true, c));
                             }
                             _ => {}
                         }

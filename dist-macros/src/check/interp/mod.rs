@@ -587,6 +587,8 @@ pub struct Interp<'a> {
     why: HashMap<String, (String, Vec<String>)>,
     /// The `Self` type of the methods being run, innermost last.
     self_ty: Vec<String>,
+    /// The module of the constant being evaluated ([`eval_consts`]), where no function runs.
+    const_module: Option<String>,
     /// The helpers being applied, innermost last (their declared integer types:
     /// `numbers::int_width`).
     fn_stack: Vec<&'a ItemFn>,
@@ -661,8 +663,13 @@ fn last_seg(p: &syn::Path) -> String {
 
 /// Evaluates the `const` items of the source file (in two passes, so one may use
 /// another defined below it); those that are not integers, booleans or tags are left out.
+/// A `const` of the package: what names it besides its own name (its module's path,
+/// empty at the crate's root, or its type's name), whether that is a type (an
+/// associated constant), and the item.
+pub type PackageConst = (String, bool, syn::ItemConst);
+
 pub fn eval_consts<'a>(
-    consts: &'a [(String, syn::ItemConst)],
+    consts: &'a [PackageConst],
     splits: &'a Splits,
     macros: &'a Macros,
     fns: &'a HashMap<String, ItemFn>,
@@ -671,17 +678,22 @@ pub fn eval_consts<'a>(
     // Which const a bare name is: the first of that name at the crate's root, else the
     // first of that name (the entry's file first). In a module's function, its module's
     // own comes first ([`Interp::module_const`]).
+    // (An associated constant is only ever named by its type's path.)
     let mut owner: HashMap<String, usize> = HashMap::new();
-    for (i, (qual, c)) in consts.iter().enumerate() {
+    for (i, (qual, _, c)) in consts.iter().enumerate() {
         if qual.is_empty() {
             owner.entry(c.ident.to_string()).or_insert(i);
         }
     }
-    for (i, (_, c)) in consts.iter().enumerate() {
-        owner.entry(c.ident.to_string()).or_insert(i);
+    for (i, (_, of_type, c)) in consts.iter().enumerate() {
+        if !of_type {
+            owner.entry(c.ident.to_string()).or_insert(i);
+        }
     }
     for _ in 0..2 {
-        for (i, (qual, c)) in consts.iter().enumerate() {
+        for (i, (qual, of_type, c)) in consts.iter().enumerate() {
+            // (A module's constant computed from another by a bare name: that module's.)
+            it.const_module = if *of_type { None } else { Some(qual.clone()) };
             let v = match it.expr(&c.expr) {
                 // A numbered tag keeps its name for messages: "#1 ACT".
                 Ok(V::Tag(t)) if t.starts_with('#') && !t.contains(' ') => V::Tag(format!("{t} {}", c.ident)),
@@ -730,6 +742,7 @@ impl<'a> Interp<'a> {
             known_depth: 0,
             why: HashMap::new(),
             self_ty: Vec::new(),
+            const_module: None,
             fn_stack: Vec::new(),
             agreed_seen: FxMap::default(),
             decisions_from: DECISIONS.with(|d| d.get()),

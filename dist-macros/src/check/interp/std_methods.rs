@@ -506,7 +506,9 @@ impl<'a> Interp<'a> {
                     if !b {
                         return Ok(Some(V::Opt(None)));
                     }
-                    let v = match self.file_fns.get(f.as_str()) {
+                    // (Named as a call would be: this module's function of that name first.)
+                    let key = self.module_key(&[], f).unwrap_or_else(|| f.clone());
+                    let v = match self.file_fns.get(key.as_str()) {
                         Some(g) if g.sig.inputs.is_empty() => self.apply_with(g, vec![], vec![], None)?,
                         _ => V::opaque(),
                     };
@@ -580,10 +582,15 @@ impl<'a> Interp<'a> {
         if let Some(r) = self.wrapper_method(mc, &recv, &m, &args)? {
             return Ok(r);
         }
-        // A number read from the inputs as an argument of a method on numbers or lists
-        // (`(0..n).step_by(node_size)`, `x.min(cap)`): this run's sample, as in arithmetic.
-        let args: Vec<V<'a>> =
-            args.into_iter().map(|a| if matches!(a, V::Uniform) { super::value::sampled(a) } else { a }).collect();
+        // A number read from the inputs as the count or step of a method on numbers or
+        // lists (`(0..n).step_by(node_size)`, `x.min(cap)`, `v.chunks(micro)`): this run's
+        // sample, as in arithmetic. (An input may be a string too: `names.contains(&mode)`
+        // keeps it an input.)
+        let args: Vec<V<'a>> = if int_args(&m) {
+            args.into_iter().map(|a| if matches!(a, V::Uniform) { super::value::sampled(a) } else { a }).collect()
+        } else {
+            args
+        };
         if let Some(r) = self.scalar_method(mc, &recv, &m, &args)? {
             return Ok(r);
         }
@@ -699,6 +706,39 @@ fn input_method(m: &str) -> bool {
             | "ok"
             | "ok_or"
             | "ok_or_else"
+    )
+}
+
+/// Whether the arguments of the standard method `m` are counts, steps or numbers.
+fn int_args(m: &str) -> bool {
+    matches!(
+        m,
+        "step_by"
+            | "skip"
+            | "take"
+            | "chunks"
+            | "chunks_exact"
+            | "rchunks"
+            | "windows"
+            | "truncate"
+            | "rotate_left"
+            | "rotate_right"
+            | "split_at"
+            | "nth"
+            | "repeat"
+            | "min"
+            | "max"
+            | "clamp"
+            | "pow"
+            | "div_ceil"
+            | "div_euclid"
+            | "rem_euclid"
+            | "saturating_sub"
+            | "saturating_add"
+            | "checked_sub"
+            | "checked_add"
+            | "abs_diff"
+            | "is_multiple_of"
     )
 }
 

@@ -205,11 +205,11 @@ fn problems(src: &str, consts: &str, n: usize) -> Vec<String> {
     super::interp::reset_caches();
     let f: syn::ItemFn = syn::parse_str(src).unwrap();
     super::interp::set_written_fields(std::iter::once(("", &f)));
-    let consts: Vec<(String, syn::ItemConst)> = syn::parse_str::<syn::File>(consts)
+    let consts: Vec<super::interp::PackageConst> = syn::parse_str::<syn::File>(consts)
         .unwrap()
         .items
         .into_iter()
-        .filter_map(|i| if let syn::Item::Const(c) = i { Some((String::new(), c)) } else { None })
+        .filter_map(|i| if let syn::Item::Const(c) = i { Some((String::new(), false, c)) } else { None })
         .collect();
     let macros = super::parse_macros(&f);
     let file = std::collections::HashMap::new();

@@ -135,7 +135,7 @@ impl Stage {
                 }
                 Action::Step => {
                     sgd(&mut self.w, &self.gw);
-                    if let Some(e) = self.emb.as_mut() {
+                    if let Some(e) = &mut self.emb {
                         sgd(e, &self.ge);
                     }
                     self.gw.iter_mut().for_each(|g| *g = 0.0);

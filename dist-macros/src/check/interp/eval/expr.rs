@@ -301,9 +301,11 @@ impl<'a> Interp<'a> {
         if let Some(v) = self.const_by_path(p) {
             return v;
         }
-        // A unit struct of the package as a value (`Box::new(Tanh)`): that struct.
+        // A unit struct of the package as a value (`Box::new(Tanh)`): that struct; by a
+        // path, only where no enum of the package has a variant of that name.
         let last = last_seg(p);
-        if self.file_fns.contains_key(&format!("{last}::__unit_struct")) {
+        let unit = self.file_fns.contains_key(&format!("{last}::__unit_struct"));
+        if unit && p.segments.len() == 1 {
             return V::Struct(last, Vec::new());
         }
         // A unit variant of the package's enum: `Phase::Warmup`, or `Warmup` after a `use`.
@@ -312,6 +314,8 @@ impl<'a> Interp<'a> {
             if n == 1 || p.segments[n - 2].ident == en {
                 return V::Struct(format!("{en}::{last}"), Vec::new());
             }
+        } else if unit {
+            return V::Struct(last, Vec::new());
         }
         let s = path_str(p);
         // `usize::BITS`, `u32::MAX`, `i64::MIN`: the integer types' constants (`usize`
@@ -365,10 +369,18 @@ impl<'a> Interp<'a> {
         }
     }
 
+    /// The module of the running function (or of the constant being evaluated).
+    fn module_here(&self) -> Option<String> {
+        match self.fn_stack.last() {
+            Some(f) => super::super::module_of(f),
+            None => self.const_module.clone(),
+        }
+    }
+
     /// A constant `name` of the running function's module (not the crate's root): what a bare `HIDDEN` names in `shapes.rs`,
     /// whatever the crate's root calls `HIDDEN`.
     fn module_const(&self, name: &syn::Ident) -> Option<V<'a>> {
-        let m = super::super::module_of(self.fn_stack.last()?)?;
+        let m = self.module_here()?;
         if m.is_empty() {
             return None;
         }
@@ -386,18 +398,31 @@ impl<'a> Interp<'a> {
             return None;
         }
         let name = p.segments[n - 1].ident.to_string();
-        let mut qual: Vec<String> = Vec::new();
-        for s in p.segments.iter().take(n - 1) {
-            match s.ident.to_string().as_str() {
-                "crate" | "self" | "super" => {}
-                "Self" => qual.push(self.self_ty.last()?.clone()),
-                x => qual.push(x.to_string()),
+        let here: Vec<String> =
+            self.module_here().unwrap_or_default().split("::").filter(|s| !s.is_empty()).map(String::from).collect();
+        let segs: Vec<String> = p.segments.iter().take(n - 1).map(|s| s.ident.to_string()).collect();
+        // `crate::a`, `self::a`, `super::a` from the running function's module; `Self::N`
+        // the type's; `a::N` a child module of this one, or `a` from the crate's root.
+        let (mut qual, rest, relative): (Vec<String>, &[String], bool) = match segs[0].as_str() {
+            "crate" => (Vec::new(), &segs[1..], false),
+            "self" => (here.clone(), &segs[1..], false),
+            "super" => {
+                let ups = segs.iter().take_while(|s| *s == "super").count();
+                (here[..here.len().saturating_sub(ups)].to_vec(), &segs[ups..], false)
             }
-        }
+            "Self" => (vec![self.self_ty.last()?.clone()], &segs[1..], false),
+            _ => (Vec::new(), &segs[..], true),
+        };
+        qual.extend(rest.iter().cloned());
         if qual.is_empty() {
             return self.consts.get(&name).cloned();
         }
         let key = format!("{}::{name}", qual.join("::"));
+        if relative && !here.is_empty() {
+            if let Some(v) = self.consts.get(&format!("{}::{key}", here.join("::"))) {
+                return Some(v.clone());
+            }
+        }
         if let Some(v) = self.consts.get(&key) {
             return Some(v.clone());
         }

@@ -164,10 +164,6 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         }
         V::List(items) if keep_shape => V::list(items.iter().cloned().map(|x| forget_with(x, true, salt)).collect()),
         V::Tuple(items) if keep_shape => V::Tuple(items.into_iter().map(|x| forget_with(x, true, salt)).collect()),
-        // Written through a view of its content (`opt.as_mut()`, `iter_mut`): an option
-        // keeps whether it holds a value.
-        V::Opt(Some(x)) if keep_shape => V::Opt(Some(Box::new(forget_with(*x, true, salt)))),
-        V::Opt(None) if keep_shape => V::Opt(None),
         v @ (V::Comm(_) | V::Batch(_) | V::Req(_) | V::Tag(_) | V::Name(_) | V::Closure(_) | V::Unit) => v,
         // A map written through a method that may add or remove entries holds data.
         v if !keep_shape && is_map(&v) => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
@@ -189,6 +185,16 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         V::Opaque { comm: false, fp } if salt == 0 => V::data(fp),
         v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
         v => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
+    }
+}
+
+/// An option written through a view of its content (`opt.as_mut()`, `opt.iter_mut()`):
+/// whether it holds a value stays; what it holds is forgotten.
+pub(super) fn forget_content<'a>(v: V<'a>, salt: u64) -> V<'a> {
+    match v {
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(forget_with(*x, false, salt)))),
+        v @ V::Opt(None) => v,
+        v => forget_with(v, false, salt),
     }
 }
 
@@ -219,8 +225,9 @@ fn forget_field<'a>(ty: &str, k: &str, v: V<'a>, keep_shape: bool, salt: u64, in
             v
         }
         v @ V::List(_) if indexed || !super::field_resized(ty, k) => forget_with(v, true, salt),
-        // Written through a view of its content (`self.emb.as_mut()`): still `Some`.
-        v @ V::Opt(_) if indexed => forget_with(v, true, salt),
+        // The field itself written through a view of its content (`self.emb.as_mut()`):
+        // still `Some`.
+        v @ V::Opt(_) if indexed => forget_content(v, salt),
         v => forget_with(v, keep_shape, salt),
     }
 }

@@ -140,8 +140,7 @@ impl<'a> Interp<'a> {
         if let Expr::Field(_) | Expr::Path(_) = p {
             if let Some(v) = self.place_value(p) {
                 let v = match v {
-                    V::Opt(Some(x)) if content => V::Opt(Some(Box::new(forget_with(*x, keep_shape, salt)))),
-                    V::Opt(None) if content => V::Opt(None),
+                    v @ V::Opt(_) if content => super::forget_content(v, salt),
                     v if matches!(p, Expr::Field(_)) => forget_with(v, keep_shape, salt),
                     _ => return self.clobber_root(e, keep_shape, salt),
                 };
@@ -189,7 +188,8 @@ impl<'a> Interp<'a> {
                         })
                         .collect(),
                 ),
-                (v @ (V::List(_) | V::Opt(_)), None) => forget_with(v, indexed, salt),
+                (v @ V::List(_), None) => forget_with(v, indexed, salt),
+                (v @ V::Opt(_), None) if indexed => super::forget_content(v, salt),
                 (v, _) => forget_with(v, false, salt),
             }
         }
