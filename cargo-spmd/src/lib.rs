@@ -114,6 +114,10 @@ pub struct RunArgs {
     /// multi-rank device code on one GPU: correct, not fast
     #[arg(long)]
     pub share_gpu: bool,
+    /// Print the ranks' output as they write it, without `[rank k]` prefixes (for
+    /// scripts reading an `OK` line; lines of different ranks may interleave).
+    #[arg(long)]
+    pub no_prefix: bool,
     /// Arguments passed to every rank.
     #[arg(last = true)]
     pub args: Vec<String>,
@@ -391,7 +395,10 @@ pub fn run(a: RunArgs, tool: &str) -> Result<ExitCode, String> {
             .ok_or_else(|| format!("--timeout {t}: give a positive number of seconds"))?;
         launch = launch.timeout(d);
     }
-    launch = with_placement(launch, &a)?.fault_tolerant(a.fault_tolerant).max_restarts(a.max_restarts);
+    launch = with_placement(launch, &a)?
+        .fault_tolerant(a.fault_tolerant)
+        .max_restarts(a.max_restarts)
+        .prefix_output(!a.no_prefix);
     let (launch, trace_dir) = with_trace(launch, &a)?;
     let report = launch.run().map_err(|e| e.to_string())?;
     if let Some(dir) = &trace_dir {

@@ -44,9 +44,9 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
 /// both crowd the same CPU), as `mpirun --bind-to core` does. By default only where a
 /// host's ranks outnumber its cores (`DIST_PIN=1` always, `DIST_PIN=0` never): left to
 /// the kernel, 8 ranks on 2 cores land 4/4, 5/3 or 6/2 from launch to launch, and every
-/// small collective waits for the crowded core (8 B all_reduce 4.5, 7.5 or 11 µs; bound,
-/// 4.4–5.0 in every launch; docs/performance.md). Threads a rank starts later inherit
-/// the binding.
+/// small collective waits for the crowded core, where bound ranks take the same time in
+/// every launch (measured: docs/performance.md, "Both ends copy, a barrier on each rank's
+/// own word, bound ranks"). Threads a rank starts later inherit the binding.
 pub(crate) fn pin_to_core(local_rank: usize, job: &str) {
     if let Some(i) = bind(local_rank, job) {
         PINNED.store(i, std::sync::atomic::Ordering::Relaxed);

@@ -9,6 +9,7 @@ pub(crate) mod mpi;
 #[cfg(feature = "nccl")]
 pub(crate) mod nccl;
 pub(crate) mod reduce;
+pub(crate) mod shape;
 pub(crate) mod shm;
 #[cfg(feature = "sim-device")]
 pub(crate) mod sim;
@@ -17,6 +18,8 @@ pub(crate) mod trace;
 use crate::dtype::DType;
 use crate::error::{Error, Result, Site};
 use crate::op::Op;
+
+pub(crate) use shape::{Bufs, DevBufs, Layout, Shape};
 
 thread_local! {
     static BACKGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -62,79 +65,6 @@ pub(crate) fn wait_is_the_ranks() -> bool {
 pub(crate) struct DevPtr {
     pub(crate) addr: u64,
     pub(crate) bytes: usize,
-}
-
-/// The buffers of one collective, by shape. Lengths are in bytes, already validated.
-pub(crate) enum Bufs<'a> {
-    /// `barrier`.
-    None,
-    /// `broadcast`, `reduce`, `all_reduce`: in place (a reduce leaves non-roots' as is).
-    InPlace(&'a mut [u8]),
-    /// `gather(_v)` (`recv` on the root only) and `all_gather(_v)` (`recv` everywhere):
-    /// `counts[j]` bytes from rank j land at offset `Σ_{i<j} counts[i]` of `recv`.
-    Gather { send: &'a [u8], recv: Option<&'a mut [u8]>, counts: &'a [usize] },
-    /// `scatter(_v)`: the root's `send` holds `size` blocks, block j of `counts[j]`
-    /// bytes at offset `Σ_{i<j} counts[i]`, for rank j (`recv.len() == counts[rank]`).
-    Scatter { send: Option<&'a [u8]>, recv: &'a mut [u8], counts: &'a [usize] },
-    /// `reduce_scatter(_v)`: `send` holds `size` blocks laid out as `Scatter`'s; rank j
-    /// gets the reduction of block j (`recv.len() == counts[rank]`).
-    ReduceScatter { send: &'a [u8], recv: &'a mut [u8], counts: &'a [usize] },
-    /// `all_to_all(_v)`: block j of `send` (`send_counts[j]` bytes) goes to rank j; block
-    /// i of `recv` (`recv_counts[i]` bytes) comes from rank i.
-    AllToAll { send: &'a [u8], send_counts: &'a [usize], recv: &'a mut [u8], recv_counts: &'a [usize] },
-}
-
-impl Bufs<'_> {
-    /// Bytes this rank contributes (for traces).
-    pub(crate) fn bytes(&self) -> usize {
-        match self {
-            Bufs::None => 0,
-            Bufs::InPlace(b) => b.len(),
-            Bufs::Gather { send, .. } | Bufs::ReduceScatter { send, .. } | Bufs::AllToAll { send, .. } => send.len(),
-            Bufs::Scatter { recv, .. } => recv.len(),
-        }
-    }
-}
-
-/// The buffers of one device op, by shape (as [`Bufs`], as device addresses).
-#[derive(Clone, Debug)]
-#[cfg_attr(not(any(feature = "sim-device", feature = "nccl")), allow(dead_code))]
-pub(crate) enum DevBufs {
-    InPlace(DevPtr),
-    Gather {
-        send: DevPtr,
-        recv: Option<DevPtr>,
-        counts: Vec<usize>,
-    },
-    Scatter {
-        send: Option<DevPtr>,
-        recv: DevPtr,
-        counts: Vec<usize>,
-    },
-    ReduceScatter {
-        send: DevPtr,
-        recv: DevPtr,
-        counts: Vec<usize>,
-    },
-    AllToAll {
-        send: DevPtr,
-        send_counts: Vec<usize>,
-        recv: DevPtr,
-        recv_counts: Vec<usize>,
-    },
-    /// Sends and receives posted as one group (NCCL's group calls; `batch`). Messages
-    /// between two ranks match in posting order: device p2p has no tags.
-    P2p(Vec<DevP2p>),
-}
-
-/// One send or receive of a [`DevBufs::P2p`] group.
-#[derive(Clone, Copy, Debug)]
-#[cfg_attr(not(any(feature = "sim-device", feature = "nccl")), allow(dead_code))]
-pub(crate) struct DevP2p {
-    pub(crate) send: bool,
-    pub(crate) peer: usize,
-    pub(crate) dtype: DType,
-    pub(crate) buf: DevPtr,
 }
 
 /// The device side of a communicator: one object-safe trait, as [`Backend`] is for host

@@ -11,7 +11,7 @@
 //! abandoned) never writes memory the user has got back. Device p2p has no tags (as in
 //! NCCL): messages between two ranks match in order.
 
-use crate::backend::{Backend, Bufs, Completion, DevBufs, DevPtr, Device};
+use crate::backend::{Backend, Bufs, Completion, DevBufs, DevPtr, Device, Layout, Shape};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{Op, OpKind};
@@ -127,10 +127,11 @@ impl Completion for SimCompletion {
     }
 }
 
-/// Runs one op on the host communicator over the copies.
-fn run(host: &dyn Backend, op: &Op, shape: &Shape, c: &mut [Copy]) -> Result<()> {
-    match shape {
-        Shape::P2p(ops) => {
+/// Runs one op on the host communicator over the copies (a collective's: the one it
+/// reads, then the one it writes, where its layout takes them).
+fn run(host: &dyn Backend, op: &Op, layout: &Layout, c: &mut [Copy]) -> Result<()> {
+    match layout {
+        Shape::Group(ops) => {
             let site = op.site;
             let mut posted = Vec::new();
             for (i, &(send, peer, _)) in ops.iter().enumerate() {
@@ -149,64 +150,23 @@ fn run(host: &dyn Backend, op: &Op, shape: &Shape, c: &mut [Copy]) -> Result<()>
             }
             sends.into_iter().try_for_each(|id| host.wait_send(site, id))
         }
-        Shape::InPlace => host.run(op, Bufs::InPlace(c[0].bytes())),
-        Shape::Gather { counts, root_recv } => {
-            let (s, r) = c.split_at_mut(1);
-            let recv = if *root_recv { Some(r[0].bytes()) } else { None };
-            host.run(op, Bufs::Gather { send: s[0].bytes(), recv, counts })
-        }
-        Shape::Scatter { root_send, counts } => {
-            let (a, b) = c.split_at_mut(1);
-            match root_send {
-                true => host.run(op, Bufs::Scatter { send: Some(a[0].bytes()), recv: b[0].bytes(), counts }),
-                false => host.run(op, Bufs::Scatter { send: None, recv: a[0].bytes(), counts }),
-            }
-        }
-        Shape::ReduceScatter { counts } => {
-            let (s, r) = c.split_at_mut(1);
-            host.run(op, Bufs::ReduceScatter { send: s[0].bytes(), recv: r[0].bytes(), counts })
-        }
-        Shape::AllToAll { send_counts, recv_counts } => {
-            let (s, r) = c.split_at_mut(1);
-            host.run(op, Bufs::AllToAll { send: s[0].bytes(), send_counts, recv: r[0].bytes(), recv_counts })
+        _ => {
+            let (reads, writes) = c.split_at_mut(usize::from(layout.reads()));
+            let send = reads.first_mut().map(|s| &*s.bytes());
+            host.run(op, layout.host(send, writes.first_mut().map(|r| r.bytes()))?)
         }
     }
 }
 
-/// The shape of a `DevBufs` without its addresses (the copies stand in for them).
-enum Shape {
-    InPlace,
-    Gather { counts: Vec<usize>, root_recv: bool },
-    Scatter { root_send: bool, counts: Vec<usize> },
-    ReduceScatter { counts: Vec<usize> },
-    AllToAll { send_counts: Vec<usize>, recv_counts: Vec<usize> },
-    P2p(Vec<(bool, usize, DType)>),
-}
-
-fn copies(bufs: DevBufs) -> (Shape, Vec<Copy>) {
-    match bufs {
-        DevBufs::InPlace(b) => (Shape::InPlace, vec![Copy::of(b, true)]),
-        DevBufs::Gather { send, recv, counts } => {
-            let mut c = vec![Copy::of(send, false)];
-            c.extend(recv.map(|r| Copy::of(r, true)));
-            (Shape::Gather { counts, root_recv: recv.is_some() }, c)
-        }
-        DevBufs::Scatter { send, recv, counts } => {
-            let mut c: Vec<Copy> = send.map(|s| Copy::of(s, false)).into_iter().collect();
-            c.push(Copy::of(recv, true));
-            (Shape::Scatter { root_send: send.is_some(), counts }, c)
-        }
-        DevBufs::ReduceScatter { send, recv, counts } => {
-            (Shape::ReduceScatter { counts }, vec![Copy::of(send, false), Copy::of(recv, true)])
-        }
-        DevBufs::AllToAll { send, send_counts, recv, recv_counts } => {
-            (Shape::AllToAll { send_counts, recv_counts }, vec![Copy::of(send, false), Copy::of(recv, true)])
-        }
-        DevBufs::P2p(ops) => {
-            let c = ops.iter().map(|q| Copy::of(q.buf, !q.send)).collect();
-            (Shape::P2p(ops.iter().map(|q| (q.send, q.peer, q.dtype)).collect()), c)
-        }
+/// The layout of a device op and copies of its buffers, in [`run`]'s order.
+fn copies(bufs: DevBufs) -> (Layout, Vec<Copy>) {
+    let (layout, send, recv, group) = bufs.into_parts();
+    let mut c: Vec<Copy> = send.map(|s| Copy::of(s, false)).into_iter().collect();
+    c.extend(recv.map(|r| Copy::of(r, true)));
+    if let Shape::Group(ops) = &layout {
+        c.extend(ops.iter().zip(group).map(|(&(send, _, _), b)| Copy::of(b, !send)));
     }
+    (layout, c)
 }
 
 impl Device for SimDevice {
@@ -215,11 +175,11 @@ impl Device for SimDevice {
     }
 
     fn enqueue(&self, op: &Op, _dtype: DType, bufs: DevBufs) -> Result<Box<dyn Completion>> {
-        let (shape, mut c) = copies(bufs);
+        let (layout, mut c) = copies(bufs);
         let state = Arc::new(State { done: AtomicBool::new(false), result: Mutex::new(None) });
         let (host, op, st) = (self.host.clone(), *op, state.clone());
         self.submit(Box::new(move || {
-            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&*host, &op, &shape, &mut c)))
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&*host, &op, &layout, &mut c)))
                 .unwrap_or_else(|_| {
                     Err(Error::backend("sim", format!("{} panicked on the simulated stream", op.name)))
                 });

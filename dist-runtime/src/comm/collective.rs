@@ -2,9 +2,9 @@
 //! reduce_scatter and the all-to-alls, on host or device buffers ([`Buf`]/[`BufMut`]):
 //! one argument check and one `Op` per call, then the host backend or the device side.
 
-use crate::backend::{Bufs, DevBufs};
+use crate::backend::{Bufs, Layout, Shape};
+use crate::buffer::DevRef;
 use crate::buffer::{mixed, Buf, BufMut, SharedBuf, View, ViewMut};
-use crate::comm::nonblocking::Shape;
 use crate::comm::request::Request;
 use crate::comm::{bytes, bytes_mut, Comm};
 use crate::dtype::Element;
@@ -296,13 +296,45 @@ impl<G: Group> Comm<G> {
     /// host buffers; on the device's stream for device buffers.
     #[track_caller]
     pub(crate) fn in_place_on<'v, T: Element>(&self, op: &Op, buf: ViewMut<'v, T>, later: bool) -> Result<Request<'v>> {
-        match buf {
-            ViewMut::Host(b) => self.host(op, later, None, Some(bytes_mut(b)), Shape::InPlace),
-            ViewMut::Strided(s) => Err(s.error_at(op.name, op.site)),
-            ViewMut::Device(d) => Ok(Request::device(
-                self.device_call(op, T::DTYPE, vec![Some(d)], |p| DevBufs::InPlace(p[0].expect("given")), true)?,
+        self.shaped(op, None, Some(buf), Shape::InPlace(()), later)
+    }
+
+    /// Runs collective `op` of `layout` over `send` and `recv` (each given where the
+    /// layout takes one), wherever they live: host buffers now or (`later`) on the worker
+    /// thread, device buffers on the device's stream. A new collective of an existing
+    /// shape needs only its [`Layout`].
+    #[track_caller]
+    pub(crate) fn shaped<'v, T: Element>(
+        &self,
+        op: &Op,
+        send: Option<View<'v, T>>,
+        recv: Option<ViewMut<'v, T>>,
+        layout: Layout,
+        later: bool,
+    ) -> Result<Request<'v>> {
+        let send = send
+            .map(|v| match v {
+                View::Host(s) => Ok(At::Host(bytes(s))),
+                View::Device(d) => Ok(At::Device(d)),
+                View::Strided(s) => Err(s.error_at(op.name, op.site)),
+            })
+            .transpose()?;
+        let recv = recv
+            .map(|v| match v {
+                ViewMut::Host(r) => Ok(At::Host(bytes_mut(r))),
+                ViewMut::Device(d) => Ok(At::Device(d)),
+                ViewMut::Strided(s) => Err(s.error_at(op.name, op.site)),
+            })
+            .transpose()?;
+        match (send, recv) {
+            (s @ (None | Some(At::Host(_))), r @ (None | Some(At::Host(_)))) => {
+                self.host(op, later, s.and_then(At::host), r.and_then(At::host), layout)
+            }
+            (s @ (None | Some(At::Device(_))), r @ (None | Some(At::Device(_)))) => Ok(Request::device(
+                self.device_call(op, T::DTYPE, vec![s.and_then(At::device), r.and_then(At::device)], layout, true)?,
                 op.site,
             )),
+            _ => Err(mixed(op.name)),
         }
     }
 
@@ -315,12 +347,12 @@ impl<G: Group> Comm<G> {
         later: bool,
         send: Option<&[u8]>,
         recv: Option<&'v mut [u8]>,
-        shape: Shape,
+        layout: Layout,
     ) -> Result<Request<'v>> {
         if later {
-            return self.spawn_shaped(*op, send, recv, shape);
+            return self.spawn_shaped(*op, send, recv, layout);
         }
-        self.run_host(op, shape.bufs(send, recv))?;
+        self.run_host(op, layout.host(send, recv)?)?;
         Ok(Request::done(op.site))
     }
 
@@ -363,29 +395,8 @@ impl<G: Group> Comm<G> {
         counts: Vec<usize>,
         later: bool,
     ) -> Result<Request<'v>> {
-        let dev = |w| Ok(Request::device(w, op.site));
-        match (send, recv) {
-            (View::Host(s), None) => self.host(op, later, Some(bytes(s)), None, Shape::Gather(counts)),
-            (View::Host(s), Some(ViewMut::Host(r))) => {
-                self.host(op, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::Gather(counts))
-            }
-            (View::Device(s), None) => dev(self.device_call(
-                op,
-                T::DTYPE,
-                vec![Some(s)],
-                |p| DevBufs::Gather { send: p[0].expect("given"), recv: None, counts },
-                true,
-            )?),
-            (View::Device(s), Some(ViewMut::Device(r))) => dev(self.device_call(
-                op,
-                T::DTYPE,
-                vec![Some(s), Some(r)],
-                |p| DevBufs::Gather { send: p[0].expect("given"), recv: p[1], counts },
-                true,
-            )?),
-            (View::Strided(s), _) | (_, Some(ViewMut::Strided(s))) => Err(s.error_at(op.name, op.site)),
-            _ => Err(mixed(op.name)),
-        }
+        let layout = Shape::Gather { send: (), recv: recv.is_some().then_some(()), counts };
+        self.shaped(op, Some(send), recv, layout, later)
     }
 
     /// As [`all_gather`](Self::all_gather) with per-rank counts: rank j contributes
@@ -655,29 +666,8 @@ impl<G: Group> Comm<G> {
             (None, false) => {}
         }
         let fp = self.cx(name, fp);
-        let dev = |w| Ok(Request::device(w, fp.site));
-        match (send.map(|s| s.view()), recv.view_mut()) {
-            (None, ViewMut::Host(r)) => self.host(&fp, later, None, Some(bytes_mut(r)), Shape::Scatter(bc)),
-            (Some(View::Host(s)), ViewMut::Host(r)) => {
-                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::Scatter(bc))
-            }
-            (None, ViewMut::Device(r)) => dev(self.device_call(
-                &fp,
-                T::DTYPE,
-                vec![Some(r)],
-                |p| DevBufs::Scatter { send: None, recv: p[0].expect("given"), counts: bc },
-                true,
-            )?),
-            (Some(View::Device(s)), ViewMut::Device(r)) => dev(self.device_call(
-                &fp,
-                T::DTYPE,
-                vec![Some(s), Some(r)],
-                |p| DevBufs::Scatter { send: p[0], recv: p[1].expect("given"), counts: bc },
-                true,
-            )?),
-            (Some(View::Strided(s)), _) | (_, ViewMut::Strided(s)) => Err(s.error_at(fp.name, fp.site)),
-            _ => Err(mixed(fp.name)),
-        }
+        let layout = Shape::Scatter { send: send.is_some().then_some(()), recv: (), counts: bc };
+        self.shaped(&fp, send.map(|s| s.view()), Some(recv.view_mut()), layout, later)
     }
 
     /// Reduces `send` (`size()` blocks of `recv.len()` elements) over all ranks and gives
@@ -774,23 +764,8 @@ impl<G: Group> Comm<G> {
             }
         };
         let fp = self.cx(name, fp);
-        match (send.view(), recv.view_mut()) {
-            (View::Host(s), ViewMut::Host(r)) => {
-                self.host(&fp, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::ReduceScatter(bc))
-            }
-            (View::Device(s), ViewMut::Device(r)) => Ok(Request::device(
-                self.device_call(
-                    &fp,
-                    T::DTYPE,
-                    vec![Some(s), Some(r)],
-                    |p| DevBufs::ReduceScatter { send: p[0].expect("given"), recv: p[1].expect("given"), counts: bc },
-                    true,
-                )?,
-                fp.site,
-            )),
-            (View::Strided(s), _) | (_, ViewMut::Strided(s)) => Err(s.error_at(fp.name, fp.site)),
-            _ => Err(mixed(fp.name)),
-        }
+        let layout = Shape::ReduceScatter { send: (), recv: (), counts: bc };
+        self.shaped(&fp, Some(send.view()), Some(recv.view_mut()), layout, later)
     }
 
     /// Sends block j of `send` to rank j and receives block i of `recv` from rank i; all
@@ -852,28 +827,8 @@ impl<G: Group> Comm<G> {
         recv_counts: Vec<usize>,
         later: bool,
     ) -> Result<Request<'v>> {
-        match (send, recv) {
-            (View::Host(s), ViewMut::Host(r)) => {
-                self.host(op, later, Some(bytes(s)), Some(bytes_mut(r)), Shape::AllToAll(send_counts, recv_counts))
-            }
-            (View::Device(s), ViewMut::Device(r)) => Ok(Request::device(
-                self.device_call(
-                    op,
-                    T::DTYPE,
-                    vec![Some(s), Some(r)],
-                    |p| DevBufs::AllToAll {
-                        send: p[0].expect("given"),
-                        send_counts,
-                        recv: p[1].expect("given"),
-                        recv_counts,
-                    },
-                    true,
-                )?,
-                op.site,
-            )),
-            (View::Strided(s), _) | (_, ViewMut::Strided(s)) => Err(s.error_at(op.name, op.site)),
-            _ => Err(mixed(op.name)),
-        }
+        let layout = Shape::AllToAll { send: (), send_counts, recv: (), recv_counts };
+        self.shaped(op, Some(send), Some(recv), layout, later)
     }
 
     /// All-to-all with per-pair counts: `send_counts[j]` elements go to rank j,
@@ -939,5 +894,27 @@ impl<G: Group> Comm<G> {
         let rc: Vec<usize> = recv_counts.iter().map(|c| c * es).collect();
         let fp = self.cx(name, Op::new(OpKind::AllToAll).dtype(T::DTYPE).varying());
         self.all_to_all_on(&fp, send.view(), recv.view_mut(), sc, rc, later)
+    }
+}
+
+/// A buffer of an op as [`Comm::shaped`] takes it: host bytes, or a device buffer.
+enum At<'v, H> {
+    Host(H),
+    Device(DevRef<'v>),
+}
+
+impl<'v, H> At<'v, H> {
+    fn host(self) -> Option<H> {
+        match self {
+            At::Host(h) => Some(h),
+            At::Device(_) => None,
+        }
+    }
+
+    fn device(self) -> Option<DevRef<'v>> {
+        match self {
+            At::Device(d) => Some(d),
+            At::Host(_) => None,
+        }
     }
 }

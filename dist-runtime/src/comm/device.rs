@@ -3,7 +3,7 @@
 //! host, is compared across ranks through the host backend under `DIST_DEBUG=check`, is
 //! enqueued on the communicator's [`Device`], and its wait is bounded by `DIST_TIMEOUT`.
 
-use crate::backend::{Completion, DevBufs, DevPtr, Device};
+use crate::backend::{Completion, DevBufs, Device, Layout, Shape};
 use crate::buffer::DevRef;
 use crate::comm::Comm;
 use crate::dtype::DType;
@@ -158,15 +158,16 @@ impl<G: Group> Comm<G> {
         })
     }
 
-    /// Resolves `refs` on the device side, builds the op's buffers from the addresses
-    /// with `shape`, and enqueues it ([`device_run`](Self::device_run)); cudarc's stream
+    /// Resolves `refs` on the device side (a collective's `[send, recv]`, each where
+    /// `layout` takes one; a group's buffers in posting order), fills `layout` with their
+    /// addresses, and enqueues it ([`device_run`](Self::device_run)); cudarc's stream
     /// records on the buffers are kept until the op is enqueued.
     pub(crate) fn device_call(
         &self,
         op: &Op,
         dtype: DType,
         refs: Vec<Option<DevRef<'_>>>,
-        shape: impl FnOnce(Vec<Option<DevPtr>>) -> DevBufs,
+        layout: Layout,
         agree: bool,
     ) -> Result<DeviceWork> {
         let side = self.device_side(op.name)?;
@@ -180,7 +181,14 @@ impl<G: Group> Comm<G> {
             }
         }
         // Recorded as posted (the device completes it; its wait is the request's).
-        let work = self.recorded_as(true, op.name, op.site, || self.device_run(op, dtype, shape(ptrs), agree));
+        let bufs = match layout {
+            Shape::Group(_) => layout.device(None, None, ptrs.into_iter().flatten().collect()),
+            _ => {
+                let mut p = ptrs.into_iter();
+                layout.device(p.next().flatten(), p.next().flatten(), Vec::new())
+            }
+        };
+        let work = bufs.and_then(|b| self.recorded_as(true, op.name, op.site, || self.device_run(op, dtype, b, agree)));
         drop(guards);
         work
     }
@@ -197,26 +205,7 @@ impl<G: Group> Comm<G> {
         let kinds: Vec<(bool, usize, DType)> = ops.iter().map(|(s, p, d, _)| (*s, *p, *d)).collect();
         let refs = ops.into_iter().map(|(_, _, _, r)| Some(r)).collect();
         let dtype = kinds.first().map_or(DType::U8, |k| k.2);
-        self.device_call(
-            &op,
-            dtype,
-            refs,
-            |p| {
-                DevBufs::P2p(
-                    kinds
-                        .iter()
-                        .zip(p)
-                        .map(|(&(send, peer, dtype), buf)| crate::backend::DevP2p {
-                            send,
-                            peer,
-                            dtype,
-                            buf: buf.expect("given"),
-                        })
-                        .collect(),
-                )
-            },
-            false,
-        )
+        self.device_call(&op, dtype, refs, Shape::Group(kinds), false)
     }
 
     /// Which device side this communicator has: `Some("nccl")` in a job started with

@@ -1,9 +1,9 @@
 //! The non-blocking collectives (`all_reduce_async` and the rest): each checks its
 //! arguments and builds its `Op` as the blocking form does, then runs on the
-//! communicator's worker thread over copies of its buffers (`Shape`), handing back a
+//! communicator's worker thread over copies of its buffers (`Layout`), handing back a
 //! [`Request`].
 
-use crate::backend::Bufs;
+use crate::backend::{Bufs, Layout, Shape};
 use crate::buffer::{Buf, BufMut, ViewMut};
 use crate::comm::Comm;
 use crate::dtype::Element;
@@ -417,7 +417,7 @@ impl<G: Group> Comm<G> {
         cx: Op,
         send: Option<&[u8]>,
         recv: Option<&'a mut [u8]>,
-        shape: Shape,
+        layout: Layout,
     ) -> Result<Request<'a>> {
         let site = Site::caller();
         let aligned = |b: &[u8]| {
@@ -427,15 +427,15 @@ impl<G: Group> Comm<G> {
         };
         let sw = send.map(aligned);
         // In place: the worker's copy starts as the buffer; otherwise it only receives.
-        let mut rw = match (&recv, &shape) {
-            (Some(r), Shape::InPlace) => Some(aligned(r)),
+        let mut rw = match (&recv, &layout) {
+            (Some(r), Shape::InPlace(())) => Some(aligned(r)),
             (Some(r), _) => Some((vec![0u128; r.len().div_ceil(16)], r.len())),
             (None, _) => None,
         };
         let rx = self.on_worker(cx, move |run| {
             let s = sw.as_ref().map(|(w, l)| &bytemuck::cast_slice::<u128, u8>(w)[..*l]);
             let r = rw.as_mut().map(|(w, l)| &mut bytemuck::cast_slice_mut::<u128, u8>(w)[..*l]);
-            run(shape.bufs(s, r))?;
+            run(layout.host(s, r)?)?;
             Ok(rw.map(|(w, _)| w).unwrap_or_default())
         })?;
         let timeout = self.timeout();
@@ -484,43 +484,6 @@ impl<G: Group> Comm<G> {
             cv.notify_all();
         }))?;
         Ok(rx)
-    }
-}
-
-/// The buffers of a host collective by shape, owning what [`Bufs`] borrows (the counts),
-/// so it can travel to the worker thread.
-pub(crate) enum Shape {
-    None,
-    InPlace,
-    /// Byte counts per rank; `recv` on the root only for a gather.
-    Gather(Vec<usize>),
-    /// Byte counts per rank; `send` on the root only.
-    Scatter(Vec<usize>),
-    /// Byte counts per rank.
-    ReduceScatter(Vec<usize>),
-    /// Byte counts sent to and received from each rank.
-    AllToAll(Vec<usize>, Vec<usize>),
-}
-
-impl Shape {
-    /// The backend's view of the buffers. The typed layer passes what the shape takes.
-    pub(crate) fn bufs<'b>(&'b self, send: Option<&'b [u8]>, recv: Option<&'b mut [u8]>) -> Bufs<'b> {
-        let none: &'b [u8] = &[];
-        match self {
-            Shape::None => Bufs::None,
-            Shape::InPlace => Bufs::InPlace(recv.unwrap_or_default()),
-            Shape::Gather(counts) => Bufs::Gather { send: send.unwrap_or(none), recv, counts },
-            Shape::Scatter(counts) => Bufs::Scatter { send, recv: recv.unwrap_or_default(), counts },
-            Shape::ReduceScatter(counts) => {
-                Bufs::ReduceScatter { send: send.unwrap_or(none), recv: recv.unwrap_or_default(), counts }
-            }
-            Shape::AllToAll(sc, rc) => Bufs::AllToAll {
-                send: send.unwrap_or(none),
-                send_counts: sc,
-                recv: recv.unwrap_or_default(),
-                recv_counts: rc,
-            },
-        }
     }
 }
 

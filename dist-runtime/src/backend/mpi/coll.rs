@@ -47,11 +47,11 @@ pub(super) fn small_all_reduce(c: &MpiComm, op: &Op, len: usize) -> bool {
 /// records first / one phase: all_gather 1 KiB 1.97 / 1.26, 4 KiB (2 KiB blocks) 2.62 /
 /// 2.07, 8 KiB 3.46 / 4.07; broadcast 2 KiB 2.29 / 1.98, 4 KiB 2.48 / 2.96.
 #[allow(clippy::type_complexity)]
-pub(super) fn agreed_in_one_phase<'a>(
-    c: &'a MpiComm,
-    op: &'a Op,
+pub(super) fn agreed_in_one_phase<'a: 'c, 'c>(
+    c: &'c MpiComm,
+    op: &'c Op,
     bufs: Bufs<'a>,
-) -> std::result::Result<Box<dyn FnOnce(&str) -> Result<()> + 'a>, Bufs<'a>> {
+) -> std::result::Result<Box<dyn FnOnce(&str) -> Result<()> + 'c>, Bufs<'a>> {
     use super::own;
     // Blocks of at most this many bytes go with the key inside Open MPI's eager sends
     // (`btl_vader_eager_limit`, 4 KiB); the total stays within the all-reduce's

@@ -253,7 +253,8 @@ pub(crate) struct MpiComm {
     recv_order: Mutex<Vec<u8>>,
     /// The blocks dist's own collectives receive before folding them (`own::scratch`),
     /// kept from one call to the next: allocating and zeroing them per call cost a 64 KiB
-    /// all-reduce at 2 ranks a fifth of its time.
+    /// all-reduce at 2 ranks a good part of its time (measured: docs/performance.md,
+    /// "Figures behind code choices").
     scratch: Mutex<Vec<u128>>,
 }
 
@@ -659,10 +660,8 @@ impl MpiComm {
             // scheduler put on one CPU would otherwise each spin out the 50 µs while the
             // peer they wait for cannot run. So where ranks outnumber the cores too: there
             // a yield on every poll (a system call each, and MPI moves messages only
-            // inside its calls) measured slower (`dist-bench -n N --backend mpi --ops
-            // all_reduce,all_gather,broadcast --sizes 8,64K`, µs, a yield every poll /
-            // every 32: n = 4, 8 B all_reduce 5.9–6.0 / 4.3–4.4, 64 KiB 62–64 / 55–57;
-            // n = 8, 8 B 29–36 / 16–17, broadcast 64 KiB 53–54 / 43).
+            // inside its calls) measured slower (docs/performance.md, "Buffers that sit
+            // alike; the MPI backend's sends, small collectives and waits").
             if t < Duration::from_micros(50) && !crate::backend::background() && !polls.is_multiple_of(32) {
                 std::hint::spin_loop();
             } else if t < Duration::from_millis(2) {

@@ -40,20 +40,15 @@ pub(super) fn applies(c: &MpiComm) -> bool {
 /// Whether `c` runs its small collectives under `DIST_DEBUG=check` here, in one phase
 /// ([`exchange_agreed`]): up to [`MAX_RANKS`] ranks, across hosts too. Over TCP between
 /// two hosts the one phase beat Open MPI's nonblocking schedules after a record exchange
-/// in every small cell (`DIST_MPI_COLL=own|… scripts/two-hosts.sh --bench`, µs at 8 B,
-/// records then libnbc / one phase: n = 2 all_reduce 18.4 / 5.6, broadcast 10.9 / 5.6;
-/// n = 4 all_gather 48.7 / 19.4; n = 8 all_reduce 158 / 83, broadcast 116 / 86; raw Open
-/// MPI 5.1, 2.4, 15.2, 32.6, 4.0).
+/// in every small cell (measured: docs/performance.md, "Figures behind code choices").
 pub(super) fn applies_agreed(c: &MpiComm) -> bool {
     forced().unwrap_or(c.size <= MAX_RANKS)
 }
 
 /// Whether `c` runs its reductions (all_reduce, reduce_scatter) here: up to
 /// [`MAX_RANKS`] ranks, across hosts too. Over TCP between two hosts these beat Open
-/// MPI's nonblocking schedules by about two (`RUNS=1 RANKS="2 4" MAXB=1048576
-/// scripts/two-hosts.sh --bench`, with and without `DIST_MPI_COLL=own`, µs, libnbc /
-/// here: all_reduce 64 KiB n = 2 63 / 33, n = 4 130 / 104, 1 MiB 1102 / 566 and 1955 /
-/// 1280; reduce_scatter 64 KiB 46 / 22 and 130 / 62, 1 MiB 821 / 247 and 1660 / 850).
+/// MPI's nonblocking schedules by about two (measured: docs/performance.md, "The staging
+/// all-reduce writes only what peers fold; dist's own MPI reductions keep their scratch").
 pub(super) fn applies_to_reductions(c: &MpiComm) -> bool {
     forced().unwrap_or(c.size <= MAX_RANKS)
 }
@@ -220,12 +215,12 @@ const SCRATCH_KEEP: usize = 16 << 20;
 
 /// Runs `f` on `len` bytes of this communicator's scratch, aligned for every element
 /// type: the buffer of the last call, grown (and zeroed) only when it is too short, so a
-/// call pays no allocation, zeroing or page faults of fresh memory (a 64 KiB all-reduce
-/// at 2 ranks spent ~3 µs of its 25 there). A buffer past [`SCRATCH_KEEP`] is used once
-/// and freed, the kept one staying. When `f` fails, the buffer it used is leaked, never
-/// reused or freed: a receive whose cancellation failed may still land in it. Two threads
-/// at once (never on one communicator in a correct program: collectives are ordered) each
-/// get a buffer.
+/// call pays no allocation, zeroing or page faults of fresh memory (a measurable part of
+/// a 64 KiB all-reduce at 2 ranks: docs/performance.md, "Figures behind code choices").
+/// A buffer past [`SCRATCH_KEEP`] is used once and freed, the kept one staying. When `f`
+/// fails, the buffer it used is leaked, never reused or freed: a receive whose
+/// cancellation failed may still land in it. Two threads at once (never on one
+/// communicator in a correct program: collectives are ordered) each get a buffer.
 fn scratch<R>(c: &MpiComm, len: usize, f: impl FnOnce(&mut [u8]) -> Result<R>) -> Result<R> {
     let mut kept = std::mem::take(&mut *c.scratch.lock().unwrap_or_else(|p| p.into_inner()));
     let mut once = Vec::new();
@@ -302,10 +297,9 @@ pub(super) fn reduce_scatter(
     })
 }
 
-/// Largest all-reduce (bytes per rank × ranks) that takes the one-phase path. Measured
-/// (`DIST_DEBUG=off dist-bench -n N --backend mpi --ops all_reduce --sizes 8,1K,8K`,
-/// µs, one phase / two): n = 2: 8 B 0.57 / 1.08, 1 KiB 1.3 / 2.2, 8 KiB 4.7 / 7.5;
-/// n = 4: 8 B 4.8 / 8.1, 1 KiB 8.5 / 10.6, 8 KiB 22.5 / 19 (past the line).
+/// Largest all-reduce (bytes per rank × ranks) that takes the one-phase path: up to it
+/// one phase measured faster than two at 2 and 4 ranks, past it (8 KiB on 4 ranks)
+/// slower (docs/performance.md, "Figures behind code choices").
 pub(super) const SMALL: usize = 16 << 10;
 
 /// All-reduce of a small buffer in one phase: every rank sends its whole buffer to every
@@ -431,8 +425,8 @@ fn records_after_mismatch(c: &MpiComm, op: &Op, mine: &[u8; RECORD_LEN]) -> Resu
 /// sender's 32-byte op key followed by what its receiver is due (`due[j]`, possibly
 /// nothing: every rank sends every other at least its key), so the comparison of every
 /// rank's op rides in the one exchange the collective makes anyway, where the generic
-/// path exchanges whole records first (a second round: 8 B all_gather at 2 ranks 1.5 µs
-/// against 0.7 with checks off). Receives take up to [`AGREED_MAX`] bytes, the longest
+/// path exchanges whole records first (a second round; measured: docs/performance.md,
+/// "Figures behind code choices"). Receives take up to [`AGREED_MAX`] bytes, the longest
 /// first message of any collective under the checks, so a peer in another op is read,
 /// never written past (docs/design.md, "No receive is posted before its message's length
 /// is known": Open MPI writes a longer message past a shorter receive's end).
@@ -508,8 +502,9 @@ enum Due<'a> {
 }
 
 /// [`all_reduce_small`] under `DIST_DEBUG=check` ([`exchange_agreed`]: an 8-byte
-/// all-reduce stays under Open MPI's 256-byte inline sends, where a whole record cost
-/// 0.5 µs); the fold runs only once every key agrees.
+/// all-reduce stays under Open MPI's 256-byte inline sends, which a whole record crosses
+/// at a cost; measured: docs/performance.md, "Figures behind code choices"); the fold
+/// runs only once every key agrees.
 pub(super) fn all_reduce_small_agreed(
     c: &MpiComm,
     name: &str,

@@ -4,7 +4,8 @@
 
 use super::types::{nccl_size, nccl_type};
 use super::{fail, ok, NcclComm};
-use crate::backend::{Completion, DevBufs, DevP2p, DevPtr, Device};
+use crate::backend::shape::DevP2p;
+use crate::backend::{Completion, DevBufs, DevPtr, Device};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::op::{Op, OpKind};
@@ -427,7 +428,7 @@ impl NcclComm {
                 p2p.extend(Self::blocks(false, dt, recv, &recv_counts));
                 self.grouped(&p2p)
             }
-            (_, DevBufs::P2p(p2p)) => self.grouped(&p2p),
+            (_, DevBufs::Group(p2p)) => self.grouped(&p2p),
             _ => Err(crate::backend::wrong_shape("nccl", op)),
         }
     }

@@ -23,16 +23,13 @@ pub(super) fn probe_addr() -> u64 {
 
 /// Broadcasts from this size on go through the slots even where single-copy reads are on:
 /// the root's copy in and the readers' copies out overlap there, and out of cache one
-/// `process_vm_readv` is slower than that pair (2 ranks: 12–15 GB/s through the slots at
-/// 2–8 MiB against 10.5–12 read directly; 20 against 8 at 64 KiB, in cache, the other
-/// way: `DIST_CMA=0|1 dist-bench -n 2 --ops broadcast --sizes 64K,…,8M`). Except at 2
-/// ranks, where the root now copies half (`coll.rs`, `broadcast_cma`): two cores copy
-/// there, and the direct path is ahead at every size measured (µs, through the slots /
-/// direct with the root's help: 2 MiB 142–147 / 65–73, 4 MiB 313–321 / 190–202, 16 MiB
-/// 1280–1465 / 840–867, 64 MiB 6640–7550 / 4720–5780). Not measured where ranks past two
-/// have cores of their own, so they keep this limit; where they outnumber the cores the
-/// direct path stays off (4 ranks on 2 cores, helped, `DIST_CMA=1`: 64 KiB 14.2–14.6 µs
-/// against 13.2–13.3 through the slots, 1 MiB 142–149 against 129–135).
+/// `process_vm_readv` is slower than that pair (in cache it is the other way). Except at 2
+/// ranks, where the root now copies half (`single.rs`, `broadcast_cma`): two cores copy
+/// there, and the direct path is ahead at every size measured. Not measured where ranks
+/// past two have cores of their own, so they keep this limit; where they outnumber the
+/// cores the direct path stays off, being slower there than the slots (measured:
+/// docs/performance.md, "Figures behind code choices" and "Small messages in one cache
+/// line, a broadcast root that copies too, and the table with checks on").
 pub(super) const BROADCAST_MAX: usize = 2 << 20;
 
 /// The largest broadcast that reads the root's buffer directly on a communicator of `n`
@@ -58,13 +55,11 @@ pub(super) enum Kind {
 ///
 /// Automatic (`DIST_CMA` unset): from `DIST_CMA_MIN` (16 KiB) while every rank has a
 /// core of its own. With more ranks than cores the copies through the slots cannot
-/// overlap anyway, and what pays is measured per op (4 and 8 ranks on 2 cores,
-/// `DIST_CMA=0|1 dist-bench -n N --ops all_gather,all_to_all,broadcast --sizes
-/// 64K,1M,16M`): all_to_all gains from 128 KiB blocks (1 MiB at 8 ranks: 1.3 → 2.1 GB/s,
-/// 16 MiB: 0.82 → 1.2), all_gather only from MiB blocks (16 MiB at 4 ranks 3.65 → 4.1;
-/// 1 MiB at 4 ranks loses, 4.9 → 4.6), broadcast never (1 MiB at 4 ranks 8.1 → 4.4).
-/// `DIST_CMA=1` or `DIST_ALGO=cma` forces it on from `DIST_CMA_MIN`, `DIST_CMA=0` or
-/// `DIST_ALGO=copy` off.
+/// overlap anyway, and what pays is measured per op (4 and 8 ranks on 2 cores):
+/// all_to_all gains from 128 KiB blocks, all_gather only from MiB blocks (at 1 MiB it
+/// loses), broadcast never (measured: docs/performance.md, "Figures behind code
+/// choices"). `DIST_CMA=1` or `DIST_ALGO=cma` forces it on from `DIST_CMA_MIN`,
+/// `DIST_CMA=0` or `DIST_ALGO=copy` off.
 pub(super) fn min_block(c: &ShmComm, kind: Kind) -> usize {
     let min = c.cfg.algo.cma_min;
     match (c.cfg.algo.cma, c.oversubscribed) {

@@ -549,9 +549,9 @@ pub(super) fn broadcast(c: &ShmComm, cx: &Op, buf: &mut [u8], root: usize) -> Re
     let me = c.rank;
     let single = cma::single(c, epoch, cx, cma::Kind::Broadcast, b, cma::broadcast_max(c.n))?;
     // At 2 ranks from 512 KiB the root's helping hand (`broadcast_cma`) beats reading
-    // its allocated buffer in place, where one core copies (`dist-bench -n 2 --ops
-    // broadcast --shared --sizes 256K,1M,16M`, µs, in place / helped, interleaved: 256
-    // KiB 5.9–7.6 / 6.4–7.8, 1 MiB 32–35 / 22–25, 16 MiB 1213–1259 / 803–878).
+    // its allocated buffer in place, where one core copies; at 256 KiB in place is still
+    // as fast (measured: docs/performance.md, "Small messages in one cache line, a
+    // broadcast root that copies too, and the table with checks on").
     let helped = single && c.n == 2 && b >= 512 << 10;
     let eligible = b >= shared::MIN && (b <= shared::BROADCAST_MAX || c.oversubscribed) && !helped;
     let mine = find(c, eligible, buf);

@@ -1,12 +1,12 @@
 //! The byte copy used for every large move in the shm backend.
 //!
 //! Why not `memcpy`: on this project's machines (AMD EPYC under a VM) glibc's memcpy
-//! uses `rep movsb` for mid-sized copies, which runs ~6× slower when the source is
-//! page-aligned and the destination is not — exactly our case, since slots and rings are
-//! page-aligned and user buffers come from malloc (address ≡ 16 mod 4096). Measured with
-//! 256 KiB chunks of a 64 MiB buffer: memcpy 28–34 ms, this loop 5.4 ms (see
-//! docs/performance.md). A plain 64-byte SSE2 loop runs at memory speed for every
-//! alignment; SSE2 is part of the x86-64 baseline, so no feature detection is needed.
+//! uses `rep movsb` for mid-sized copies, which runs several times slower when the source
+//! is page-aligned and the destination is not — exactly our case, since slots and rings
+//! are page-aligned and user buffers come from malloc (address ≡ 16 mod 4096; measured:
+//! docs/performance.md, "Figures behind code choices"). A plain 64-byte SSE2 loop runs at
+//! memory speed for every alignment; SSE2 is part of the x86-64 baseline, so no feature
+//! detection is needed.
 //! On Intel glibc's `memcpy` is the faster one from a few KiB (`INTEL_MEMCPY_FROM`), and
 //! is used there. From 16 MiB, on any x86-64 CPU with AVX, copies stream past the caches
 //! (`STREAM_FROM`).
@@ -36,17 +36,16 @@ pub(crate) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
 
 /// From this size on, where glibc's `memcpy` is not the slow case above (Intel), it is
 /// used. Out of cache it copies about twice as fast as the SSE2 loop (one thread, source
-/// page-aligned, destination 16 bytes off: 16 MiB 14.6 against 10.7 GB/s). In cache, in a
-/// loop of one process, the two are even from 64 KiB (~50 GB/s in L2) and `memcpy` is
-/// ahead below; inside the collectives, where a copy reads lines another core has just
-/// written (a slot's chunk, a peer's ring), `memcpy` (AVX-512 and `rep movsb` on this
-/// Sapphire Rapids) is far ahead from 4 KiB: the limit was 1 MiB, so every slot chunk (at
-/// most 256 KiB) took the loop. `dist-bench -n N --sizes 1K,…,16M`, interleaved, three
-/// rounds (two at n = 8), busbw, 1 MiB → 4 KiB: broadcast 64 KiB n = 4 4.68 → 6.65 GB/s,
-/// n = 8 3.03 → 4.16; all_gather 64 KiB n = 4 3.47 → 4.59; all_reduce 64 KiB n = 2 4.09 →
-/// 4.69, n = 4 3.27 → 3.78; reduce_scatter 64 KiB n = 2 3.57 → 4.29; broadcast 16 MiB n = 8
-/// 1.95 → 2.34; all_reduce 16 MiB n = 8 1.62 → 1.85; nothing lost past the spread. Below
-/// 4 KiB the loop stays: `memcpy` everywhere cost 1 KiB ping-pong 10% (1.93 → 1.74 GB/s).
+/// page-aligned, destination 16 bytes off). In cache, in a loop of one process, the two
+/// are even from 64 KiB (in L2) and `memcpy` is ahead below; inside the collectives, where
+/// a copy reads lines another core has just written (a slot's chunk, a peer's ring),
+/// `memcpy` (AVX-512 and `rep movsb` on this Sapphire Rapids) is far ahead from 4 KiB: the
+/// limit was 1 MiB, so every slot chunk (at most 256 KiB) took the loop. Moving the limit
+/// to 4 KiB raised the collectives' busbw at 64 KiB (2, 4 and 8 ranks) and at 16 MiB (8
+/// ranks), and lost nothing past the spread. Below 4 KiB the loop stays: `memcpy`
+/// everywhere slowed a 1 KiB ping-pong (measured: docs/performance.md, "Zero-copy
+/// buffers: `Comm::alloc`" and "glibc's memcpy through the slots; checks on MPI at 64
+/// KiB; NCCL non-blocking").
 const INTEL_MEMCPY_FROM: usize = 4 << 10;
 
 /// Whether glibc's `memcpy` is trusted for large copies: on Intel CPUs. AMD's `rep movsb`
@@ -64,15 +63,15 @@ fn memcpy_is_fast() -> bool {
 
 /// From this size on a copy writes around the caches (non-temporal stores): its
 /// destination cannot stay in cache anyway, and ordinary stores first read every line they
-/// write (three line transfers per line copied instead of two). Out of cache that is the difference: a C loop of
-/// two processes, each copying its own block and reading its peer's with
-/// `process_vm_readv` (all_gather at 2 ranks), own copy per block, ordinary → streaming:
-/// 32 MiB 4.2 → 2.7 ms, 24 MiB 2.7–2.9 → 1.8–2.2, 16 MiB even, 8 MiB 3% slower. In dist
-/// (`scripts/ab.py`, the limit at 16 MiB against none), busbw at 2 ranks: all_gather 64 MiB
-/// 3.00 → 3.28 GB/s, all_to_all 64 MiB 2.85 → 3.05; with `--shared` buffers, whose blocks
-/// are copied out of the peers' mappings, all_gather 64 MiB 3.5 → 5.5, all_to_all 3.35 →
-/// 4.6, all_reduce 7.6 → 8.4. From 4 MiB instead, all_reduce 16 MiB on `--shared` buffers
-/// lost a fifth (13.8 → 10.7), so the limit stays at 16 MiB.
+/// write (three line transfers per line copied instead of two). Out of cache that is the
+/// difference: in a C loop of two processes, each copying its own block and reading its
+/// peer's with `process_vm_readv` (all_gather at 2 ranks), streaming stores made the own
+/// copy faster from 24 MiB blocks, were even at 16 MiB and slightly slower at 8 MiB. In
+/// dist, at 2 ranks, they raised all_gather and all_to_all at 64 MiB, and with `--shared`
+/// buffers, whose blocks are copied out of the peers' mappings, all_reduce too. From 4
+/// MiB instead, all_reduce 16 MiB on `--shared` buffers lost, so the limit stays at 16 MiB
+/// (measured: docs/performance.md, "Figures behind code choices" and "Copies past the
+/// caches from 16 MiB; what is left at parity").
 #[cfg(target_arch = "x86_64")]
 const STREAM_FROM: usize = 16 << 20;
 

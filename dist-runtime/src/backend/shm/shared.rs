@@ -47,18 +47,19 @@ use std::sync::{Arc, Weak};
 pub(super) const MIN: usize = 16 << 10;
 
 /// The all-reduce's own threshold: its in-place path takes three barriers; below 64 KiB
-/// it measured no faster than the staging path (0.95–1.1×).
+/// it measured no faster than the staging path (docs/performance.md, "Figures behind
+/// code choices").
 pub(super) const ALL_REDUCE_MIN: usize = 64 << 10;
 
-/// Largest broadcast read in place while every rank has a core: past it (64 MiB at 2
-/// ranks: 7.1 GB/s in place against 8.2 through the slots) the root's copy into the
-/// slots and the reader's copy out, on two cores at once, beat one reader's copy. With
-/// more ranks than cores every rank copies anyway, and in place wins at every size.
+/// Largest broadcast read in place while every rank has a core: past it the root's copy
+/// into the slots and the reader's copy out, on two cores at once, beat one reader's copy
+/// (measured at 64 MiB and 2 ranks: docs/performance.md, "Figures behind code choices").
+/// With more ranks than cores every rank copies anyway, and in place wins at every size.
 pub(super) const BROADCAST_MAX: usize = 32 << 20;
 
 /// Smallest block of a block-wise op (all_to_all, reduce_scatter) read in place: 2 KiB
-/// blocks from 8 peers measured slower than through the slots (0.77–0.94×), 4 KiB
-/// faster at every n.
+/// blocks from 8 peers measured slower than through the slots, 4 KiB faster at every n
+/// (docs/performance.md, "Figures behind code choices").
 pub(super) const MIN_BLOCK: usize = 4 << 10;
 
 /// Pieces the all-reduce and reduce_scatter fold at a time (stay in cache).

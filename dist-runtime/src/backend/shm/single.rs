@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 /// Ranks in the order this rank reads them: itself, then the next ones round the ring,
 /// so no two readers start on the same peer's pages (each `process_vm_readv` pins the
 /// pages it reads: readers in step would contend on the same page counts). all_to_all
-/// at 4 and 8 ranks on 2 cores, interleaved A/B: 1 MiB 1.05–1.16× faster, 16–64 MiB
-/// 1.03–1.06×; all_gather measured 0.93–1.04× (noise), so it keeps rank order.
+/// measured faster this way at 4 and 8 ranks on 2 cores; all_gather no different (within
+/// the noise), so it keeps rank order (docs/performance.md, "Figures behind code choices").
 fn staggered(c: &ShmComm) -> impl Iterator<Item = usize> {
     let (n, me) = (c.n, c.rank);
     (0..n).map(move |k| (me + k) % n)
@@ -158,10 +158,9 @@ pub(super) fn broadcast_cma(
 /// Set in a receiver's count of pieces its root wrote when one of those writes failed.
 const HELP_FAILED: u64 = 1 << 63;
 
-/// Smallest single-copy broadcast the root helps copy. `dist-bench -n 2 --ops broadcast`,
-/// µs, receiver alone / with the root's help, interleaved: 64 KiB 3.3 / 4.2 (the claims
-/// and a second system call cost more than half a copy saves), 256 KiB 9.2 / 6.3, 1 MiB
-/// 48–53 / 20–22, 1.9 MiB 160–169 / 47–58.
+/// Smallest single-copy broadcast the root helps copy: at 64 KiB the claims and a second
+/// system call cost more than half a copy saves, and from 128 KiB on the help pays
+/// (measured at 2 ranks: docs/performance.md, "Figures behind code choices").
 const HELPED_BROADCAST_MIN: usize = 128 << 10;
 
 /// How a single-copy broadcast of `len` bytes to `n` ranks is cut (pieces, bytes per

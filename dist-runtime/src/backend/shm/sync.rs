@@ -64,9 +64,10 @@ impl Bell<'_> {
 /// With `awake` (a host with more ranks than cores, `DIST_SPIN` unset): the host's count
 /// of ranks awake and its cores; a waiter spins [`IDLE_SPINS`] polls first while the
 /// count is at most the cores, as ranks that fit their cores do (the others sleep in
-/// waits: two ranks exchanging messages while six wait in a barrier). Measured:
-/// ping-pong at 4 ranks on 2 cores, 1 MiB 45 → 30 µs, 16 MiB 1.6 → 0.85 ms (yielding
-/// costs each side's copies ~20%, and a helping sender its share).
+/// waits: two ranks exchanging messages while six wait in a barrier). Yielding at once
+/// slows each side's copies and costs a helping sender its share, so a ping-pong at 4
+/// ranks on 2 cores measured faster this way (docs/performance.md, "Figures behind code
+/// choices").
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pace<'a> {
     pub spins: u32,
@@ -120,9 +121,9 @@ pub(crate) fn wait_on<E>(
         }
         // A spin longer than a short op yields now and then: ranks the scheduler put on
         // one CPU (another process busy on the other) would otherwise each burn the whole
-        // spin while the peer it waits for cannot run (measured, 2 ranks on 2 cores with a
-        // busy loop on one: every other 8 B all_reduce took 30 µs instead of 0.2). Where
-        // the CPU is its own, `sched_yield` returns at once.
+        // spin while the peer it waits for cannot run (measured with 2 ranks on 2 cores
+        // and a busy loop on one: docs/performance.md, "Steadiness: a busy CPU, and a
+        // job's first ops"). Where the CPU is its own, `sched_yield` returns at once.
         if i.is_multiple_of(SPIN_BURST) {
             // SAFETY: sched_yield has no preconditions.
             unsafe { libc::sched_yield() };

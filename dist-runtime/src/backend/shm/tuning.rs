@@ -74,9 +74,9 @@ impl Algo {
     /// Default flat-path limit.
     pub const FLAT_MAX: usize = 16 << 10;
     /// Default smallest single-copy block of a collective (broadcast, gathers,
-    /// all_to_all): measured at 2 ranks (`DIST_CMA_MIN=… dist-bench -n 2 --ops
-    /// all_gather,all_to_all --sizes 8K,…,1M`), a read ties the copy through the slots up
-    /// to 16 KiB blocks and is 2–2.5× faster from 32 KiB (in cache) on.
+    /// all_to_all): at 2 ranks a read ties the copy through the slots up to 16 KiB blocks
+    /// and is well ahead from 32 KiB (in cache) on (measured: docs/performance.md,
+    /// "Figures behind code choices").
     pub const CMA_MIN: usize = 16 << 10;
     /// Default smallest single-copy blocking send.
     pub const CMA_P2P_MIN: usize = 8 << 10;

@@ -28,8 +28,8 @@
 //! waits in its send anyway, writes the other into the receiver's buffer
 //! (`process_vm_writev`, see [`take_offer`]), so two cores move a message where one
 //! did, and a message of any size takes this path (one copy on each core beats the
-//! ring's copy in and copy out at every size measured, 2 MiB to 64 MiB: 16 MiB at 2
-//! ranks 0.73 ms against 1.39 through the ring).
+//! ring's copy in and copy out at every size measured, 2 MiB to 64 MiB at 2 ranks:
+//! docs/performance.md, "Both ends copy, a barrier on each rank's own word, bound ranks").
 //!
 //! Soundness: the engine never keeps a pointer into a user buffer past the call that
 //! lent it (an offer's address is read only while its blocking send waits for it, and a

@@ -53,11 +53,10 @@ pub(super) fn take_offer(c: &ShmComm, src: usize, seq: u32, dst: Option<&mut [u8
 pub(super) const WAKE_HELPER: usize = 256 << 10;
 
 /// How an offered message of `len` bytes is cut for both ends to copy: (pieces, bytes
-/// per piece); one piece below two [`HELP_PIECE`]s, else halves. Measured (`dist-bench
-/// -n 2 --ops pingpong --sizes 64K,256K,1M,3M`, µs, 2 / 4 / 8 / 16 / 32 pieces): 1 MiB
-/// 28 / 32 / 40 / 43 / 53, 256 KiB 6.1 / 7.3 / 10.2 / 9.9 / 9.9, 64 KiB 2.9–3.0 in all:
-/// every extra piece costs a system call and a claim bouncing between the cores, more
-/// than a late side loses by leaving its half to the other.
+/// per piece); one piece below two [`HELP_PIECE`]s, else halves. More pieces measured
+/// slower from 256 KiB and no faster at 64 KiB (2 ranks: docs/performance.md, "Figures
+/// behind code choices"): every extra piece costs a system call and a claim bouncing
+/// between the cores, more than a late side loses by leaving its half to the other.
 pub(super) fn pieces(len: usize) -> (usize, usize) {
     if len < 2 * HELP_PIECE {
         return (1, len);
