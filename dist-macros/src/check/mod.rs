@@ -164,6 +164,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
         proc_macro2::fallback::force();
         let at = f.sig.ident.span().start();
         let mut items = PackageItems { entry_at: Some((at.line, at.column)), ..Default::default() };
+        interp::reset_uses();
         items.file(&path, &entry_name, 0);
         // A binary of a package with a library crate: the library's module tree too
         // (`use trainer::comms::ParallelState` in src/main.rs).

@@ -165,6 +165,14 @@ impl PackageItems {
         }
     }
 
+    /// The entry, marked with its module as a helper is (`interp::module_of`): what
+    /// that module imports names its calls.
+    fn set_entry(&mut self, mut g: ItemFn) {
+        let module = self.module.join("::");
+        g.attrs.push(syn::parse_quote!(#[dist_module = #module]));
+        self.entry = Some(g);
+    }
+
     /// `here`: where `mod x;` looks; `dir`: the directory of the file being read (what
     /// `#[path = ".."]` is relative to).
     fn items(
@@ -186,7 +194,7 @@ impl PackageItems {
                         && self.entry_at
                             == Some((g.sig.ident.span().start().line, g.sig.ident.span().start().column)) =>
                 {
-                    self.entry = Some(g);
+                    self.set_entry(g)
                 }
                 syn::Item::Fn(mut g) if g.sig.ident != entry && !is_entry(&g) => {
                     let name = g.sig.ident.to_string();
@@ -202,6 +210,7 @@ impl PackageItems {
                     self.fns.entry(name).or_insert(g);
                 }
                 syn::Item::Const(c) => self.consts.push((self.module.join("::"), false, c)),
+                syn::Item::Use(u) => interp::note_use(&self.module.join("::"), &u.tree),
                 syn::Item::Trait(t) => {
                     for it in t.items {
                         if let syn::TraitItem::Fn(m) = it {

@@ -112,12 +112,63 @@ pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
                 .or_else(|| pairs_at(&at, members, &desc, n, &seqs))
                 .or_else(|| data_root_at(&at, &desc, n));
             if let Some(e) = found {
-                errs.push(e);
+                // Collectives that agree in kind, op, root and length but come from
+                // different lines may be one rank's extra collective meeting the others'
+                // next one: where dropping it lines every later collective up, it is
+                // that collective the error names (`if rank == 0 { log(norm()?) }`).
+                errs.push(extra_before(members, by_rank, i, &desc, n).unwrap_or(e));
                 break;
             }
         }
     }
     errs
+}
+
+/// The first position up to `i` of a communicator's sequences where the members'
+/// collectives come from different lines and one group of ranks has an extra collective
+/// there: without it, its later collectives are the others' (kind, root, op, length).
+/// That collective, as reached by some ranks only.
+fn extra_before(
+    members: &[usize],
+    by_rank: &BTreeMap<usize, Vec<&Ev<'_>>>,
+    i: usize,
+    desc: &str,
+    n: usize,
+) -> Option<syn::Error> {
+    let sig = |e: &&Ev| match e {
+        Ev::Coll { kind, root, op, len, .. } => Some((*kind, *root, op.clone(), *len)),
+        _ => None,
+    };
+    let seq = |r: usize| by_rank.get(&r).map(|s| s.as_slice()).unwrap_or_default();
+    for j in 0..=i {
+        let at: Vec<(usize, &Ev)> = members.iter().filter_map(|&r| seq(r).get(j).map(|e| (r, *e))).collect();
+        if at.len() != members.len() {
+            return None;
+        }
+        let first = at[0].1.site().loc();
+        if at.iter().all(|(_, e)| e.site().loc() == first) {
+            continue;
+        }
+        // Split by line: the ranks at the first rank's line, the rest.
+        let (with, without): (Vec<usize>, Vec<usize>) = at
+            .iter()
+            .map(|x| x.0)
+            .partition(|&r| at.iter().find(|x| x.0 == r).is_some_and(|x| x.1.site().loc() == first));
+        for (extra, others) in [(&with, &without), (&without, &with)] {
+            let lines_up = extra.iter().all(|&a| {
+                others.iter().all(|&b| {
+                    let (sa, sb) = (&seq(a)[j + 1..], &seq(b)[j..]);
+                    sa.len() == sb.len() && sa.iter().zip(sb).all(|(x, y)| sig(x) == sig(y))
+                })
+            });
+            if lines_up && !extra.is_empty() {
+                let ev = seq(extra[0])[j];
+                return Some(reached_by_some(ev, desc, extra, others, n));
+            }
+        }
+        return None;
+    }
+    None
 }
 
 /// comm → (group, members, rank → its collectives on it in order).

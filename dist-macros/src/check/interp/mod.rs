@@ -38,6 +38,7 @@ mod options;
 mod scopes;
 mod std_methods;
 mod summary;
+mod uses;
 mod value;
 
 /// Forgets every cache the interpreter keeps by syntax address (at the start of each
@@ -57,6 +58,7 @@ use eval::{agree, mut_loan_places, mut_loans, place_root};
 pub use groups::CommInst;
 pub use groups::{SplitSeen, Splits};
 use model::mentions_comm;
+pub use uses::{note_use, reset_uses};
 use value::*;
 pub use value::{MacroBody, Macros, Outcome, Stop, V};
 
@@ -592,6 +594,10 @@ pub struct Interp<'a> {
     /// The helpers being applied, innermost last (their declared integer types:
     /// `numbers::int_width`).
     fn_stack: Vec<&'a ItemFn>,
+    /// The depth of `fn_stack` at each closure body running now, innermost last.
+    closures: Vec<usize>,
+    /// Inside a `for` loop walking the command line (`Interp::walks_command_line`).
+    walking_args: usize,
     /// Results of helpers that cannot communicate, shared by every rank and world size
     /// of one check (`memo.rs`, [`Memo`]).
     pub memo: std::rc::Rc<std::cell::RefCell<Memo>>,
@@ -744,6 +750,8 @@ impl<'a> Interp<'a> {
             self_ty: Vec::new(),
             const_module: None,
             fn_stack: Vec::new(),
+            closures: Vec::new(),
+            walking_args: 0,
             agreed_seen: FxMap::default(),
             decisions_from: DECISIONS.with(|d| d.get()),
             agreed_communicates: Default::default(),

@@ -563,6 +563,13 @@ impl<'a> Interp<'a> {
             return match m.as_str() {
                 // A number parsed from an input: this run's sample (the same on every rank).
                 "parse" | "parse_from" => Ok(V::Int(super::uniform_number())),
+                // A flag's value cut into pieces while a parser walks the command line
+                // (`--lens 0,1,5`): this run's sample of pieces, each an input.
+                "split" | "split_terminator" | "rsplit" | "split_whitespace" | "split_ascii_whitespace"
+                    if self.walking_args > 0 =>
+                {
+                    Ok(V::list(vec![V::Uniform; super::uniform_number() as usize]))
+                }
                 "map" | "and_then" | "map_or" | "map_or_else" if !args.is_empty() => match args.last() {
                     Some(f @ V::Closure(_)) => self.apply_fn(f, recv),
                     _ => Ok(recv),

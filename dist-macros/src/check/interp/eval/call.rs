@@ -18,7 +18,7 @@ impl<'a> Interp<'a> {
     /// Calls a closure or nested fn with `args` bound to its parameters.
     pub(in crate::check::interp) fn apply_closure(&mut self, c: Closure<'a>, args: Vec<V<'a>>) -> R<'a> {
         let c = c.0;
-        self.scoped(|me| {
+        self.in_closure(|me| {
             for (p, v) in c.inputs.iter().zip(args) {
                 me.bind(p, v);
             }
@@ -37,7 +37,7 @@ impl<'a> Interp<'a> {
         args: Vec<V<'a>>,
     ) -> Result<(V<'a>, Option<V<'a>>), Flow<'a>> {
         let c = c.0;
-        self.scoped(|me| {
+        self.in_closure(|me| {
             for (p, v) in c.inputs.iter().zip(args) {
                 me.bind(p, v);
             }
@@ -57,6 +57,29 @@ impl<'a> Interp<'a> {
         })
     }
 
+    /// Runs `f` in a fresh scope as a closure's body (`?` there is the closure's).
+    fn in_closure<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.closures.push(self.fn_stack.len());
+        let r = self.scoped(f);
+        self.closures.pop();
+        r
+    }
+
+    /// Whether the code running now is the body of a function declared to return an
+    /// `Option` (not a closure inside it).
+    pub(in crate::check::interp) fn body_returns_option(&self) -> bool {
+        if self.closures.last() == Some(&self.fn_stack.len()) {
+            return false;
+        }
+        let Some(f) = self.fn_stack.last() else { return false };
+        match &f.sig.output {
+            syn::ReturnType::Type(_, t) => {
+                matches!(&**t, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Option"))
+            }
+            syn::ReturnType::Default => false,
+        }
+    }
+
     /// The key of the package function `name` in the module `path` names, from the module
     /// of the function running now (`[]`: its own; `crate::a`, `super::b`, `self::c`, or
     /// `a` for a child module or one at the crate's root): `a::b/f`, where the package has
@@ -66,31 +89,29 @@ impl<'a> Interp<'a> {
             Some(f) => super::super::module_of(f)?.split("::").filter(|s| !s.is_empty()).map(String::from).collect(),
             None => Vec::new(),
         };
-        let mut candidates: Vec<Vec<String>> = Vec::new();
-        match path.first().map(String::as_str) {
-            Some("crate") => candidates.push(path[1..].to_vec()),
-            Some("self") => candidates.push(here.iter().chain(&path[1..]).cloned().collect()),
-            Some("super") => {
-                let mut m = here.clone();
-                let mut rest = path;
-                while rest.first().map(String::as_str) == Some("super") {
-                    m.pop();
-                    rest = &rest[1..];
-                }
-                candidates.push(m.into_iter().chain(rest.iter().cloned()).collect());
-            }
-            _ => {
-                candidates.push(here.iter().chain(path).cloned().collect());
-                candidates.push(path.to_vec());
-            }
+        // What the module imports comes first (`use crate::ops::transpose;`, renamed or
+        // not), as Rust resolves it; a path from the module itself next (`a::f`: a child
+        // module's, `crate::`, `self::`, `super::`), glob imports after the module's own
+        // items, a module at the crate's root last.
+        let full: Vec<String> = path.iter().cloned().chain([name.to_string()]).collect();
+        let mut paths = super::super::uses::imported(&here, &full);
+        let own = super::super::uses::absolute(&here, &full);
+        let relative = !matches!(path.first().map(String::as_str), Some("crate" | "self" | "super"));
+        paths.extend(own.iter().take(1).cloned());
+        if relative {
+            paths.extend(super::super::uses::globbed(&here, &full));
         }
-        let found = candidates.into_iter().find(|m| self.file_fns.contains_key(&format!("{}/{name}", m.join("::"))))?;
+        paths.extend(own.into_iter().skip(1));
+        let (module, name) = paths.iter().find_map(|p| {
+            let (f, m) = p.split_last()?;
+            let module = m.join("::");
+            self.file_fns.contains_key(&format!("{module}/{f}")).then(|| (module, f.clone()))
+        })?;
         // Where the function under the bare name is that one, it is called by that name
         // (one definition, one set of the check's per-function caches); the module's key
         // only where another module's function holds the bare name.
-        let module = found.join("::");
-        if self.file_fns.get(name).and_then(super::super::module_of).as_deref() == Some(module.as_str()) {
-            return Some(name.to_string());
+        if self.file_fns.get(&name).and_then(super::super::module_of).as_deref() == Some(module.as_str()) {
+            return Some(name);
         }
         Some(format!("{module}/{name}"))
     }

@@ -215,9 +215,15 @@ impl<'a> Interp<'a> {
             }
             Expr::Try(t) => {
                 let v = self.expr(&t.expr)?;
-                // Results are transparent (`subgroup(..)?` is still an Option).
+                // Results are transparent (`subgroup(..)?` is still an Option); in the
+                // body of a function returning an `Option` (not a closure's), `?` takes an
+                // option apart (`.last()?`: its value, or the function returns `None`).
                 match v {
                     V::Err => Err(Flow::Fail),
+                    V::Opt(o) if self.body_returns_option() => match o {
+                        Some(x) => Ok(*x),
+                        None => Err(Flow::Return(V::Opt(None))),
+                    },
                     other => Ok(other),
                 }
             }

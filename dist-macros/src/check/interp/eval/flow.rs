@@ -498,6 +498,17 @@ impl<'a> Interp<'a> {
     pub(in crate::check::interp) fn for_loop_items(&mut self, f: &'a syn::ExprForLoop, it: V<'a>) -> R<'a> {
         match iter_items(&it) {
             Some(items) => self.iterate(f.label.as_ref(), Some(&f.pat), items.iter().cloned(), &f.body, None),
+            // The command line walked by a parser (`for pair in args.chunks(2)`, `args`
+            // bound from `std::env::args()` in this function): this run's sample of
+            // items, each an input; a flag's value cut into pieces there (`--lens
+            // 0,1,5`) is a sample of pieces too (`std_methods`).
+            None if matches!(it, V::Uniform) && self.walks_command_line(&f.expr) => {
+                let items = vec![V::Uniform; super::super::uniform_number() as usize];
+                self.walking_args += 1;
+                let r = self.iterate(f.label.as_ref(), Some(&f.pat), items.into_iter(), &f.body, None);
+                self.walking_args -= 1;
+                r
+            }
             None => match self.unknown_count(&f.expr)? {
                 Some(count) => self.counted_loop(f, count),
                 None => {
@@ -510,6 +521,60 @@ impl<'a> Interp<'a> {
                 }
             },
         }
+    }
+
+    /// Whether `e` reads the program's command line: it calls `std::env::args()` (or
+    /// `args_os`), or names a variable the running function binds from such a call.
+    fn walks_command_line(&self, e: &Expr) -> bool {
+        struct Finder<'n> {
+            names: Option<&'n mut Vec<String>>,
+            found: bool,
+        }
+        impl<'ast> syn::visit::Visit<'ast> for Finder<'_> {
+            fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+                if let Expr::Path(p) = &*c.func {
+                    let name = path_str(&p.path).replace(' ', "");
+                    if ["env::args", "env::args_os"].iter().any(|s| name == *s || name.ends_with(&format!("::{s}"))) {
+                        self.found = true;
+                    }
+                }
+                syn::visit::visit_expr_call(self, c);
+            }
+            fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+                if let (Some(names), Some(id)) = (self.names.as_deref_mut(), p.path.get_ident()) {
+                    names.push(id.to_string());
+                }
+            }
+        }
+        let reads = |x: &Expr, names: Option<&mut Vec<String>>| {
+            let mut f = Finder { names, found: false };
+            syn::visit::Visit::visit_expr(&mut f, x);
+            f.found
+        };
+        let mut names = Vec::new();
+        if reads(e, Some(&mut names)) {
+            return true;
+        }
+        let Some(f) = self.fn_stack.last() else { return false };
+        struct Lets<'n> {
+            names: &'n [String],
+            inits: Vec<Expr>,
+        }
+        impl<'ast> syn::visit::Visit<'ast> for Lets<'_> {
+            fn visit_local(&mut self, l: &'ast syn::Local) {
+                let mut bound = Vec::new();
+                pat_names(&l.pat, &mut bound);
+                if let Some(init) = &l.init {
+                    if bound.iter().any(|b| self.names.contains(b)) {
+                        self.inits.push((*init.expr).clone());
+                    }
+                }
+                syn::visit::visit_local(self, l);
+            }
+        }
+        let mut lets = Lets { names: &names, inits: Vec::new() };
+        syn::visit::Visit::visit_block(&mut lets, &f.block);
+        lets.inits.iter().any(|x| reads(x, None))
     }
 
     /// For `a..n` (or `a..=n`, or either `.rev()`) with `a` known and `n` unknown but

@@ -3,6 +3,55 @@
 use super::*;
 
 impl<'a> Interp<'a> {
+    /// A slice pattern (`[flag, value]`, `[first, .., last]`, `[head, rest @ ..]`) against
+    /// a list the check holds: whether its length fits, each item bound; against an input,
+    /// unknown (the same on every rank), its names inputs.
+    fn bind_slice(&mut self, ps: &syn::PatSlice, v: V<'a>) -> Option<bool> {
+        let items = match v {
+            V::List(items) => items,
+            v @ (V::Uniform | V::Agreed) => {
+                for p in &ps.elems {
+                    self.bind_opaque(p, &v);
+                }
+                return None;
+            }
+            other => {
+                let o = V::taint(&[&other]);
+                self.bind_opaque(&Pat::Slice(ps.clone()), &o);
+                return None;
+            }
+        };
+        let is_rest = |p: &Pat| match p {
+            Pat::Rest(_) => true,
+            Pat::Ident(i) => i.subpat.as_ref().is_some_and(|(_, s)| matches!(**s, Pat::Rest(_))),
+            _ => false,
+        };
+        let rest = ps.elems.iter().position(is_rest);
+        let fixed = ps.elems.len() - usize::from(rest.is_some());
+        if items.len() < fixed || (rest.is_none() && items.len() != fixed) {
+            return Some(false);
+        }
+        let mut all = Some(true);
+        for (i, p) in ps.elems.iter().enumerate() {
+            let r = match rest {
+                Some(k) if i == k => match p {
+                    Pat::Ident(id) => {
+                        self.define(id.ident.to_string(), V::list(items[k..items.len() - (fixed - k)].to_vec()));
+                        Some(true)
+                    }
+                    _ => Some(true),
+                },
+                Some(k) if i > k => self.bind(p, items[items.len() - (ps.elems.len() - i)].clone()),
+                _ => self.bind(p, items[i].clone()),
+            };
+            match r {
+                Some(true) => {}
+                r => all = if all == Some(false) || r == Some(false) { Some(false) } else { None },
+            }
+        }
+        all
+    }
+
     /// Matches `v` against `pat`, binding names in the current scope.
     /// (Long as one `match` over the pattern's syntax.)
     /// `Some(true)`: matched; `Some(false)`: did not; `None`: cannot tell.
@@ -185,6 +234,7 @@ impl<'a> Interp<'a> {
                 }
                 all
             }
+            Pat::Slice(ps) => self.bind_slice(ps, v),
             Pat::Path(p) => match (last_seg(&p.path).as_str(), &v) {
                 ("None", V::Opt(x)) => Some(x.is_none()),
                 (_, V::Struct(ty, _)) if ty.contains("::") => Some(!self.other_variant(&p.path, ty)),
