@@ -118,10 +118,10 @@ impl PackageItems {
     /// A struct's `#[derive(Default)]` and a tuple struct's constructor, as functions the
     /// check follows.
     fn struct_items(&mut self, st: &syn::ItemStruct) {
-        for f in st.fields.iter() {
-            if let Some(name) = &f.ident {
-                interp::note_field_type(&st.ident.to_string(), &name.to_string(), &f.ty);
-            }
+        for (i, f) in st.fields.iter().enumerate() {
+            // (A tuple struct's fields by position, "0", "1", as the check names them.)
+            let name = f.ident.as_ref().map_or_else(|| i.to_string(), |n| n.to_string());
+            interp::note_field_type(&st.ident.to_string(), &name, &f.ty);
         }
         // `#[derive(Default)]`: `Config::default()` is each field's default,
         // by its declared type (numbers 0, `Vec` empty, `Option` `None`).

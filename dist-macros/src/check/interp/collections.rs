@@ -97,6 +97,67 @@ pub(super) fn empty<'a>(kind: Coll, value: Option<&syn::Type>) -> V<'a> {
     V::Struct(name, Vec::new())
 }
 
+/// Whether a value of type `t` may hold a communicator, by the package's declarations
+/// (docs/static-checks.md, "Values the check follows"): numbers, strings and booleans
+/// never do; references, slices, arrays, tuples and the standard library's containers
+/// (`Vec`, `Option`, `Box`, maps, a `Result`'s value) as their items do; a struct of
+/// the package as its fields do; anything else (a generic parameter, a trait object, a
+/// type from another crate, `Comm` itself) may.
+pub(super) fn may_hold_comm(t: &syn::Type) -> bool {
+    holds_comm(t, 0)
+}
+
+fn holds_comm(t: &syn::Type, depth: u32) -> bool {
+    if depth > 8 {
+        return true;
+    }
+    let d = depth + 1;
+    match t {
+        syn::Type::Reference(r) => holds_comm(&r.elem, d),
+        syn::Type::Slice(s) => holds_comm(&s.elem, d),
+        syn::Type::Array(a) => holds_comm(&a.elem, d),
+        syn::Type::Paren(p) => holds_comm(&p.elem, d),
+        syn::Type::Group(g) => holds_comm(&g.elem, d),
+        syn::Type::Tuple(t) => t.elems.iter().any(|e| holds_comm(e, d)),
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let Some(seg) = p.path.segments.last() else { return true };
+            let name = seg.ident.to_string();
+            let args = seg_args(seg);
+            match name.as_str() {
+                "f16" | "bf16" | "f32" | "f64" | "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "u8" | "u16"
+                | "u32" | "u64" | "u128" | "usize" | "bool" | "char" | "str" | "String" | "Duration" | "Instant"
+                | "PathBuf" | "Path" | "ReduceOp" | "DType" => false,
+                // (A `Result`'s error holds no communicator a program goes on with.)
+                "Result" => args.first().is_none_or(|a| holds_comm(a, d)),
+                "Vec" | "VecDeque" | "Option" | "Box" | "Rc" | "Arc" | "HashMap" | "BTreeMap" | "HashSet"
+                | "BTreeSet" | "Cell" | "RefCell" | "Complex" | "Range" | "Cow" => {
+                    !args.is_empty() && args.iter().any(|a| holds_comm(a, d)) || args.is_empty() && name == "Range"
+                }
+                _ => {
+                    let fields: Vec<syn::Type> = FIELD_TYPES.with(|f| {
+                        f.borrow().iter().filter(|((st, _), _)| *st == name).map(|(_, t)| t.clone()).collect()
+                    });
+                    fields.is_empty() || fields.iter().any(|f| holds_comm(f, d))
+                }
+            }
+        }
+        _ => true,
+    }
+}
+
+/// `v` with what may hold a communicator taken for plain data: a value whose declared
+/// type holds none ([`may_hold_comm`]).
+pub(super) fn without_comm<'a>(v: V<'a>) -> V<'a> {
+    match v {
+        V::Opaque { comm: true, fp } => V::Opaque { comm: false, fp },
+        V::List(items) if items.iter().any(V::has_comm) => V::list(items.iter().cloned().map(without_comm).collect()),
+        V::Tuple(items) => V::Tuple(items.into_iter().map(without_comm).collect()),
+        V::Struct(t, fields) => V::Struct(t, fields.into_iter().map(|(k, v)| (k, without_comm(v))).collect()),
+        V::Opt(Some(x)) => V::Opt(Some(Box::new(without_comm(*x)))),
+        v => v,
+    }
+}
+
 /// The generic arguments' types of a path's last segment (`BTreeMap<K, V>` → `[K, V]`).
 pub(super) fn type_args(p: &syn::Path) -> Vec<&syn::Type> {
     p.segments.last().map(seg_args).unwrap_or_default()

@@ -17,6 +17,40 @@ pub(super) fn take_stored() -> bool {
 }
 
 impl<'a> Interp<'a> {
+    /// After a closure ran on the items of `x.iter_mut()` (the receiver of `mc`): `x`
+    /// gets back what it left in each (`kept`, in order; `None` where the check does not
+    /// know). Items lent through other adapters (`x.iter_mut().rev()`) are forgotten,
+    /// their shape kept.
+    fn lend_back(&mut self, mc: &'a ExprMethodCall, items: &[V<'a>], kept: Vec<Option<V<'a>>>) -> Result<(), Flow<'a>> {
+        let mut r = &*mc.receiver;
+        let mut direct = true;
+        let place = loop {
+            match r {
+                Expr::Paren(p) => r = &p.expr,
+                Expr::MethodCall(m) if m.method == "iter_mut" && m.args.is_empty() => break Some(&*m.receiver),
+                Expr::MethodCall(m) => {
+                    direct = false;
+                    r = &m.receiver;
+                }
+                _ => break None,
+            }
+        };
+        let Some(place) = place else { return Ok(()) };
+        match self.place_value(place) {
+            Some(V::List(list)) if direct && list.len() == items.len() && kept.iter().all(Option::is_some) => {
+                let mut list = (*list).clone();
+                for (slot, v) in list.iter_mut().zip(kept) {
+                    *slot = v.expect("checked");
+                }
+                if self.store(place, V::list(list)).is_err() {
+                    self.clobber_place(place, true);
+                }
+            }
+            _ => self.clobber_place(place, true),
+        }
+        Ok(())
+    }
+
     /// `recv.m(args)` where `recv` holds `items`: `Some(value)` where the check follows
     /// the method, `None` to fall back to the generic rule (data computed from the
     /// receiver and arguments). (Long as one `match` over (method, arguments): one arm per
@@ -81,9 +115,11 @@ impl<'a> Interp<'a> {
             }
             ("for_each", [V::Closure(c)]) => {
                 let c = *c;
+                let mut kept = Vec::new();
                 for x in items.iter().cloned() {
-                    self.apply_closure(c, vec![x])?;
+                    kept.push(self.apply_closure_keep(c, vec![x], 0)?.1);
                 }
+                self.lend_back(mc, &items, kept)?;
                 return Ok(Some(V::Unit));
             }
             ("fold", [init, V::Closure(c)]) => {
@@ -92,6 +128,49 @@ impl<'a> Interp<'a> {
                     acc = self.apply_closure(c, vec![acc, x])?;
                 }
                 return Ok(Some(acc));
+            }
+            // `try_fold(x.to_vec(), |h, layer| layer.forward(&h))`: a `fold` that an `Err`
+            // ends with the error, and an `Option`-valued closure's `None` with `None`.
+            // Items lent by `x.iter_mut()` get back what the closure left in them.
+            ("try_fold", [init, V::Closure(c)]) => {
+                let (c, mut acc) = (*c, init.clone());
+                let optional = !matches!(init, V::Opt(_));
+                let mut wrapped = false;
+                let mut kept = Vec::new();
+                let mut out = None;
+                for x in items.iter().cloned() {
+                    let (r, item) = self.apply_closure_keep(c, vec![acc.clone(), x], 1)?;
+                    kept.push(item);
+                    match r {
+                        V::Err => out = Some(V::Err),
+                        V::Opt(None) if optional => out = Some(V::Opt(None)),
+                        V::Opt(Some(v)) if optional => {
+                            wrapped = true;
+                            acc = *v;
+                        }
+                        v => acc = v,
+                    }
+                    if out.is_some() {
+                        break;
+                    }
+                }
+                self.lend_back(mc, &items, kept)?;
+                return Ok(Some(out.unwrap_or(if wrapped { V::Opt(Some(Box::new(acc))) } else { acc })));
+            }
+            ("try_for_each", [V::Closure(c)]) => {
+                let c = *c;
+                let mut kept = Vec::new();
+                let mut out = V::Unit;
+                for x in items.iter().cloned() {
+                    let (r, item) = self.apply_closure_keep(c, vec![x], 0)?;
+                    kept.push(item);
+                    if matches!(r, V::Err | V::Opt(None)) {
+                        out = r;
+                        break;
+                    }
+                }
+                self.lend_back(mc, &items, kept)?;
+                return Ok(Some(out));
             }
             // `scan(init, |acc, x| { *acc += x; Some(*acc) })`: the state is what the
             // closure leaves in its first parameter.

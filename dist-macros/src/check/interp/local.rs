@@ -116,6 +116,15 @@ pub fn local_verdict() -> LocalVerdict {
     })
 }
 
+/// The first condition on rank-local data a rank decided in this pass, if any: where it
+/// is and its text.
+pub fn first_local_decision() -> Option<(proc_macro2::TokenStream, String)> {
+    LOCAL.with(|l| {
+        let l = l.borrow();
+        l.order.first().map(|k| (l.sites[k].at.clone(), l.sites[k].cond.clone()))
+    })
+}
+
 /// Which of `arms` branches rank `rank` takes at the `j`th test of the condition at
 /// `site` on data with hash `fp` that may differ from rank to rank: the first rank to
 /// test it follows this run's pattern ([`AGREED_MODES`]); a later rank whose data has

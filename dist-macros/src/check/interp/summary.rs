@@ -398,8 +398,12 @@ impl<'a> Interp<'a> {
                 _ => false,
             })
         };
-        // (The package's functions it calls matter only where it can reach a communicator.)
-        let reaches_comm = |me: &Self| idents(body).iter().any(|i| me.lookup(i).is_some_and(V::has_comm));
+        // (The package's functions it calls matter only where it can reach a communicator:
+        // through a variable, or through the items a `for` loop binds, `for layer in
+        // &self.layers` with layers that hold one.)
+        let reaches_comm = |me: &Self| {
+            over.is_some_and(V::has_comm) || idents(body).iter().any(|i| me.lookup(i).is_some_and(V::has_comm))
+        };
         if may_communicate(body) || calls_closure(self) || (reaches_comm(self) && self.may_communicate_deep(body)) {
             return f(self);
         }
@@ -551,6 +555,11 @@ impl<'a> Interp<'a> {
                     .map(|(k, f)| (k.clone(), f)),
             )
             .collect()
+    }
+
+    /// Whether a method of the package named `m` may communicate, at any depth.
+    pub(super) fn package_method_communicates(&self, m: &str) -> bool {
+        self.calls_communicate(vec![m.to_string()], &mut std::collections::HashSet::new())
     }
 
     fn calls_communicate(&self, names: Vec<String>, seen: &mut std::collections::HashSet<String>) -> bool {

@@ -36,6 +36,18 @@ impl<'a> Interp<'a> {
         c: Closure<'a>,
         args: Vec<V<'a>>,
     ) -> Result<(V<'a>, Option<V<'a>>), Flow<'a>> {
+        self.apply_closure_keep(c, args, 0)
+    }
+
+    /// [`Self::apply_closure`], also handing back what the body left in its parameter
+    /// `k` (an item lent mutably: `|h, layer| layer.forward(&h)` over `iter_mut()`), if
+    /// it binds one name.
+    pub(in crate::check::interp) fn apply_closure_keep(
+        &mut self,
+        c: Closure<'a>,
+        args: Vec<V<'a>>,
+        k: usize,
+    ) -> Result<(V<'a>, Option<V<'a>>), Flow<'a>> {
         let c = c.0;
         self.in_closure(|me| {
             for (p, v) in c.inputs.iter().zip(args) {
@@ -46,7 +58,7 @@ impl<'a> Interp<'a> {
                 r => r,
             }?;
             let mut names = Vec::new();
-            if let Some(p) = c.inputs.first() {
+            if let Some(p) = c.inputs.iter().nth(k) {
                 pat_names(p, &mut names);
             }
             let st = match &names[..] {
@@ -134,6 +146,14 @@ impl<'a> Interp<'a> {
         for (a, v) in f.sig.inputs.iter().zip(args) {
             match a {
                 FnArg::Typed(pt) => {
+                    // What the parameter's declared type says holds no communicator is
+                    // data, however the caller computed it (`dy: &[f32]` from a summarised
+                    // `try_fold` over the layers).
+                    let v = if v.has_comm() && !super::super::collections::may_hold_comm(&pt.ty) {
+                        super::super::collections::without_comm(v)
+                    } else {
+                        v
+                    };
                     self.bind(&pt.pat, v);
                     self.note_param(pt, None);
                 }
@@ -169,6 +189,13 @@ impl<'a> Interp<'a> {
         // it (an untyped `.collect()` in tail position).
         let r = match &f.sig.output {
             syn::ReturnType::Type(_, t) if matches!(r, V::List(_)) => super::super::collections::typed(r, t),
+            _ => r,
+        };
+        // (And a return type that holds no communicator returns data.)
+        let r = match &f.sig.output {
+            syn::ReturnType::Type(_, t) if r.has_comm() && !super::super::collections::may_hold_comm(t) => {
+                super::super::collections::without_comm(r)
+            }
             _ => r,
         };
         // Writes through `&mut` parameters reach the caller's variables.
