@@ -354,7 +354,14 @@ fn callers_in(bt: &str, file: &str, line: u32) -> Option<String> {
         if below.0.contains("__dist_spmd_main") || f.contains("__dist_entry_") || f.contains("__dist_dispatch_") {
             break;
         }
-        up.push(format!("{}:{l}", shown(p)));
+        // (A closure and the function that holds it, `layers.iter_mut().try_fold(x, |h, l|
+        // l.forward(&h))`, are two frames at one line: named once.)
+        let at = format!("{}:{l}", shown(p));
+        if up.last() == Some(&at) {
+            below = frame;
+            continue;
+        }
+        up.push(at);
         if up.len() == 4 {
             break;
         }
@@ -542,6 +549,17 @@ mod callers_tests {
             Some("src/main.rs:42, called from src/main.rs:60")
         );
         assert_eq!(callers_in(BT, "src/main.rs", 61), None);
+        // A closure's frame and its function's at one line (`try_fold(.., |h, l|
+        // l.forward(&h))`): that line once.
+        let closure_bt = BT.replace(
+            "   3: trainer::step\n",
+            "   3: trainer::step::{{closure}}\n             at ./src/main.rs:42:9\n   3: core::iter::Iterator::try_fold\n             at /rustc/abc/library/core/src/iter/traits/iterator.rs:2370:21\n   3: trainer::step\n",
+        );
+        assert!(closure_bt.contains("{{closure}}"));
+        assert_eq!(
+            callers_in(&closure_bt, "src/parallel/grads.rs", 17).as_deref(),
+            Some("src/main.rs:42, called from src/main.rs:60")
+        );
         // No debug info: no chain.
         assert_eq!(callers_in("   0: trainer::step\n   1: trainer::main\n", "src/main.rs", 42), None);
     }
