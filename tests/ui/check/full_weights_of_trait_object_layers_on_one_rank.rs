@@ -1,17 +1,13 @@
-// The full weights of a `Vec<Box<dyn Layer>>` model gathered by rank 0 only, through
-// a `for` over `&self.layers`: the all-gather inside the row-parallel layer is reached
-// by one rank (the check used to take that loop for one that cannot communicate, its
-// body naming no communicator, and summarise it).
-#![allow(dead_code)]
+// The full weights of a `Vec<Box<dyn Layer>>` model gathered by rank 0 only, through a
+// `for` over `&self.layers`: the all-gather inside the row-parallel layer is reached by
+// one rank. (The check used to take such a loop for one that cannot communicate, its body
+// naming no communicator, and summarise it where its step quota ran out: the corpus's
+// modular_tp/mtp4, a training loop before this gather, holds that case.) The model in
+// full is `ui/pass/layers_as_trait_objects.rs`.
 use dist_runtime::prelude::*;
 use dist_runtime::Result;
 
 trait Layer {
-    fn forward(&mut self, x: &[f32]) -> Result<Vec<f32>>;
-    fn backward(&mut self, dy: &[f32]) -> Result<Vec<f32>>;
-    fn grads(&mut self) -> Vec<&mut Vec<f32>> {
-        Vec::new()
-    }
     fn full(&self) -> Result<Option<Vec<f32>>> {
         Ok(None)
     }
@@ -20,33 +16,9 @@ trait Layer {
 struct RowParallel {
     tp: Comm<World>,
     w: Vec<f32>,
-    gw: Vec<f32>,
-    saved: Vec<f32>,
 }
 
 impl Layer for RowParallel {
-    fn forward(&mut self, x: &[f32]) -> Result<Vec<f32>> {
-        let rows = x.len() / self.w.len();
-        let mut y: Vec<f32> =
-            (0..rows).map(|r| x[r * self.w.len()..(r + 1) * self.w.len()].iter().zip(&self.w).map(|(a, b)| a * b).sum()).collect();
-        self.tp.all_reduce(&mut y, ReduceOp::Sum)?;
-        self.saved = x.to_vec();
-        Ok(y)
-    }
-    fn backward(&mut self, dy: &[f32]) -> Result<Vec<f32>> {
-        let rows = dy.len();
-        let mut dx = vec![0.0; rows * self.w.len()];
-        for r in 0..rows {
-            for k in 0..self.w.len() {
-                self.gw[k] += dy[r] * self.saved[r * self.w.len() + k];
-                dx[r * self.w.len() + k] = dy[r] * self.w[k];
-            }
-        }
-        Ok(dx)
-    }
-    fn grads(&mut self) -> Vec<&mut Vec<f32>> {
-        vec![&mut self.gw]
-    }
     fn full(&self) -> Result<Option<Vec<f32>>> {
         let mut all = vec![0.0; self.w.len() * self.tp.size()];
         self.tp.all_gather(&self.w, &mut all)?;
@@ -54,45 +26,15 @@ impl Layer for RowParallel {
     }
 }
 
-#[derive(Default)]
-struct Tanh {
-    out: Vec<f32>,
-}
+struct Tanh;
 
-impl Layer for Tanh {
-    fn forward(&mut self, x: &[f32]) -> Result<Vec<f32>> {
-        self.out = x.iter().map(|v| v.tanh()).collect();
-        Ok(self.out.clone())
-    }
-    fn backward(&mut self, dy: &[f32]) -> Result<Vec<f32>> {
-        Ok(dy.iter().zip(&self.out).map(|(g, y)| g * (1.0 - y * y)).collect())
-    }
-}
+impl Layer for Tanh {}
 
 struct Model {
     layers: Vec<Box<dyn Layer>>,
-    dp: Comm<World>,
 }
 
 impl Model {
-    fn forward(&mut self, x: &[f32]) -> Result<Vec<f32>> {
-        self.layers.iter_mut().try_fold(x.to_vec(), |h, layer| layer.forward(&h))
-    }
-    fn backward(&mut self, dy: &[f32]) -> Result<()> {
-        let mut g = dy.to_vec();
-        for layer in self.layers.iter_mut().rev() {
-            g = layer.backward(&g)?;
-        }
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        for layer in &mut self.layers {
-            for g in layer.grads() {
-                self.dp.all_reduce(g, ReduceOp::Sum)?;
-            }
-        }
-        Ok(())
-    }
     fn full(&self) -> Result<Vec<Vec<f32>>> {
         let mut out = Vec::new();
         for layer in &self.layers {
@@ -106,25 +48,8 @@ impl Model {
 
 #[spmd]
 fn main(world: Comm<World>) -> Result<()> {
-    let layers: Vec<Box<dyn Layer>> = vec![
-        Box::new(Tanh::default()),
-        Box::new(RowParallel { tp: world.clone(), w: vec![0.5; 4], gw: vec![0.0; 4], saved: Vec::new() }),
-    ];
-    let mut model = Model { layers, dp: world.clone() };
-    let mut best = f32::MAX;
-    for _step in 0..5 {
-        let y = model.forward(&[0.1; 8])?;
-        let dy: Vec<f32> = y.iter().map(|v| v - 1.0).collect();
-        model.backward(&dy)?;
-        model.sync()?;
-        let mut loss = [dy.iter().map(|d| d * d).sum::<f32>()];
-        world.all_reduce(&mut loss, ReduceOp::Sum)?;
-        if loss[0] >= best {
-            break;
-        }
-        best = loss[0];
-    }
-    // Only rank 0 gathers the full weights (an all-gather inside the layer).
+    let model = Model { layers: vec![Box::new(Tanh), Box::new(RowParallel { tp: world.clone(), w: vec![0.5; 4] })] };
+    // Only rank 0 gathers the full weights.
     let full = if world.rank() == 0 { model.full()? } else { Vec::new() };
     println!("{}", full.len());
     Ok(())

@@ -134,7 +134,8 @@ impl<'a> Interp<'a> {
             // Items lent by `x.iter_mut()` get back what the closure left in them.
             ("try_fold", [init, V::Closure(c)]) => {
                 let (c, mut acc) = (*c, init.clone());
-                let optional = !matches!(init, V::Opt(_));
+                // (An `Option`-valued closure folding a plain accumulator: `Some(v)` goes on.)
+                let by_option = !matches!(init, V::Opt(_));
                 let mut wrapped = false;
                 let mut kept = Vec::new();
                 let mut out = None;
@@ -143,8 +144,8 @@ impl<'a> Interp<'a> {
                     kept.push(item);
                     match r {
                         V::Err => out = Some(V::Err),
-                        V::Opt(None) if optional => out = Some(V::Opt(None)),
-                        V::Opt(Some(v)) if optional => {
+                        V::Opt(None) if by_option => out = Some(V::Opt(None)),
+                        V::Opt(Some(v)) if by_option => {
                             wrapped = true;
                             acc = *v;
                         }

@@ -1,6 +1,7 @@
 //! Calls: arguments, closures, the package's functions and methods (run, or summarised
 //! when they cannot communicate), dist's own functions.
 
+use super::super::collections::{may_hold_comm, without_comm};
 use super::*;
 
 impl<'a> Interp<'a> {
@@ -149,11 +150,7 @@ impl<'a> Interp<'a> {
                     // What the parameter's declared type says holds no communicator is
                     // data, however the caller computed it (`dy: &[f32]` from a summarised
                     // `try_fold` over the layers).
-                    let v = if v.has_comm() && !super::super::collections::may_hold_comm(&pt.ty) {
-                        super::super::collections::without_comm(v)
-                    } else {
-                        v
-                    };
+                    let v = if v.has_comm() && !may_hold_comm(&pt.ty) { without_comm(v) } else { v };
                     self.bind(&pt.pat, v);
                     self.note_param(pt, None);
                 }
@@ -193,9 +190,7 @@ impl<'a> Interp<'a> {
         };
         // (And a return type that holds no communicator returns data.)
         let r = match &f.sig.output {
-            syn::ReturnType::Type(_, t) if r.has_comm() && !super::super::collections::may_hold_comm(t) => {
-                super::super::collections::without_comm(r)
-            }
+            syn::ReturnType::Type(_, t) if r.has_comm() && !may_hold_comm(t) => without_comm(r),
             _ => r,
         };
         // Writes through `&mut` parameters reach the caller's variables.
