@@ -24,6 +24,14 @@ run = "--run" in sys.argv
 os.makedirs(work, exist_ok=True)
 env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(work, "target"), CARGO_TERM_COLOR="never")
 env.pop("RUSTFLAGS", None)
+if run and shutil.which("cargo-spmd", path=env.get("PATH")) is None:
+    # The clean programs run under the launcher a user installs (`cargo spmd run`): this
+    # checkout's, installed under the target directory (scripts/install-launcher.sh).
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+    subprocess.run(["cargo", "install", "--quiet", "--locked", "--path", os.path.join(root, "cargo-spmd"),
+                    "--root", os.path.join(target, "spmd-install"),
+                    "--target-dir", os.path.join(target, "spmd-install-build")], check=True)
+    env["PATH"] = os.path.join(target, "spmd-install", "bin") + os.pathsep + env.get("PATH", "")
 
 
 def copy(name):

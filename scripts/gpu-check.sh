@@ -22,7 +22,10 @@ cd "$(dirname "$0")/.."
 dir="${bundle:-$PWD/target/gpu-check}"
 mkdir -p "$dir"
 
-echo "== build (release, nccl feature) into $dir"
+# GPU_CHECK_PROFILE=dev: CI's check that the bundle builds and fails clearly without a
+# GPU, sharing the dev build it already has (the GPU machine gets release, the default).
+profile="${GPU_CHECK_PROFILE:-release}"
+echo "== build ($profile, nccl feature) into $dir"
 # Executables as cargo reports them (so CARGO_TARGET_DIR is honoured), diagnostics shown.
 exes() {
   python3 -c 'import json,sys
@@ -31,9 +34,9 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["target"]["name"], m["executable"])'
 }
 {
-  cargo build --release -p dist-bench --features dist-bench/nccl --message-format=json-render-diagnostics
-  cargo build --release -p dist-runtime --example hello --features dist-runtime/nccl --message-format=json-render-diagnostics
-  cargo test --release -p dist-tests --features nccl --test nccl --no-run --message-format=json-render-diagnostics
+  cargo build --profile "$profile" -p dist-bench --features dist-bench/nccl --message-format=json-render-diagnostics
+  cargo build --profile "$profile" -p dist-runtime --example hello --features dist-runtime/nccl --message-format=json-render-diagnostics
+  cargo test --profile "$profile" -p dist-tests --features nccl --test nccl --no-run --message-format=json-render-diagnostics
 } | exes > "$dir/.exes"
 for want in dist-bench:dist-bench hello:hello nccl:nccl-tests; do
   exe=$(awk -v n="${want%%:*}" '$1 == n { print $2 }' "$dir/.exes" | tail -1)

@@ -3,6 +3,7 @@
 //! checked world size, and the traces are matched (see `docs/static-checks.md`).
 
 mod interp;
+pub(crate) mod macro_rules;
 mod message;
 mod package;
 mod signature;
@@ -165,6 +166,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
         let at = f.sig.ident.span().start();
         let mut items = PackageItems { entry_at: Some((at.line, at.column)), ..Default::default() };
         interp::reset_uses();
+        macro_rules::reset();
         items.file(&path, &entry_name, 0);
         // A binary of a package with a library crate: the library's module tree too
         // (`use trainer::comms::ParallelState` in src/main.rs).
@@ -186,6 +188,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
         raw
     });
     let raw = raw.unwrap_or_else(|| {
+        macro_rules::reset();
         trace::set_files(trace::Files { entry: (file.clone(), entry_name.clone()), ..Default::default() });
         check_entry(f, &HashMap::new(), &[], sizes, strict, &source)
     });
@@ -778,7 +781,15 @@ fn parse_macros(f: &ItemFn) -> Macros {
     #[derive(Default)]
     struct Collect(Vec<(usize, Box<MacroBody>)>);
     impl<'ast> Visit<'ast> for Collect {
+        fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
+            // A `macro_rules!` inside a function: defined from here on.
+            macro_rules::define(m);
+        }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            if let Some(b) = macro_rules::expansion(m) {
+                self.0.push((m as *const syn::Macro as usize, Box::new(MacroBody::Expanded(b))));
+                return;
+            }
             let repeat = |input: syn::parse::ParseStream| -> syn::Result<MacroBody> {
                 let x: syn::Expr = input.parse()?;
                 input.parse::<syn::Token![;]>()?;
@@ -794,7 +805,10 @@ fn parse_macros(f: &ItemFn) -> Macros {
     let mut out = Macros::new();
     let mut round = Collect::default();
     round.visit_item_fn(f);
-    while !round.0.is_empty() {
+    // (Macros expanding to macro calls: as deep as rustc's default recursion limit.)
+    let mut depth = 0;
+    while !round.0.is_empty() && depth < macro_rules::EXPANSION_DEPTH {
+        depth += 1;
         let mut next = Collect::default();
         for (_, body) in &round.0 {
             match &**body {
@@ -803,6 +817,7 @@ fn parse_macros(f: &ItemFn) -> Macros {
                     next.visit_expr(x);
                     next.visit_expr(k);
                 }
+                MacroBody::Expanded(b) => next.visit_block(b),
             }
         }
         // The boxes move into the map; the macros inside them stay where they are.

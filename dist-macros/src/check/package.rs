@@ -3,6 +3,7 @@
 //! also under its module's key), methods, enums, structs, constants and aliases.
 
 use super::interp;
+use super::macro_rules;
 use super::Pos;
 use std::collections::HashMap;
 use syn::ItemFn;
@@ -231,57 +232,69 @@ impl PackageItems {
                 }
                 // Inherent impls, and trait impls of the package's types (`impl Default
                 // for Config`): `Config::default()` is followed like `Config::new()`.
-                syn::Item::Impl(imp) => {
-                    let syn::Type::Path(tp) = &*imp.self_ty else { continue };
-                    let Some(ty) = tp.path.segments.last().map(|s| s.ident.to_string()) else { continue };
-                    let mut written = Vec::new();
-                    for it in imp.items {
-                        match it {
-                            syn::ImplItem::Fn(mut m) => {
-                                let key = format!("{ty}::{}", m.sig.ident);
-                                written.push(m.sig.ident.to_string());
-                                self.note_at(&key);
-                                // Its module, as a free function's (`interp::module_of`).
-                                let module = self.module.join("::");
-                                m.attrs.push(syn::parse_quote!(#[dist_module = #module]));
-                                let f = ItemFn { attrs: m.attrs, vis: m.vis, sig: m.sig, block: Box::new(m.block) };
-                                self.fns.entry(key).or_insert(f);
-                            }
-                            syn::ImplItem::Const(c) => {
-                                let c = syn::ItemConst {
-                                    attrs: c.attrs,
-                                    vis: c.vis,
-                                    const_token: c.const_token,
-                                    ident: c.ident,
-                                    generics: c.generics,
-                                    colon_token: c.colon_token,
-                                    ty: Box::new(c.ty),
-                                    eq_token: c.eq_token,
-                                    expr: Box::new(c.expr),
-                                    semi_token: c.semi_token,
-                                };
-                                self.consts.push((ty.clone(), true, c));
-                            }
-                            _ => {}
-                        }
-                    }
-                    if let Some((_, tr, _)) = &imp.trait_ {
-                        if let Some(t) = tr.segments.last() {
-                            self.trait_impls.push((ty, t.ident.to_string(), written));
-                        }
-                    }
-                }
+                syn::Item::Impl(imp) => self.impl_items(imp),
                 // An enum's variants: `Action::RecvAct(mb)` and `RecvAct(mb)` build a value
                 // the check follows like a struct (`Action::RecvAct` with field `0`), and
                 // `match` tells the variants apart (a schedule built as `Vec<Action>`).
                 syn::Item::Enum(en) => self.enum_items(&en),
                 syn::Item::Struct(st) => self.struct_items(&st),
+                syn::Item::Macro(m) if m.ident.is_some() => macro_rules::define(&m),
+                // A call of the package's macro among items: the items it writes
+                // (`impl_monoid!(Sum, i64)`).
+                syn::Item::Macro(m) if depth < macro_rules::EXPANSION_DEPTH => {
+                    if let Some(items) = macro_rules::expand(&m.mac).and_then(|ts| syn::parse2::<syn::File>(ts).ok()) {
+                        self.items(items.items, here, dir, entry, depth + 1);
+                    }
+                }
                 syn::Item::Mod(m) => {
                     self.module.push(m.ident.to_string());
                     self.module_items(m, here, dir, entry, depth);
                     self.module.pop();
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// Inherent impls, and trait impls of the package's types (`impl Default for
+    /// Config`): each method as `Type::method`, each associated const by its type.
+    fn impl_items(&mut self, imp: syn::ItemImpl) {
+        let syn::Type::Path(tp) = &*imp.self_ty else { return };
+        let Some(ty) = tp.path.segments.last().map(|s| s.ident.to_string()) else { return };
+        let mut written = Vec::new();
+        for it in imp.items {
+            match it {
+                syn::ImplItem::Fn(mut m) => {
+                    let key = format!("{ty}::{}", m.sig.ident);
+                    written.push(m.sig.ident.to_string());
+                    self.note_at(&key);
+                    // Its module, as a free function's (`interp::module_of`).
+                    let module = self.module.join("::");
+                    m.attrs.push(syn::parse_quote!(#[dist_module = #module]));
+                    let f = ItemFn { attrs: m.attrs, vis: m.vis, sig: m.sig, block: Box::new(m.block) };
+                    self.fns.entry(key).or_insert(f);
+                }
+                syn::ImplItem::Const(c) => {
+                    let c = syn::ItemConst {
+                        attrs: c.attrs,
+                        vis: c.vis,
+                        const_token: c.const_token,
+                        ident: c.ident,
+                        generics: c.generics,
+                        colon_token: c.colon_token,
+                        ty: Box::new(c.ty),
+                        eq_token: c.eq_token,
+                        expr: Box::new(c.expr),
+                        semi_token: c.semi_token,
+                    };
+                    self.consts.push((ty.clone(), true, c));
+                }
+                _ => {}
+            }
+        }
+        if let Some((_, tr, _)) = &imp.trait_ {
+            if let Some(t) = tr.segments.last() {
+                self.trait_impls.push((ty, t.ident.to_string(), written));
             }
         }
     }

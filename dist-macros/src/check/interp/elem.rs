@@ -101,7 +101,7 @@ impl<'a> Interp<'a> {
                 match self.macros.get(&(&m.mac as *const syn::Macro as usize)).map(|b| &**b) {
                     Some(MacroBody::Repeat(x, _)) => self.elem_of(x),
                     Some(MacroBody::Args(a)) => a.iter().find_map(|x| self.elem_of(x)),
-                    None => None,
+                    Some(MacroBody::Expanded(_)) | None => None,
                 }
             }
             Expr::MethodCall(mc) if matches!(mc.method.to_string().as_str(), "clone" | "to_vec" | "to_owned") => {

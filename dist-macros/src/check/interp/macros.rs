@@ -8,6 +8,9 @@ impl<'a> Interp<'a> {
         let name = last_seg(&m.path);
         let macros = self.macros;
         let body = macros.get(&(m as *const syn::Macro as usize)).map(|b| &**b);
+        if let Some(MacroBody::Expanded(b)) = body {
+            return self.expanded(m, b);
+        }
         let parse_args = || match body {
             Some(MacroBody::Args(a)) => Some(a),
             _ => None,
@@ -65,6 +68,40 @@ impl<'a> Interp<'a> {
                 }
             }
         }
+    }
+
+    /// A call of one of the package's macros: its expansion, run in a scope of its own
+    /// (what the definition binds with `let` is its own, as rustc's hygiene keeps it),
+    /// except the names the caller's tokens bind (`let $name = ..`), which are the
+    /// caller's from here on.
+    fn expanded(&mut self, m: &'a syn::Macro, b: &'a syn::Block) -> R<'a> {
+        use syn::visit::Visit;
+        struct Bound(Vec<String>, Option<(usize, usize)>);
+        impl<'ast> Visit<'ast> for Bound {
+            fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+                let at = p.ident.span().start();
+                if Some((at.line, at.column)) != self.1 {
+                    self.0.push(p.ident.to_string());
+                }
+                syn::visit::visit_pat_ident(self, p);
+            }
+        }
+        let call = m.path.segments.last().map(|s| s.ident.span().start()).map(|a| (a.line, a.column));
+        let mut bound = Bound(Vec::new(), call);
+        for s in &b.stmts {
+            if let syn::Stmt::Local(l) = s {
+                bound.visit_pat(&l.pat);
+            }
+        }
+        self.scopes.push();
+        let r = self.stmts(&b.stmts);
+        let kept: Vec<(String, V<'a>)> =
+            bound.0.into_iter().filter_map(|n| self.lookup(&n).cloned().map(|v| (n, v))).collect();
+        self.scopes.pop();
+        for (n, v) in kept {
+            self.define(n, v);
+        }
+        r
     }
 
     /// `[x; k]` and `vec![x; k]`: a list of `k` copies when `k` is small and known.

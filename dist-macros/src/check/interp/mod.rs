@@ -28,6 +28,7 @@ pub(crate) use summary::{restore_spent, spent};
 mod elem;
 mod eval;
 mod groups;
+mod iterators;
 mod lists;
 mod local;
 mod macros;
@@ -72,6 +73,11 @@ thread_local! {
     /// The value a number read from the program's inputs takes in this run (see
     /// [`V::Uniform`]), and whether any rank read one.
     static UNIFORM: std::cell::Cell<(i128, bool)> = const { std::cell::Cell::new((1, false)) };
+    /// Whether this run took the sample for a value computed from the inputs in a way
+    /// the check did not follow (a command line summarised whole, `cfg.bins` after the
+    /// parser's `next_power_of_two()`): a guess, which a value the program can never
+    /// hold may contradict.
+    static GUESSED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 thread_local! {
@@ -111,6 +117,21 @@ pub(super) fn swap_touched_input(t: bool) -> bool {
 /// environment, files: the same on every rank under the launcher) were `sample`.
 pub fn set_uniform_sample(sample: i128) {
     UNIFORM.with(|u| u.set((sample, false)));
+    GUESSED.with(|g| g.set(false));
+}
+
+/// Whether this run guessed a value from the inputs (see `GUESSED`).
+pub(super) fn guessed_input() -> bool {
+    GUESSED.with(|g| g.get())
+}
+
+/// A number parsed from the program's inputs themselves (`args[1].parse()`): this run's
+/// sample, a value the user may pass (not a guess).
+pub(super) fn parsed_input() -> i128 {
+    let guessed = guessed_input();
+    let v = uniform_number();
+    GUESSED.with(|g| g.set(guessed));
+    v
 }
 
 /// Whether a rank read such an input since [`set_uniform_sample`].
@@ -134,6 +155,7 @@ pub(super) fn uniform_sample() -> i128 {
 
 /// The value of a number parsed from the program's inputs in this run (and note that one was read).
 pub(super) fn uniform_number() -> i128 {
+    GUESSED.with(|g| g.set(true));
     UNIFORM.with(|u| {
         let (s, _) = u.get();
         u.set((s, true));
@@ -460,6 +482,9 @@ impl<'ast> syn::visit::Visit<'ast> for W {
         }
         syn::visit::visit_expr_method_call(self, m);
     }
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        super::macro_rules::visit_expansion(self, m);
+    }
 }
 
 /// Reads which struct fields the package writes after building the struct, from the
@@ -472,12 +497,62 @@ impl<'ast> syn::visit::Visit<'ast> for W {
 pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = (&'f str, &'f syn::ItemFn)>) {
     use syn::visit::Visit;
     let mut w = W::default();
+    // Each method name: whether every method of that name only reads its receiver.
+    let mut by_name: HashMap<String, bool> = HashMap::new();
+    let fns: Vec<(&'f str, &'f syn::ItemFn)> = fns.into_iter().collect();
+    for (key, f) in &fns {
+        if let (true, Some(FnArg::Receiver(rc))) = (key.contains("::"), f.sig.inputs.first()) {
+            let reads = rc.reference.is_none() || rc.mutability.is_none();
+            let e = by_name.entry(f.sig.ident.to_string()).or_insert(true);
+            *e &= reads;
+        }
+    }
+    let reading = by_name.into_iter().filter(|(_, r)| *r).map(|(n, _)| n).collect();
     for (key, f) in fns {
         w.me = key.rsplit_once("::").map(|(t, _)| t.rsplit("::").next().unwrap_or(t).to_string());
         w.types.clear();
         w.visit_item_fn(f);
     }
     WRITTEN_FIELDS.with(|s| *s.borrow_mut() = (w.written, w.resized));
+    READING_METHODS.with(|r| *r.borrow_mut() = reading);
+}
+
+thread_local! {
+    /// The names of the package's methods that only read their receiver: every method of
+    /// that name takes `&self` (or `self`), none `&mut self`.
+    static READING_METHODS: std::cell::RefCell<std::collections::HashSet<String>> = Default::default();
+}
+
+/// Whether `x.name(..)` leaves `x` as it was: `name` is one of the package's methods,
+/// each taking `&self`, and not a name the standard library uses for one that writes
+/// (`push`, `next`, `insert`, `take`, …).
+pub(super) fn reads_receiver(name: &syn::Ident) -> bool {
+    let m = name.to_string();
+    let std_writes = matches!(
+        m.as_str(),
+        "push"
+            | "push_back"
+            | "push_front"
+            | "pop_back"
+            | "pop_front"
+            | "next"
+            | "next_back"
+            | "take"
+            | "replace"
+            | "entry"
+            | "set"
+            | "get_or_insert"
+            | "get_or_insert_with"
+            | "write"
+            | "write_all"
+            | "flush"
+            | "read"
+            | "read_exact"
+            | "read_to_string"
+            | "read_line"
+            | "seek"
+    ) || value::mutates_receiver(name).is_some();
+    !std_writes && READING_METHODS.with(|r| r.borrow().contains(&m))
 }
 
 /// Whether the package writes the field `name` of a struct of type `ty` after building
@@ -596,6 +671,14 @@ pub struct Interp<'a> {
     fn_stack: Vec<&'a ItemFn>,
     /// The depth of `fn_stack` at each closure body running now, innermost last.
     closures: Vec<usize>,
+    /// The variables of the callers of the function running now, outermost first (a
+    /// closure they made runs among its maker's: [`Self::in_closure`]).
+    frames: Vec<scopes::Scopes<'a>>,
+    /// The type each generic parameter of the function running now stands for
+    /// (`M` → `Sum` in `check_monoid::<Sum>(..)`), one list per `fn_stack` entry run by
+    /// [`Self::apply_with`]; `call_generics` is the next call's, set by its caller.
+    generics: Vec<Vec<(String, String)>>,
+    call_generics: Vec<(String, String)>,
     /// Inside a `for` loop walking the command line (`Interp::walks_command_line`).
     walking_args: usize,
     /// Results of helpers that cannot communicate, shared by every rank and world size
@@ -705,7 +788,7 @@ pub fn eval_consts<'a>(
                 Ok(V::Tag(t)) if t.starts_with('#') && !t.contains(' ') => V::Tag(format!("{t} {}", c.ident)),
                 Ok(v @ (V::Int(_) | V::Bool(_) | V::Tag(_))) => v,
                 // `const DIMS: [usize; 4] = [..]`, a tuple of sizes: kept when every item is.
-                Ok(v @ (V::List(_) | V::Tuple(_))) if known_const(&v) => v,
+                Ok(v @ (V::List(_) | V::Tuple(_) | V::Struct(..))) if known_const(&v) => v,
                 _ => continue,
             };
             // Also by its path: `data::BLOCKS`, `Model::LAYERS`.
@@ -721,12 +804,16 @@ pub fn eval_consts<'a>(
 }
 
 /// Whether a constant's value is known all the way down (integers, booleans, tags,
-/// names, and lists or tuples of them).
+/// names, enum variants, and lists, tuples and structs of them).
 fn known_const(v: &V) -> bool {
     match v {
         V::Int(_) | V::Bool(_) | V::Tag(_) | V::Name(_) => true,
         V::List(items) => items.iter().all(known_const),
         V::Tuple(items) => items.iter().all(known_const),
+        // An enum's variant or a struct of known fields (`const ALL: [Algo; 2] =
+        // [Algo::HillisSteele, Algo::Blelloch]`).
+        V::Struct(_, fields) => fields.iter().all(|(_, v)| known_const(v)),
+        V::Opt(x) => x.as_deref().is_none_or(known_const),
         _ => false,
     }
 }
@@ -751,6 +838,9 @@ impl<'a> Interp<'a> {
             const_module: None,
             fn_stack: Vec::new(),
             closures: Vec::new(),
+            frames: Vec::new(),
+            generics: Vec::new(),
+            call_generics: Vec::new(),
             walking_args: 0,
             agreed_seen: FxMap::default(),
             decisions_from: DECISIONS.with(|d| d.get()),
@@ -876,6 +966,17 @@ impl<'a> Interp<'a> {
         if let Some(slot) = self.scopes.get_mut(scopes::sym(name)) {
             *slot = v;
         }
+    }
+
+    /// Starts a function's run: fresh variables, the caller's kept in `frames`.
+    fn enter_frame(&mut self) {
+        let caller = std::mem::replace(&mut self.scopes, scopes::Scopes::new());
+        self.frames.push(caller);
+    }
+
+    /// Ends a function's run: back to the caller's variables.
+    fn leave_frame(&mut self) {
+        self.scopes = self.frames.pop().expect("the caller's frame");
     }
 
     fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {

@@ -63,16 +63,32 @@ pub(super) fn reset() {
 }
 
 /// Nested scopes: `vars` from the outermost, `starts[d]` the index of scope `d`'s first.
+/// `id` names the function run (frame) they belong to: a closure made in it reads and
+/// writes its variables wherever it is called.
 #[derive(Clone)]
 pub(super) struct Scopes<'a> {
     vars: Vec<(Sym, V<'a>)>,
     starts: Vec<usize>,
+    id: u64,
+}
+
+thread_local! {
+    static FRAMES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 impl<'a> Scopes<'a> {
-    /// One empty scope.
+    /// One empty scope, of a new frame.
     pub(super) fn new() -> Self {
-        Scopes { vars: Vec::new(), starts: vec![0] }
+        let id = FRAMES.with(|f| {
+            f.set(f.get() + 1);
+            f.get()
+        });
+        Scopes { vars: Vec::new(), starts: vec![0], id }
+    }
+
+    /// The frame these scopes belong to.
+    pub(super) fn id(&self) -> u64 {
+        self.id
     }
 
     /// The innermost variable named `s`.

@@ -19,6 +19,11 @@ impl<'a> Interp<'a> {
         if let Some(v) = self.comm_value_method(e, mc, &recv, &m)? {
             return Ok(v);
         }
+        // One of the package's iterators (`Schedule::new(r, n).filter_map(..)`): its items.
+        let recv = match iterators::iterator_method(&m) {
+            true => self.package_iterator_items(e, &recv)?.unwrap_or(recv),
+            false => recv,
+        };
         if let V::Struct(ty, entries) = &recv {
             if let Some(kind) = Coll::of(ty) {
                 let args = self.args(&mc.args)?;
@@ -577,7 +582,7 @@ impl<'a> Interp<'a> {
         if matches!(recv, V::Uniform) {
             return match m.as_str() {
                 // A number parsed from an input: this run's sample (the same on every rank).
-                "parse" | "parse_from" => Ok(V::Int(super::uniform_number())),
+                "parse" | "parse_from" => Ok(V::Int(super::parsed_input())),
                 // A flag's value cut into pieces while a parser walks the command line
                 // (`--lens 0,1,5`): this run's sample of pieces, each an input.
                 "split" | "split_terminator" | "rsplit" | "split_whitespace" | "split_ascii_whitespace"

@@ -6,6 +6,7 @@
 //! arithmetic then costs the check a bounded number of steps, and small computations
 //! (a peer, a count, a schedule) are still evaluated exactly.
 
+use super::super::macro_rules;
 use super::*;
 use quote::ToTokens;
 use syn::visit::Visit;
@@ -200,6 +201,10 @@ fn may_communicate_uncached(node: &impl ToTokens) -> bool {
             syn::visit::visit_expr_call(self, c);
         }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            // One of the package's macros: what it expands to.
+            if macro_rules::visit_expansion(self, m) {
+                return;
+            }
             // A macro's body may hold calls: look for `.op(` with `op` an operation's
             // name (a field `h.batch` or a string "--batch" is not a call).
             fn calls(ts: proc_macro2::TokenStream) -> bool {
@@ -253,6 +258,9 @@ fn called_names(node: &impl ToTokens) -> Vec<String> {
             syn::visit::visit_expr_call(self, c);
         }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            if macro_rules::visit_expansion(self, m) {
+                return;
+            }
             fn walk(ts: proc_macro2::TokenStream, out: &mut Vec<String>) {
                 use proc_macro2::{Delimiter, TokenTree};
                 let tokens: Vec<TokenTree> = ts.into_iter().collect();
@@ -351,7 +359,8 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
             // first call names the place (`c[a..b].iter_mut()`: its items, `v.drain(..)`:
             // all of `v`); the calls after it act on what that returned. One that keeps
             // its receiver's length (`iter_mut`, `fill`, `sort`) writes its items only.
-            if !matches!(strip_borrows(&m.receiver), Expr::MethodCall(_)) {
+            // (One of the package's methods that takes `&self` writes nothing of it.)
+            if !matches!(strip_borrows(&m.receiver), Expr::MethodCall(_)) && !super::reads_receiver(&m.method) {
                 let keeps_length = super::value::mutates_receiver(&m.method) == Some(true);
                 self.add(place_path(&m.receiver).map(
                     |p| {
@@ -371,6 +380,9 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
             self.1.push(names);
             syn::visit::visit_expr_closure(self, c);
             self.1.pop();
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            macro_rules::visit_expansion(self, m);
         }
     }
     let mut w = W(Vec::new(), Vec::new());
@@ -671,7 +683,7 @@ impl<'a> Interp<'a> {
                 V::taint(&[summary, &salt])
             }
         };
-        let saved = std::mem::replace(&mut self.scopes, super::scopes::Scopes::new());
+        self.enter_frame();
         for (a, v) in f.sig.inputs.iter().zip(args) {
             match a {
                 FnArg::Typed(pt) => {
@@ -699,7 +711,7 @@ impl<'a> Interp<'a> {
         if self_ty.is_some() {
             self.self_ty.pop();
         }
-        self.scopes = saved;
+        self.leave_frame();
         match r {
             Some(Ok(v)) if !matches!(v, V::Opaque { .. }) && !v.has_comm() => Some(v),
             _ => None,
@@ -833,6 +845,11 @@ impl<'a> Interp<'a> {
     /// result's type holds none (a constructor's struct is followed whole, or its
     /// communicators would be lost).
     pub(super) fn quiet_helper(&self, f: &ItemFn, args: &[V<'a>]) -> bool {
+        // A closure it is given may communicate when called (`best_of(reps, ||
+        // exchange(&world, &keys))`): then neither may the helper be summarised.
+        if args.iter().any(|a| matches!(a, V::Closure(cl) if self.may_communicate_deep(&*cl.0.body))) {
+            return false;
+        }
         if !args.iter().any(V::has_comm) {
             // Nothing to communicate on (a communicator comes only through its arguments).
             return !may_communicate(&f.block);

@@ -184,9 +184,11 @@ pub(super) fn fp_of(vals: &[&V]) -> u64 {
     h.finish() | 1
 }
 
-/// A closure value: the closure expression in the checked function.
+/// A closure value: the closure expression in the checked function, the frame it was
+/// made in (its captured variables are that frame's: [`super::scopes::Scopes::id`]) and
+/// the function that frame runs (whose module names its calls).
 #[derive(Clone, Copy)]
-pub struct Closure<'a>(pub(super) &'a syn::ExprClosure);
+pub struct Closure<'a>(pub(super) &'a syn::ExprClosure, pub(super) u64, pub(super) Option<&'a syn::ItemFn>);
 
 impl std::fmt::Debug for Closure<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -216,6 +218,8 @@ pub enum MacroBody {
     Args(syn::punctuated::Punctuated<Expr, syn::Token![,]>),
     /// `vec![x; n]`.
     Repeat(Box<Expr>, Box<Expr>),
+    /// A call of one of the package's `macro_rules!` macros: what it expands to.
+    Expanded(&'static syn::Block),
 }
 
 /// Longest `vec![x; n]` or `[x; n]` materialised as a list (so `iter().enumerate()`

@@ -17,9 +17,9 @@ impl<'a> Interp<'a> {
     }
 
     /// Calls a closure or nested fn with `args` bound to its parameters.
-    pub(in crate::check::interp) fn apply_closure(&mut self, c: Closure<'a>, args: Vec<V<'a>>) -> R<'a> {
-        let c = c.0;
-        self.in_closure(|me| {
+    pub(in crate::check::interp) fn apply_closure(&mut self, cl: Closure<'a>, args: Vec<V<'a>>) -> R<'a> {
+        let c = cl.0;
+        self.in_closure(cl, |me| {
             for (p, v) in c.inputs.iter().zip(args) {
                 me.bind(p, v);
             }
@@ -49,8 +49,9 @@ impl<'a> Interp<'a> {
         args: Vec<V<'a>>,
         k: usize,
     ) -> Result<(V<'a>, Option<V<'a>>), Flow<'a>> {
+        let cl = c;
         let c = c.0;
-        self.in_closure(|me| {
+        self.in_closure(cl, |me| {
             for (p, v) in c.inputs.iter().zip(args) {
                 me.bind(p, v);
             }
@@ -70,11 +71,31 @@ impl<'a> Interp<'a> {
         })
     }
 
-    /// Runs `f` in a fresh scope as a closure's body (`?` there is the closure's).
-    fn in_closure<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+    /// Runs `f` in a fresh scope as the body of the closure `cl` (`?` there is the
+    /// closure's), among the variables of the frame that made it: a closure handed to
+    /// a function (`best_of(reps, || exchange(&world, &keys))`) reads and writes its
+    /// maker's `world` and `keys`, not the function's. (A closure whose frame has
+    /// returned, one a function returned, runs among the caller's variables, as does
+    /// one that cannot communicate.)
+    fn in_closure<T>(&mut self, cl: Closure<'a>, f: impl FnOnce(&mut Self) -> T) -> T {
+        // (Only one that may communicate: a closure over data run where it is called,
+        // its captured names unknown there, gives data, as before.)
+        let away = (cl.1 != self.scopes.id() && self.may_communicate_deep(&*cl.0.body))
+            .then(|| self.frames.iter().position(|s| s.id() == cl.1))
+            .flatten();
+        if let Some(i) = away {
+            std::mem::swap(&mut self.scopes, &mut self.frames[i]);
+            self.fn_stack.extend(cl.2);
+        }
         self.closures.push(self.fn_stack.len());
         let r = self.scoped(f);
         self.closures.pop();
+        if let Some(i) = away {
+            if cl.2.is_some() {
+                self.fn_stack.pop();
+            }
+            std::mem::swap(&mut self.scopes, &mut self.frames[i]);
+        }
         r
     }
 
@@ -143,7 +164,7 @@ impl<'a> Interp<'a> {
         self_ty: Option<String>,
     ) -> R<'a> {
         // A nested fn sees only its parameters (and other items), not the caller's locals.
-        let saved = std::mem::replace(&mut self.scopes, scopes::Scopes::new());
+        self.enter_frame();
         for (a, v) in f.sig.inputs.iter().zip(args) {
             match a {
                 FnArg::Typed(pt) => {
@@ -162,7 +183,10 @@ impl<'a> Interp<'a> {
             self.self_ty.push(t);
         }
         self.fn_stack.push(f);
+        let generics = std::mem::take(&mut self.call_generics);
+        self.generics.push(generics);
         let r = self.block(&f.block);
+        self.generics.pop();
         self.fn_stack.pop();
         if pushed {
             self.self_ty.pop();
@@ -177,7 +201,7 @@ impl<'a> Interp<'a> {
                 FnArg::Receiver(_) => self.scopes.get_in(0, scopes::sym("self")).cloned(),
             })
             .collect();
-        self.scopes = saved;
+        self.leave_frame();
         let r = match r {
             Err(Flow::Return(v)) => Ok(v),
             r => r,
@@ -221,6 +245,98 @@ impl<'a> Interp<'a> {
         Ok(r)
     }
 
+    /// The type a qualified path's `<T as Trait>` names: `Self`'s, a generic
+    /// parameter's, or the type itself.
+    pub(in crate::check::interp) fn qself_type(&self, q: &syn::QSelf) -> Option<String> {
+        let syn::Type::Path(tp) = &*q.ty else { return None };
+        let last = tp.path.segments.last()?.ident.to_string();
+        match last.as_str() {
+            "Self" => self.self_ty.last().cloned(),
+            _ => Some(self.generic_type(&last).unwrap_or(last)),
+        }
+    }
+
+    /// The type the generic parameter `name` of the function running now stands for.
+    pub(in crate::check::interp) fn generic_type(&self, name: &str) -> Option<String> {
+        self.generics.last()?.iter().find(|(p, _)| p == name).map(|(_, t)| t.clone())
+    }
+
+    /// What the generic type parameters of `f` stand for at the call `e`: given by a
+    /// turbofish (`check_monoid::<Sum>(..)`, `x.scan::<M>()`), or read from the
+    /// arguments (a parameter `x: &M` given a `Sum`, `xs: &[M]` a list of them).
+    fn generic_bindings(&self, e: &'a Expr, f: &'a ItemFn, args: &[V<'a>]) -> Vec<(String, String)> {
+        let params: Vec<String> = f.sig.generics.type_params().map(|t| t.ident.to_string()).collect();
+        if params.is_empty() {
+            return Vec::new();
+        }
+        let turbofish = match e {
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => match p.path.segments.last().map(|s| &s.arguments) {
+                    Some(syn::PathArguments::AngleBracketed(a)) => Some(a),
+                    _ => None,
+                },
+                _ => None,
+            },
+            Expr::MethodCall(mc) => mc.turbofish.as_ref(),
+            _ => None,
+        };
+        let named = |t: &syn::Type| match t {
+            syn::Type::Path(p) if p.qself.is_none() => {
+                let last = p.path.segments.last()?.ident.to_string();
+                match last.as_str() {
+                    "Self" => self.self_ty.last().cloned(),
+                    _ => Some(self.generic_type(&last).unwrap_or(last)),
+                }
+            }
+            _ => None,
+        };
+        let mut out: Vec<(String, String)> = Vec::new();
+        if let Some(a) = turbofish {
+            let types = a.args.iter().filter_map(|g| match g {
+                syn::GenericArgument::Type(t) => Some(t),
+                _ => None,
+            });
+            for (p, t) in params.iter().zip(types) {
+                if let Some(n) = named(t) {
+                    out.push((p.clone(), n));
+                }
+            }
+        }
+        fn infer(t: &syn::Type, v: &V, params: &[String], out: &mut Vec<(String, String)>) {
+            match (t, v) {
+                (syn::Type::Reference(r), v) => infer(&r.elem, v, params, out),
+                (syn::Type::Slice(s), V::List(items)) => items.iter().for_each(|i| infer(&s.elem, i, params, out)),
+                (syn::Type::Array(a), V::List(items)) => items.iter().for_each(|i| infer(&a.elem, i, params, out)),
+                (syn::Type::Path(p), v) if p.qself.is_none() => {
+                    let Some(seg) = p.path.segments.last() else { return };
+                    let name = seg.ident.to_string();
+                    match v {
+                        V::Struct(ty, _)
+                            if p.path.segments.len() == 1
+                                && params.contains(&name)
+                                && !out.iter().any(|(q, _)| *q == name) =>
+                        {
+                            out.push((name, ty.rsplit("::").next().unwrap_or(ty).to_string()));
+                        }
+                        V::List(items) if matches!(name.as_str(), "Vec" | "VecDeque") => {
+                            if let Some(elem) = super::super::collections::type_args(&p.path).first() {
+                                items.iter().for_each(|i| infer(elem, i, params, out));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (a, v) in f.sig.inputs.iter().zip(args) {
+            if let FnArg::Typed(pt) = a {
+                infer(&pt.ty, v, &params, &mut out);
+            }
+        }
+        out
+    }
+
     /// A method or associated function of a type the check has the source of
     /// (`impl Trainer { fn step(&self) }`, `ParallelState::new(&world)`): run like a
     /// helper, with `self` bound to the receiver.
@@ -254,8 +370,10 @@ impl<'a> Interp<'a> {
     ) -> R<'a> {
         let quiet = self.quiet_helper(f, &args);
 
-        // A quiet helper's result for these arguments, if an earlier rank or size ran it.
-        let memo = if quiet { self.memo_key(f, &exprs, &args) } else { None };
+        // A quiet helper's result for these arguments, if an earlier rank or size ran it
+        // (not a generic one's: `M::identity()` differs with what `M` stands for).
+        let generic = f.sig.generics.type_params().next().is_some();
+        let memo = if quiet && !generic { self.memo_key(f, &exprs, &args) } else { None };
         if let Some(key) = memo {
             if let Some(v) = self.memo_get(key, &args) {
                 return Ok(v);
@@ -279,10 +397,12 @@ impl<'a> Interp<'a> {
         // (A helper given known values that computes from them alone: [`summary`]'s
         // larger quota.)
         let known = quiet && args.iter().all(super::summary::concrete) && self.deterministic(f);
+        let generics = self.generic_bindings(e, f, &args);
         let run = |me: &mut Self| {
             if let Some(key) = via {
                 me.via.push((e, key.into()));
             }
+            me.call_generics = generics;
             let r = me.apply_with(f, exprs.clone(), args, ty);
             if via.is_some() {
                 let r = me.locate_stop(r);
@@ -388,6 +508,15 @@ impl<'a> Interp<'a> {
             return Ok(r);
         }
         let r = match &*c.func {
+            // `<M as Monoid>::from_words(..)`: the function of the type `M` stands for.
+            Expr::Path(p) if p.qself.is_some() => {
+                let ty = p.qself.as_ref().and_then(|q| self.qself_type(q));
+                let key = ty.map(|t| format!("{t}::{}", last_seg(&p.path)));
+                if let Some(r) = key.and_then(|k| self.apply_method(e, &k, c.args.iter().collect(), args.clone())) {
+                    return r;
+                }
+                self.known_call(e, &p.path, args)?
+            }
             // dist's own functions are known by name, never read from source.
             Expr::Path(p) if is_dist_fn(&p.path) => self.known_call(e, &p.path, args)?,
             Expr::Path(p) if p.path.segments.len() == 1 && self.lookup_ident(&p.path.segments[0].ident).is_none() => {
@@ -419,7 +548,11 @@ impl<'a> Interp<'a> {
                 // the check has (the package's files).
                 let n = p.path.segments.len();
                 let (ty, f) = (p.path.segments[n - 2].ident.to_string(), p.path.segments[n - 1].ident.to_string());
-                let ty = if ty == "Self" { self.self_ty.last().cloned().unwrap_or(ty) } else { ty };
+                let ty = if ty == "Self" {
+                    self.self_ty.last().cloned().unwrap_or(ty)
+                } else {
+                    self.generic_type(&ty).unwrap_or(ty)
+                };
                 let key = format!("{ty}::{f}");
                 if let Some(r) = self.apply_method(e, &key, c.args.iter().collect(), args.clone()) {
                     return r;
@@ -641,8 +774,9 @@ impl<'a> Interp<'a> {
             return Err(undecidable(
                 e,
                 format!(
-                    "a call to `{name}`, which takes a communicator: the check sees only functions \
-                     defined in the same source file (or inside the #[spmd] function)"
+                    "a call to `{name}`, which takes a communicator: the check follows the functions, \
+                     methods and macros of this package's source files, and this one is not among them \
+                     (another crate's, or a trait method on a type it could not tell)"
                 ),
             ));
         }

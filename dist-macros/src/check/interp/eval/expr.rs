@@ -9,6 +9,13 @@ impl<'a> Interp<'a> {
         self.tick(e)?;
         match e {
             Expr::Lit(l) => Ok(lit_value(&l.lit).unwrap_or(V::opaque())),
+            // `<M as Monoid>::WORDS`: the constant of the type `M` stands for.
+            Expr::Path(p) if p.qself.is_some() => Ok(p
+                .qself
+                .as_ref()
+                .and_then(|q| self.qself_type(q))
+                .and_then(|ty| self.consts.get(&format!("{ty}::{}", last_seg(&p.path))).cloned())
+                .unwrap_or_else(V::opaque)),
             Expr::Path(p) => Ok(self.path(&p.path)),
             Expr::Paren(p) => self.expr(&p.expr),
             Expr::Group(g) => self.expr(&g.expr),
@@ -167,6 +174,19 @@ impl<'a> Interp<'a> {
                         V::derived(&[&V::Int(i)])
                     }
                     (V::List(items), V::Int(i)) if i >= 0 && i < items.len() as i128 => items[i as usize].clone(),
+                    // Out of bounds in a run that guessed a value computed from the inputs:
+                    // the guess, not the program, may be what is wrong (a list of
+                    // `cfg.bins` items indexed by a shift computed from it).
+                    (V::List(items), V::Int(i)) if super::super::guessed_input() => {
+                        return Err(undecidable(
+                            e,
+                            format!(
+                                "an index ({i}, for a list of {}) computed from the program's inputs in a way the \
+                                 check does not follow",
+                                items.len()
+                            ),
+                        ))
+                    }
                     (V::List(items), V::Int(i)) => {
                         return Err(Flow::Stop(Stop::Invalid {
                             site: self.site(e),
@@ -236,7 +256,7 @@ impl<'a> Interp<'a> {
                 self.store(&a.left, v)?;
                 Ok(V::Unit)
             }
-            Expr::Closure(c) => Ok(V::Closure(Closure(c))),
+            Expr::Closure(c) => Ok(V::Closure(Closure(c, self.scopes.id(), self.fn_stack.last().copied()))),
             Expr::MethodCall(mc) => self.method(e, mc),
             Expr::Call(c) => self.call(e, c),
             Expr::Macro(m) => self.mac(&m.mac),
@@ -417,6 +437,8 @@ impl<'a> Interp<'a> {
                 (here[..here.len().saturating_sub(ups)].to_vec(), &segs[ups..], false)
             }
             "Self" => (vec![self.self_ty.last()?.clone()], &segs[1..], false),
+            // `M::WORDS` in a function generic over `M`: the constant of the type `M` is.
+            g if self.generic_type(g).is_some() => (vec![self.generic_type(g)?], &segs[1..], false),
             _ => (Vec::new(), &segs[..], true),
         };
         qual.extend(rest.iter().cloned());

@@ -418,6 +418,8 @@ impl<'a> Interp<'a> {
         // instead of becoming data.
         let lent = self.lent_items(f)?;
         let it = self.expr(&f.expr)?;
+        // (`for round in schedule`, one of the package's iterators: its items.)
+        let it = self.package_iterator_items(&f.expr, &it)?.unwrap_or(it);
         let Some((place, offset, before, path)) = lent else {
             return self.summarised_loop(&f.body, Some(&it.clone()), |me| me.for_loop_items(f, it));
         };
