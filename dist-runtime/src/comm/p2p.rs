@@ -253,6 +253,13 @@ impl<G: Group> Comm<G> {
     /// Starts sending `buf` to `dst`. `buf` stays borrowed until the returned request is
     /// waited on (or dropped, which waits), so it can't be changed while in flight.
     ///
+    /// When the wait returns: on the shared-memory backend once the data is copied out,
+    /// whether or not the receive is posted (eager; a blocking [`Comm::send`] with checks
+    /// on waits for its receive, as NCCL's does). Over MPI and NCCL a send request may
+    /// complete only when the receiver takes the message, as `MPI_Isend`'s and NCCL's
+    /// do: a program portable across backends posts the receive it needs before waiting
+    /// on its sends (or uses [`Comm::sendrecv`] or [`Comm::batch`]).
+    ///
     /// ```
     /// # use dist_runtime::prelude::*;
     /// # const T: Tag<u64> = Tag::new(1);

@@ -531,6 +531,8 @@ pub(super) fn reads_receiver(name: &syn::Ident) -> bool {
     let std_writes = matches!(
         m.as_str(),
         "push"
+            | "push_str"
+            | "insert_str"
             | "push_back"
             | "push_front"
             | "pop_back"
