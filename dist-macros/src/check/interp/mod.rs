@@ -128,10 +128,12 @@ pub(super) fn guessed_input() -> bool {
 /// A number parsed from the program's inputs themselves (`args[1].parse()`): this run's
 /// sample, a value the user may pass (not a guess).
 pub(super) fn parsed_input() -> i128 {
-    let guessed = guessed_input();
-    let v = uniform_number();
-    GUESSED.with(|g| g.set(guessed));
-    v
+    UNIFORM.with(|u| {
+        let (s, _) = u.get();
+        u.set((s, true));
+        // Sample 0 is the run without command-line arguments; other inputs take 1 there.
+        s.max(1)
+    })
 }
 
 /// Whether a rank read such an input since [`set_uniform_sample`].
@@ -153,15 +155,10 @@ pub(super) fn uniform_sample() -> i128 {
     UNIFORM.with(|u| u.get().0)
 }
 
-/// The value of a number parsed from the program's inputs in this run (and note that one was read).
+/// This run's sample for a value computed from the inputs in a way the check did not follow (a guess: see `GUESSED`).
 pub(super) fn uniform_number() -> i128 {
     GUESSED.with(|g| g.set(true));
-    UNIFORM.with(|u| {
-        let (s, _) = u.get();
-        u.set((s, true));
-        // Sample 0 is the run without command-line arguments; other inputs take 1 there.
-        s.max(1)
-    })
+    parsed_input()
 }
 
 /// Whether this run is the one without command-line arguments (`std::env::args()` is

@@ -20,10 +20,8 @@ impl<'a> Interp<'a> {
             return Ok(v);
         }
         // One of the package's iterators (`Schedule::new(r, n).filter_map(..)`): its items.
-        let recv = match iterators::iterator_method(&m) {
-            true => self.package_iterator_items(e, &recv)?.unwrap_or(recv),
-            false => recv,
-        };
+        let recv =
+            if iterators::iterator_method(&m) { self.package_iterator_items(e, &recv)?.unwrap_or(recv) } else { recv };
         if let V::Struct(ty, entries) = &recv {
             if let Some(kind) = Coll::of(ty) {
                 let args = self.args(&mc.args)?;
