@@ -254,8 +254,14 @@ fn a_deadlock_is_named_within_a_second_not_at_the_deadline() {
     let all = r.summary();
     println!("recv/recv deadlock, 2 ranks: ended in {:?}", r.elapsed);
     assert!(all.contains(&format!("deadlock detected in recv at {}", at("@both-recv"))), "{all}");
-    assert!(all.contains(&format!("rank 0 waits in recv from rank 1 on World ({})", at("@both-recv"))), "{all}");
-    assert!(all.contains(&format!("rank 1 waits in recv from rank 0 on World ({})", at("@both-recv"))), "{all}");
+    assert!(
+        all.contains(&format!("rank 0 waits in recv from rank 1 with tag 1 on World ({})", at("@both-recv"))),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("rank 1 waits in recv from rank 0 with tag 1 on World ({})", at("@both-recv"))),
+        "{all}"
+    );
     assert!(all.contains("wait-for cycle 0 → 1 → 0"), "{all}");
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
     assert!(took(&r) < Duration::from_secs(5), "took {:?}: {all}", r.elapsed);
@@ -295,7 +301,7 @@ fn a_collective_in_a_branch_names_the_odd_rank_and_both_lines() {
         // The story is a snapshot: under load a rank may not have published its wait yet
         // when a cycle through another is confirmed, so the recv group may name only some
         // of ranks 1.. (rank 0's own wait, above, names them all).
-        let rest = format!("in recv from rank 0 on World ({})", at("@branch-recv"));
+        let rest = format!("in recv from rank 0 with tag 3 on World ({})", at("@branch-recv"));
         let story = all.lines().find(|l| l.contains("deadlock detected")).unwrap_or("");
         assert!(story.contains(&rest), "n={n}: {rest}: {all}");
         for x in r.ranks.iter().filter(|x| x.rank != 0) {
@@ -903,7 +909,7 @@ fn messages_never_received_are_an_error_naming_the_sender() {
     // comes while its peer waits in the barrier, as on NCCL; named as a deadlock.
     let all = r.summary();
     assert!(
-        all.contains("rank 0 waits in send to rank 1 on World") && all.contains("rank 1 waits in barrier"),
+        all.contains("rank 0 waits in send to rank 1 with tag 3 on World") && all.contains("rank 1 waits in barrier"),
         "{all}"
     );
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
@@ -947,8 +953,14 @@ fn unexpected_messages_are_bounded_then_senders_wait() {
     assert!(r.success(), "{}", r.summary());
     let r = run_env("flood_then_other_tag", 2, 60.0, &[("DIST_STASH_MIB", "8")]);
     let all = r.summary();
-    assert!(all.contains(&format!("rank 0 waits in send to rank 1 on World ({})", at("@flood-send"))), "{all}");
-    assert!(all.contains(&format!("rank 1 waits in recv from rank 0 on World ({})", at("@flood-recv"))), "{all}");
+    assert!(
+        all.contains(&format!("rank 0 waits in send to rank 1 with tag 9 on World ({})", at("@flood-send"))),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("rank 1 waits in recv from rank 0 with tag 9 on World ({})", at("@flood-recv"))),
+        "{all}"
+    );
     assert!(took(&r) < Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
 }
 

@@ -222,8 +222,14 @@ fn both_send_first_deadlocks_as_on_nccl_unless_checks_are_off() {
     let src = include_str!("p2p.rs");
     let line = src.lines().position(|l| l.ends_with("// @both-send")).unwrap() + 1;
     assert!(all.contains(&format!("deadlock detected in send at tests/p2p.rs:{line}")), "{all}");
-    assert!(all.contains(&format!("rank 0 waits in send to rank 1 on World (tests/p2p.rs:{line})")), "{all}");
-    assert!(all.contains(&format!("rank 1 waits in send to rank 0 on World (tests/p2p.rs:{line})")), "{all}");
+    assert!(
+        all.contains(&format!("rank 0 waits in send to rank 1 with tag 30 on World (tests/p2p.rs:{line})")),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("rank 1 waits in send to rank 0 with tag 30 on World (tests/p2p.rs:{line})")),
+        "{all}"
+    );
     assert!(r.elapsed < std::time::Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
     let r = run("off");
     assert!(r.success(), "eager sends complete with DIST_DEBUG=off: {}", r.summary());
@@ -258,14 +264,66 @@ fn both_send_first_is_a_deadlock_named_on_mpi() {
     let line = include_str!("p2p.rs").lines().position(|l| l.ends_with("// @send-send")).unwrap() + 1;
     for want in [
         format!("deadlock detected in send at tests/p2p.rs:{line}"),
-        format!("rank 0 waits in send to rank 1 on World (tests/p2p.rs:{line})"),
-        format!("rank 1 waits in send to rank 0 on World (tests/p2p.rs:{line})"),
+        format!("rank 0 waits in send to rank 1 with tag 30 on World (tests/p2p.rs:{line})"),
+        format!("rank 1 waits in send to rank 0 with tag 30 on World (tests/p2p.rs:{line})"),
         "wait-for cycle 0 → 1 → 0".to_string(),
     ] {
         assert!(all.contains(&want), "{want}: {all}");
     }
     assert_eq!(r.first_failure.map(|i| r.ranks[i].rank), Some(0), "{all}");
     assert!(r.elapsed < std::time::Duration::from_secs(10), "took {:?}: {all}", r.elapsed);
+}
+
+const DATA: Tag<u32> = Tag::new(5);
+const ACK: Tag<u32> = Tag::new(6);
+
+// Wrong on purpose: rank 0 sends on one tag, rank 1 receives on another (a port from
+// code whose tags were renumbered). With rendezvous sends neither call can complete.
+#[spmd(unchecked)]
+fn tags_differ(world: Comm<World>) -> dist_runtime::Result<()> {
+    if world.rank() == 0 {
+        world.send(1, DATA, &[7u32; 4])?; // @tag-send
+    } else {
+        let mut got = [0u32; 4];
+        world.recv(0, ACK, &mut got)?; // @tag-recv
+    }
+    Ok(())
+}
+
+/// A send and a receive between the same two ranks that wait on each other with
+/// different tags: the deadlock names both tags (before: the two waits, the tags
+/// nowhere). Rendezvous sends on shm; on MPI the small send completes eagerly and the
+/// receiver's wait is what the error names.
+#[test]
+fn a_deadlock_between_different_tags_names_them() {
+    let r = dist_runtime::Launch::entry("p2p::tags_differ", 2)
+        .unwrap()
+        .capture(true)
+        .env("DIST_TIMEOUT", "20")
+        .timeout(std::time::Duration::from_secs(60))
+        .run()
+        .unwrap();
+    let all = r.summary();
+    assert!(!r.success(), "{all}");
+    let src = include_str!("p2p.rs");
+    let line = |m: &str| src.lines().position(|l| l.ends_with(m)).unwrap() + 1;
+    let (s, rv) = (line("// @tag-send"), line("// @tag-recv"));
+    if std::env::var("DIST_BACKEND").is_ok_and(|b| b == "mpi") {
+        // (The send completed eagerly: rank 0 left, and rank 1's wait is what is named.)
+        assert!(all.contains(&format!("still waits on it in recv at tests/p2p.rs:{rv}")), "{all}");
+        return;
+    }
+    assert!(
+        all.contains(&format!("rank 1 waits in recv from rank 0 with tag 6 on World (tests/p2p.rs:{rv})")),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!(
+            "the tags differ: rank 0 sends rank 1 tag 5 (tests/p2p.rs:{s}), and rank 1 receives from rank 0 with \
+             tag 6 (tests/p2p.rs:{rv}), which that send does not match"
+        )),
+        "{all}"
+    );
 }
 
 #[dist_runtime::test(ranks = [2])]

@@ -637,11 +637,15 @@ fn check_size<'a>(
     // pass showed two ranks' data computed differently at one).
     let mut local = false;
     let mut pass = 0;
+    // After a pass where ranks went their own ways at a condition on data another rank
+    // sent: what was not followed, and whether this pass has every rank go alike.
+    let mut relayed_seen: Option<(proc_macro2::TokenStream, String)> = None;
+    interp::set_sent_known(interp::SentKnown::new());
     // Passes granted because the last one learned splits not seen before.
     let mut split_passes = 0;
-    while pass < PASSES + any_passes + split_passes + usize::from(local) {
+    while pass < PASSES + any_passes + split_passes + usize::from(local) + usize::from(relayed_seen.is_some()) {
         pass += 1;
-        interp::reset_local(n, local);
+        interp::reset_local(n, local, relayed_seen.is_some());
         let Some(Pass { mut traces, learned, again, invalid, undecidable, stopped }) =
             run_ranks(f, n, (macros, file, consts, memo), &splits, &any_known)
         else {
@@ -668,16 +672,23 @@ fn check_size<'a>(
         // pass unproven; but where ranks whose data differ went different ways, what
         // that run did wrong is a run the program can take, whatever the other
         // conditions would have done, and is reported.
-        let interp::LocalVerdict { unknown, note: local_note } = interp::local_verdict();
-        if let Some((at, what)) = unknown.clone().filter(|_| local_note.is_none()) {
+        let interp::LocalVerdict { unknown, note: local_note, relayed } = interp::local_verdict();
+        if let (Some(r), None, false) = (&relayed, &relayed_seen, again) {
+            let ran_through = invalid.is_none() && undecidable.is_none();
+            match relayed_run(n, &traces, ran_through, invalid.is_some(), local_note.as_deref()) {
+                Relayed::Problems(p) => return p,
+                Relayed::Again => {
+                    relayed_seen = Some(r.clone());
+                    continue;
+                }
+                Relayed::Judge => {}
+            }
+        }
+        let not_followed = |at, what| not_followed(at, what, relayed_seen.as_ref());
+        if let Some((at, what)) = unknown.clone().filter(|_| local_note.is_none() && relayed_seen.is_none()) {
             return SizeResult::Undecidable(at, what);
         }
-        let noted = |errs: Vec<syn::Error>| match &local_note {
-            None => SizeResult::Problems(errs),
-            Some(note) => SizeResult::Problems(
-                errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect(),
-            ),
-        };
+        let noted = |errs| noted(errs, local_note.as_deref());
         if let Some(e) = invalid {
             return noted(vec![e]);
         }
@@ -703,30 +714,10 @@ fn check_size<'a>(
             }
         }
         if let Some((at, what)) = undecidable {
-            return SizeResult::Undecidable(at, what);
+            return not_followed(at, what);
         }
         if !again {
-            match resolved {
-                Ok(()) => {}
-                Err(sim::AnySource::Race(at, what)) => return SizeResult::Undecidable(at, what),
-                Err(sim::AnySource::Unmatched(e, _)) => {
-                    return counted_by_data(ANY_SOURCE).unwrap_or_else(|| noted(vec![e]))
-                }
-            }
-            let errs = sim::check(n, &traces);
-            // At one rank, a problem found after the rank decided a condition on data
-            // it holds (the kind word of a message it sent itself) is one of the ways the
-            // check picked, not one every run takes: no other rank can go another way.
-            if let Some(r) =
-                (!errs.is_empty() && n == 1 && local_note.is_none()).then(|| counted_by_data(SELF)).flatten()
-            {
-                return r;
-            }
-            return match unknown.or_else(|| sim::unproven(&traces)) {
-                _ if !errs.is_empty() => noted(errs),
-                Some((at, what)) => SizeResult::Undecidable(at, what),
-                None => SizeResult::Clean,
-            };
+            return judged(n, &traces, resolved, unknown, local_note.as_deref(), relayed_seen.as_ref());
         }
         break;
     }
@@ -738,6 +729,115 @@ fn check_size<'a>(
     SizeResult::Undecidable(
         quote::quote_spanned!(f.sig.ident.span() => #f),
         "a `split` whose members the check could not work out".into(),
+    )
+}
+
+/// The verdict on a pass every rank ran through, its receives from any source resolved
+/// as `resolved` says: its problems (with `note`, how ranks went at conditions on their
+/// own data), else what it could not follow, else clean.
+fn judged(
+    n: usize,
+    traces: &[Vec<trace::Ev<'_>>],
+    resolved: Result<(), sim::AnySource>,
+    unknown: Option<(proc_macro2::TokenStream, String)>,
+    note: Option<&str>,
+    relayed: Option<&(proc_macro2::TokenStream, String)>,
+) -> SizeResult {
+    match resolved {
+        Ok(()) => {}
+        Err(sim::AnySource::Race(at, what)) => return not_followed(at, what, relayed),
+        Err(sim::AnySource::Unmatched(e, _)) => {
+            return counted_by_data(ANY_SOURCE).unwrap_or_else(|| noted(vec![e], note))
+        }
+    }
+    let errs = sim::check(n, traces);
+    // At one rank, a problem found after the rank decided a condition on data it holds
+    // (the kind word of a message it sent itself) is one of the ways the check picked,
+    // not one every run takes: no other rank can go another way.
+    if let Some(r) = (!errs.is_empty() && n == 1 && note.is_none()).then(|| counted_by_data(SELF)).flatten() {
+        return r;
+    }
+    match unknown.or_else(|| sim::unproven(traces)) {
+        _ if !errs.is_empty() => noted(errs, note),
+        Some((at, what)) => not_followed(at, what, relayed),
+        None if relayed.is_some() => not_followed(quote::quote!(), String::new(), relayed),
+        None => SizeResult::Clean,
+    }
+}
+
+/// Problems, each with `note` (how ranks went at conditions on their own data).
+fn noted(errs: Vec<syn::Error>, note: Option<&str>) -> SizeResult {
+    match note {
+        None => SizeResult::Problems(errs),
+        Some(note) => {
+            SizeResult::Problems(errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect())
+        }
+    }
+}
+
+/// A construct not followed: `at` and `what`, or after a pass of [`Relayed::Again`],
+/// the condition on data another rank sent.
+fn not_followed(
+    at: proc_macro2::TokenStream,
+    what: String,
+    relayed: Option<&(proc_macro2::TokenStream, String)>,
+) -> SizeResult {
+    match relayed {
+        Some((at, cond)) => relayed_not_followed(at.clone(), cond),
+        None => SizeResult::Undecidable(at, what),
+    }
+}
+
+/// What a pass where ranks went their own ways at a condition on data another rank sent
+/// them makes of the run ([`interp::LocalVerdict::relayed`]).
+enum Relayed {
+    /// A collective some ranks skipped: an error whatever the data.
+    Problems(SizeResult),
+    /// Sends and receives that may not pair only because of that condition: one more
+    /// pass with every rank alike.
+    Again,
+    /// Nothing wrong: judged as any other pass.
+    Judge,
+}
+
+/// Where a rank went its way at a condition on data another rank sent it, the run that
+/// went wrong may be one the program cannot take: the data may carry the sender's own
+/// decision, a count it sent, then a message sent only where the count is not zero. That
+/// condition is not followed; one more pass shows what goes wrong whatever the data:
+/// every rank goes alike at every condition, and what an `all_to_all` sent that the
+/// check knows (counts computed from the inputs) arrives as those numbers, so a receive
+/// under `count != 0` goes the way its sender's send under `!bucket.is_empty()` does.
+/// (Where every rank ran to its end, a collective some ranks skipped is one they skip
+/// whatever the data, and what else the run shows goes with it.)
+fn relayed_run(
+    n: usize,
+    traces: &[Vec<trace::Ev<'_>>],
+    ran_through: bool,
+    invalid: bool,
+    note: Option<&str>,
+) -> Relayed {
+    if ran_through && !sim::collectives(n, traces).is_empty() {
+        let note = note.unwrap_or_default();
+        let errs = sim::check(n, traces);
+        return Relayed::Problems(SizeResult::Problems(
+            errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect(),
+        ));
+    }
+    if invalid || !sim::check(n, traces).is_empty() {
+        interp::set_sent_known(interp::sent_known_of(traces));
+        return Relayed::Again;
+    }
+    Relayed::Judge
+}
+
+/// The construct not followed after a pass of [`Relayed::Again`]: the condition.
+fn relayed_not_followed(at: proc_macro2::TokenStream, cond: &str) -> SizeResult {
+    SizeResult::Undecidable(
+        at,
+        format!(
+            "the condition {cond}, on data that came from another rank: whether it goes the way that rank's own \
+             decision went is not followed"
+        ),
     )
 }
 

@@ -103,7 +103,11 @@ pub fn collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
             let missing: Vec<usize> = at.iter().filter(|(_, e)| e.is_none()).map(|(r, _)| *r).collect();
             if !missing.is_empty() {
                 let ev = at.iter().find_map(|(_, e)| *e).expect("someone reached it");
-                errs.push(reached_by_some(ev, &desc, &reached, &missing, n));
+                // (An extra collective earlier that met the others' next one, `count()`
+                // on the rank that prints: the one it names, where dropping it lines up
+                // the rest.)
+                let extra = extra_before(members, by_rank, i, &desc, n);
+                errs.push(extra.unwrap_or_else(|| reached_by_some(ev, &desc, &reached, &missing, n)));
                 break;
             }
             let found = order_at(&at, by_rank, i, &desc, n)

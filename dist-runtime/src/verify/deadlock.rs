@@ -104,6 +104,8 @@ pub(crate) struct Waiter {
     /// The collective's number on its communicator as this rank counts them (the flight
     /// recorder's "#5"); 0 for point-to-point waits or when unknown.
     pub seq: u64,
+    /// The message's tag (point-to-point waits), where the backend publishes it.
+    pub tag: Option<u32>,
     /// What identifies the wait across ranks where a backend cannot see its peers'
     /// progress (MPI): equal on two ranks in the same collective call, or in a send and
     /// the receive it matches (communicator and tag); 0 where unused.
@@ -129,10 +131,11 @@ impl Waiter {
         } else {
             format!("{}:{}", self.file, self.line)
         };
+        let tag = self.tag.map(|t| format!(" with tag {t}")).unwrap_or_default();
         match self.kind {
-            WAIT_RECV if self.any() => format!("wait{s} in {} from any rank on {} ({at})", self.op, self.comm),
-            WAIT_RECV => format!("wait{s} in {} from rank {} on {} ({at})", self.op, self.peer, self.comm),
-            WAIT_SEND => format!("wait{s} in {} to rank {} on {} ({at})", self.op, self.peer, self.comm),
+            WAIT_RECV if self.any() => format!("wait{s} in {} from any rank{tag} on {} ({at})", self.op, self.comm),
+            WAIT_RECV => format!("wait{s} in {} from rank {}{tag} on {} ({at})", self.op, self.peer, self.comm),
+            WAIT_SEND => format!("wait{s} in {} to rank {}{tag} on {} ({at})", self.op, self.peer, self.comm),
             _ => format!("wait{s} in {} on {} ({at})", self.op, self.comm),
         }
     }
@@ -406,11 +409,37 @@ fn describe(snap: &[Waiter], stuck: &[usize], cycle: &[usize]) -> Verdict {
     let mut path: Vec<String> = cycle.iter().map(|r| r.to_string()).collect();
     path.push(cycle[0].to_string());
     let text = format!(
-        "deadlock: {}; none of them can move (wait-for cycle {}; ranks are world ranks)",
+        "deadlock: {}; none of them can move (wait-for cycle {}; ranks are world ranks){}",
         groups(snap, stuck).join("; "),
-        path.join(" → ")
+        path.join(" → "),
+        tags_differ(snap, stuck)
     );
     Verdict { culprit, text }
+}
+
+/// A send and a receive between the same two ranks, on one communicator, waiting on each
+/// other with different tags: ": the tags differ: rank 0 sends rank 1 tag 3 (..), and
+/// rank 1 receives from rank 0 with tag 4 (..), which that send does not match".
+fn tags_differ(snap: &[Waiter], stuck: &[usize]) -> String {
+    for &s in stuck {
+        let w = &snap[s];
+        let (WAIT_SEND, Some(ts)) = (w.kind, w.tag) else { continue };
+        let Some(r) = snap.get(w.peer as usize) else { continue };
+        if r.kind == WAIT_RECV && r.peer as usize == s && r.comm == w.comm && r.tag.is_some_and(|t| t != ts) {
+            return format!(
+                ": the tags differ: rank {s} sends rank {} tag {ts} ({}:{}), and rank {} receives from rank {s} with \
+                 tag {} ({}:{}), which that send does not match",
+                w.peer,
+                w.file,
+                w.line,
+                w.peer,
+                r.tag.unwrap_or_default(),
+                r.file,
+                r.line
+            );
+        }
+    }
+    String::new()
 }
 
 #[cfg(test)]

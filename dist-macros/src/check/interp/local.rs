@@ -13,6 +13,8 @@ struct LocalSite {
     fp: u64,
     pick: usize,
     other: Option<usize>,
+    /// Whether a rank's data there came from another rank ([`value::is_relayed`]).
+    relayed: bool,
     at: proc_macro2::TokenStream,
     what: String,
     cond: String,
@@ -37,6 +39,10 @@ struct LocalSites {
     /// By condition and rank: how many of its tests the rank decided against the first
     /// rank's pick ([`local_decision`]).
     lag: FxMap<(usize, usize), u32>,
+    /// Whether every rank takes the first rank's branch at each condition, whatever its
+    /// data (a pass after one where ranks went their own ways at a condition on data
+    /// received from another rank: [`LocalVerdict::relayed`]).
+    alike: bool,
 }
 
 thread_local! {
@@ -44,9 +50,10 @@ thread_local! {
 }
 
 /// Starts a pass of `size` ranks: no condition on rank-local data met yet; `decide`:
-/// whether ranks decide them in this pass ([`LocalSites::enabled`]).
-pub fn reset_local(size: usize, decide: bool) {
-    LOCAL.with(|l| *l.borrow_mut() = LocalSites { size, enabled: decide, ..Default::default() });
+/// whether ranks decide them in this pass ([`LocalSites::enabled`]); `alike`: whether
+/// they all go the first rank's way ([`LocalSites::alike`]).
+pub fn reset_local(size: usize, decide: bool, alike: bool) {
+    LOCAL.with(|l| *l.borrow_mut() = LocalSites { size, enabled: decide, alike, ..Default::default() });
 }
 
 /// Whether ranks decide conditions on rank-local data in this pass.
@@ -86,13 +93,19 @@ pub struct LocalVerdict {
     /// Where ranks whose data was computed from different inputs took different
     /// branches: a note for the problems found.
     pub note: Option<String>,
+    /// Where ranks went different ways at a condition on data one of them received from
+    /// another rank: the pairing of sends and receives found may be a run the program
+    /// cannot take (the message may carry the sender's own decision: a count it sends,
+    /// then a payload sent only where the count is not zero). (A collective reached by
+    /// some ranks only is a problem whatever the data: every rank must reach it.)
+    pub relayed: Option<(proc_macro2::TokenStream, String)>,
 }
 
 /// The verdict on this pass's conditions on rank-local data.
 pub fn local_verdict() -> LocalVerdict {
     LOCAL.with(|l| {
         let l = l.borrow();
-        let mut v = LocalVerdict { unknown: None, note: None };
+        let mut v = LocalVerdict { unknown: None, note: None, relayed: None };
         for k in &l.order {
             let s = &l.sites[k];
             match s.other {
@@ -102,6 +115,9 @@ pub fn local_verdict() -> LocalVerdict {
                 }
                 None => {}
                 Some(o) => {
+                    if s.relayed {
+                        v.relayed.get_or_insert_with(|| (s.at.clone(), s.cond.clone()));
+                    }
                     v.note.get_or_insert_with(|| {
                         format!(
                             "when the condition {} goes one way on rank {} and the other way on rank {o}: it \
@@ -144,11 +160,20 @@ pub(super) fn local_decision(
 ) -> usize {
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
+        // (Every rank alike: each test takes its first branch, `then` of an `if`, the
+        // first arm of a `match` (a loop's tests still end it as its pattern says): the
+        // run where every rank's data goes one way, each bucket non-empty. Which test of
+        // one rank pairs with which of another's, a receive from rank 2 with rank 2's
+        // send to this one, the check cannot tell; all alike pairs them.)
+        if l.alike {
+            return first.map_or(0, |d| usize::from(!d));
+        }
         if let Some(s) = l.sites.get_mut(&(site, j)) {
             if s.fp == fp {
                 return s.pick;
             }
             s.other.get_or_insert(rank);
+            s.relayed |= value::is_relayed(fp);
             let pick = (s.pick + 1) % arms.max(1);
             *l.lag.entry((site, rank)).or_insert(0) += 1;
             return pick;
@@ -163,7 +188,8 @@ pub(super) fn local_decision(
             (0..=2, _) => usize::from(!agreed_decision(k)),
             (_, None) => (agreed_mode() as usize + k as usize + usize::from(agreed_decision(k))) % arms,
         };
-        l.sites.insert((site, j), LocalSite { rank, fp, pick, other: None, at, what, cond });
+        let relayed = value::is_relayed(fp);
+        l.sites.insert((site, j), LocalSite { rank, fp, pick, other: None, relayed, at, what, cond });
         l.order.push((site, j));
         pick
     })

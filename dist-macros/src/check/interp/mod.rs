@@ -21,10 +21,11 @@
 mod collections;
 mod counts;
 pub use collections::{note_alias, note_field_type};
-pub use counts::{exact, resolve, sent_in};
+pub use counts::{exact, resolve, sent_in, sent_known_of, set_sent_known, SentKnown};
 pub use local::{first_local_decision, local_data_differs, local_verdict, reset_local, LocalVerdict};
 use local::{local_decision, local_enabled, local_stop};
 pub(crate) use summary::{restore_spent, spent};
+mod dispatch;
 mod elem;
 mod eval;
 mod groups;

@@ -23,6 +23,32 @@ pub(super) fn mentions_comm(me: &Interp, ts: &TokenStream) -> bool {
     })
 }
 
+/// Whether `m` is a method [`Interp::comm_query`] answers on a communicator.
+pub(super) fn comm_query_name(m: &str) -> bool {
+    matches!(
+        m,
+        "rank"
+            | "size"
+            | "clone"
+            | "as_ref"
+            | "borrow"
+            | "map_err"
+            | "context"
+            | "with_context"
+            | "unwrap"
+            | "expect"
+            | "members"
+            | "name"
+            | "backend"
+            | "stream"
+            | "device_kind"
+            | "world_rank"
+            | "mesh_coordinate"
+            | "world_rank_of"
+            | "group_rank_of"
+    )
+}
+
 impl<'a> Interp<'a> {
     pub(super) fn comm_size(&mut self, c: usize) -> V<'a> {
         match &self.comms[c].members {

@@ -4,7 +4,7 @@
 
 use super::super::trace::Ev;
 use super::*;
-use syn::{Expr, ExprMethodCall, FnArg};
+use syn::{Expr, ExprMethodCall};
 
 impl<'a> Interp<'a> {
     pub(super) fn method(&mut self, e: &'a Expr, mc: &'a ExprMethodCall) -> R<'a> {
@@ -73,6 +73,54 @@ impl<'a> Interp<'a> {
             }
         }
         Ok(r)
+    }
+
+    /// What the closures among `args` write of the variables they captured, forgotten
+    /// (computed as `salt` says) in the frame that made each: code the check does not
+    /// run called them, any number of times.
+    pub(super) fn forget_closure_writes(&mut self, args: &[V<'a>], salt: u64) {
+        for a in args {
+            let V::Closure(cl) = a else { continue };
+            let paths = super::summary::written(cl.0);
+            if paths.is_empty() {
+                continue;
+            }
+            let away = (cl.1 != self.scopes.id()).then(|| self.frames.iter().position(|s| s.id() == cl.1)).flatten();
+            if let Some(i) = away {
+                std::mem::swap(&mut self.scopes, &mut self.frames[i]);
+            }
+            for p in paths.iter() {
+                self.clobber_path(p, salt);
+            }
+            if let Some(i) = away {
+                std::mem::swap(&mut self.scopes, &mut self.frames[i]);
+            }
+        }
+    }
+
+    /// A standard method on a value read from the program's inputs ([`V::Uniform`]).
+    fn input_method_call(&mut self, recv: V<'a>, m: &str, args: &[V<'a>]) -> R<'a> {
+        match m {
+            // A number parsed from an input: this run's sample (the same on every rank).
+            "parse" | "parse_from" => Ok(V::Int(super::parsed_input())),
+            // A flag's value cut into pieces while a parser walks the command line
+            // (`--lens 0,1,5`): this run's sample of pieces, each an input.
+            "split" | "split_terminator" | "rsplit" | "split_whitespace" | "split_ascii_whitespace"
+                if self.walking_args > 0 =>
+            {
+                Ok(V::list(vec![V::Uniform; super::uniform_number() as usize]))
+            }
+            "map" | "and_then" | "map_or" | "map_or_else" if !args.is_empty() => match args.last() {
+                Some(f @ V::Closure(_)) => self.apply_fn(f, recv),
+                _ => Ok(recv),
+            },
+            _ => {
+                // (A closure run on its items, `args.iter().for_each(|a| ..)`: what it
+                // writes of what it captured is forgotten.)
+                self.forget_closure_writes(args, fp_of(&[&V::Name(m.to_string())]));
+                Ok(recv)
+            }
+        }
     }
 
     /// After a communication call: its receive buffers hold what arrived, which the
@@ -170,6 +218,13 @@ impl<'a> Interp<'a> {
                         }
                     }
                     _ => self.clobber_place_with(p, true, salt),
+                }
+                // (What differs from rank to rank came from other ranks: a condition on
+                // it may be tied to what they decided.)
+                if !agreed {
+                    if let Some(v) = self.place_value(p) {
+                        value::mark_relayed(&v);
+                    }
                 }
             }
         }
@@ -330,53 +385,6 @@ impl<'a> Interp<'a> {
             }),
             _ => Ok(V::taint(&[f, &x])),
         }
-    }
-
-    /// A method of the package on a value of its own type (`trainer.step()`), or on a
-    /// value read from the program's inputs (`cfg.grid_for(n)`): its body followed.
-    fn package_method(
-        &mut self,
-        e: &'a Expr,
-        mc: &'a ExprMethodCall,
-        recv: &V<'a>,
-        m: &str,
-    ) -> Result<Option<V<'a>>, Flow<'a>> {
-        if let V::Struct(ty, _) = recv {
-            // A variant's methods are its enum's (`Action::RecvAct` → `Action::peer`).
-            let ty = ty.split("::").next().unwrap_or(ty);
-            let key = format!("{ty}::{m}");
-            if self.file_fns.contains_key(&key) {
-                let mut args = vec![recv.clone()];
-                args.extend(self.args(&mc.args)?);
-                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
-                exprs.extend(mc.args.iter());
-                return self.apply_method(e, &key, exprs, args).expect("present").map(Some);
-            }
-        }
-        // A method of the package on a value read from the program's inputs (a parsed
-        // command line whose fields are inputs: `cfg.grid_for(n)`): its body is followed
-        // with `self` the input, so what it checks of the input against the world size
-        // is seen (taking the input itself for the method's result skipped that check).
-        // Only where one type of the package has a method of that name taking `self`.
-        if matches!(recv, V::Uniform) && !input_method(m) {
-            let suffix = format!("::{m}");
-            let mut found = self.file_fns.iter().filter(|(k, f)| {
-                k.ends_with(&suffix)
-                    && k.matches("::").count() == 1
-                    && matches!(f.sig.inputs.first(), Some(FnArg::Receiver(_)))
-            });
-            if let (Some((key, _)), None) = (found.next(), found.next()) {
-                let key = key.clone();
-                let mut args = vec![recv.clone()];
-                args.extend(self.args(&mc.args)?);
-                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
-                exprs.extend(mc.args.iter());
-                if let Some(r) = self.apply_method(e, &key, exprs, args) {
-                    return r.map(Some);
-                }
-            }
-        }
-        Ok(None)
     }
 
     /// A method of a communicator, a batch, or a request (`wait`).
@@ -578,22 +586,7 @@ impl<'a> Interp<'a> {
         // The program's inputs: what is read from them stays an input (the same on every
         // rank); a number parsed from one is this run's sample of such numbers.
         if matches!(recv, V::Uniform) {
-            return match m.as_str() {
-                // A number parsed from an input: this run's sample (the same on every rank).
-                "parse" | "parse_from" => Ok(V::Int(super::parsed_input())),
-                // A flag's value cut into pieces while a parser walks the command line
-                // (`--lens 0,1,5`): this run's sample of pieces, each an input.
-                "split" | "split_terminator" | "rsplit" | "split_whitespace" | "split_ascii_whitespace"
-                    if self.walking_args > 0 =>
-                {
-                    Ok(V::list(vec![V::Uniform; super::uniform_number() as usize]))
-                }
-                "map" | "and_then" | "map_or" | "map_or_else" if !args.is_empty() => match args.last() {
-                    Some(f @ V::Closure(_)) => self.apply_fn(f, recv),
-                    _ => Ok(recv),
-                },
-                _ => Ok(recv),
-            };
+            return self.input_method_call(recv, &m, &args);
         }
         // Arithmetic on data the same on every rank (`rr.sqrt()`, `a.max(b)`, `x.abs()`)
         // with arguments the same on every rank stays the same on every rank.
@@ -656,6 +649,10 @@ impl<'a> Interp<'a> {
         // captures (`.map(|(x, y)| (x - y).abs())` on data computed exactly).
         if all.iter().any(|v| matches!(v, V::Closure(_))) {
             self.closure_over_comm(e, &m, &recv, &args)?;
+            // (The closures run on items the check does not hold, as many times as there
+            // are: what they write of the variables they captured is forgotten,
+            // `.for_each(|&u| outgoing[owner(u)].push(u))` over data.)
+            self.forget_closure_writes(&args, fp_of(&all));
             let mut vals: Vec<V<'a>> = Vec::new();
             for v in &all {
                 match v {
@@ -704,36 +701,6 @@ fn passes_items_through(mc: &ExprMethodCall) -> bool {
             _ => return false,
         }
     }
-}
-
-/// Methods the check reads on an input itself (a string or number of the command line):
-/// never taken for a method of the package of the same name.
-fn input_method(m: &str) -> bool {
-    matches!(
-        m,
-        "parse"
-            | "parse_from"
-            | "map"
-            | "and_then"
-            | "map_or"
-            | "map_or_else"
-            | "unwrap"
-            | "unwrap_or"
-            | "unwrap_or_default"
-            | "unwrap_or_else"
-            | "expect"
-            | "clone"
-            | "to_string"
-            | "to_owned"
-            | "as_str"
-            | "len"
-            | "is_empty"
-            | "iter"
-            | "get"
-            | "ok"
-            | "ok_or"
-            | "ok_or_else"
-    )
 }
 
 /// Whether the arguments of the standard method `m` are counts, steps or numbers.

@@ -362,15 +362,7 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
             // (One of the package's methods that takes `&self` writes nothing of it.)
             if !matches!(strip_borrows(&m.receiver), Expr::MethodCall(_)) && !super::reads_receiver(&m.method) {
                 let keeps_length = super::value::mutates_receiver(&m.method) == Some(true);
-                self.add(place_path(&m.receiver).map(
-                    |p| {
-                        if keeps_length && !p.ends_with("[]") {
-                            p + "[]"
-                        } else {
-                            p
-                        }
-                    },
-                ));
+                self.add(place_path(&m.receiver).map(|p| if keeps_length { p + "[]" } else { p }));
             }
             syn::visit::visit_expr_method_call(self, m);
         }
@@ -954,8 +946,11 @@ fn place_path(e: &Expr) -> Option<String> {
         Expr::Reference(r) => place_path(&r.expr),
         Expr::Paren(p) => place_path(&p.expr),
         Expr::Group(g) => place_path(&g.expr),
-        // (Marked: a write through an index changes items, not the length.)
-        Expr::Index(i) => place_path(&i.expr).map(|p| if p.ends_with("[]") { p } else { p + "[]" }),
+        // (Marked, once per level: a write through an index changes items, not the
+        // length. A range is a view of the same level: `c[a..b].iter_mut()` writes `c`'s
+        // items.)
+        Expr::Index(i) if matches!(strip_borrows(&i.index), Expr::Range(_)) => place_path(&i.expr),
+        Expr::Index(i) => place_path(&i.expr).map(|p| p + "[]"),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => place_path(&u.expr),
         Expr::Field(f) => {
             let base = place_path(&f.base)?;

@@ -95,7 +95,9 @@ impl<'a> V<'a> {
     /// Unknown data computed from `vals`.
     pub(super) fn taint(vals: &[&V<'a>]) -> V<'a> {
         let comm = vals.iter().any(|v| v.has_comm());
-        V::Opaque { comm, fp: if comm { 0 } else { fp_of(vals) } }
+        let fp = if comm { 0 } else { fp_of(vals) };
+        relay(vals, fp);
+        V::Opaque { comm, fp }
     }
 }
 
@@ -117,6 +119,7 @@ impl<'a> V<'a> {
         // gives it.)
         let fp = (fp_of(vals) ^ 0x9e37_79b9_7f4a_7c15) | 1;
         EXACT.with(|e| e.borrow_mut().insert(fp));
+        relay(vals, fp);
         V::Opaque { comm: false, fp }
     }
 }
@@ -146,8 +149,58 @@ pub(super) fn mark_exact(v: &V) {
     }
 }
 
-/// Forgets which hashes were exact (between checks).
+thread_local! {
+    /// The `fp`s of data that arrived from another rank (a receive's buffer, an
+    /// all-to-all's items, a scatter's part) or was computed from such data.
+    static RELAYED: std::cell::RefCell<std::collections::HashSet<u64>> = Default::default();
+}
+
+/// Takes the data in `v` (its unknown leaves) for data another rank sent.
+pub(super) fn mark_relayed(v: &V) {
+    leaves(v, &mut 4096, &mut |fp| {
+        RELAYED.with(|r| r.borrow_mut().insert(fp));
+        false
+    });
+}
+
+/// Whether the data with hash `fp` came from another rank, or was computed from such
+/// data ([`mark_relayed`]): a condition on it may be tied to what the sender decided.
+pub(super) fn is_relayed(fp: u64) -> bool {
+    fp != 0 && RELAYED.with(|r| !r.borrow().is_empty() && r.borrow().contains(&fp))
+}
+
+/// Notes data `fp` computed from `vals` as relayed where any of them is.
+fn relay(vals: &[&V], fp: u64) {
+    if fp == 0 || RELAYED.with(|r| r.borrow().is_empty()) {
+        return;
+    }
+    // (A bounded look at the operands' leaves: lists may hold many.)
+    let mut budget = 256;
+    if vals.iter().any(|v| leaves(v, &mut budget, &mut is_relayed)) {
+        RELAYED.with(|r| r.borrow_mut().insert(fp));
+    }
+}
+
+/// Calls `f` on the hashes of `v`'s unknown leaves until it returns `true` (then
+/// `true`) or `budget` leaves were seen.
+fn leaves(v: &V, budget: &mut u32, f: &mut impl FnMut(u64) -> bool) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    *budget -= 1;
+    match v {
+        V::Opaque { comm: false, fp } if *fp != 0 => f(*fp),
+        V::List(l) => l.iter().any(|x| leaves(x, budget, f)),
+        V::Tuple(l) => l.iter().any(|x| leaves(x, budget, f)),
+        V::Struct(_, fs) => fs.iter().any(|(_, x)| leaves(x, budget, f)),
+        V::Opt(Some(x)) => leaves(x, budget, f),
+        _ => false,
+    }
+}
+
+/// Forgets which hashes were exact and which relayed (between checks).
 pub(super) fn reset_exact() {
+    RELAYED.with(|r| r.borrow_mut().clear());
     EXACT.with(|e| e.borrow_mut().clear());
 }
 
@@ -428,6 +481,11 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
             BitOr(_) => V::Bool(a | b),
             BitXor(_) => V::Bool(a ^ b),
             _ => V::opaque(),
+        },
+        // `op == ReduceOp::Max`: variants the check holds by name, of one enum.
+        (V::Name(a), V::Name(b)) if matches!(op, Eq(_) | Ne(_)) => match super::eval::names_equal(a, b) {
+            Some(eq) => V::Bool(eq == matches!(op, Eq(_))),
+            None => derived_of(op, l, r),
         },
         // `action == Action::Idle`, `cfg.schedule != Schedule::GPipe`: decided when
         // both sides are known that far.

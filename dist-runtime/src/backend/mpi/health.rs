@@ -460,6 +460,10 @@ fn mine(c: &MpiComm, h: &Health, what: Wait, op: &str, site: Site, w: &Watch, se
         Wait::Recv { src: Some(src), tag } => (WAIT_RECV, world(src), vec![world(src)], 0, mix(c.uid, tag as u64)),
         Wait::Recv { src: None, tag } => (WAIT_RECV, u32::MAX as usize, others(), 0, mix(c.uid, tag as u64)),
     };
+    let tag = match what {
+        Wait::Send { tag, .. } | Wait::Recv { tag, .. } => Some(tag),
+        Wait::Coll => None,
+    };
     Waiter {
         kind: if several { 0 } else { kind },
         wait_id: w.wait_id,
@@ -473,6 +477,7 @@ fn mine(c: &MpiComm, h: &Health, what: Wait, op: &str, site: Site, w: &Watch, se
         file: site.0.file().to_string(),
         line: site.0.line(),
         seq,
+        tag,
         inst,
     }
 }
@@ -618,7 +623,8 @@ impl Health {
     }
 }
 
-/// A record as it travels: kind, wait id, beat, peer, pid, line (u32), collective number,
+/// A record as it travels: kind, wait id, beat, peer, pid, line (u32), collective number
+/// (for a point-to-point wait: its tag + 1),
 /// instance, host (u64), the ranks waited on (count, then u32 each), then communicator,
 /// op and file (u16 length, then bytes), then the posted receives (count, then source
 /// u32 and instance u64 each), the progress (count, then uid and count u64 each) and the
@@ -628,7 +634,12 @@ fn encode(w: &Waiter, host: u64, x: &Extra) -> Vec<u8> {
     for v in [w.kind, w.wait_id, w.beat, w.peer, w.pid, w.line] {
         b.extend_from_slice(&v.to_le_bytes());
     }
-    for v in [w.seq, w.inst, host] {
+    // (A point-to-point wait has no collective number: the slot holds its tag + 1.)
+    let seq = match w.tag {
+        Some(t) if w.kind != WAIT_COLL => t as u64 + 1,
+        _ => w.seq,
+    };
+    for v in [seq, w.inst, host] {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&(w.on.len() as u32).to_le_bytes());
@@ -699,9 +710,11 @@ fn decode(b: &[u8]) -> Option<Decoded> {
     let coll = pairs.pop().unwrap_or_default();
     let [kind, wait_id, beat, peer, pid, line] = u32s;
     let [seq, inst, host] = u64s;
+    let p2p = matches!(kind, WAIT_SEND | WAIT_RECV);
+    let (seq, tag) = if p2p { (0, seq.checked_sub(1).map(|t| t as u32)) } else { (seq, None) };
     let [comm, op, file] = strs;
     Some(Decoded {
-        waiter: Waiter { kind, wait_id, beat, moved: 0, peer, pid, on, comm, op, file, line, seq, inst },
+        waiter: Waiter { kind, wait_id, beat, moved: 0, peer, pid, on, comm, op, file, line, seq, tag, inst },
         inst_host: host,
         extra: Extra { posted, progress: pairs, coll },
     })

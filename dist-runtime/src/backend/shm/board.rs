@@ -7,10 +7,11 @@
 //! Entry format (`segment::BOARD_FIXED` bytes, then a bit per world rank):
 //! seq u32 (odd while the owner writes: a seqlock), kind, wait id, beat, moved, peer,
 //! line, pid (u32 each), communicator name [32..64), op [64..96), collective number u32
-//! [96..100), file [100..256).
+//! [96..100) (for a point-to-point wait: its tag + 1, 0 for none), file [100..256).
 
 use super::segment::{self, Segment};
 use crate::verify::deadlock::Waiter;
+use crate::verify::watchdog::WAIT_COLL;
 use std::cell::Cell;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -149,7 +150,13 @@ impl Board {
         word(PEER, w.peer);
         word(LINE, w.line);
         word(PID, w.pid);
-        word(OPSEQ, w.seq.min(u32::MAX as u64) as u32);
+        // (A point-to-point wait has no collective number: the slot holds its tag + 1, 0
+        // for none.)
+        let opseq = match w.tag {
+            Some(t) if w.kind != WAIT_COLL => t.wrapping_add(1),
+            _ => w.seq.min(u32::MAX as u64) as u32,
+        };
+        word(OPSEQ, opseq);
         self.put_str(base + COMM, OP - COMM, &w.comm);
         self.put_str(base + OP, OPSEQ - OP, &w.op);
         self.put_str(base + FILE, segment::BOARD_FIXED - FILE, &w.file);
@@ -204,6 +211,7 @@ impl Board {
             let b = &fixed[from..to];
             String::from_utf8_lossy(&b[..b.iter().position(|&x| x == 0).unwrap_or(b.len())]).into_owned()
         };
+        let p2p = u(KIND) != WAIT_COLL;
         Waiter {
             kind: u(KIND),
             wait_id: u(WAIT_ID),
@@ -214,7 +222,8 @@ impl Board {
             pid: u(PID),
             comm: s(COMM, OP),
             op: s(OP, OPSEQ),
-            seq: u(OPSEQ) as u64,
+            seq: if p2p { 0 } else { u(OPSEQ) as u64 },
+            tag: if p2p { u(OPSEQ).checked_sub(1) } else { None },
             file: s(FILE, segment::BOARD_FIXED),
             on: (0..n).filter(|&q| bits[q / 8] & (1 << (q % 8)) != 0).collect(),
             inst: 0,

@@ -21,6 +21,8 @@ pub(crate) struct WaitState {
     pub kind: u32,
     /// The peer, in this communicator (p2p).
     pub peer: u32,
+    /// The message's tag (p2p), where the wait has one.
+    pub tag: Option<u32>,
     warned: std::cell::Cell<bool>,
     beat: std::cell::Cell<u32>,
     detector: std::cell::RefCell<Detector>,
@@ -30,6 +32,11 @@ pub(crate) struct WaitState {
 impl WaitState {
     pub(crate) fn new(kind: u32, peer: u32) -> WaitState {
         WaitState { kind, peer, ..Default::default() }
+    }
+
+    /// A point-to-point wait for a message with `tag`.
+    pub(crate) fn with_tag(kind: u32, peer: u32, tag: Option<u32>) -> WaitState {
+        WaitState { kind, peer, tag, ..Default::default() }
     }
 }
 
@@ -164,6 +171,7 @@ impl ShmComm {
             file: site.0.file().to_string(),
             line: site.0.line(),
             seq: if p2p { 0 } else { crate::verify::recorder::current() },
+            tag: if p2p { ws.tag } else { None },
             inst: 0,
         });
         // Large jobs look at the board less often (each look reads every rank's entry).

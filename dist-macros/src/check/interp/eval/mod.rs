@@ -12,6 +12,7 @@ mod call;
 mod expr;
 mod flow;
 mod pat;
+pub(super) use pat::names_equal;
 mod place;
 mod stmt;
 
@@ -175,7 +176,7 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
             fields
                 .into_iter()
                 .map(|(k, v)| {
-                    let v = forget_field(&t, &k, v, keep_shape, salt, false, true);
+                    let v = forget_field(&t, &k, v, keep_shape, salt, 0, true);
                     (k, v)
                 })
                 .collect(),
@@ -185,6 +186,18 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         V::Opaque { comm: false, fp } if salt == 0 => V::data(fp),
         v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
         v => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
+    }
+}
+
+/// A list written through `depth` levels of indexing (`x[i] = v`, `x[i].push(v)`: 1;
+/// `x[i][j] = v`: 2): the lists above keep their lengths, what lies below is forgotten
+/// whole (`buckets[owner].push(k)` changes the length of a bucket).
+pub(super) fn forget_depth<'a>(v: V<'a>, depth: usize, salt: u64) -> V<'a> {
+    match v {
+        V::List(items) if depth > 0 => {
+            V::list(items.iter().cloned().map(|x| forget_depth(x, depth - 1, salt)).collect())
+        }
+        v => forget_with(v, depth > 0, salt),
     }
 }
 
@@ -215,7 +228,7 @@ fn pat_at<'p>(p: &'p Pat, path: &[usize]) -> Option<&'p Pat> {
 /// write is not to the field, one that the package also never resizes keeps an input, a
 /// value the same on every rank or exact data too (`DistLu { n: sys.n, .. }`'s `n`). A
 /// list in a field never resized keeps its length.
-fn forget_field<'a>(ty: &str, k: &str, v: V<'a>, keep_shape: bool, salt: u64, indexed: bool, whole: bool) -> V<'a> {
+fn forget_field<'a>(ty: &str, k: &str, v: V<'a>, keep_shape: bool, salt: u64, depth: usize, whole: bool) -> V<'a> {
     let fixed = !super::field_written(ty, k);
     match v {
         v @ (V::Int(_) | V::Bool(_)) if fixed => v,
@@ -224,10 +237,11 @@ fn forget_field<'a>(ty: &str, k: &str, v: V<'a>, keep_shape: bool, salt: u64, in
         {
             v
         }
-        v @ V::List(_) if indexed || !super::field_resized(ty, k) => forget_with(v, true, salt),
+        v @ V::List(_) if depth > 0 => forget_depth(v, depth, salt),
+        v @ V::List(_) if !super::field_resized(ty, k) => forget_with(v, true, salt),
         // The field itself written through a view of its content (`self.emb.as_mut()`):
         // still `Some`.
-        v @ V::Opt(_) if indexed => forget_content(v, salt),
+        v @ V::Opt(_) if depth > 0 => forget_content(v, salt),
         v => forget_with(v, keep_shape, salt),
     }
 }

@@ -238,6 +238,7 @@ impl<'a> Interp<'a> {
             Pat::Path(p) => match (last_seg(&p.path).as_str(), &v) {
                 ("None", V::Opt(x)) => Some(x.is_none()),
                 (_, V::Struct(ty, _)) if ty.contains("::") => Some(!self.other_variant(&p.path, ty)),
+                (_, V::Name(name)) => path_names(&p.path, name),
                 _ => None,
             },
             _ => {
@@ -273,5 +274,31 @@ impl<'a> Interp<'a> {
         for n in names {
             self.define(n, o.clone());
         }
+    }
+}
+
+/// Whether the path pattern `p` (`ReduceOp::Max`, `Ordering::Less`) matches a value the
+/// check holds by its name (`Max` for a reduce op, a path it cannot see into).
+pub(in crate::check::interp) fn path_names(p: &syn::Path, name: &str) -> Option<bool> {
+    let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
+    names_equal(&segs.join("::"), name)
+}
+
+/// Whether two variants held by name are the same: `Some` where both are variants of
+/// one enum (the same type named before the variant; a reduce op is held by its
+/// variant's name alone), `None` where that cannot be told.
+pub(crate) fn names_equal(a: &str, b: &str) -> Option<bool> {
+    const REDUCE_OPS: [&str; 8] = ["Sum", "Prod", "Max", "Min", "Avg", "BAnd", "BOr", "BXor"];
+    let split = |n: &str| -> (Option<String>, String) {
+        let (ty, last) = match n.rsplit_once("::") {
+            Some((t, l)) => (Some(t.rsplit("::").next().unwrap_or(t).to_string()), l.to_string()),
+            None => (None, n.to_string()),
+        };
+        let ty = ty.or_else(|| REDUCE_OPS.contains(&last.as_str()).then(|| "ReduceOp".to_string()));
+        (ty, last)
+    };
+    match (split(a), split(b)) {
+        ((Some(x), l), (Some(y), m)) if x == y => Some(l == m),
+        _ => None,
     }
 }

@@ -162,15 +162,17 @@ impl<'a> Interp<'a> {
     /// Forgets what the place `path` holds (`x`, or `self.next`: only that field of a
     /// struct the check follows), computed as `salt` says.
     pub(in crate::check::interp) fn clobber_path(&mut self, path: &str, salt: u64) {
-        // `x[]`: written through an index, so its length stays.
-        let (path, indexed) = match path.strip_suffix("[]") {
-            Some(p) => (p, true),
-            None => (path, false),
-        };
+        // `x[]`: written through an index, so its length stays (`x[][]`: two levels of
+        // indexing, `x[i][j] = v`, and the items' lengths stay too).
+        let mut path = path;
+        let mut depth = 0;
+        while let Some(p) = path.strip_suffix("[]") {
+            (path, depth) = (p, depth + 1);
+        }
         let mut parts = path.split('.');
         let root = parts.next().unwrap_or_default();
         let fields: Vec<&str> = parts.collect();
-        fn go<'a>(v: V<'a>, fields: &[&str], salt: u64, indexed: bool) -> V<'a> {
+        fn go<'a>(v: V<'a>, fields: &[&str], salt: u64, depth: usize) -> V<'a> {
             match (v, fields.split_first()) {
                 (V::Struct(t, fs), Some((f, rest))) if fs.iter().any(|(k, _)| k == f) => V::Struct(
                     t.clone(),
@@ -179,22 +181,22 @@ impl<'a> Interp<'a> {
                             if k != *f {
                                 (k, v)
                             } else if rest.is_empty() {
-                                let v = forget_field(&t, &k, v, false, salt, indexed, false);
+                                let v = forget_field(&t, &k, v, false, salt, depth, false);
                                 (k, v)
                             } else {
-                                let v = go(v, rest, salt, indexed);
+                                let v = go(v, rest, salt, depth);
                                 (k, v)
                             }
                         })
                         .collect(),
                 ),
-                (v @ V::List(_), None) => forget_with(v, indexed, salt),
-                (v @ V::Opt(_), None) if indexed => super::forget_content(v, salt),
+                (v @ V::List(_), None) => super::forget_depth(v, depth, salt),
+                (v @ V::Opt(_), None) if depth > 0 => super::forget_content(v, salt),
                 (v, _) => forget_with(v, false, salt),
             }
         }
         if let Some(v) = self.lookup(root).cloned() {
-            self.assign(root, go(v, &fields, salt, indexed));
+            self.assign(root, go(v, &fields, salt, depth));
         }
     }
 

@@ -105,7 +105,7 @@ fn drive(
     p: &mut P2p,
     site: Site,
     op: &'static str,
-    peer: usize,
+    (peer, tag): (usize, Option<u32>),
     mut done: impl FnMut(&mut P2p) -> Result<bool>,
 ) -> Result<()> {
     let started = Instant::now();
@@ -120,7 +120,7 @@ fn drive(
     };
     let blocked = std::cell::Cell::new(false);
     let kind = if op == "recv" { crate::verify::watchdog::WAIT_RECV } else { crate::verify::watchdog::WAIT_SEND };
-    let ws = super::records::WaitState::new(kind, peer as u32);
+    let ws = super::records::WaitState::with_tag(kind, peer as u32, tag);
     let r = sync::wait_on(
         &c.bell(me),
         c.pace(),
@@ -155,7 +155,7 @@ pub(super) fn post_send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DT
     // read enough, as a send on a bounded transport does; never for a send to itself.
     let limit = c.cfg.isend_limit;
     if dst != c.rank && p.copied[dst] > limit {
-        drive(c, &mut p, site, "isend", dst, |p| {
+        drive(c, &mut p, site, "isend", (dst, Some(tag)), |p| {
             p.progress(c, None);
             Ok(p.copied[dst] <= limit)
         })?;
@@ -208,7 +208,7 @@ pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, 
         return send_offer(c, &mut p, site, dst, hdr, data, acked);
     }
     let id = enqueue(c, &mut p, dst, hdr, data);
-    let r = drive(c, &mut p, site, "send", dst, |p| {
+    let r = drive(c, &mut p, site, "send", (dst, Some(tag)), |p| {
         p.progress(c, None);
         Ok(p.done_sends.contains(&id) && acked(c))
     });
@@ -225,7 +225,7 @@ pub(super) fn send(c: &ShmComm, site: Site, dst: usize, tag: u32, dtype: DType, 
 pub(super) fn wait_send(c: &ShmComm, site: Site, id: ReqId) -> Result<()> {
     let mut p = lock(c);
     let dst = p.send_dst.get(&id).copied().ok_or_else(|| Error::invalid("wait", "unknown send request"))?;
-    let r = drive(c, &mut p, site, "send", dst, |p| {
+    let r = drive(c, &mut p, site, "send", (dst, None), |p| {
         p.progress(c, None);
         Ok(p.done_sends.contains(&id))
     });
@@ -244,7 +244,7 @@ pub(super) fn wait_recv(c: &ShmComm, site: Site, id: ReqId, dtype: DType, buf: &
 /// from the ring); its length in bytes.
 fn receive(c: &ShmComm, p: &mut P2p, mut t: Target<'_>) -> Result<usize> {
     let (site, src) = (t.site, t.key.0);
-    drive(c, p, site, "recv", src, |p| {
+    drive(c, p, site, "recv", (src, Some(t.key.1)), |p| {
         if p.take_stashed(c, &mut t)? {
             return Ok(true);
         }
@@ -441,7 +441,7 @@ pub(super) fn unreceived(c: &ShmComm) -> Vec<String> {
 pub(super) fn flush(c: &ShmComm) -> Result<()> {
     let mut p = lock(c);
     let Some(dst) = (0..c.n).find(|&d| !p.out[d].is_empty()) else { return Ok(()) };
-    drive(c, &mut p, Site::caller(), "send", dst, |p| {
+    drive(c, &mut p, Site::caller(), "send", (dst, None), |p| {
         p.progress(c, None);
         Ok(p.out.iter().all(|q| q.is_empty()))
     })

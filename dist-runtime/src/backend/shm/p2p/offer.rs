@@ -153,7 +153,8 @@ pub(super) fn send_offer(
     let started = Instant::now();
     let mut streamed: Option<ReqId> = None;
     let mut helped = false;
-    let r = drive(c, p, site, "send", dst, |p| {
+    let tag = u32::from_le_bytes(hdr[TAG_AT..TAG_AT + 4].try_into().expect("4 bytes"));
+    let r = drive(c, p, site, "send", (dst, Some(tag)), |p| {
         // Done first: the receiver's next message may already be behind its DONE (a
         // ping-pong's reply), and moving it now would read it into the stash, where
         // the receive this rank is about to post would take it straight into its buffer.
