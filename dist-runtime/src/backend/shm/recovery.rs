@@ -86,6 +86,11 @@ impl ShmComm {
             }
             let mut waiting = Vec::new();
             for (r, f) in flags.iter_mut().enumerate().filter(|(_, f)| f.is_none()) {
+                // (Whether it is gone or finished is read before its flag: a rank that
+                // posted its flag, met a mismatch and finished between a read of the flag
+                // and a look at its state would otherwise be taken for one that never
+                // joined, and left out of a shrink it took part in.)
+                let left = self.gone(r) || self.finished(r);
                 match store.get_within(&format!("{key}/v{r}"), Duration::ZERO)? {
                     Some(v) if v.get(1).is_some_and(|&k| k != kind) => {
                         let theirs = kinds.get(usize::from(v[1])).copied().unwrap_or("another call");
@@ -102,7 +107,7 @@ impl ShmComm {
                         });
                     }
                     Some(v) => *f = Some(v.first() == Some(&1)),
-                    None if self.gone(r) || self.finished(r) => {}
+                    None if left => {}
                     None => waiting.push(r),
                 }
             }
