@@ -21,11 +21,7 @@ impl<'a> Interp<'a> {
             let ty = ty.split("::").next().unwrap_or(ty);
             let key = format!("{ty}::{m}");
             if self.file_fns.contains_key(&key) {
-                let mut args = vec![recv.clone()];
-                args.extend(self.args(&mc.args)?);
-                let mut exprs: Vec<&'a Expr> = vec![&mc.receiver];
-                exprs.extend(mc.args.iter());
-                return self.apply_method(e, &key, exprs, args).expect("present").map(Some);
+                return self.method_on(e, mc, &key, recv);
             }
         }
         // A method of the package on a value read from the program's inputs (a parsed
