@@ -18,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Two cores here: more ranks than cores needs --oversubscribe.
 mpirun=(mpirun --oversubscribe)
 
-echo "-- without the feature, under mpirun: one clear error at init"
+echo "-- [$SECONDS s] without the feature, under mpirun: one clear error at init"
 cargo build -q -p dist-runtime --example hello
 if out=$("${mpirun[@]}" -np 2 target/debug/examples/hello 2>&1); then
   echo "a build without the mpi feature ran under mpirun:"; echo "$out"; exit 1
@@ -26,16 +26,16 @@ fi
 grep -q 'has no `mpi` feature: build with `--features dist-runtime/mpi`' <<<"$out" || { echo "$out"; exit 1; }
 grep -m1 'error' <<<"$out"
 
-echo "-- clippy with the feature"
+echo "-- [$SECONDS s] clippy with the feature"
 cargo clippy -q -p dist-runtime -p dist-tests -p xtask -p cargo-spmd --features dist-runtime/mpi --all-targets -- -D warnings
 
-echo "-- mpirun -np 4 target/debug/examples/hello (built with the feature)"
+echo "-- [$SECONDS s] mpirun -np 4 target/debug/examples/hello (built with the feature)"
 cargo build -q -p dist-runtime --features mpi --example hello
 out=$("${mpirun[@]}" -np 4 target/debug/examples/hello 2>&1)
 echo "$out" | tail -6
 grep -q 'sum of ranks = 6 (expected 6)' <<<"$out" && grep -q 'mpi backend' <<<"$out"
 
-echo "-- DIST_SHARE_GPU=1 in a job across hosts (a rank told so by mpirun's variables): one error, before MPI starts"
+echo "-- [$SECONDS s] DIST_SHARE_GPU=1 in a job across hosts (a rank told so by mpirun's variables): one error, before MPI starts"
 if out=$(env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 \
     DIST_SHARE_GPU=1 timeout 60 target/debug/examples/hello 2>&1); then
   echo "DIST_SHARE_GPU=1 across hosts was accepted:"; echo "$out"; exit 1
@@ -43,20 +43,20 @@ fi
 grep -q 'DIST_SHARE_GPU=1 lets the ranks of one host share its GPUs, but this job has 4 ranks of which 2' <<<"$out" ||
   { echo "$out"; exit 1; }
 
-echo "-- every example at 4 ranks: cargo xtask run --backend mpi"
+echo "-- [$SECONDS s] every example at 4 ranks: cargo xtask run --backend mpi"
 for ex in hello all_reduce p2p_chain p2p_async groups collectives numerics memory_balance data_parallel \
           tensor_parallel fsdp pipeline sequence_parallel; do
   cargo xtask run --backend mpi -n 4 --example "$ex" >/dev/null || { echo "example $ex failed on mpi"; exit 1; }
 done
 
-echo "-- chaos under mpirun: a killed rank named by the launcher; a stopped rank a stall the job rides out"
+echo "-- [$SECONDS s] chaos under mpirun: a killed rank named by the launcher; a stopped rank a stall the job rides out"
 cargo xtask chaos --backend mpi --runs 4 -n 4
 cargo xtask chaos --backend mpi --fault stop --runs 4 -n 4
 
-echo "-- the serial-reference suites on DIST_BACKEND=mpi"
+echo "-- [$SECONDS s] the serial-reference suites on DIST_BACKEND=mpi"
 DIST_BACKEND=mpi cargo test -q -p dist-tests --features dist-runtime/mpi \
   --test collectives --test p2p --test groups --test errors --test harness --test device --test shared
-echo "-- a user's crate outside the workspace (tests/user-crate) on mpi: installed launcher, cargo test"
+echo "-- [$SECONDS s] a user's crate outside the workspace (tests/user-crate) on mpi: installed launcher, cargo test"
 root=$(pwd)
 . scripts/install-launcher.sh
 (

@@ -10,9 +10,10 @@ use dist_tests::*;
 fn all_reduce_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
     let n = world.size();
     for (k, len) in lengths::<T>(r, 3).into_iter().enumerate() {
+        // (One set of inputs for every op: generating each rank's data is most of the
+        // test's cost, n times over on every rank.)
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, k as u64 * 31)).collect();
         for op in ops::<T>() {
-            let salt = k as u64 * 31 + op.name().len() as u64;
-            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
             let mut buf = inputs[world.rank()].clone();
             world.all_reduce(&mut buf, op).unwrap();
             let what = format!("all_reduce {op:?} {} len {len} n {n}", T::DTYPE);
@@ -118,9 +119,8 @@ fn reduce_scatter_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runne
     let (n, me) = (world.size(), world.rank());
     for (k, len) in lengths::<T>(r, 2).into_iter().enumerate() {
         let block = len / n.max(1) + (k % 3); // per-rank block; total need not divide anything
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, n * block, k as u64 * 7)).collect();
         for op in ops::<T>() {
-            let salt = k as u64 * 7 + op.name().len() as u64;
-            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, n * block, salt)).collect();
             let full = reduce_ref(&inputs, op);
             let mut out = vec![T::gen(99, 0, 0); block];
             world.reduce_scatter(&inputs[me], &mut out, op).unwrap();
@@ -538,9 +538,8 @@ fn all_reduce_within_rounding_of_the_reference(world: Comm<World>) {
     }
     let n = world.size();
     for (k, len) in [0usize, 1, 7, 1000, 600_000].into_iter().enumerate() {
+        let inputs: Vec<Vec<f32>> = (0..n).map(|q| data(q, len, k as u64 * 7)).collect();
         for op in ops::<f32>() {
-            let salt = k as u64 * 7 + op.name().len() as u64;
-            let inputs: Vec<Vec<f32>> = (0..n).map(|q| data(q, len, salt)).collect();
             let mut buf = inputs[world.rank()].clone();
             world.all_reduce(&mut buf, op).unwrap();
             let want = reduce_ref(&inputs, op);
@@ -553,8 +552,8 @@ fn all_reduce_within_rounding_of_the_reference(world: Comm<World>) {
             }
             same_everywhere(&world, &what, bytemuck::cast_slice(&buf));
         }
+        let inputs: Vec<Vec<i64>> = (0..n).map(|q| data(q, len, k as u64)).collect();
         for op in ops::<i64>() {
-            let inputs: Vec<Vec<i64>> = (0..n).map(|q| data(q, len, k as u64)).collect();
             let mut buf = inputs[world.rank()].clone();
             world.all_reduce(&mut buf, op).unwrap();
             assert_same(&format!("i64 all_reduce {op:?} len {len} n {n}"), &buf, &reduce_ref(&inputs, op));
@@ -697,9 +696,8 @@ fn v_variants_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::T
         let mut mine2 = vec![T::gen(98, 0, 0); counts[me]];
         world.scatter_v_async(send, &mut mine2, &counts, root).unwrap().wait().unwrap();
         assert_same(&format!("scatter_v_async {}", T::DTYPE), &mine2, &mine);
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, total, salt + 1)).collect();
         for op in ops::<T>() {
-            let salt = salt + op.name().len() as u64;
-            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, total, salt)).collect();
             let full = reduce_ref(&inputs, op);
             let mut out = vec![T::gen(97, 0, 0); counts[me]];
             world.reduce_scatter_v(&inputs[me], &mut out, &counts, op).unwrap();
@@ -723,9 +721,8 @@ fn scatter_v_and_reduce_scatter_v_against_the_reference(world: Comm<World>) {
 fn scan_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::TestRunner) {
     let (n, me) = (world.size(), world.rank());
     for (k, len) in lengths::<T>(r, 1).into_iter().enumerate() {
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, k as u64 * 23)).collect();
         for op in ops::<T>() {
-            let salt = k as u64 * 23 + op.name().len() as u64;
-            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt)).collect();
             let mut inc = inputs[me].clone();
             world.scan(&mut inc, op).unwrap();
             let what = format!("scan {op:?} {} len {len} rank {me}", T::DTYPE);

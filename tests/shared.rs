@@ -27,8 +27,8 @@ fn every_op_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::Tes
     for (k, len) in shared_lengths::<T>(r).into_iter().enumerate() {
         let salt = k as u64 * 13;
         // all_reduce, every op
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt + 4)).collect();
         for op in ops::<T>() {
-            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, len, salt + op.name().len() as u64)).collect();
             let mut buf = filled(world, &inputs[me]);
             assert_eq!(buf.zero_copy(), on_shm && n > 1 && len > 0, "zero_copy of {len} elements on {n} ranks");
             world.all_reduce(&mut buf, op).unwrap();
@@ -56,8 +56,8 @@ fn every_op_case<T: Num>(world: &Comm<World>, r: &mut proptest::test_runner::Tes
         }
         // reduce_scatter, every op; all_to_all
         let block = len / n.max(1) + k % 2;
+        let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, n * block, salt + 2)).collect();
         for op in ops::<T>() {
-            let inputs: Vec<Vec<T>> = (0..n).map(|q| data(q, n * block, salt + 2 + op.name().len() as u64)).collect();
             let send = filled(world, &inputs[me]);
             let mut out = vec![T::gen(99, 0, 0); block];
             world.reduce_scatter(&send, &mut out, op).unwrap();

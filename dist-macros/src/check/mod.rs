@@ -348,6 +348,9 @@ struct Pass<'a> {
     invalid: Option<syn::Error>,
     undecidable: Option<(proc_macro2::TokenStream, String)>,
     stopped: Vec<usize>,
+    /// Ranks that failed (the program's own error or panic) after a collective: the
+    /// others run on, so collectives every rank reached before it are judged.
+    failed: Vec<usize>,
 }
 
 /// The package's items the ranks run with: macros, functions, constants, memo.
@@ -370,10 +373,14 @@ fn run_ranks<'a: 's, 's>(
         invalid: None,
         undecidable: None,
         stopped: Vec::new(),
+        failed: Vec::new(),
     };
     // (Ranks run in order, so a broadcast's root of a lower rank than its other members
     // has left what it held here when they reach the call.)
     let roots = interp::Roots::default();
+    // (What the quiet regions' budgets had when a rank first failed: ranks run after it
+    // only to judge the collectives reached before, and leave later runs what they had.)
+    let mut spent_at_failure = None;
     for r in 0..n {
         let mut it = Interp::new(r, n, splits, macros, file, consts.clone());
         it.memo = memo.clone();
@@ -381,6 +388,10 @@ fn run_ranks<'a: 's, 's>(
         it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
         match it.run(f) {
             Outcome::Done => {}
+            Outcome::Fails if it.events.iter().any(|e| matches!(e, trace::Ev::Coll { .. })) => {
+                pass.failed.push(r);
+                spent_at_failure.get_or_insert_with(interp::spent);
+            }
             Outcome::Fails => return None,
             Outcome::Stop(Stop::Invalid { site, msg }) => {
                 pass.invalid.get_or_insert_with(|| site.error(format!("{msg}{}", site.helper_note())));
@@ -395,6 +406,9 @@ fn run_ranks<'a: 's, 's>(
         }
         pass.again |= it.needs_another_pass;
         pass.traces.push(std::mem::take(&mut it.events));
+    }
+    if let Some(spent) = spent_at_failure {
+        interp::restore_spent(spent);
     }
     Some(pass)
 }
@@ -646,11 +660,14 @@ fn check_size<'a>(
     while pass < PASSES + any_passes + split_passes + usize::from(local) + usize::from(relayed_seen.is_some()) {
         pass += 1;
         interp::reset_local(n, local, relayed_seen.is_some());
-        let Some(Pass { mut traces, learned, again, invalid, undecidable, stopped }) =
+        let Some(Pass { mut traces, learned, again, invalid, undecidable, stopped, failed }) =
             run_ranks(f, n, (macros, file, consts, memo), &splits, &any_known)
         else {
             return SizeResult::Fails;
         };
+        if !failed.is_empty() {
+            return failed_after_collectives(n, &traces, &failed);
+        }
         if !local && interp::local_data_differs() {
             local = true;
             continue;
@@ -730,6 +747,23 @@ fn check_size<'a>(
         quote::quote_spanned!(f.sig.ident.span() => #f),
         "a `split` whose members the check could not work out".into(),
     )
+}
+
+/// A pass where `failed` ranks failed after a collective (the root's own check of a
+/// configuration it broadcast, run with a length the others did not receive): the
+/// collectives every member reached before that are judged, when the ranks' data did
+/// not go different ways; else the size is one the program does not support.
+fn failed_after_collectives(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &[usize]) -> SizeResult {
+    let errs = if interp::local_data_differs() { Vec::new() } else { sim::reached_collectives(n, traces) };
+    if errs.is_empty() {
+        return SizeResult::Fails;
+    }
+    let note = format!(
+        "{} then fail{} with the program's own error or panic",
+        sim::ranks(failed),
+        if failed.len() == 1 { "s" } else { "" }
+    );
+    SizeResult::Problems(errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect())
 }
 
 /// The verdict on a pass every rank ran through, its receives from any source resolved
