@@ -758,12 +758,8 @@ fn failed_after_collectives(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &[u
     if errs.is_empty() {
         return SizeResult::Fails;
     }
-    let note = format!(
-        "{} then fail{} with the program's own error or panic",
-        sim::ranks(failed),
-        if failed.len() == 1 { "s" } else { "" }
-    );
-    SizeResult::Problems(errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect())
+    let s = if failed.len() == 1 { "s" } else { "" };
+    noted(errs, Some(&format!("{} then fail{s} with the program's own error or panic", sim::ranks(failed))))
 }
 
 /// The verdict on a pass every rank ran through, its receives from any source resolved

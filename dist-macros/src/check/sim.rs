@@ -114,10 +114,10 @@ fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<s
                 members.iter().map(|&r| (r, by_rank.get(&r).and_then(|s| s.get(i)).copied())).collect();
             let reached: Vec<usize> = at.iter().filter(|(_, e)| e.is_some()).map(|(r, _)| *r).collect();
             let missing: Vec<usize> = at.iter().filter(|(_, e)| e.is_none()).map(|(r, _)| *r).collect();
-            if !missing.is_empty() && reached_only {
-                break;
-            }
             if !missing.is_empty() {
+                if reached_only {
+                    break;
+                }
                 let ev = at.iter().find_map(|(_, e)| *e).expect("someone reached it");
                 // (An extra collective earlier that met the others' next one, `count()`
                 // on the rank that prints: the one it names, where dropping it lines up
