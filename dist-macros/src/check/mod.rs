@@ -281,6 +281,7 @@ fn check_entry(
     interp::reset_caches();
     interp::set_strict(strict);
     interp::set_written_fields(std::iter::once(("", f)).chain(file.iter().map(|(k, g)| (k.as_str(), g))));
+    interp::note_package_fns(std::iter::once(("", f)).chain(file.iter().map(|(k, g)| (k.as_str(), g))));
     let start = interp::total_steps();
     let default = sizes.len() == 8 + SPREAD.len() && sizes[8..] == SPREAD;
     let mut macros = parse_macros(f);

@@ -271,6 +271,9 @@ impl PackageItems {
                     // Its module, as a free function's (`interp::module_of`).
                     let module = self.module.join("::");
                     m.attrs.push(syn::parse_quote!(#[dist_module = #module]));
+                    // Its `Self` type, for what `self` may hold (`interp::receivers`).
+                    let self_ty = quote::ToTokens::to_token_stream(&*imp.self_ty).to_string();
+                    m.attrs.push(syn::parse_quote!(#[dist_self = #self_ty]));
                     let f = ItemFn { attrs: m.attrs, vis: m.vis, sig: m.sig, block: Box::new(m.block) };
                     self.fns.entry(key).or_insert(f);
                 }
@@ -309,12 +312,9 @@ impl PackageItems {
                     continue;
                 }
                 let Some(block) = m.default.clone() else { continue };
-                let f = ItemFn {
-                    attrs: m.attrs.clone(),
-                    vis: syn::Visibility::Inherited,
-                    sig: m.sig.clone(),
-                    block: Box::new(block),
-                };
+                let mut attrs = m.attrs.clone();
+                attrs.push(syn::parse_quote!(#[dist_self = #ty]));
+                let f = ItemFn { attrs, vis: syn::Visibility::Inherited, sig: m.sig.clone(), block: Box::new(block) };
                 self.fns.entry(format!("{ty}::{name}")).or_insert(f);
             }
         }

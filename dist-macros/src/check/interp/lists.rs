@@ -388,6 +388,13 @@ impl<'a> Interp<'a> {
                 && matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_) | Expr::MethodCall(_)) =>
             {
                 let mut l = items.to_vec();
+                // Numbers read from the inputs, ordered beside known ones (`vec![opts.root,
+                // n - 1]` sorted): this run's sample, as in arithmetic.
+                if matches!(m, "sort" | "sort_unstable" | "dedup")
+                    && l.iter().all(|x| matches!(x, V::Int(_) | V::Uniform))
+                {
+                    l = l.into_iter().map(super::value::sampled).collect();
+                }
                 let out = match (m, args) {
                     ("extend" | "extend_from_slice" | "append", [more]) => match iter_items(more) {
                         Some(more) if l.len() + more.len() <= LIST_BOUND as usize => {

@@ -30,8 +30,6 @@ const CONCRETE_QUOTA: u64 = 100_000;
 const CONCRETE_BUDGET: u64 = 1_000_000;
 
 thread_local! {
-    /// `may_communicate` by the address of the syntax node, for one check (`reset`).
-    static QUIET: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
     /// Quiet regions (by the address of their syntax and the run's sample of the
     /// program's inputs) that ran out of steps in this check: summarised at once on the
     /// next ranks and world sizes of runs with that sample (always sound: running one only
@@ -48,7 +46,7 @@ thread_local! {
     /// Steps spent so far in this check under [`CONCRETE_QUOTA`].
     static CONCRETE_SPENT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 
-    /// [`Interp::may_communicate_deep`] by the address of the syntax node, for one check.
+    /// [`Interp::calls_deep`] by the address of the syntax node, for one check.
     static DEEP: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
     /// [`Interp::deterministic`] by the address of the helper, for one check.
     static PURE: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
@@ -115,7 +113,7 @@ fn idents<T: ToTokens>(node: &T) -> std::rc::Rc<Vec<String>> {
 /// another entry point's syntax may be reused) and the regions that overflowed.
 pub(super) fn reset() {
     UNIFORM_OVER.with(|q| q.borrow_mut().clear());
-    QUIET.with(|q| q.borrow_mut().clear());
+    super::receivers::reset();
     DEEP.with(|q| q.borrow_mut().clear());
     PURE.with(|q| q.borrow_mut().clear());
     IDENTS.with(|m| m.borrow_mut().clear());
@@ -168,73 +166,12 @@ fn sampled_key(key: usize) -> usize {
     key ^ (super::uniform_sample() as usize).wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-/// [`may_communicate_uncached`], once per syntax node.
+/// Whether `node` contains a call that may communicate whatever the variables it
+/// reads from outside hold: a method named as a `Comm` operation or a request's wait
+/// on something that may be a communicator or a request (`receivers.rs`), or a call to
+/// `wait_all`/`wait_any`/`wait_some`.
 pub(super) fn may_communicate<T: ToTokens>(node: &T) -> bool {
-    let key = node as *const T as usize;
-    if let Some(v) = QUIET.with(|q| q.borrow().get(&key).copied()) {
-        return v;
-    }
-    let v = may_communicate_uncached(node);
-    QUIET.with(|q| q.borrow_mut().insert(key, v));
-    v
-}
-
-/// Whether `node` contains a call that may communicate: a method named as a `Comm`
-/// operation or a request's wait, or a call to `wait_all`/`wait_any`/`wait_some`.
-fn may_communicate_uncached(node: &impl ToTokens) -> bool {
-    struct Find(bool);
-    impl<'ast> Visit<'ast> for Find {
-        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            let name = m.method.to_string();
-            if dist_ops::find(&name).is_some() || matches!(name.as_str(), "wait" | "test" | "wait_timeout") {
-                self.0 = true;
-            }
-            syn::visit::visit_expr_method_call(self, m);
-        }
-        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-            if let syn::Expr::Path(p) = &*c.func {
-                let last = last_seg(&p.path);
-                if matches!(last.as_str(), "wait_all" | "wait_any" | "wait_some" | "init" | "launch") {
-                    self.0 = true;
-                }
-            }
-            syn::visit::visit_expr_call(self, c);
-        }
-        fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            // One of the package's macros: what it expands to.
-            if macro_rules::visit_expansion(self, m) {
-                return;
-            }
-            // A macro's body may hold calls: look for `.op(` with `op` an operation's
-            // name (a field `h.batch` or a string "--batch" is not a call).
-            fn calls(ts: proc_macro2::TokenStream) -> bool {
-                use proc_macro2::{Delimiter, TokenTree};
-                let tokens: Vec<TokenTree> = ts.into_iter().collect();
-                tokens.iter().enumerate().any(|(i, t)| match t {
-                    TokenTree::Group(g) => calls(g.stream()),
-                    TokenTree::Ident(id) => {
-                        let name = id.to_string();
-                        let dotted = i > 0 && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '.');
-                        let called = matches!(tokens.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis)
-                            || matches!(tokens.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
-                        dotted
-                            && called
-                            && (dist_ops::find(&name).is_some() || matches!(name.as_str(), "wait" | "test" | "wait_timeout"))
-                            || (called && matches!(name.as_str(), "wait_all" | "wait_any" | "wait_some"))
-                    }
-                    _ => false,
-                })
-            }
-            if calls(m.tokens.clone()) {
-                self.0 = true;
-            }
-        }
-    }
-    let mut f = Find(false);
-    if !visit_tokens(node, &mut f) {
-        return true;
-    }
-    f.0
+    super::receivers::op_calls(node).may_communicate(|_| super::receivers::Known::Unknown)
 }
 
 /// The names `node` calls: a function's path's last segment (`exchange` for
@@ -289,7 +226,7 @@ fn called_names(node: &impl ToTokens) -> Vec<String> {
 /// Visits what `node`'s tokens parse as: a block, statements or an expression. (Parsed
 /// from the node's own tokens only: those of a helper read from its file are
 /// proc-macro2's, and must not be mixed with new tokens of the compiler's.)
-fn visit_tokens<V: for<'ast> Visit<'ast>>(node: &impl ToTokens, v: &mut V) -> bool {
+pub(super) fn visit_tokens<V: for<'ast> Visit<'ast>>(node: &impl ToTokens, v: &mut V) -> bool {
     use syn::parse::Parser;
     let ts = node.to_token_stream();
     if let Ok(b) = syn::parse2::<syn::Block>(ts.clone()) {
@@ -408,7 +345,7 @@ impl<'a> Interp<'a> {
         let reaches_comm = |me: &Self| {
             over.is_some_and(V::has_comm) || idents(body).iter().any(|i| me.lookup(i).is_some_and(V::has_comm))
         };
-        if may_communicate(body) || calls_closure(self) || (reaches_comm(self) && self.may_communicate_deep(body)) {
+        if self.may_communicate_here(body) || calls_closure(self) || (reaches_comm(self) && self.calls_deep(body)) {
             return f(self);
         }
         let key = body as *const _ as *const u8 as usize;
@@ -532,14 +469,48 @@ impl<'a> Interp<'a> {
     /// processing, whatever values it touches (a struct holding a communicator included):
     /// the check may summarise it.
     pub(super) fn may_communicate_deep<T: ToTokens>(&self, node: &T) -> bool {
+        may_communicate(node) || self.calls_deep(node)
+    }
+
+    /// Whether `node` calls one of the package's functions or methods that may
+    /// communicate, at any depth (by name: see [`Self::may_communicate_deep`]).
+    pub(super) fn calls_deep<T: ToTokens>(&self, node: &T) -> bool {
         let key = node as *const T as usize;
         if let Some(v) = DEEP.with(|q| q.borrow().get(&key).copied()) {
             return v;
         }
         let mut seen = std::collections::HashSet::new();
-        let v = may_communicate(node) || self.calls_communicate(called_names(node), &mut seen);
+        let v = self.calls_communicate(called_names(node), &mut seen);
         DEEP.with(|q| q.borrow_mut().insert(key, v));
         v
+    }
+
+    /// Whether `node`, run here and now, may communicate by a call of its own: the
+    /// variables it reads from outside are judged by the values they hold now (one that
+    /// `node` writes by what it may come to hold: anything).
+    fn may_communicate_here<T: ToTokens>(&self, node: &T) -> bool {
+        use super::receivers::Known;
+        let calls = super::receivers::op_calls(node);
+        // (What it writes, and what the closures it calls write.)
+        let mut w = written(node).to_vec();
+        for i in idents(node).iter() {
+            if let Some(V::Closure(cl)) = self.lookup(i) {
+                w.extend(written(&*cl.0.body).iter().cloned());
+            }
+        }
+        calls.may_communicate(|x| match self.lookup(x) {
+            None => Known::Unknown,
+            Some(v) if super::receivers::plain_value(v) && !w.iter().any(|p| p.split(['.', '[']).next() == Some(x)) => {
+                Known::Plain
+            }
+            Some(_) => Known::NotPlain,
+        })
+    }
+
+    /// Whether the package's function `f` may communicate by a call of its own, its
+    /// parameters judged by their declared types ([`super::receivers::param_known`]).
+    fn fn_may_communicate(&self, f: &ItemFn) -> bool {
+        super::receivers::op_calls(&f.block).may_communicate(|x| super::receivers::param_known(f, x))
     }
 
     /// The package's functions a call of `name` may run: a fn nested in the entry of that
@@ -575,7 +546,7 @@ impl<'a> Interp<'a> {
                 if !seen.insert(k) {
                     continue;
                 }
-                if may_communicate(&f.block) || self.calls_communicate(called_names(&f.block), seen) {
+                if self.fn_may_communicate(f) || self.calls_communicate(called_names(&f.block), seen) {
                     return true;
                 }
             }
@@ -844,9 +815,9 @@ impl<'a> Interp<'a> {
         }
         if !args.iter().any(V::has_comm) {
             // Nothing to communicate on (a communicator comes only through its arguments).
-            return !may_communicate(&f.block);
+            return !self.fn_may_communicate(f);
         }
-        !self.may_communicate_deep(&f.block) && super::eval::plain_type(&f.sig.output)
+        !self.fn_may_communicate(f) && !self.calls_deep(&f.block) && super::eval::plain_type(&f.sig.output)
     }
 
     /// Starts a quiet region: [`QUOTA`] steps, or [`NESTED_QUOTA`] inside another
