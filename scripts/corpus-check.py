@@ -13,14 +13,28 @@ Each program under the corpus is an ordinary crate of several files. For each:
     found yet: a known gap of the check, listed in docs/static-checks.md).
 Exit status 1 when any of these fails. Crates are copied under target/corpus, built
 with one shared target directory, so the runtime compiles once.
+
+--jobs N (default: the number of CPUs, at most 4) checks N programs at a time, each
+worker with its own target directory (target/corpus, target/corpus-1, ...): a bug's
+`cargo check` is one rustc process, the check in it single-threaded, so on 2 cores
+two workers take about half the time.
 """
 import json, os, shutil, subprocess, sys, time
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 corpus = os.environ.get("CORPUS", os.path.join(root, "tests", "corpus"))
 work = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "corpus")
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
-run = "--run" in sys.argv
+argv = sys.argv[1:]
+jobs = min(os.cpu_count() or 1, 4)
+if "--jobs" in argv:
+    i = argv.index("--jobs")
+    jobs = int(argv[i + 1])
+    del argv[i : i + 2]
+args = [a for a in argv if not a.startswith("--")]
+run = "--run" in argv
+worker = os.environ.get("CORPUS_WORKER")
+if worker:
+    work += "-" + worker if worker != "0" else ""
 os.makedirs(work, exist_ok=True)
 env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(work, "target"), CARGO_TERM_COLOR="never")
 env.pop("RUSTFLAGS", None)
@@ -32,6 +46,7 @@ if run and shutil.which("cargo-spmd", path=env.get("PATH")) is None:
                     "--root", os.path.join(target, "spmd-install"),
                     "--target-dir", os.path.join(target, "spmd-install-build")], check=True)
     env["PATH"] = os.path.join(target, "spmd-install", "bin") + os.pathsep + env.get("PATH", "")
+    os.environ["PATH"] = env["PATH"]
 
 
 def copy(name):
@@ -62,6 +77,47 @@ failures = []
 counts = {}
 silent = []
 names = args or sorted(d for d in os.listdir(corpus) if os.path.isfile(os.path.join(corpus, d, "Cargo.toml")))
+
+
+def summary_and_exit():
+    print()
+    print("planted bugs:", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    if silent:
+        print("open with no warning (followed whole, not found):", ", ".join(silent))
+    if failures:
+        print(f"{len(failures)} failure(s):")
+        for f in failures:
+            print(" -", f.splitlines()[0][:300])
+        sys.exit(1)
+    print("corpus: every clean program builds (and is followed whole unless corpus.json says not); every planted "
+          "bug is what bugs.json expects (rejected at its op, rejected elsewhere, or a known open gap)")
+    sys.exit(0)
+
+
+if not worker and jobs > 1 and len(names) > 1:
+    # Workers, each given every jobs-th program and its own target directory; each one's
+    # report is printed whole when it ends, and their results are added up here.
+    procs = []
+    for k in range(min(jobs, len(names))):
+        out = os.path.join(os.path.dirname(work), f"corpus-worker-{k}.json")
+        if os.path.exists(out):
+            os.remove(out)
+        cmd = [sys.executable, os.path.abspath(__file__), *(["--run"] if run else []), *names[k::jobs]]
+        e = dict(os.environ, CORPUS_WORKER=str(k), CORPUS_RESULT=out)
+        procs.append((subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), out))
+    for p, out in procs:
+        text, _ = p.communicate()
+        print(text.split("\nplanted bugs:")[0].rstrip("\n"), flush=True)
+        if not os.path.exists(out):
+            failures.append(f"a corpus worker ended without its results (exit {p.returncode}):\n{text[-2000:]}")
+            continue
+        r = json.load(open(out))
+        for k, v in r["counts"].items():
+            counts[k] = counts.get(k, 0) + v
+        silent += r["silent"]
+        failures += r["failures"]
+    summary_and_exit()
+
 for name in names:
     src = copy(name)
     t = time.time()
@@ -136,14 +192,6 @@ for name in names:
         if got != want:
             failures.append(f"{name}/{b['id']}: {got}, bugs.json expects {want}: {first}")
         counts[got] = counts.get(got, 0) + 1
-print()
-print("planted bugs:", ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-if silent:
-    print("open with no warning (followed whole, not found):", ", ".join(silent))
-if failures:
-    print(f"{len(failures)} failure(s):")
-    for f in failures:
-        print(" -", f.splitlines()[0][:300])
-    sys.exit(1)
-print("corpus: every clean program builds (and is followed whole unless corpus.json says not); every planted "
-      "bug is what bugs.json expects (rejected at its op, rejected elsewhere, or a known open gap)")
+if os.environ.get("CORPUS_RESULT"):
+    json.dump({"counts": counts, "silent": silent, "failures": failures}, open(os.environ["CORPUS_RESULT"], "w"))
+summary_and_exit()
