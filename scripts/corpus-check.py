@@ -12,10 +12,11 @@ Each program under the corpus is an ordinary crate of several files. For each:
     spanned there), "rejected_elsewhere" (an error at another call), or "open" (not
     found yet: a known gap of the check, listed in docs/static-checks.md).
 Exit status 1 when any of these fails. Crates are copied under target/corpus, built
-with one shared target directory, so the runtime compiles once.
+with one shared target directory (target/outside, shared with the other crates outside the
+workspace), so the runtime compiles once.
 
 --jobs N (default: the number of CPUs, at most 4) checks N programs at a time, each
-worker with its own target directory (target/corpus, target/corpus-1, ...): a bug's
+worker with its own target directory (target/outside, target/corpus-1/target, ...): a bug's
 `cargo check` is one rustc process, the check in it single-threaded, so on 2 cores
 two workers take about half the time.
 """
@@ -36,7 +37,12 @@ worker = os.environ.get("CORPUS_WORKER")
 if worker:
     work += "-" + worker if worker != "0" else ""
 os.makedirs(work, exist_ok=True)
-env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(work, "target"), CARGO_TERM_COLOR="never")
+# The first worker builds in the target directory the other crates outside the workspace
+# share (the user crate, the starter: scripts/user-crate-check.sh), so CI compiles
+# the runtime's dependencies for them once.
+outside = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "outside")
+env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(work, "target") if worker not in (None, "0") else outside,
+           CARGO_TERM_COLOR="never")
 env.pop("RUSTFLAGS", None)
 if run and shutil.which("cargo-spmd", path=env.get("PATH")) is None:
     # The clean programs run under the launcher a user installs (`cargo spmd run`): this
@@ -95,27 +101,53 @@ def summary_and_exit():
 
 
 if not worker and jobs > 1 and len(names) > 1:
-    # Workers, each given every jobs-th program and its own target directory; each one's
-    # report is printed whole when it ends, and their results are added up here.
-    procs = []
-    for k in range(min(jobs, len(names))):
-        out = os.path.join(os.path.dirname(work), f"corpus-worker-{k}.json")
-        if os.path.exists(out):
-            os.remove(out)
-        cmd = [sys.executable, os.path.abspath(__file__), *(["--run"] if run else []), *names[k::jobs]]
-        e = dict(os.environ, CORPUS_WORKER=str(k), CORPUS_RESULT=out)
-        procs.append((subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), out))
-    for p, out in procs:
-        text, _ = p.communicate()
-        print(text.split("\nplanted bugs:")[0].rstrip("\n"), flush=True)
-        if not os.path.exists(out):
-            failures.append(f"a corpus worker ended without its results (exit {p.returncode}):\n{text[-2000:]}")
-            continue
-        r = json.load(open(out))
-        for k, v in r["counts"].items():
-            counts[k] = counts.get(k, 0) + v
-        silent += r["silent"]
-        failures += r["failures"]
+    # Workers: each program is checked by a child run of this script in a free slot,
+    # each slot with its own target directory; a program's report is printed whole when
+    # it ends, and the results are added up here.
+    # The first program runs alone and builds the runtime and its dependencies (for
+    # `build` and for `check`) in target/outside; a slot without its own target directory
+    # yet gets a copy of that one (cargo's fingerprints are relative to the directory),
+    # not a second compile of the same code beside the first.
+    queue, running, results = list(names), {}, os.path.dirname(work)
+    warm = False
+    while queue or running:
+        for k in range(jobs):
+            if k > 0 and not warm:
+                break
+            if k not in running and queue:
+                name = queue.pop(0)
+                out = os.path.join(results, f"corpus-worker-{k}.json")
+                if os.path.exists(out):
+                    os.remove(out)
+                cmd = [sys.executable, os.path.abspath(__file__), *(["--run"] if run else []), name]
+                e = dict(os.environ, CORPUS_WORKER=str(k), CORPUS_RESULT=out)
+                log = open(out[: -len(".json")] + ".log", "w+")
+                p = subprocess.Popen(cmd, env=e, stdout=log, stderr=subprocess.STDOUT, text=True)
+                running[k] = (p, out, name, log)
+        time.sleep(0.2)
+        for k, (p, out, name, log) in list(running.items()):
+            if p.poll() is None:
+                continue
+            del running[k]
+            log.seek(0)
+            text = log.read()
+            log.close()
+            print(text.split("\nplanted bugs:")[0].rstrip("\n"), flush=True)
+            if not os.path.exists(out):
+                failures.append(f"{name}: its check ended without results (exit {p.returncode}):\n{text[-2000:]}")
+                continue
+            if not warm:
+                warm = True
+                for j in range(1, jobs):
+                    dst = os.path.join(f"{work}-{j}", "target")
+                    if not os.path.isdir(os.path.join(dst, "debug")):
+                        os.makedirs(dst, exist_ok=True)
+                        subprocess.run(["cp", "-a", os.path.join(outside, "debug"), dst], check=True)
+            r = json.load(open(out))
+            for key, v in r["counts"].items():
+                counts[key] = counts.get(key, 0) + v
+            silent += r["silent"]
+            failures += r["failures"]
     summary_and_exit()
 
 for name in names:

@@ -7,7 +7,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target="${CARGO_TARGET_DIR:-$root/target}/user-crate"
 . "$root/scripts/install-launcher.sh"
-export CARGO_TARGET_DIR="$target/build"
+# One target directory for every crate outside the workspace that CI builds (this one,
+# the starter, the corpus): the runtime's dependencies compile once for all of them.
+export CARGO_TARGET_DIR="$(dirname "$target")/outside"
+mkdir -p "$target"
 cd "$root/tests/user-crate"
 # The workspace's locked versions, so a new release upstream cannot break this check.
 cp "$root/Cargo.lock" Cargo.lock

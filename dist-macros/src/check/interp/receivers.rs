@@ -177,11 +177,11 @@ pub(super) fn op_calls<T: quote::ToTokens>(node: &T) -> Rc<OpCalls> {
 
 fn judge(node: &impl quote::ToTokens) -> OpCalls {
     let mut binds = Binds::default();
-    if !super::summary::visit_tokens(node, &mut binds) {
+    if !visit_tokens(node, &mut binds) {
         return OpCalls { sure: true, needs: Vec::new() };
     }
     let mut find = Find { binds: &binds, out: OpCalls::default() };
-    super::summary::visit_tokens(node, &mut find);
+    visit_tokens(node, &mut find);
     find.out
 }
 
@@ -581,6 +581,24 @@ impl<'ast> Visit<'ast> for Find<'_> {
             self.out.sure = true;
         }
     }
+}
+
+/// Visits what `node`'s tokens parse as: a block, statements or an expression. (Parsed
+/// from the node's own tokens only: those of a helper read from its file are
+/// proc-macro2's, and must not be mixed with new tokens of the compiler's.)
+pub(super) fn visit_tokens<V: for<'ast> Visit<'ast>>(node: &impl quote::ToTokens, v: &mut V) -> bool {
+    use syn::parse::Parser;
+    let ts = node.to_token_stream();
+    if let Ok(b) = syn::parse2::<syn::Block>(ts.clone()) {
+        v.visit_block(&b);
+    } else if let Ok(stmts) = syn::Block::parse_within.parse2(ts.clone()) {
+        stmts.iter().for_each(|s| v.visit_stmt(s));
+    } else if let Ok(e) = syn::parse2::<syn::Expr>(ts) {
+        v.visit_expr(&e);
+    } else {
+        return false;
+    }
+    true
 }
 
 #[cfg(test)]

@@ -215,30 +215,12 @@ fn called_names(node: &impl ToTokens) -> Vec<String> {
         }
     }
     let mut c = Calls(Vec::new());
-    if !visit_tokens(node, &mut c) {
+    if !super::receivers::visit_tokens(node, &mut c) {
         return vec!["?".into()];
     }
     c.0.sort();
     c.0.dedup();
     c.0
-}
-
-/// Visits what `node`'s tokens parse as: a block, statements or an expression. (Parsed
-/// from the node's own tokens only: those of a helper read from its file are
-/// proc-macro2's, and must not be mixed with new tokens of the compiler's.)
-pub(super) fn visit_tokens<V: for<'ast> Visit<'ast>>(node: &impl ToTokens, v: &mut V) -> bool {
-    use syn::parse::Parser;
-    let ts = node.to_token_stream();
-    if let Ok(b) = syn::parse2::<syn::Block>(ts.clone()) {
-        v.visit_block(&b);
-    } else if let Ok(stmts) = syn::Block::parse_within.parse2(ts.clone()) {
-        stmts.iter().for_each(|s| v.visit_stmt(s));
-    } else if let Ok(e) = syn::parse2::<syn::Expr>(ts) {
-        v.visit_expr(&e);
-    } else {
-        return false;
-    }
-    true
 }
 
 thread_local! {
@@ -315,7 +297,7 @@ fn written_uncached(body: &impl ToTokens) -> Vec<String> {
         }
     }
     let mut w = W(Vec::new(), Vec::new());
-    visit_tokens(body, &mut w);
+    super::receivers::visit_tokens(body, &mut w);
     w.0.sort();
     w.0.dedup();
     w.0
