@@ -209,18 +209,11 @@ impl Binds {
     }
 }
 
-/// The names a pattern binds.
+/// The names a pattern binds ([`super::value::pat_names`]).
 fn pat_names(p: &Pat) -> Vec<String> {
-    struct Names(Vec<String>);
-    impl<'ast> Visit<'ast> for Names {
-        fn visit_pat_ident(&mut self, i: &'ast syn::PatIdent) {
-            self.0.push(i.ident.to_string());
-            syn::visit::visit_pat_ident(self, i);
-        }
-    }
-    let mut n = Names(Vec::new());
-    n.visit_pat(p);
-    n.0
+    let mut out = Vec::new();
+    super::value::pat_names(p, &mut out);
+    out
 }
 
 impl<'ast> Visit<'ast> for Binds {
