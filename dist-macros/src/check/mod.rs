@@ -2,10 +2,12 @@
 //! communication ([`communication`]): the body is interpreted for every rank of every
 //! checked world size, and the traces are matched (see `docs/static-checks.md`).
 
+mod any_source;
 mod interp;
 pub(crate) mod macro_rules;
 mod message;
 mod package;
+mod passes;
 mod signature;
 mod sim;
 mod trace;
@@ -13,34 +15,12 @@ mod trace;
 pub use message::layout;
 pub use signature::signature;
 
-use interp::{Interp, MacroBody, Macros, Outcome, Splits, Stop};
+use interp::{MacroBody, Macros, Splits};
 use package::{library_of, relative, PackageItems};
+use passes::{check_size, reset_msg_budget, Items, Memo, SizeResult};
 use std::collections::HashMap;
 use syn::visit::Visit;
 use syn::ItemFn;
-
-/// How many times the body is re-run to resolve `split` memberships (each pass learns
-/// the colors of one more level of nested splits).
-const PASSES: usize = 4;
-
-/// More passes, each while the last learned splits it had not seen (a recursive
-/// halving, `cube = cube.split(upper, r)` down to one rank, nests log2(n) + 1 deep).
-const SPLIT_PASSES: usize = 12;
-
-/// How many more times it may be re-run as receives from any source resolve.
-const ANY_PASSES: usize = 32;
-
-/// What one world size gave.
-enum SizeResult {
-    /// Every rank ran to the end and the traces match.
-    Clean,
-    /// Some rank panics or returns `Err` at this size on every run: not a supported size.
-    Fails,
-    /// Communication depends on something the interpreter cannot evaluate.
-    Undecidable(proc_macro2::TokenStream, String),
-    /// Errors to report.
-    Problems(Vec<syn::Error>),
-}
 
 /// Interpreter steps taken on this thread so far (for cost reports).
 pub fn steps() -> u64 {
@@ -279,6 +259,7 @@ fn check_entry(
     source: &SourceAccess,
 ) -> Raw {
     interp::reset_caches();
+    reset_msg_budget();
     interp::set_strict(strict);
     interp::set_written_fields(std::iter::once(("", f)).chain(file.iter().map(|(k, g)| (k.as_str(), g))));
     interp::note_package_fns(std::iter::once(("", f)).chain(file.iter().map(|(k, g)| (k.as_str(), g))));
@@ -337,81 +318,6 @@ fn check_entry(
         }
     }
     raw
-}
-
-/// What one pass over every rank gave: each rank's trace, the split colors learned,
-/// whether another pass is needed (a split's members became known), the first invalid
-/// call, the first construct not followed, and the ranks it stopped.
-struct Pass<'a> {
-    traces: Vec<Vec<trace::Ev<'a>>>,
-    learned: Splits,
-    again: bool,
-    invalid: Option<syn::Error>,
-    undecidable: Option<(proc_macro2::TokenStream, String)>,
-    stopped: Vec<usize>,
-    /// Ranks that failed (the program's own error or panic) after a collective: the
-    /// others run on, so collectives every rank reached before it are judged.
-    failed: Vec<usize>,
-}
-
-/// The package's items the ranks run with: macros, functions, constants, memo.
-type Items<'a, 'b> = (&'a Macros, &'a HashMap<String, ItemFn>, &'b HashMap<String, interp::V<'a>>, &'b Memo);
-
-/// Runs every rank of a world of `n` once, with the split colors and senders of receives
-/// from any source known so far; `None` when a rank fails (a size the program does not
-/// support).
-fn run_ranks<'a: 's, 's>(
-    f: &'a ItemFn,
-    n: usize,
-    (macros, file, consts, memo): Items<'a, '_>,
-    splits: &'s Splits,
-    any_known: &HashMap<(usize, usize), usize>,
-) -> Option<Pass<'s>> {
-    let mut pass = Pass {
-        traces: Vec::with_capacity(n),
-        learned: Splits::new(),
-        again: false,
-        invalid: None,
-        undecidable: None,
-        stopped: Vec::new(),
-        failed: Vec::new(),
-    };
-    // (Ranks run in order, so a broadcast's root of a lower rank than its other members
-    // has left what it held here when they reach the call.)
-    let roots = interp::Roots::default();
-    // (What the quiet regions' budgets had when a rank first failed: ranks run after it
-    // only to judge the collectives reached before, and leave later runs what they had.)
-    let mut spent_at_failure = None;
-    for r in 0..n {
-        let mut it = Interp::new(r, n, splits, macros, file, consts.clone());
-        it.memo = memo.clone();
-        it.roots = roots.clone();
-        it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
-        match it.run(f) {
-            Outcome::Done => {}
-            Outcome::Fails if it.events.iter().any(|e| matches!(e, trace::Ev::Coll { .. })) => {
-                pass.failed.push(r);
-                spent_at_failure.get_or_insert_with(interp::spent);
-            }
-            Outcome::Fails => return None,
-            Outcome::Stop(Stop::Invalid { site, msg }) => {
-                pass.invalid.get_or_insert_with(|| site.error(format!("{msg}{}", site.helper_note())));
-            }
-            Outcome::Stop(Stop::Undecidable { at, what, .. }) => {
-                pass.undecidable.get_or_insert((at, what));
-                pass.stopped.push(r);
-            }
-        }
-        for (key, rank, ck) in it.splits_out.drain(..) {
-            pass.learned.entry(key).or_default().insert(rank, ck);
-        }
-        pass.again |= it.needs_another_pass;
-        pass.traces.push(std::mem::take(&mut it.events));
-    }
-    if let Some(spent) = spent_at_failure {
-        interp::restore_spent(spent);
-    }
-    Some(pass)
 }
 
 /// The numbers a program reads from its inputs (arguments, environment, files) are
@@ -617,259 +523,6 @@ fn with_run_note(r: SizeResult, sample: Option<i128>, mode: Option<u8>) -> SizeR
     }
     let note = format!(" ({})", notes.join("; "));
     SizeResult::Problems(errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e}{note}"))).collect())
-}
-
-/// The quiet helpers' results of one check, shared by its ranks and sizes.
-type Memo = std::rc::Rc<std::cell::RefCell<interp::Memo>>;
-
-/// A construct not followed at the first condition on rank-local data a rank decided in
-/// this pass (`what`, then the condition), if it decided one.
-fn counted_by_data(what: &str) -> Option<SizeResult> {
-    interp::first_local_decision()
-        .map(|(at, cond)| SizeResult::Undecidable(at, format!("{what} (the condition {cond})")))
-}
-
-const ANY_SOURCE: &str = "receives from any source whose number depends on data the ranks hold";
-const SELF: &str = "messages a rank sends itself, under a condition on data it holds";
-
-fn check_size<'a>(
-    f: &'a ItemFn,
-    n: usize,
-    macros: &'a Macros,
-    file: &'a HashMap<String, ItemFn>,
-    consts: &HashMap<String, interp::V<'a>>,
-    memo: &Memo,
-) -> SizeResult {
-    let mut splits = Splits::new();
-    // Senders of receives from any source, as the last pass resolved them.
-    let mut any_known: HashMap<(usize, usize), usize> = HashMap::new();
-    // What the last pass's traces show, for a verdict when the splits never settle.
-    let mut last: Vec<syn::Error> = Vec::new();
-    // Passes that resolved more senders of receives from any source (each lets the
-    // ranks run further: a reply to the status's source, a later round).
-    let mut any_passes = 0;
-    // Whether ranks decide conditions on data that differs from rank to rank (after a
-    // pass showed two ranks' data computed differently at one).
-    let mut local = false;
-    let mut pass = 0;
-    // After a pass where ranks went their own ways at a condition on data another rank
-    // sent: what was not followed, and whether this pass has every rank go alike.
-    let mut relayed_seen: Option<(proc_macro2::TokenStream, String)> = None;
-    interp::set_sent_known(interp::SentKnown::new());
-    // Passes granted because the last one learned splits not seen before.
-    let mut split_passes = 0;
-    while pass < PASSES + any_passes + split_passes + usize::from(local) + usize::from(relayed_seen.is_some()) {
-        pass += 1;
-        interp::reset_local(n, local, relayed_seen.is_some());
-        let Some(Pass { mut traces, learned, again, invalid, undecidable, stopped, failed }) =
-            run_ranks(f, n, (macros, file, consts, memo), &splits, &any_known)
-        else {
-            return SizeResult::Fails;
-        };
-        if !failed.is_empty() {
-            return failed_after_collectives(n, &traces, &failed);
-        }
-        if !local && interp::local_data_differs() {
-            local = true;
-            continue;
-        }
-        if again && learned != splits {
-            // A split's members are known now: run again before judging anything.
-            last = sim::collectives(n, &traces);
-            drop(traces);
-            if learned.keys().any(|k| !splits.contains_key(k)) && split_passes < SPLIT_PASSES {
-                split_passes += 1;
-            }
-            splits = learned;
-            continue;
-        }
-        // Conditions on data that may differ from rank to rank: followed where ranks'
-        // data tell apart (problems found then say how the ranks went), else the
-        // construct is not followed.
-        // A condition only ranks with data the check cannot tell apart met leaves the
-        // pass unproven; but where ranks whose data differ went different ways, what
-        // that run did wrong is a run the program can take, whatever the other
-        // conditions would have done, and is reported.
-        let interp::LocalVerdict { unknown, note: local_note, relayed } = interp::local_verdict();
-        if let (Some(r), None, false) = (&relayed, &relayed_seen, again) {
-            let ran_through = invalid.is_none() && undecidable.is_none();
-            match relayed_run(n, &traces, ran_through, invalid.is_some(), local_note.as_deref()) {
-                Relayed::Problems(p) => return p,
-                Relayed::Again => {
-                    relayed_seen = Some(r.clone());
-                    continue;
-                }
-                Relayed::Judge => {}
-            }
-        }
-        let not_followed = |at, what| not_followed(at, what, relayed_seen.as_ref());
-        if let Some((at, what)) = unknown.clone().filter(|_| local_note.is_none() && relayed_seen.is_none()) {
-            return SizeResult::Undecidable(at, what);
-        }
-        let noted = |errs| noted(errs, local_note.as_deref());
-        if let Some(e) = invalid {
-            return noted(vec![e]);
-        }
-        let mut found = HashMap::new();
-        let resolved = if again { Ok(()) } else { sim::resolve_any(n, &mut traces, &mut found) };
-        if resolved.is_ok() && !found.is_empty() && found != any_known {
-            // A status names its sender now: run again so code that uses it is followed.
-            any_known = found;
-            if any_passes < ANY_PASSES {
-                any_passes += 1;
-            }
-            continue;
-        }
-        // A receive from any source that no send can match, while every other rank ran
-        // to its end: no later send can come, whatever the receiver would have done.
-        // (Unless a rank decided a condition on its own data in this pass: how many
-        // messages a server loop receives, `until every peer said Done`, depends on what
-        // the messages hold, which the check picked without knowing; the count is not
-        // proven wrong.)
-        if let Err(sim::AnySource::Unmatched(e, dst)) = &resolved {
-            if !again && stopped.iter().all(|r| r == dst) {
-                return counted_by_data(ANY_SOURCE).unwrap_or_else(|| SizeResult::Problems(vec![e.clone()]));
-            }
-        }
-        if let Some((at, what)) = undecidable {
-            return not_followed(at, what);
-        }
-        if !again {
-            return judged(n, &traces, resolved, unknown, local_note.as_deref(), relayed_seen.as_ref());
-        }
-        break;
-    }
-    // Splits that never settle: ranks that create communicators in different orders
-    // (each pass learns other members) show as collectives out of order on the parent.
-    if !last.is_empty() {
-        return SizeResult::Problems(last);
-    }
-    SizeResult::Undecidable(
-        quote::quote_spanned!(f.sig.ident.span() => #f),
-        "a `split` whose members the check could not work out".into(),
-    )
-}
-
-/// A pass where `failed` ranks failed after a collective (the root's own check of a
-/// configuration it broadcast, run with a length the others did not receive): the
-/// collectives every member reached before that are judged, when the ranks' data did
-/// not go different ways; else the size is one the program does not support.
-fn failed_after_collectives(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &[usize]) -> SizeResult {
-    let errs = if interp::local_data_differs() { Vec::new() } else { sim::reached_collectives(n, traces) };
-    if errs.is_empty() {
-        return SizeResult::Fails;
-    }
-    let s = if failed.len() == 1 { "s" } else { "" };
-    noted(errs, Some(&format!("{} then fail{s} with the program's own error or panic", sim::ranks(failed))))
-}
-
-/// The verdict on a pass every rank ran through, its receives from any source resolved
-/// as `resolved` says: its problems (with `note`, how ranks went at conditions on their
-/// own data), else what it could not follow, else clean.
-fn judged(
-    n: usize,
-    traces: &[Vec<trace::Ev<'_>>],
-    resolved: Result<(), sim::AnySource>,
-    unknown: Option<(proc_macro2::TokenStream, String)>,
-    note: Option<&str>,
-    relayed: Option<&(proc_macro2::TokenStream, String)>,
-) -> SizeResult {
-    match resolved {
-        Ok(()) => {}
-        Err(sim::AnySource::Race(at, what)) => return not_followed(at, what, relayed),
-        Err(sim::AnySource::Unmatched(e, _)) => {
-            return counted_by_data(ANY_SOURCE).unwrap_or_else(|| noted(vec![e], note))
-        }
-    }
-    let errs = sim::check(n, traces);
-    // At one rank, a problem found after the rank decided a condition on data it holds
-    // (the kind word of a message it sent itself) is one of the ways the check picked,
-    // not one every run takes: no other rank can go another way.
-    if let Some(r) = (!errs.is_empty() && n == 1 && note.is_none()).then(|| counted_by_data(SELF)).flatten() {
-        return r;
-    }
-    match unknown.or_else(|| sim::unproven(traces)) {
-        _ if !errs.is_empty() => noted(errs, note),
-        Some((at, what)) => not_followed(at, what, relayed),
-        None if relayed.is_some() => not_followed(quote::quote!(), String::new(), relayed),
-        None => SizeResult::Clean,
-    }
-}
-
-/// Problems, each with `note` (how ranks went at conditions on their own data).
-fn noted(errs: Vec<syn::Error>, note: Option<&str>) -> SizeResult {
-    match note {
-        None => SizeResult::Problems(errs),
-        Some(note) => {
-            SizeResult::Problems(errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect())
-        }
-    }
-}
-
-/// A construct not followed: `at` and `what`, or after a pass of [`Relayed::Again`],
-/// the condition on data another rank sent.
-fn not_followed(
-    at: proc_macro2::TokenStream,
-    what: String,
-    relayed: Option<&(proc_macro2::TokenStream, String)>,
-) -> SizeResult {
-    match relayed {
-        Some((at, cond)) => relayed_not_followed(at.clone(), cond),
-        None => SizeResult::Undecidable(at, what),
-    }
-}
-
-/// What a pass where ranks went their own ways at a condition on data another rank sent
-/// them makes of the run ([`interp::LocalVerdict::relayed`]).
-enum Relayed {
-    /// A collective some ranks skipped: an error whatever the data.
-    Problems(SizeResult),
-    /// Sends and receives that may not pair only because of that condition: one more
-    /// pass with every rank alike.
-    Again,
-    /// Nothing wrong: judged as any other pass.
-    Judge,
-}
-
-/// Where a rank went its way at a condition on data another rank sent it, the run that
-/// went wrong may be one the program cannot take: the data may carry the sender's own
-/// decision, a count it sent, then a message sent only where the count is not zero. That
-/// condition is not followed; one more pass shows what goes wrong whatever the data:
-/// every rank goes alike at every condition, and what an `all_to_all` sent that the
-/// check knows (counts computed from the inputs) arrives as those numbers, so a receive
-/// under `count != 0` goes the way its sender's send under `!bucket.is_empty()` does.
-/// (Where every rank ran to its end, a collective some ranks skipped is one they skip
-/// whatever the data, and what else the run shows goes with it.)
-fn relayed_run(
-    n: usize,
-    traces: &[Vec<trace::Ev<'_>>],
-    ran_through: bool,
-    invalid: bool,
-    note: Option<&str>,
-) -> Relayed {
-    if ran_through && !sim::collectives(n, traces).is_empty() {
-        let note = note.unwrap_or_default();
-        let errs = sim::check(n, traces);
-        return Relayed::Problems(SizeResult::Problems(
-            errs.into_iter().map(|e| syn::Error::new(e.span(), format!("{e} ({note})"))).collect(),
-        ));
-    }
-    if invalid || !sim::check(n, traces).is_empty() {
-        interp::set_sent_known(interp::sent_known_of(traces));
-        return Relayed::Again;
-    }
-    Relayed::Judge
-}
-
-/// The construct not followed after a pass of [`Relayed::Again`]: the condition.
-fn relayed_not_followed(at: proc_macro2::TokenStream, cond: &str) -> SizeResult {
-    SizeResult::Undecidable(
-        at,
-        format!(
-            "the condition {cond}, on data that came from another rank: whether it goes the way that rank's own \
-             decision went is not followed"
-        ),
-    )
 }
 
 /// What this compiler front-end lets a macro see of the source. rustc gives the file

@@ -59,7 +59,7 @@ fn comm_desc(comm: &str, group: &str, members: &[usize]) -> String {
 
 /// A tag as the program names it: `#3` (Tag::new(3)), `#3 ACT` (a const of the file),
 /// or `ACT` (a const the check cannot see).
-fn tag_desc(t: &str) -> String {
+pub(super) fn tag_desc(t: &str) -> String {
     match t.strip_prefix('#').map(|n| n.split_once(' ')) {
         Some(Some((_, name))) => format!("tag `{name}`"),
         Some(None) => format!("tag {}", &t[1..]),
@@ -67,7 +67,7 @@ fn tag_desc(t: &str) -> String {
     }
 }
 
-fn ev_tag(e: &Ev) -> String {
+pub(super) fn ev_tag(e: &Ev) -> String {
     match e {
         Ev::P2p { tag, .. } => tag.clone(),
         _ => String::new(),
@@ -75,7 +75,7 @@ fn ev_tag(e: &Ev) -> String {
 }
 
 /// What matching compares: the number when known, else the name.
-fn tag_id(t: &str) -> String {
+pub(super) fn tag_id(t: &str) -> String {
     t.split(' ').next().unwrap_or(t).to_string()
 }
 
@@ -453,112 +453,6 @@ fn reached_by_some(ev: &Ev, desc: &str, with: &[usize], without: &[usize], n: us
     ))
 }
 
-// ---------------------------------------------------------------- receives from any source
-
-/// Why receives from any source could not be given a sender.
-pub enum AnySource {
-    /// Two ranks race for one: which it gets depends on timing (left to run time).
-    Race(proc_macro2::TokenStream, String),
-    /// No rank sends what it waits for.
-    /// A receive that no send can match, and the rank that posts it.
-    Unmatched(syn::Error, usize),
-}
-
-/// Gives each receive from any source (`recv_any`) its sender: on a communicator and
-/// tag, the one rank whose sends to the receiver outnumber the receives naming it. Two
-/// such ranks race for the message, which the check does not guess; none is an error.
-/// `found` gets each resolved receive's sender, by (rank, event id).
-pub fn resolve_any(
-    n: usize,
-    traces: &mut [Vec<Ev<'_>>],
-    found: &mut HashMap<(usize, usize), usize>,
-) -> Result<(), AnySource> {
-    use super::trace::ANY_SOURCE;
-    // (comm, receiver, tag) → positions of its wildcard receives.
-    let mut wild: BTreeMap<(String, usize, String), Vec<usize>> = BTreeMap::new();
-    for (r, t) in traces.iter().enumerate() {
-        for (i, ev) in t.iter().enumerate() {
-            if let Ev::P2p { send: false, comm, peer: ANY_SOURCE, tag, .. } = ev {
-                wild.entry((comm.clone(), r, tag_id(tag))).or_default().push(i);
-            }
-        }
-    }
-    for ((comm, dst, tag), at) in wild {
-        let mut surplus: BTreeMap<usize, i64> = BTreeMap::new();
-        for (r, t) in traces.iter().enumerate() {
-            for ev in t {
-                if let Ev::P2p { send, comm: c, peer, tag: t, .. } = ev {
-                    if *c != comm || tag_id(t) != tag {
-                        continue;
-                    }
-                    if *send && *peer == dst {
-                        *surplus.entry(r).or_default() += 1;
-                    } else if !*send && r == dst && *peer != ANY_SOURCE {
-                        *surplus.entry(*peer).or_default() -= 1;
-                    }
-                }
-            }
-        }
-        let senders: Vec<usize> = surplus.iter().filter(|(_, &k)| k > 0).map(|(&r, _)| r).collect();
-        let first = &traces[dst][at[0]];
-        let td = tag_desc(&ev_tag(first));
-        match senders.as_slice() {
-            [] => {
-                return Err(AnySource::Unmatched(
-                    first.site().error(format!(
-                        "this `{}`{} on rank {dst} ({td}) has no matching `send` at world size {n}: no rank sends \
-                         rank {dst} a message with {td} that a receive naming its source does not take; it would \
-                         wait forever",
-                        first.call(),
-                        first.site().helper_note()
-                    )),
-                    dst,
-                ))
-            }
-            // More receives from any source than `s` sends: the first one left over
-            // waits forever (resolving it to `s` would have the program read a message
-            // that never comes, and take paths it cannot take).
-            [s] if surplus[s] < at.len() as i64 => {
-                let extra = &traces[dst][at[surplus[s].max(0) as usize]];
-                return Err(AnySource::Unmatched(
-                    extra.site().error(format!(
-                    "this `{}`{} on rank {dst} ({td}) has no matching `send` at world size {n}: rank {s}, the only \
-                     rank that sends rank {dst} a message with {td} beyond the receives that name it, sends {} \
-                     such message{}, and rank {dst} posts {} receives from any source for them; it would wait \
-                     forever",
-                    extra.call(),
-                    extra.site().helper_note(),
-                    surplus[s],
-                    if surplus[s] == 1 { "" } else { "s" },
-                    at.len()
-                    )),
-                    dst,
-                ));
-            }
-            [s] => {
-                for &i in &at {
-                    if let Ev::P2p { peer, id, .. } = &mut traces[dst][i] {
-                        *peer = *s;
-                        found.insert((dst, *id), *s);
-                    }
-                }
-            }
-            _ => {
-                return Err(AnySource::Race(
-                    first.tokens(),
-                    format!(
-                        "a receive from any source that {} race for (`{}` on rank {dst}, {td}): \
-                         which message it gets first depends on timing; name the source, or leave it to run time",
-                        ranks(&senders),
-                        first.call()
-                    ),
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------- unmatched p2p
 
 /// (communicator, source, destination, tag), in world ranks.
@@ -715,22 +609,34 @@ fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
 /// Where the ranks stop when every event runs as soon as it can: each rank's next event
 /// (`pc`), the posted events that completed (`done`), each collective's arrivals by
 /// (communicator, index), and each posted collective's (communicator, index).
-struct Stuck {
-    pc: Vec<usize>,
-    done: Vec<HashSet<usize>>,
-    arrivals: HashMap<(String, usize), Vec<(usize, usize)>>,
-    coll_at: HashMap<(usize, usize), (String, usize)>,
+pub(super) struct Stuck {
+    pub(super) pc: Vec<usize>,
+    pub(super) done: Vec<HashSet<usize>>,
+    pub(super) arrivals: HashMap<(String, usize), Vec<(usize, usize)>>,
+    pub(super) coll_at: HashMap<(usize, usize), (String, usize)>,
+    /// The sender each receive from any source took, by (rank, event id).
+    pub(super) any_took: HashMap<(usize, usize), usize>,
 }
 
 /// Runs the traces as far as they go: a send and a receive on one channel complete
 /// together, in posting order; a collective completes when every member posted it; a
-/// wait passes when what it waits on completed.
-fn run_until_stuck(n: usize, traces: &[Vec<Ev<'_>>]) -> Stuck {
+/// wait passes when what it waits on completed. A receive from any source takes the
+/// send to its rank (communicator, tag) posted first, or, when none is, the next one
+/// posted that no receive naming its sender waits for: ranks run in order, each as far
+/// as it goes, which is one order the program can run in.
+pub(super) fn run_until_stuck(n: usize, traces: &[Vec<Ev<'_>>]) -> Stuck {
+    use super::trace::ANY_SOURCE;
     let mut pc = vec![0usize; n];
     let mut done: Vec<HashSet<usize>> = vec![HashSet::new(); n];
     // Posted, unmatched (rank, id) per channel: sends, then receives.
     type Queue = VecDeque<(usize, usize)>;
     let mut queues: HashMap<Channel, (Queue, Queue)> = HashMap::new();
+    // Receives from any source waiting, by (communicator, receiver, tag); when each
+    // pending send was posted.
+    let mut wild: HashMap<(String, usize, String), Queue> = HashMap::new();
+    let mut posted_at: HashMap<(usize, usize), u64> = HashMap::new();
+    let mut clock = 0u64;
+    let mut any_took: HashMap<(usize, usize), usize> = HashMap::new();
     let mut arrivals: HashMap<(String, usize), Vec<(usize, usize)>> = HashMap::new();
     let mut coll_seq: Vec<HashMap<String, usize>> = vec![HashMap::new(); n];
     // (rank, id) → (comm, index) of a posted collective.
@@ -740,7 +646,43 @@ fn run_until_stuck(n: usize, traces: &[Vec<Ev<'_>>]) -> Stuck {
         for r in 0..n {
             while let Some(ev) = traces[r].get(pc[r]) {
                 match ev {
+                    Ev::P2p { id, send: false, comm, peer: ANY_SOURCE, tag, .. } => {
+                        let t = tag_id(tag);
+                        let first = queues
+                            .iter()
+                            .filter(|((c, _, d, tg), q)| c == comm && *d == r && *tg == t && !q.0.is_empty())
+                            .min_by_key(|(_, q)| posted_at.get(q.0.front().expect("non-empty")).copied())
+                            .map(|(k, _)| k.clone());
+                        match first.and_then(|k| queues.get_mut(&k)).and_then(|q| q.0.pop_front()) {
+                            Some(a) => {
+                                done[a.0].insert(a.1);
+                                done[r].insert(*id);
+                                any_took.insert((r, *id), a.0);
+                            }
+                            None => wild.entry((comm.clone(), r, t)).or_default().push_back((r, *id)),
+                        }
+                    }
                     Ev::P2p { id, send, comm, peer, tag, .. } => {
+                        if *send {
+                            clock += 1;
+                            posted_at.insert((r, *id), clock);
+                            // No receive naming this rank waits: a receive from any source
+                            // that waits takes it.
+                            let named =
+                                queues.get(&(comm.clone(), r, *peer, tag_id(tag))).is_some_and(|q| !q.1.is_empty());
+                            if !named {
+                                if let Some(w) =
+                                    wild.get_mut(&(comm.clone(), *peer, tag_id(tag))).and_then(|w| w.pop_front())
+                                {
+                                    done[r].insert(*id);
+                                    done[w.0].insert(w.1);
+                                    any_took.insert(w, r);
+                                    pc[r] += 1;
+                                    progress = true;
+                                    continue;
+                                }
+                            }
+                        }
                         let key = if *send {
                             (comm.clone(), r, *peer, tag_id(tag))
                         } else {
@@ -785,11 +727,18 @@ fn run_until_stuck(n: usize, traces: &[Vec<Ev<'_>>]) -> Stuck {
             break;
         }
     }
-    Stuck { pc, done, arrivals, coll_at }
+    Stuck { pc, done, arrivals, coll_at, any_took }
+}
+
+/// Whether each of `ranks` blocks forever before the end of its trace (the traces run
+/// as far as they go).
+pub fn blocked_before_end(n: usize, traces: &[Vec<Ev<'_>>], ranks: &[usize]) -> bool {
+    let Stuck { pc, .. } = run_until_stuck(n, traces);
+    !ranks.is_empty() && ranks.iter().all(|&r| pc[r] < traces[r].len())
 }
 
 fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
-    let Stuck { pc, done, arrivals, coll_at } = run_until_stuck(n, traces);
+    let Stuck { pc, done, arrivals, coll_at, .. } = run_until_stuck(n, traces);
     let blocked: Vec<usize> = (0..n).filter(|&r| pc[r] < traces[r].len()).collect();
     let first = *blocked.first()?;
     // What rank r waits for: (the posted event it waits on, the ranks it waits for).

@@ -108,7 +108,7 @@ pub(super) fn fingerprint(v: &V, h: &mut Fx) {
                 fingerprint(v, h);
             });
         }
-        V::Status(s) => s.hash(h),
+        V::Status(s, k) => (s, k).hash(h),
         V::Opaque { comm, fp } => {
             h.write_u64(*comm as u64);
             h.write_u64(*fp);
@@ -142,7 +142,7 @@ fn detach(v: &V<'_>) -> Option<V<'static>> {
         V::Struct(t, fields) => {
             V::Struct(t.clone(), fields.iter().map(|(k, v)| Some((k.clone(), detach(v)?))).collect::<Option<_>>()?)
         }
-        V::Status(s) => V::Status(*s),
+        V::Status(s, k) => V::Status(*s, *k),
         V::Opaque { comm, fp } => V::Opaque { comm: *comm, fp: *fp },
         V::Uniform => V::Uniform,
         V::Agreed => V::Agreed,

@@ -18,12 +18,16 @@
 //! `all_to_all` delivered, named by its sender, for `all_to_all_v`'s counts), `local.rs`
 //! (conditions on data that may differ from rank to rank).
 
+mod arms;
 mod collections;
 mod counts;
+use arms::{arm_offset, arm_pick};
+pub use arms::{arms_left, reset_arms, set_arm_offset};
 pub use collections::{note_alias, note_field_type};
 pub use counts::{exact, resolve, sent_in, sent_known_of, set_sent_known, SentKnown};
 pub use local::{first_local_decision, local_data_differs, local_verdict, reset_local, LocalVerdict};
 use local::{local_decision, local_enabled, local_stop};
+pub use messages::{any_sent_p2p, same_sent_p2p, set_guessing, set_messages, set_sent_p2p, take_guessed, SentP2p};
 pub use receivers::note_package_fns;
 pub(crate) use summary::{restore_spent, spent};
 mod dispatch;
@@ -35,6 +39,7 @@ mod lists;
 mod local;
 mod macros;
 mod memo;
+mod messages;
 mod model;
 mod numbers;
 mod options;
@@ -73,6 +78,8 @@ use syn::{Expr, FnArg, ItemFn};
 
 thread_local! {
     static TOTAL_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// [`total_steps`] past which ranks stop ([`set_step_ceiling`]).
+    static CEILING: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
     /// The value a number read from the program's inputs takes in this run (see
     /// [`V::Uniform`]), and whether any rank read one.
     static UNIFORM: std::cell::Cell<(i128, bool)> = const { std::cell::Cell::new((1, false)) };
@@ -102,7 +109,7 @@ pub fn set_strict(s: bool) {
     STRICT.with(|c| c.set(s));
 }
 
-pub(super) fn strict() -> bool {
+pub(crate) fn strict() -> bool {
     STRICT.with(|c| c.get())
 }
 
@@ -222,52 +229,6 @@ pub fn assumed_checks() -> bool {
     ASSUME.with(|a| a.get().1)
 }
 
-thread_local! {
-    /// Each `match` on a value the same on every rank (an argument matched against the
-    /// flags a parser knows) decided by pattern at this world size: its arm count and the
-    /// arms some run took; and this run's offset into the arms ([`arm_pick`]).
-    static ARMS: std::cell::RefCell<FxMap<usize, (usize, u64)>> = Default::default();
-    static ARM_OFFSET: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Forgets which arms were taken (a new world size) and sets the offset to 0.
-pub fn reset_arms() {
-    ARMS.with(|a| a.borrow_mut().clear());
-    ARM_OFFSET.with(|o| o.set(0));
-}
-
-/// Sets this run's offset into the arms of `match`es decided by pattern.
-pub fn set_arm_offset(k: usize) {
-    ARM_OFFSET.with(|o| o.set(k));
-}
-
-/// This run's offset into the arms (a key of the quiet helpers' memo, as the pattern is).
-pub(super) fn arm_offset() -> usize {
-    ARM_OFFSET.with(|o| o.get())
-}
-
-/// Whether some `match` decided by pattern has an arm no run took yet.
-pub fn arms_left() -> bool {
-    ARMS.with(|a| a.borrow().values().any(|&(k, taken)| k <= 64 && taken.count_ones() < k as u32))
-}
-
-/// The arm of `arms` a `match` at `site` on a value the same on every rank takes at its
-/// `j`th decision: this run's pattern, shifted by the run's arm offset (runs with other
-/// offsets take the other arms: a parser's `"--check-plan" =>` is taken in some run),
-/// noted as taken.
-pub(super) fn arm_pick(site: usize, j: u32, arms: usize) -> usize {
-    let offset = ARM_OFFSET.with(|o| o.get());
-    let pick = (agreed_mode() as usize + j as usize + usize::from(agreed_decision(j)) + offset) % arms.max(1);
-    ARMS.with(|a| {
-        let mut a = a.borrow_mut();
-        let e = a.entry(site).or_insert((arms, 0));
-        if pick < 64 {
-            e.1 |= 1 << pick;
-        }
-    });
-    pick
-}
-
 fn note_decision() {
     DECISIONS.with(|d| d.set(d.get() + 1));
 }
@@ -293,6 +254,11 @@ pub fn failed_after_ops() -> bool {
 /// Whether a rank decided such a condition since [`set_agreed_mode`].
 pub fn decided_agreed() -> bool {
     AGREED.with(|a| a.get().1)
+}
+
+/// Sets whether a condition was decided by the run's pattern ([`decided_agreed`]).
+pub fn set_decided_agreed(d: bool) {
+    AGREED.with(|a| a.set((a.get().0, d)));
 }
 
 /// The `j`th decision (from 0) of one condition under this run's pattern.
@@ -587,6 +553,12 @@ pub fn total_steps() -> u64 {
     TOTAL_STEPS.with(|t| t.get())
 }
 
+/// Stops every rank run from now on once [`total_steps`] passes `at` (`u64::MAX`: never):
+/// the bound of an attempt that may be given up.
+pub fn set_step_ceiling(at: u64) {
+    CEILING.with(|c| c.set(at));
+}
+
 /// Evaluation steps one rank may take before the check gives up on that size.
 const STEP_BUDGET: u64 = 2_000_000;
 
@@ -650,11 +622,28 @@ pub struct Interp<'a> {
     /// A split's membership was unknown in this pass: run again with `splits_out`.
     pub needs_another_pass: bool,
     steps: u64,
+    /// [`set_step_ceiling`]'s bound when this rank started.
+    ceiling: u64,
     /// While evaluating a branch whose condition is opaque: communication there is undecidable.
     speculative: u32,
     /// The sender (world rank) of each receive from any source, by event id, as the
     /// previous pass resolved it: its status then names that rank.
     pub any_sources: HashMap<usize, usize>,
+    /// Messages posted so far on each channel (communicator, sender, receiver, tag), in
+    /// world ranks, sends and receives apart (`messages.rs`).
+    p2p_seq: HashMap<(String, usize, usize, String, bool), u64>,
+    /// What this rank's sends carried, where the check knew it.
+    pub sent_out: messages::SentP2p,
+    /// What the receive posted last takes, as the last pass's sender sent it.
+    incoming: Option<std::rc::Rc<Vec<messages::Item>>>,
+    /// The last sender of a receive from any source, by communicator key.
+    any_last: HashMap<String, usize>,
+    /// Guessed senders the last pass did not see send (`messages.rs`).
+    unsent_guesses: u32,
+    /// The receive posted last takes a message no rank sent in the last pass.
+    unsent: bool,
+    /// The receive from any source posted last has no sender in the last pass.
+    any_blocked: bool,
     /// The step counts past which the quiet regions being run are summarised, outermost
     /// first (`summary.rs`).
     quotas: Vec<u64>,
@@ -833,6 +822,13 @@ impl<'a> Interp<'a> {
             rank,
             size,
             any_sources: HashMap::new(),
+            p2p_seq: HashMap::new(),
+            sent_out: HashMap::new(),
+            incoming: None,
+            any_last: HashMap::new(),
+            unsent_guesses: 0,
+            unsent: false,
+            any_blocked: false,
             quotas: Vec::new(),
             known_depth: 0,
             why: HashMap::new(),
@@ -868,6 +864,7 @@ impl<'a> Interp<'a> {
             splits_out: Vec::new(),
             needs_another_pass: false,
             steps: 0,
+            ceiling: CEILING.with(|c| c.get()),
             speculative: 0,
             local_seen: FxMap::default(),
             cond_fp: 0,
@@ -990,7 +987,13 @@ impl<'a> Interp<'a> {
 
     fn tick(&mut self, at: &impl ToTokens) -> Result<(), Flow<'a>> {
         self.steps += 1;
-        TOTAL_STEPS.with(|t| t.set(t.get() + 1));
+        let total = TOTAL_STEPS.with(|t| {
+            t.set(t.get() + 1);
+            t.get()
+        });
+        if total > self.ceiling {
+            return Err(undecidable(at, "more evaluation steps than an attempt with messages may take".to_string()));
+        }
         if self.quotas.last().is_some_and(|&q| self.steps > q) {
             return Err(Flow::OverQuota);
         }

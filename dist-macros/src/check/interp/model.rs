@@ -148,10 +148,16 @@ impl<'a> Interp<'a> {
                 if !m.ends_with("_object") {
                     self.set_p2p_len(id, args.get(2));
                 }
+                if m.starts_with("send") || m == "isend" {
+                    self.note_sent(id, args.get(2).filter(|_| !m.ends_with("_object")));
+                } else {
+                    self.note_received(id);
+                }
                 if m.starts_with('i') {
                     return Ok(V::Req(vec![id]));
                 }
                 self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
+                self.blocked_here()?;
                 // A received value is data: unknown to the check.
                 return Ok(if m == "recv_object" {
                     V::data(fp_of(&[&V::Name(self.comms[c].key.clone()), peer, tag]))
@@ -162,11 +168,14 @@ impl<'a> Interp<'a> {
             "recv_any" | "irecv_any" => {
                 let Some(tag) = args.first() else { return Ok(V::Unit) };
                 let id = self.post_p2p_any(e, c, tag, m)?;
+                self.any_source(c, id, tag);
+                self.note_received(id);
                 if m == "irecv_any" {
                     return Ok(V::Req(vec![id]));
                 }
                 self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
-                return Ok(self.status_of(c, id));
+                self.blocked_here()?;
+                return Ok(self.status_of(c, id, true));
             }
             "sendrecv" | "sendrecv_replace" => {
                 if args.len() < 4 {
@@ -178,9 +187,12 @@ impl<'a> Interp<'a> {
                     if m == "sendrecv" { ("sendrecv", 4) } else { ("sendrecv_replace", 2) };
                 let a = self.post_p2p(e, c, true, &args[0], &args[1], &mc.args[0], name)?;
                 self.set_p2p_len(a, args.get(2));
+                self.note_sent(a, args.get(2));
                 let b = self.post_p2p(e, c, false, &args[3], &args[1], &mc.args[3], name)?;
                 self.set_p2p_len(b, args.get(into));
+                self.note_received(b);
                 self.events.push(Ev::Wait { ids: vec![a, b], site: self.site(e), call: name });
+                self.blocked_here()?;
                 return Ok(V::Unit);
             }
             "subgroup" | "subgroup_ordered" | "split" | "mesh2" | "mesh" | "submesh" | "mesh_group" | "shrink" => {
@@ -741,12 +753,13 @@ impl<'a> Interp<'a> {
     }
 
     /// The status of the receive from any source `id` on communicator `c`: its sender
-    /// where a previous pass resolved it (the count is data).
-    pub(super) fn status_of(&self, c: usize, id: usize) -> V<'a> {
+    /// where a previous pass resolved it, and, `just_posted`, its count where the
+    /// message is known (else the count is data).
+    pub(super) fn status_of(&self, c: usize, id: usize, just_posted: bool) -> V<'a> {
         let src = self.any_sources.get(&id).and_then(|w| {
             self.comms[c].members.as_ref().and_then(|m| m.iter().position(|x| x == w)).map(|g| g as i128)
         });
-        V::Status(src)
+        V::Status(src, self.incoming().filter(|_| just_posted).map(|m| m.len() as i128))
     }
 
     pub(super) fn post_coll(

@@ -114,7 +114,7 @@ pub(super) fn plain_value(v: &super::V) -> bool {
         | V::Unit
         | V::Tag(_)
         | V::Range(..)
-        | V::Status(_)
+        | V::Status(..)
         | V::Uniform
         | V::Agreed
         | V::Opt(None) => true,

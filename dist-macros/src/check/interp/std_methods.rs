@@ -183,6 +183,14 @@ impl<'a> Interp<'a> {
             }
             for p in places {
                 let v = self.place_value(p);
+                // A message the check knows (its sender's numbers, from the last pass).
+                if p2p_receives(m) {
+                    if let Some(got) = v.as_ref().and_then(|v| self.take_incoming(v, salt)) {
+                        if self.store(p, got).is_ok() {
+                            continue;
+                        }
+                    }
+                }
                 if let (Some(v), Some(b)) = (&v, &bcast) {
                     if self.take_from_root(p, v, b, agreed) {
                         continue;
@@ -405,6 +413,11 @@ impl<'a> Interp<'a> {
                 let args = self.args(&mc.args)?;
                 let id = self.post_p2p(e, c, m == "send", &args[0], &args[1], &mc.args[0], call_name(m))?;
                 self.set_p2p_len(id, args.get(2));
+                if m == "send" {
+                    self.note_sent(id, args.get(2));
+                } else {
+                    self.note_received(id);
+                }
                 self.written_by_comm(mc, c, m);
                 return Ok(Some(V::Unit));
             }
@@ -422,7 +435,7 @@ impl<'a> Interp<'a> {
                 // A receive from any source gives its status.
                 if let Some((id, comm)) = any {
                     let c = self.comms.iter().position(|k| k.key == comm).unwrap_or(0);
-                    return Ok(Some(self.status_of(c, id)));
+                    return Ok(Some(self.status_of(c, id, false)));
                 }
                 return Ok(Some(V::Unit));
             }

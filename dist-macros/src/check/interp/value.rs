@@ -39,8 +39,9 @@ pub enum V<'a> {
     /// its type's name and its fields, followed like variables.
     Struct(String, Vec<(String, V<'a>)>),
     /// The `Status` of a receive from any source: its sender's communicator rank when
-    /// the check resolved it (its count is data).
-    Status(Option<i128>),
+    /// the check resolved it, and its count where the message is known
+    /// (`messages.rs`).
+    Status(Option<i128>, Option<i128>),
     /// Unknown data; `comm` when it may hold a communicator (a helper's return value).
     /// `fp` is how it was computed: a hash of the known values it was computed from
     /// (integers such as the rank's block bounds, the peer and tag of the receive that
@@ -288,6 +289,9 @@ pub enum Stop<'a> {
     Undecidable { at: TokenStream, what: String, located: bool },
     /// A definite error found while running (a peer out of range).
     Invalid { site: Site<'a>, msg: String },
+    /// The rank waits forever in the receive it just posted: no rank sent it the
+    /// message in the last pass, which ran through (`messages.rs`). Its trace ends there.
+    Blocked,
 }
 
 /// Non-local control flow while evaluating.

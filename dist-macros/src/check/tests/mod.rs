@@ -4,6 +4,7 @@
 //! `inputs.rs`: the program's inputs and `strict`'s rule.
 
 mod inputs;
+mod messages;
 mod values;
 
 use super::sizes;
@@ -203,6 +204,7 @@ fn problems(src: &str, consts: &str, n: usize) -> Vec<String> {
     // (As `communication` does: the caches are by syntax address, and the last
     // call's syntax is gone.)
     super::interp::reset_caches();
+    super::reset_msg_budget();
     let f: syn::ItemFn = syn::parse_str(src).unwrap();
     super::interp::set_written_fields(std::iter::once(("", &f)));
     let consts: Vec<super::interp::PackageConst> = syn::parse_str::<syn::File>(consts)

@@ -316,8 +316,8 @@ fn writes_through_mut_are_followed() {
     let macros = super::super::parse_macros(&f);
     let no_splits = super::super::Splits::new();
     for n in 1..=3 {
-        let mut it = super::super::Interp::new(0, n, &no_splits, &macros, &file, Default::default());
-        assert!(matches!(it.run(&f), super::super::Outcome::Done), "at size {n}");
+        let mut it = super::super::interp::Interp::new(0, n, &no_splits, &macros, &file, Default::default());
+        assert!(matches!(it.run(&f), super::super::interp::Outcome::Done), "at size {n}");
         let kinds: Vec<&str> = it.events.iter().map(|e| e.call()).collect();
         assert_eq!(kinds.iter().filter(|k| **k == "barrier").count(), 2, "{kinds:?}");
     }

@@ -93,7 +93,8 @@ impl<'a> Interp<'a> {
                     (syn::Member::Unnamed(i), V::Tuple(items)) => {
                         items.get(i.index as usize).cloned().unwrap_or(V::opaque())
                     }
-                    (syn::Member::Named(m), V::Status(Some(src))) if m == "source" => V::Int(src),
+                    (syn::Member::Named(m), V::Status(Some(src), _)) if m == "source" => V::Int(src),
+                    (syn::Member::Named(m), V::Status(_, Some(k))) if m == "count" => V::Int(k),
                     // `range.start`, `range.end` of a `Range` the check holds.
                     (syn::Member::Named(m), V::Range(a, _)) if m == "start" => V::Int(a),
                     (syn::Member::Named(m), V::Range(_, b)) if m == "end" => V::Int(b),
