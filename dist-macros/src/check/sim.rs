@@ -373,6 +373,9 @@ fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seq
                 // (Equal hashes prove nothing unless the data is exact: the same recipe of
                 // known values.)
                 (Count::Data(f), Count::Data(g)) => mirrored && i != j && (f != g || !interp::exact(*f)),
+                // (A rank whose data left nothing to send, a known 0, beside one that
+                // mirrors its own data count: that data may be more.)
+                (Count::Known(_), Count::Data(_)) | (Count::Data(_), Count::Known(_)) => mirrored && i != j,
                 _ => false,
             };
             differ.then_some((*i, *j, s, r, *ev, *ev2, lj, li))
@@ -388,6 +391,17 @@ fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seq
             if s == 1 { "" } else { "s" },
             ev.site().loc(),
             ev2.site().loc(),
+        ),
+        (Count::Known(s), _) => format!(
+            "`{}` on {desc} at world size {n}: rank {j} expects from rank {i} as many elements as it sends \
+             rank {i} (item {li} of its receive counts is item {li} of its send counts, {}), data computed on \
+             rank {j}, but rank {i} sends rank {j} {s} element{} (item {lj} of its send counts, {}), so the two \
+             may differ; what each rank sends another must be what that rank expects from it: exchange the send \
+             counts first (an `all_to_all` of them) and pass what arrived as the receive counts",
+            ev2.call(),
+            ev2.site().loc(),
+            if s == 1 { "" } else { "s" },
+            ev.site().loc(),
         ),
         _ => format!(
             "`{}` on {desc} at world size {n}: rank {j} expects from rank {i} as many elements as it sends \

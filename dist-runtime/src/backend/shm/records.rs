@@ -53,7 +53,24 @@ pub(super) fn notify_failed(seg: &Segment, rank: usize, reason: &str) {
     }
 }
 
+/// `reason` within `max` bytes: whole where it fits, else cut at a word boundary (never
+/// inside a character) with a note that it was cut, so a peer's "rank 0 failed: …" does
+/// not end mid-word as if that were the message.
+fn fitted(reason: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    const CUT: &str = " … (cut here; the failed rank's own error line has the rest)";
+    if reason.len() <= max {
+        return reason.into();
+    }
+    let mut end = max.saturating_sub(CUT.len());
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = reason[..end].rfind(' ').filter(|&s| s > end / 2).unwrap_or(end);
+    format!("{}{CUT}", reason[..end].trim_end_matches([' ', ',', ';', ':'])).into()
+}
+
 fn write_reason(seg: &Segment, rank: usize, reason: &str) {
+    let reason = fitted(reason, segment::REASON_LEN - 1);
     let bytes = reason.as_bytes();
     let len = bytes.len().min(segment::REASON_LEN - 1);
     let dst = seg.ptr(seg.layout.ctl(rank) + segment::REASON);
@@ -312,5 +329,26 @@ impl ShmComm {
         }
         let peers = (0..self.n).filter(|&r| r != self.rank && differs(r)).map(|r| (r, self.read_fp(r, parity)));
         crate::verify::agreement(&self.name, self.rank, cx, peers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fitted;
+
+    /// A reason that fits is kept whole; a longer one is cut at a word boundary, never
+    /// inside a character, within the limit, saying it was cut.
+    #[test]
+    fn a_long_reason_is_cut_at_a_word_and_says_so() {
+        assert_eq!(fitted("deadlock: rank 0 waits", 319), "deadlock: rank 0 waits");
+        let long = "the tags differ: rank 1 sends rank 0 tag 11 → ".repeat(12);
+        for max in [100, 200, 319] {
+            let f = fitted(&long, max);
+            assert!(f.len() <= max, "{} > {max}", f.len());
+            assert!(f.ends_with("the failed rank's own error line has the rest)"), "{f}");
+            let kept = f.split(" … (cut here").next().unwrap();
+            assert!(long.starts_with(kept), "{kept:?}");
+            assert!(long[kept.len()..].starts_with([' ', ',', ';', ':']), "cut mid-word: {kept:?}");
+        }
     }
 }
