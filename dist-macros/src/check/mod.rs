@@ -172,6 +172,18 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
         trace::set_files(trace::Files { entry: (file.clone(), entry_name.clone()), ..Default::default() });
         check_entry(f, &HashMap::new(), &[], sizes, strict, &source)
     });
+    // A construct not followed at a call that is an error at some size is not said as
+    // well: the error says what is wrong there, and a warning beside it ("no world size
+    // proven") would read as if the check had not looked.
+    // (At the error's call, or at a place its message names: the root's other call.)
+    let names = |msg: &str, line: usize| {
+        let at = format!("{file}:{line}");
+        !file.is_empty()
+            && msg.match_indices(&at).any(|(i, _)| !msg[i + at.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    };
+    let in_error =
+        |a: Pos| raw.errors.iter().any(|(msg, ea, eb)| (*ea..=*eb).contains(&a) || ea.0 == a.0 || names(msg, a.0));
+    let unfollowed: Vec<_> = raw.unfollowed.into_iter().filter(|u| !in_error(u.1)).collect();
     // One error a call: what else went wrong at the same call is counted on the first.
     let mut at_call: Vec<(String, Pos, Pos, usize)> = Vec::new();
     for (msg, a, b) in raw.errors {
@@ -194,8 +206,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
         a.combine(b);
         a
     });
-    let unfollowed = raw
-        .unfollowed
+    let unfollowed = unfollowed
         .into_iter()
         .map(|(what, a, b, sizes)| Unfollowed { span: tokens.spans(a, b), line: a.0, what, sizes })
         .collect();

@@ -130,6 +130,7 @@ fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<s
                 .or_else(|| agreement_at(&at, &desc, n))
                 .or_else(|| data_counts_at(&at, &desc, n))
                 .or_else(|| pairs_at(&at, members, &desc, n, &seqs))
+                .or_else(|| item_taken_at(&at, members, &desc, n, &seqs))
                 .or_else(|| data_root_at(&at, &desc, n));
             if let Some(e) = found {
                 // Collectives that agree in kind, op, root and length but come from
@@ -337,11 +338,11 @@ fn data_counts_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
     None
 }
 
-/// `all_to_all_v`: what rank i sends rank j is what j expects from i. Counts that are
-/// data are compared by what they were computed from, counts received by an
-/// `all_to_all` replaced by what their sender sent (`seqs`: every rank's collectives).
-fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seqs<'_, '_>) -> Option<syn::Error> {
-    type Pairs<'t, 'a> = Vec<(usize, (&'t [Count], &'t [Count]), &'t Ev<'a>)>;
+/// Each member's `all_to_all_v` send and receive counts at `at`, with its event; `None`
+/// unless every member's are held as lists.
+type Pairs<'t, 'a> = Vec<(usize, (&'t [Count], &'t [Count]), &'t Ev<'a>)>;
+
+fn a2a_counts<'t, 'a>(at: &At<'t, 'a>) -> Option<Pairs<'t, 'a>> {
     let a2a: Pairs<'_, '_> = at
         .iter()
         .filter_map(|(r, e)| match e.expect("reached") {
@@ -349,9 +350,60 @@ fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seq
             _ => None,
         })
         .collect();
-    if a2a.len() != at.len() {
-        return None;
-    }
+    (a2a.len() == at.len()).then_some(a2a)
+}
+
+/// `all_to_all_v` whose receive count takes the wrong item of an exchange of counts:
+/// rank j's count from rank i is item x of what rank i sent by an `all_to_all`, while
+/// what rank i sends rank j is item y of that same exchange, another value (counts of
+/// records and of words exchanged side by side, and the second `all_to_all_v` passed
+/// the words' counts). Data counts are compared by what they were computed from: the
+/// two items are two values rank i computed apart, so the receiver takes a count that
+/// is not the one its sender sends by.
+fn item_taken_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seqs<'_, '_>) -> Option<syn::Error> {
+    let a2a = a2a_counts(at)?;
+    let sent =
+        |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq));
+    let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
+    a2a.iter().find_map(|(i, (send, _), ev)| {
+        a2a.iter().find_map(|(j, (_, recv), ev2)| {
+            let (li, lj) = (local(*i), local(*j));
+            let Count::Recv { comm, seq, from, idx } = recv.get(li)? else { return None };
+            let s = interp::resolve(send.get(lj)?, &sent, 8);
+            if *from != *i || !matches!(s, Count::Data(_)) {
+                return None;
+            }
+            let items = sent(comm, *from, *seq)?;
+            let item = |k: usize| interp::resolve(&items[k], &sent, 8);
+            let y = (0..items.len()).find(|&k| item(k) == s)?;
+            if y == *idx || *idx >= items.len() || item(*idx) == s {
+                return None;
+            }
+            let exchange = seqs
+                .get(comm)?
+                .2
+                .get(from)?
+                .iter()
+                .find(|e| matches!(e, Ev::Coll { a2a: Some(A2a::Sent(q, _)), .. } if q == seq))?;
+            Some(ev2.site().error(format!(
+                "`{}` on {desc} at world size {n}: rank {j} expects from rank {i} item {idx} of what rank {i} \
+                 sent it by the `all_to_all` at {} (item {li} of its receive counts, {}), but what rank {i} sends \
+                 rank {j} (item {lj} of its send counts, {}) is item {y} of that exchange, another value rank {i} \
+                 computed; the receive counts must be the exchanged counts of what this call sends",
+                ev2.call(),
+                exchange.site().loc(),
+                ev2.site().loc(),
+                ev.site().loc(),
+            )))
+        })
+    })
+}
+
+/// `all_to_all_v`: what rank i sends rank j is what j expects from i. Counts that are
+/// data are compared by what they were computed from, counts received by an
+/// `all_to_all` replaced by what their sender sent (`seqs`: every rank's collectives).
+fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seqs<'_, '_>) -> Option<syn::Error> {
+    let a2a = a2a_counts(at)?;
     let sent =
         |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq));
     let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
