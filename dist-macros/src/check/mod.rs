@@ -444,23 +444,41 @@ fn check_size_for_inputs<'a>(
             return r;
         }
     }
+    // Every run refused by the program, which read its inputs: numbers as small as the
+    // samples may be what it refuses at this size (`--nx` below the ranks, a grid too
+    // small for the process grid), not the size. Numbers past the size, and not a
+    // multiple of any of its factors (blocks of unequal lengths), are tried before the
+    // size is taken as one the program does not support.
+    if !clean && !failed_after_deciding && read {
+        match past_the_size(f, n, (macros, file, consts, memo)) {
+            Some(SizeResult::Clean) => clean = true,
+            Some(r) => return r,
+            None => {}
+        }
+    }
     // A size the program refuses for some inputs (its own `assert!` on `--nx` against
     // the grid) and runs for others is supported.
     if clean {
         SizeResult::Clean
     } else if failed_after_deciding {
-        // (Never taken for a size the program does not support: said, and left to
-        // the run-time checks.)
-        SizeResult::Undecidable(
-            quote::quote_spanned!(f.sig.ident.span() => #f),
-            "the program's own error or panic on every path the check took (it picks how conditions on data \
-             the same on every rank go, a loop on a residual or a result compared with a reference, and every \
-             pick ended there)"
-                .into(),
-        )
+        every_pick_failed(f)
     } else {
         SizeResult::Fails
     }
+}
+
+/// The verdict where every run failed on the program's own check after the check picked
+/// how conditions on agreed data went: a construct not followed, named at the entry.
+fn every_pick_failed(f: &ItemFn) -> SizeResult {
+    // (Never taken for a size the program does not support: said, and left to
+    // the run-time checks.)
+    SizeResult::Undecidable(
+        quote::quote_spanned!(f.sig.ident.span() => #f),
+        "the program's own error or panic on every path the check took (it picks how conditions on data \
+         the same on every rank go, a loop on a residual or a result compared with a reference, and every \
+         pick ended there)"
+            .into(),
+    )
 }
 
 /// The runs of [`check_size_for_inputs`] (each an inputs' sample and a pattern) again,
@@ -496,6 +514,38 @@ fn assuming_checks_pass(f: &ItemFn, n: usize, items: Items<'_, '_>, runs: Vec<(i
 /// More runs, each with the arms of `match`es on inputs shifted by one more, while
 /// some arm was never taken (a parser with more flags than the patterns reach).
 const ARM_OFFSETS: usize = 8;
+
+/// The runs of [`grown_samples`] at size `n`: the first verdict one gives (a problem, with
+/// the number that showed it; a construct not followed; clean), `None` where the program
+/// refuses them all too.
+fn past_the_size(f: &ItemFn, n: usize, items: Items<'_, '_>) -> Option<SizeResult> {
+    let (macros, file, consts, memo) = items;
+    let before = interp::spent();
+    let mut out = None;
+    for (sample, mode) in grown_samples(n) {
+        interp::set_uniform_sample(sample);
+        interp::set_agreed_mode(mode);
+        out = match check_size(f, n, macros, file, consts, memo) {
+            r @ SizeResult::Problems(_) => {
+                Some(with_run_note(r, Some(sample), interp::decided_agreed().then_some(mode)))
+            }
+            SizeResult::Fails => continue,
+            r => Some(r),
+        };
+        break;
+    }
+    interp::restore_spent(before);
+    out
+}
+
+/// The inputs' samples tried at world size `n` where every run with the usual ones was
+/// refused by the program ([`check_size_for_inputs`]): `n + 1` and `2n + 1`, past the
+/// size and prime to it (every factor of the size leaves a remainder: the blocks of a
+/// process grid come out unequal), each with conditions on agreed data going both ways.
+fn grown_samples(n: usize) -> [(i128, u8); 3] {
+    let n = n as i128;
+    [(n + 1, 0), (n + 1, 1), (2 * n + 1, 0)]
+}
 
 /// Problems found in a run whose `match`es on inputs took shifted arms say so.
 fn with_arm_note(r: SizeResult) -> SizeResult {
