@@ -178,8 +178,12 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
     // (At the error's call, or at a place its message names: the root's other call.)
     let names = |msg: &str, line: usize| {
         let at = format!("{file}:{line}");
+        // (`src/lib.rs:40`, not `other/src/lib.rs:40` or `src/lib.rs:401`.)
         !file.is_empty()
-            && msg.match_indices(&at).any(|(i, _)| !msg[i + at.len()..].starts_with(|c: char| c.is_ascii_digit()))
+            && msg.match_indices(&at).any(|(i, _)| {
+                !msg[i + at.len()..].starts_with(|c: char| c.is_ascii_digit())
+                    && !msg[..i].ends_with(|c: char| c.is_alphanumeric() || "/_-.".contains(c))
+            })
     };
     let in_error =
         |a: Pos| raw.errors.iter().any(|(msg, ea, eb)| (*ea..=*eb).contains(&a) || ea.0 == a.0 || names(msg, a.0));
@@ -521,18 +525,25 @@ const ARM_OFFSETS: usize = 8;
 fn past_the_size(f: &ItemFn, n: usize, items: Items<'_, '_>) -> Option<SizeResult> {
     let (macros, file, consts, memo) = items;
     let before = interp::spent();
-    let mut out = None;
+    let mut out: Option<SizeResult> = None;
     for (sample, mode) in grown_samples(n) {
+        // (A second pattern only where the run before decided conditions by one.)
+        if mode != 0 && !interp::decided_agreed() {
+            continue;
+        }
         interp::set_uniform_sample(sample);
         interp::set_agreed_mode(mode);
-        out = match check_size(f, n, macros, file, consts, memo) {
+        match check_size(f, n, macros, file, consts, memo) {
             r @ SizeResult::Problems(_) => {
-                Some(with_run_note(r, Some(sample), interp::decided_agreed().then_some(mode)))
+                out = Some(with_run_note(r, Some(sample), interp::decided_agreed().then_some(mode)));
+                break;
             }
-            SizeResult::Fails => continue,
-            r => Some(r),
-        };
-        break;
+            SizeResult::Fails => {}
+            r @ SizeResult::Clean => out = Some(r),
+            u @ SizeResult::Undecidable(..) => {
+                out.get_or_insert(u);
+            }
+        }
     }
     interp::restore_spent(before);
     out
@@ -542,9 +553,10 @@ fn past_the_size(f: &ItemFn, n: usize, items: Items<'_, '_>) -> Option<SizeResul
 /// refused by the program ([`check_size_for_inputs`]): `n + 1` and `2n + 1`, past the
 /// size and prime to it (every factor of the size leaves a remainder: the blocks of a
 /// process grid come out unequal), each with conditions on agreed data going both ways.
-fn grown_samples(n: usize) -> [(i128, u8); 3] {
+fn grown_samples(n: usize) -> Vec<(i128, u8)> {
     let n = n as i128;
-    [(n + 1, 0), (n + 1, 1), (2 * n + 1, 0)]
+    // (Numbers up to 3 were the usual samples.)
+    [(n + 1, 0), (n + 1, 1), (2 * n + 1, 0)].into_iter().filter(|&(s, _)| s > 3).collect()
 }
 
 /// Problems found in a run whose `match`es on inputs took shifted arms say so.

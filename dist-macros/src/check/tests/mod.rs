@@ -3,6 +3,7 @@
 //! in `values.rs`: how values are followed (reduced, exact, floats, structs); in
 //! `inputs.rs`: the program's inputs and `strict`'s rule.
 
+mod counts;
 mod inputs;
 mod messages;
 mod values;

@@ -58,6 +58,7 @@ pub(super) fn notify_failed(seg: &Segment, rank: usize, reason: &str) {
 /// not end mid-word as if that were the message.
 fn fitted(reason: &str, max: usize) -> std::borrow::Cow<'_, str> {
     const CUT: &str = " … (cut here; the failed rank's own error line has the rest)";
+    debug_assert!(max > CUT.len() + 16, "a reason slot of {max} bytes leaves no room for the text");
     if reason.len() <= max {
         return reason.into();
     }
@@ -350,5 +351,13 @@ mod tests {
             assert!(long.starts_with(kept), "{kept:?}");
             assert!(long[kept.len()..].starts_with([' ', ',', ';', ':']), "cut mid-word: {kept:?}");
         }
+        // No space to cut at, and two-byte characters across the limit: cut between
+        // characters, still within it and saying so.
+        let word = "é".repeat(400);
+        for max in [100, 101, 319] {
+            let f = fitted(&word, max);
+            assert!(f.len() <= max && f.starts_with("éé") && f.ends_with("has the rest)"), "{max}: {f}");
+        }
+        assert_eq!(fitted(&word[..318], 318), &word[..318]);
     }
 }
