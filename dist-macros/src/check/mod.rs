@@ -519,9 +519,9 @@ fn assuming_checks_pass(f: &ItemFn, n: usize, items: Items<'_, '_>, runs: Vec<(i
 /// some arm was never taken (a parser with more flags than the patterns reach).
 const ARM_OFFSETS: usize = 8;
 
-/// The runs of [`grown_samples`] at size `n`: the first verdict one gives (a problem, with
-/// the number that showed it; a construct not followed; clean), `None` where the program
-/// refuses them all too.
+/// The runs of [`grown_samples`] at size `n`, every one made: a problem any shows (with the
+/// number that showed it) first, else clean where one got through, else a construct not
+/// followed; `None` where the program refuses them all too.
 fn past_the_size(f: &ItemFn, n: usize, items: Items<'_, '_>) -> Option<SizeResult> {
     let (macros, file, consts, memo) = items;
     let before = interp::spent();
@@ -552,7 +552,8 @@ fn past_the_size(f: &ItemFn, n: usize, items: Items<'_, '_>) -> Option<SizeResul
 /// The inputs' samples tried at world size `n` where every run with the usual ones was
 /// refused by the program ([`check_size_for_inputs`]): `n + 1` and `2n + 1`, past the
 /// size and prime to it (every factor of the size leaves a remainder: the blocks of a
-/// process grid come out unequal), each with conditions on agreed data going both ways.
+/// process grid come out unequal); `n + 1` a second time with conditions on agreed data
+/// going the other way (run only where the first decided one), numbers up to 3 left out.
 fn grown_samples(n: usize) -> Vec<(i128, u8)> {
     let n = n as i128;
     // (Numbers up to 3 were the usual samples.)
