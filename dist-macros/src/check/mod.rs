@@ -344,8 +344,8 @@ fn check_entry(
 /// [`interp::AGREED_MODES`] in each run; when the program has one, every pattern is run
 /// (the last, conditions met late, without command-line arguments: a training loop's
 /// first 32 tests). A size is supported when one run gets through (the program's own
-/// `assert!` may refuse some inputs). Problems found past the first run say which run
-/// showed them.
+/// `assert!` may refuse some inputs). Problems say which run showed them, the first run
+/// too, where it read inputs or decided conditions by pattern.
 fn check_size_for_inputs<'a>(
     f: &'a ItemFn,
     n: usize,
@@ -360,7 +360,11 @@ fn check_size_for_inputs<'a>(
     let first = check_size(f, n, macros, file, consts, memo);
     let (read, decided) = (interp::read_uniform(), interp::decided_agreed());
     let first_after_ops = interp::failed_after_ops();
-    if !(read || decided) || matches!(first, SizeResult::Problems(_)) {
+    if matches!(first, SizeResult::Problems(_)) {
+        // (Said as for every later run: what the inputs and conditions were taken to be.)
+        return with_run_note(first, read.then_some(1), decided.then_some(0));
+    }
+    if !(read || decided) {
         return first;
     }
     // A run the check could not follow leaves its size unproven, but another run that it
@@ -408,30 +412,10 @@ fn check_size_for_inputs<'a>(
     }
     // A `match` on an input (a parser's flags) with arms no run took: runs again with
     // the arms shifted, until each was taken (or the offsets run out).
-    let mut offset = 0;
-    let before = interp::spent();
-    while interp::arms_left() && offset < ARM_OFFSETS {
-        offset += 1;
-        interp::set_arm_offset(offset);
-        for &(sample, mode) in &[(1, 0), (2, 1)] {
-            interp::set_uniform_sample(sample);
-            interp::set_agreed_mode(mode);
-            match check_size(f, n, macros, file, consts, memo) {
-                r @ SizeResult::Problems(_) => {
-                    let (read, decided) = (interp::read_uniform(), interp::decided_agreed());
-                    let r = with_run_note(r, read.then_some(sample), decided.then_some(mode));
-                    interp::set_arm_offset(0);
-                    interp::restore_spent(before);
-                    return with_arm_note(r);
-                }
-                SizeResult::Clean => clean = true,
-                SizeResult::Fails => failed_after_deciding |= interp::decided_agreed() && interp::failed_after_ops(),
-                SizeResult::Undecidable(..) => {}
-            }
-        }
+    match shifted_arms(f, n, (macros, file, consts, memo)) {
+        (Some(r), _, _) => return r,
+        (None, c, d) => (clean, failed_after_deciding) = (clean || c, failed_after_deciding || d),
     }
-    interp::set_arm_offset(0);
-    interp::restore_spent(before);
     if let Some(u) = undecided {
         return u;
     }
@@ -483,6 +467,39 @@ fn every_pick_failed(f: &ItemFn) -> SizeResult {
          pick ended there)"
             .into(),
     )
+}
+
+/// Runs with the arms of `match`es on inputs shifted by one more each time, while some
+/// arm was never taken (up to [`ARM_OFFSETS`]): the first problem found (noted), and
+/// whether a run got through and whether one failed after deciding conditions by
+/// pattern.
+fn shifted_arms(f: &ItemFn, n: usize, items: Items<'_, '_>) -> (Option<SizeResult>, bool, bool) {
+    let (macros, file, consts, memo) = items;
+    let (mut clean, mut failed_after_deciding) = (false, false);
+    let mut offset = 0;
+    let before = interp::spent();
+    let mut found = None;
+    'runs: while interp::arms_left() && offset < ARM_OFFSETS {
+        offset += 1;
+        interp::set_arm_offset(offset);
+        for &(sample, mode) in &[(1, 0), (2, 1)] {
+            interp::set_uniform_sample(sample);
+            interp::set_agreed_mode(mode);
+            match check_size(f, n, macros, file, consts, memo) {
+                r @ SizeResult::Problems(_) => {
+                    let (read, decided) = (interp::read_uniform(), interp::decided_agreed());
+                    found = Some(with_arm_note(with_run_note(r, read.then_some(sample), decided.then_some(mode))));
+                    break 'runs;
+                }
+                SizeResult::Clean => clean = true,
+                SizeResult::Fails => failed_after_deciding |= interp::decided_agreed() && interp::failed_after_ops(),
+                SizeResult::Undecidable(..) => {}
+            }
+        }
+    }
+    interp::set_arm_offset(0);
+    interp::restore_spent(before);
+    (found, clean, failed_after_deciding)
 }
 
 /// The runs of [`check_size_for_inputs`] (each an inputs' sample and a pattern) again,
@@ -572,8 +589,7 @@ fn with_arm_note(r: SizeResult) -> SizeResult {
 const LATE_MET: u8 = 4;
 const LATE_MET_SIZES: usize = 3;
 
-/// Problems found past the first run, with inputs' numbers `sample` and pattern
-/// `mode`, say so.
+/// Problems found in a run with inputs' numbers `sample` and pattern `mode` say so.
 fn with_run_note(r: SizeResult, sample: Option<i128>, mode: Option<u8>) -> SizeResult {
     let SizeResult::Problems(errs) = r else { return r };
     let mut notes = Vec::new();

@@ -46,9 +46,12 @@ pub(super) struct Pass<'a> {
     invalid: Option<syn::Error>,
     undecidable: Option<(proc_macro2::TokenStream, String)>,
     stopped: Vec<usize>,
-    /// Ranks that failed (the program's own error or panic) after a collective: the
-    /// others run on, so collectives every rank reached before it are judged.
+    /// Ranks that failed (the program's own error or panic) after communicating: the
+    /// others run on, so collectives every rank reached before it, and the messages
+    /// both sides posted, are judged.
     failed: Vec<usize>,
+    /// Whether one of those failed having made no collective (point-to-point calls only).
+    failed_p2p_only: bool,
     /// What the pass's messages carried, where the check knew it (`interp/messages.rs`),
     /// and which ranks ran to their end (so sent all they send).
     sent: interp::SentP2p,
@@ -76,6 +79,7 @@ pub(super) fn run_ranks<'a: 's, 's>(
         undecidable: None,
         stopped: Vec::new(),
         failed: Vec::new(),
+        failed_p2p_only: false,
         sent: interp::SentP2p::new(),
         complete: vec![false; n],
     };
@@ -92,8 +96,9 @@ pub(super) fn run_ranks<'a: 's, 's>(
         it.any_sources = any_known.iter().filter(|((k, _), _)| *k == r).map(|((_, id), &w)| (*id, w)).collect();
         match it.run(f) {
             Outcome::Done => pass.complete[r] = true,
-            Outcome::Fails if it.events.iter().any(|e| matches!(e, trace::Ev::Coll { .. })) => {
+            Outcome::Fails if it.events.iter().any(|e| matches!(e, trace::Ev::Coll { .. } | trace::Ev::P2p { .. })) => {
                 pass.failed.push(r);
+                pass.failed_p2p_only |= !it.events.iter().any(|e| matches!(e, trace::Ev::Coll { .. }));
                 spent_at_failure.get_or_insert_with(interp::spent);
             }
             Outcome::Fails => return None,
@@ -311,7 +316,9 @@ fn check_size_as<'a>(
 /// collectives; else the pass, to be judged.
 fn first_look<'s>(st: &mut Passes, ran: Option<Pass<'s>>, n: usize) -> Result<Pass<'s>, Step> {
     let guessed = interp::take_guessed();
-    let Some(mut pass) = ran else {
+    // (A rank that failed after point-to-point calls alone, on a guessed sender, is the
+    // guess's doing: no more guesses, as where no rank communicated.)
+    let Some(mut pass) = ran.filter(|p| !(guessed && p.failed_p2p_only)) else {
         if guessed {
             // A guessed sender took a rank where the program fails: no more guesses.
             interp::set_guessing(false);
@@ -337,7 +344,7 @@ fn first_look<'s>(st: &mut Passes, ran: Option<Pass<'s>>, n: usize) -> Result<Pa
         return Err(Step::Next);
     }
     if !pass.failed.is_empty() {
-        return Err(Step::Done(failed_after_collectives(n, &pass.traces, &pass.failed)));
+        return Err(Step::Done(failed_after_communicating(n, &pass.traces, &pass.failed)));
     }
     if !st.local && interp::local_data_differs() {
         st.local = true;
@@ -445,12 +452,21 @@ fn verdict_of(st: &mut Passes, pass: Pass<'_>, n: usize, messages: bool) -> Step
     Step::Break
 }
 
-/// A pass where `failed` ranks failed after a collective (the root's own check of a
-/// configuration it broadcast, run with a length the others did not receive): the
-/// collectives every member reached before that are judged, when the ranks' data did
-/// not go different ways; else the size is one the program does not support.
-fn failed_after_collectives(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &[usize]) -> SizeResult {
-    let errs = if interp::local_data_differs() { Vec::new() } else { sim::reached_collectives(n, traces) };
+/// A pass where `failed` ranks failed after communicating (the root's own check of a
+/// configuration it broadcast, run with a length the others did not receive; a shape
+/// `assert!` on a matrix received into a buffer of the wrong length): the collectives
+/// every member reached before that, and the messages whose send and receive were both
+/// posted, are judged, when the ranks' data did not go different ways (the runtime
+/// fails such a call before the program's own check runs); else the size is one the
+/// program does not support.
+fn failed_after_communicating(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &[usize]) -> SizeResult {
+    let errs = if interp::local_data_differs() {
+        Vec::new()
+    } else {
+        let mut errs = sim::reached_collectives(n, traces);
+        errs.extend(sim::message_lengths(n, traces));
+        errs
+    };
     if errs.is_empty() {
         return SizeResult::Fails;
     }

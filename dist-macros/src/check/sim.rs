@@ -641,7 +641,9 @@ fn near_miss(
 
 /// A send and the receive that takes it (in order, per communicator, pair of ranks and
 /// tag, as MPI matches them) with different buffer lengths: the runtime fails both.
-fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+/// (On traces a rank left early, by its own error or panic, the messages whose send and
+/// receive were both posted.)
+pub fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
     type Posts<'t, 'a> = (Vec<&'t Ev<'a>>, Vec<&'t Ev<'a>>);
     let mut chans: BTreeMap<(String, usize, usize, String), Posts<'_, '_>> = BTreeMap::new();
     for (r, t) in traces.iter().enumerate() {

@@ -601,6 +601,10 @@ impl<'a> Interp<'a> {
         if matches!(recv, V::Uniform) {
             return self.input_method_call(recv, &m, &args);
         }
+        // A buffer too long to hold item by item, whose length the check knows.
+        if let (Some(len), "len", true) = (super::value::long_len(&recv), m.as_str(), args.is_empty()) {
+            return Ok(V::Int(len));
+        }
         // Arithmetic on data the same on every rank (`rr.sqrt()`, `a.max(b)`, `x.abs()`)
         // with arguments the same on every rank stays the same on every rank.
         if matches!(recv, V::Agreed) && !args.iter().any(|v| matches!(v, V::Closure(_))) {

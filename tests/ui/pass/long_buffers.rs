@@ -1,0 +1,27 @@
+// Buffers too long to hold item by item: lengths the check knows where it built them
+// (`vec![x; k]`), and forgets once they grow or shrink; none of these is an error.
+use dist_runtime::prelude::*;
+
+const ROW: Tag<f64> = Tag::new(1);
+
+#[spmd]
+fn main(world: Comm<World>) -> dist_runtime::Result<()> {
+    let nx = 3000;
+    let (rank, size) = (world.rank(), world.size());
+    let right = (rank + 1) % size;
+    let left = (rank + size - 1) % size;
+    // The same length on both sides.
+    let edge = vec![rank as f64; nx];
+    let mut ghost = vec![0.0; nx];
+    world.sendrecv(right, ROW, &edge, left, &mut ghost)?;
+    assert_eq!(ghost.len(), nx);
+    // Grown by one on the sender, received into one more on the receiver.
+    let mut grown = vec![1.0; nx];
+    grown.push(2.0);
+    let mut wide = vec![0.0; nx + 1];
+    world.sendrecv(right, ROW, &grown, left, &mut wide)?;
+    // Collectives on long buffers of one length.
+    let mut sums = vec![1.0; 2 * nx];
+    world.all_reduce(&mut sums, ReduceOp::Sum)?;
+    Ok(())
+}
