@@ -15,6 +15,9 @@ Exit status 1 when any of these fails. Crates are copied under target/corpus, bu
 with one shared target directory (target/outside, shared with the other crates outside the
 workspace), so the runtime compiles once.
 
+--run runs each clean program as corpus.json lists; --runs K at most K of those runs, each
+at a world size not run before, the largest first, then sizes past 1 (CI passes 2).
+
 --jobs N (default: the number of CPUs, at most 4) checks N programs at a time, each
 worker with its own target directory (target/outside, target/corpus-1/target, ...): a bug's
 `cargo check` is one rustc process, the check in it single-threaded, so on 2 cores
@@ -31,8 +34,15 @@ if "--jobs" in argv:
     i = argv.index("--jobs")
     jobs = int(argv[i + 1])
     del argv[i : i + 2]
+# --runs K: at most K of each program's runs (corpus.json), each at a world size not run
+# before: the largest first (CI: 2, the program against its serial reference at two sizes).
+most_runs = None
+if "--runs" in argv:
+    i = argv.index("--runs")
+    most_runs = int(argv[i + 1])
+    del argv[i : i + 2]
 args = [a for a in argv if not a.startswith("--")]
-run = "--run" in argv
+run = "--run" in argv or most_runs is not None
 worker = os.environ.get("CORPUS_WORKER")
 if worker:
     work += "-" + worker if worker != "0" else ""
@@ -119,7 +129,8 @@ if not worker and jobs > 1 and len(names) > 1:
                 out = os.path.join(results, f"corpus-worker-{k}.json")
                 if os.path.exists(out):
                     os.remove(out)
-                cmd = [sys.executable, os.path.abspath(__file__), *(["--run"] if run else []), name]
+                cmd = [sys.executable, os.path.abspath(__file__), *(["--run"] if run else []),
+                       *(["--runs", str(most_runs)] if most_runs is not None else []), name]
                 e = dict(os.environ, CORPUS_WORKER=str(k), CORPUS_RESULT=out)
                 log = open(out[: -len(".json")] + ".log", "w+")
                 p = subprocess.Popen(cmd, env=e, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -177,7 +188,18 @@ for name in names:
     if not warn and meta.get("unfollowed_ok"):
         failures.append(f"{name}: the clean program is now followed whole: set unfollowed_ok to false in corpus.json")
     if run:
-        for case in meta.get("runs", []):
+        cases = meta.get("runs", [])
+        if most_runs is not None and cases:
+            # The largest size first, then sizes not run yet, more than one rank first
+            # (one rank exchanges nothing), in the order corpus.json lists them.
+            order = [max(cases, key=lambda c: c["n"])] + [c for c in cases if c["n"] > 1] + cases
+            picked, sizes = [], set()
+            for case in order:
+                if case["n"] not in sizes and len(picked) < most_runs:
+                    picked.append(case)
+                    sizes.add(case["n"])
+            cases = picked
+        for case in cases:
             # Each clean program compares itself with a serial reference.
             n, a = case["n"], case.get("args", [])
             rc, out = cargo(src, "spmd", "run", "-n", str(n), "--", *a, timeout=300)

@@ -3,8 +3,8 @@
 # missing (scripts/install-mpi.sh), then
 #   - a binary built without the feature, started by mpirun, fails at init with one
 #     clear line naming the feature;
-#   - `mpirun -np 4 target/debug/examples/hello`, built with the feature, prints the table;
 #   - every example at 4 ranks through `cargo xtask run --backend mpi`;
+#   - `mpirun -np 4 target/debug/examples/hello`, built with the feature, prints the table;
 #   - the serial-reference suites (collectives, p2p, groups, errors, harness, device) with
 #     DIST_BACKEND=mpi, every rank started by mpirun;
 #   - tests/user-crate (outside the workspace) through the installed `cargo spmd
@@ -18,8 +18,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Two cores here: more ranks than cores needs --oversubscribe.
 mpirun=(mpirun --oversubscribe)
 
+# The binaries below are built the way the launcher builds them (`cargo xtask run`,
+# with its profile settings), so each is compiled once for the runs and for mpirun.
 echo "-- [$SECONDS s] without the feature, under mpirun: one clear error at init"
-cargo build -q -p dist-runtime --example hello
+cargo xtask run -n 1 --example hello >/dev/null
 if out=$("${mpirun[@]}" -np 2 target/debug/examples/hello 2>&1); then
   echo "a build without the mpi feature ran under mpirun:"; echo "$out"; exit 1
 fi
@@ -28,8 +30,13 @@ grep -m1 'error' <<<"$out"
 
 # (Its code is linted by CI's clippy pass, which builds every feature at once.)
 
-echo "-- [$SECONDS s] mpirun -np 4 target/debug/examples/hello (built with the feature)"
-cargo build -q -p dist-runtime --features mpi --example hello
+echo "-- [$SECONDS s] every example at 4 ranks: cargo xtask run --backend mpi"
+for ex in hello all_reduce p2p_chain p2p_async groups collectives numerics memory_balance data_parallel \
+          tensor_parallel fsdp pipeline sequence_parallel; do
+  cargo xtask run --backend mpi -n 4 --example "$ex" >/dev/null || { echo "example $ex failed on mpi"; exit 1; }
+done
+
+echo "-- [$SECONDS s] mpirun -np 4 target/debug/examples/hello (built with the feature by the loop above)"
 out=$("${mpirun[@]}" -np 4 target/debug/examples/hello 2>&1)
 echo "$out" | tail -6
 grep -q 'sum of ranks = 6 (expected 6)' <<<"$out" && grep -q 'mpi backend' <<<"$out"
@@ -41,12 +48,6 @@ if out=$(env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL
 fi
 grep -q 'DIST_SHARE_GPU=1 lets the ranks of one host share its GPUs, but this job has 4 ranks of which 2' <<<"$out" ||
   { echo "$out"; exit 1; }
-
-echo "-- [$SECONDS s] every example at 4 ranks: cargo xtask run --backend mpi"
-for ex in hello all_reduce p2p_chain p2p_async groups collectives numerics memory_balance data_parallel \
-          tensor_parallel fsdp pipeline sequence_parallel; do
-  cargo xtask run --backend mpi -n 4 --example "$ex" >/dev/null || { echo "example $ex failed on mpi"; exit 1; }
-done
 
 echo "-- [$SECONDS s] chaos under mpirun: a killed rank named by the launcher; a stopped rank a stall the job rides out"
 cargo xtask chaos --backend mpi --runs 4 -n 4
