@@ -15,8 +15,8 @@ Exit status 1 when any of these fails. Crates are copied under target/corpus, bu
 with one shared target directory (target/outside, shared with the other crates outside the
 workspace), so the runtime compiles once.
 
---run runs each clean program as corpus.json lists; --runs K at most K of those runs, each
-at a world size not run before, the largest first, then sizes past 1 (CI passes 2).
+--run runs each clean program as corpus.json lists; --runs K at most K of those runs: the
+largest size, one that is not a power of two, then runs with flags not run yet (CI: 5).
 
 --jobs N (default: the number of CPUs, at most 4) checks N programs at a time, each
 worker with its own target directory (target/outside, target/corpus-1/target, ...): a bug's
@@ -34,8 +34,8 @@ if "--jobs" in argv:
     i = argv.index("--jobs")
     jobs = int(argv[i + 1])
     del argv[i : i + 2]
-# --runs K: at most K of each program's runs (corpus.json), each at a world size not run
-# before: the largest first (CI: 2, the program against its serial reference at two sizes).
+# --runs K: at most K of each program's runs (corpus.json): the largest size, one that is
+# not a power of two, then runs with flags not run yet (CI: 5).
 most_runs = None
 if "--runs" in argv:
     i = argv.index("--runs")
@@ -190,15 +190,17 @@ for name in names:
     if run:
         cases = meta.get("runs", [])
         if most_runs is not None and cases:
-            # The largest size first, then sizes not run yet, more than one rank first
-            # (one rank exchanges nothing), in the order corpus.json lists them.
-            order = [max(cases, key=lambda c: c["n"])] + [c for c in cases if c["n"] > 1] + cases
-            picked, sizes = [], set()
-            for case in order:
-                if case["n"] not in sizes and len(picked) < most_runs:
+            # The largest size, a size that is not a power of two (uneven blocks), then
+            # runs with flags not run yet (another mode), in the order corpus.json lists
+            # them; at most `most_runs`.
+            flags = lambda c: frozenset(a for a in c.get("args", []) if a.startswith("--"))
+            odd = [c for c in cases if c["n"] > 2 and c["n"] & (c["n"] - 1)]
+            picked = [max(cases, key=lambda c: c["n"])] + odd[:1]
+            picked = [c for i, c in enumerate(picked) if c not in picked[:i]]
+            for case in cases:
+                if not flags(case) <= set().union(*map(flags, picked)):
                     picked.append(case)
-                    sizes.add(case["n"])
-            cases = picked
+            cases = picked[:most_runs]
         for case in cases:
             # Each clean program compares itself with a serial reference.
             n, a = case["n"], case.get("args", [])

@@ -48,7 +48,7 @@ pub(super) struct Pass<'a> {
     stopped: Vec<usize>,
     /// Ranks that failed (the program's own error or panic) after communicating: the
     /// others run on, so collectives every rank reached before it, and the messages
-    /// both sides posted, are judged.
+    /// received and waited for before it, are judged.
     failed: Vec<usize>,
     /// Whether one of those failed having made no collective (point-to-point calls only).
     failed_p2p_only: bool,
@@ -62,8 +62,8 @@ pub(super) struct Pass<'a> {
 pub(super) type Items<'a, 'b> = (&'a Macros, &'a HashMap<String, ItemFn>, &'b HashMap<String, interp::V<'a>>, &'b Memo);
 
 /// Runs every rank of a world of `n` once, with the split colors and senders of receives
-/// from any source known so far; `None` when a rank fails (a size the program does not
-/// support).
+/// from any source known so far; `None` when a rank fails before it communicated (a size
+/// the program does not support); a rank that fails after is in the pass's `failed`.
 pub(super) fn run_ranks<'a: 's, 's>(
     f: &'a ItemFn,
     n: usize,
@@ -87,7 +87,7 @@ pub(super) fn run_ranks<'a: 's, 's>(
     // has left what it held here when they reach the call.)
     let roots = interp::Roots::default();
     // (What the quiet regions' budgets had when a rank first failed: ranks run after it
-    // only to judge the collectives reached before, and leave later runs what they had.)
+    // only to judge what was communicated before, and leave later runs what they had.)
     let mut spent_at_failure = None;
     for r in 0..n {
         let mut it = Interp::new(r, n, splits, macros, file, consts.clone());
@@ -277,7 +277,7 @@ fn check_size_as<'a>(
             interp::set_decided_agreed(false);
         }
         let ran = run_ranks(f, n, (macros, file, consts, memo), &splits, &st.any_known);
-        let pass = match first_look(&mut st, ran, n) {
+        let pass = match first_look(&mut st, ran, n, messages) {
             Ok(p) => p,
             Err(Step::Next) => continue,
             Err(Step::Done(r)) => return r,
@@ -313,11 +313,12 @@ fn check_size_as<'a>(
 
 /// A pass just run: another pass where it failed on a guessed sender, took guesses, or
 /// showed ranks' data differ for the first time; its verdict where ranks failed after
-/// collectives; else the pass, to be judged.
-fn first_look<'s>(st: &mut Passes, ran: Option<Pass<'s>>, n: usize) -> Result<Pass<'s>, Step> {
+/// communicating; else the pass, to be judged.
+fn first_look<'s>(st: &mut Passes, ran: Option<Pass<'s>>, n: usize, messages: bool) -> Result<Pass<'s>, Step> {
     let guessed = interp::take_guessed();
-    // (A rank that failed after point-to-point calls alone, on a guessed sender, is the
-    // guess's doing: no more guesses, as where no rank communicated.)
+    // (A pass that took guessed senders where a rank failed after point-to-point calls
+    // alone is taken as the guesses' doing, as before such ranks were judged: no more
+    // guesses, as where no rank communicated.)
     let Some(mut pass) = ran.filter(|p| !(guessed && p.failed_p2p_only)) else {
         if guessed {
             // A guessed sender took a rank where the program fails: no more guesses.
@@ -344,7 +345,9 @@ fn first_look<'s>(st: &mut Passes, ran: Option<Pass<'s>>, n: usize) -> Result<Pa
         return Err(Step::Next);
     }
     if !pass.failed.is_empty() {
-        return Err(Step::Done(failed_after_communicating(n, &pass.traces, &pass.failed)));
+        // (With messages, only where the receivers took what the senders sent.)
+        let p2p = !messages || interp::same_sent_p2p(&pass.sent);
+        return Err(Step::Done(failed_after_communicating(n, &pass.traces, &pass.failed, p2p)));
     }
     if !st.local && interp::local_data_differs() {
         st.local = true;
@@ -455,16 +458,15 @@ fn verdict_of(st: &mut Passes, pass: Pass<'_>, n: usize, messages: bool) -> Step
 /// A pass where `failed` ranks failed after communicating (the root's own check of a
 /// configuration it broadcast, run with a length the others did not receive; a shape
 /// `assert!` on a matrix received into a buffer of the wrong length): the collectives
-/// every member reached before that, and the messages whose send and receive were both
-/// posted, are judged, when the ranks' data did not go different ways (the runtime
-/// fails such a call before the program's own check runs); else the size is one the
-/// program does not support.
-fn failed_after_communicating(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &[usize]) -> SizeResult {
+/// every member reached before that are judged, and, with `p2p`, the messages received
+/// and waited for before it ([`sim::waited_message_lengths`]), when the ranks' data did
+/// not go different ways; else the size is one the program does not support.
+fn failed_after_communicating(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &[usize], p2p: bool) -> SizeResult {
     let errs = if interp::local_data_differs() {
         Vec::new()
     } else {
         let mut errs = sim::reached_collectives(n, traces);
-        errs.extend(sim::message_lengths(n, traces));
+        errs.extend(sim::waited_message_lengths(n, traces).filter(|_| p2p));
         errs
     };
     if errs.is_empty() {

@@ -641,9 +641,28 @@ fn near_miss(
 
 /// A send and the receive that takes it (in order, per communicator, pair of ranks and
 /// tag, as MPI matches them) with different buffer lengths: the runtime fails both.
-/// (On traces a rank left early, by its own error or panic, the messages whose send and
-/// receive were both posted.)
-pub fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+    lengths_where(n, traces, &|_, _| true)
+}
+
+/// [`message_lengths`] on traces a rank left early, by its own error or panic: only the
+/// receives the run completes (each rank going as far as it can, the one that failed up
+/// to its failure: none after a receive whose sender failed first) and that their rank
+/// waited for (a blocking receive, a `wait`), where the runtime fails the call before
+/// the rank goes on to its own check; and none where a receive takes any source (which
+/// send it takes is not resolved in such a run).
+pub fn waited_message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+    let any = |e: &Ev| matches!(e, Ev::P2p { send: false, peer, .. } if *peer == super::trace::ANY_SOURCE);
+    if traces.iter().flatten().any(any) {
+        return None;
+    }
+    let stuck = run_until_stuck(n, traces);
+    let waited = |r: usize, id: usize| traces[r].iter().any(|e| matches!(e, Ev::Wait { ids, .. } if ids.contains(&id)));
+    lengths_where(n, traces, &|r, id| stuck.done[r].contains(&id) && waited(r, id))
+}
+
+/// [`message_lengths`] judging the receives `keep` (its rank, its id) takes.
+fn lengths_where(n: usize, traces: &[Vec<Ev<'_>>], keep: &dyn Fn(usize, usize) -> bool) -> Option<syn::Error> {
     type Posts<'t, 'a> = (Vec<&'t Ev<'a>>, Vec<&'t Ev<'a>>);
     let mut chans: BTreeMap<(String, usize, usize, String), Posts<'_, '_>> = BTreeMap::new();
     for (r, t) in traces.iter().enumerate() {
@@ -665,7 +684,10 @@ pub fn message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
     }
     for ((_, src, dst, _), (sends, recvs)) in &chans {
         for (s, r) in sends.iter().zip(recvs) {
-            let (Ev::P2p { len: Some(a), .. }, Ev::P2p { len: Some(b), .. }) = (s, r) else { continue };
+            let (Ev::P2p { len: Some(a), .. }, Ev::P2p { len: Some(b), id, .. }) = (s, r) else { continue };
+            if !keep(*dst, *id) {
+                continue;
+            }
             if a != b {
                 let el = |k: &i128| format!("{k} element{}", if *k == 1 { "" } else { "s" });
                 return Some(r.site().error(format!(

@@ -1,5 +1,6 @@
 // Buffers too long to hold item by item: lengths the check knows where it built them
-// (`vec![x; k]`), and forgets once they grow or shrink; none of these is an error.
+// (`vec![x; k]`), and forgets once they may have changed (grown, emptied by
+// `mem::take`); none of these is an error.
 use dist_runtime::prelude::*;
 
 const ROW: Tag<f64> = Tag::new(1);
@@ -20,6 +21,15 @@ fn main(world: Comm<World>) -> dist_runtime::Result<()> {
     grown.push(2.0);
     let mut wide = vec![0.0; nx + 1];
     world.sendrecv(right, ROW, &grown, left, &mut wide)?;
+    // Emptied by `mem::take`: no longer 3000 long, so nothing is sent here.
+    let mut pending = vec![2.0; nx];
+    let batch = std::mem::take(&mut pending);
+    if pending.len() > 0 {
+        world.send(right, ROW, &pending)?;
+    }
+    assert!(!batch.is_empty());
+    let mut got = vec![0.0; batch.len()];
+    world.sendrecv(right, ROW, &batch, left, &mut got)?;
     // Collectives on long buffers of one length.
     let mut sums = vec![1.0; 2 * nx];
     world.all_reduce(&mut sums, ReduceOp::Sum)?;

@@ -37,6 +37,7 @@ mod groups;
 mod iterators;
 mod lists;
 mod local;
+mod long;
 mod macros;
 mod memo;
 mod messages;

@@ -800,6 +800,6 @@ pub(super) fn buf_len(v: &V) -> Option<i128> {
     match v {
         V::List(items) => Some(items.len() as i128),
         V::Opt(Some(x)) => buf_len(x),
-        v => super::value::long_len(v),
+        v => super::long::long_len(v),
     }
 }

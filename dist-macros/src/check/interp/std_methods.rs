@@ -602,8 +602,12 @@ impl<'a> Interp<'a> {
             return self.input_method_call(recv, &m, &args);
         }
         // A buffer too long to hold item by item, whose length the check knows.
-        if let (Some(len), "len", true) = (super::value::long_len(&recv), m.as_str(), args.is_empty()) {
-            return Ok(V::Int(len));
+        if let (Some(len), true) = (super::long::long_len(&recv), args.is_empty()) {
+            match m.as_str() {
+                "len" => return Ok(V::Int(len)),
+                "is_empty" => return Ok(V::Bool(len == 0)),
+                _ => {}
+            }
         }
         // Arithmetic on data the same on every rank (`rr.sqrt()`, `a.max(b)`, `x.abs()`)
         // with arguments the same on every rank stays the same on every rank.

@@ -204,32 +204,7 @@ fn leaves(v: &V, budget: &mut u32, f: &mut impl FnMut(u64) -> bool) -> bool {
 pub(super) fn reset_exact() {
     RELAYED.with(|r| r.borrow_mut().clear());
     EXACT.with(|e| e.borrow_mut().clear());
-    LENS.with(|l| l.borrow_mut().clear());
-}
-
-thread_local! {
-    /// The length of each buffer too long to hold item by item (`vec![0.0; k]` with `k`
-    /// past [`REPEAT_BOUND`]), by its hash: a value computed from it gets another hash,
-    /// so a buffer written, grown or cut is one whose length the check no longer holds.
-    static LENS: std::cell::RefCell<super::FxMap<u64, i128>> = Default::default();
-}
-
-/// A buffer of `len` items, each `item`, too long to hold item by item: data whose
-/// length the check knows ([`long_len`]).
-pub(super) fn long_buffer<'a>(item: &V<'a>, len: i128) -> V<'a> {
-    let v = V::derived(&[&V::Name("vec![_; _]".into()), item, &V::Int(len)]);
-    if let V::Opaque { comm: false, fp } = v {
-        LENS.with(|l| l.borrow_mut().insert(fp, len));
-    }
-    v
-}
-
-/// The length of a buffer made by [`long_buffer`], where `v` is one.
-pub(super) fn long_len(v: &V) -> Option<i128> {
-    match v {
-        V::Opaque { comm: false, fp } => LENS.with(|l| l.borrow().get(fp).copied()),
-        _ => None,
-    }
+    super::long::reset();
 }
 
 /// Whether `v` determines what is computed from it: a known number, a value the same on

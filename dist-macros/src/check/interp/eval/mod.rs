@@ -183,6 +183,11 @@ pub(super) fn forget_with<'a>(v: V<'a>, keep_shape: bool, salt: u64) -> V<'a> {
         ),
         // What was read from the program's inputs stays the same on every rank.
         V::Uniform => V::Uniform,
+        // (A buffer whose length the check holds, forgotten where the length may have
+        // changed, `mem::take`, a loan to code the check cannot read: another value.)
+        v @ V::Opaque { comm: false, .. } if !keep_shape && super::long::long_len(&v).is_some() => {
+            V::data(fp_of(&[&v, &V::Name("forgotten".into()), &V::Int(salt as i128)]))
+        }
         V::Opaque { comm: false, fp } if salt == 0 => V::data(fp),
         v if v.has_comm() => V::Opaque { comm: true, fp: 0 },
         v => V::data(fp_of(&[&v, &V::Int(salt as i128)])),
