@@ -657,8 +657,13 @@ pub fn waited_message_lengths(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::E
         return None;
     }
     let stuck = run_until_stuck(n, traces);
-    let waited = |r: usize, id: usize| traces[r].iter().any(|e| matches!(e, Ev::Wait { ids, .. } if ids.contains(&id)));
-    lengths_where(n, traces, &|r, id| stuck.done[r].contains(&id) && waited(r, id))
+    let waited: Vec<HashSet<usize>> = traces
+        .iter()
+        .map(|t| {
+            t.iter().flat_map(|e| if let Ev::Wait { ids, .. } = e { ids.as_slice() } else { &[] }).copied().collect()
+        })
+        .collect();
+    lengths_where(n, traces, &|r, id| stuck.done[r].contains(&id) && waited[r].contains(&id))
 }
 
 /// [`message_lengths`] judging the receives `keep` (its rank, its id) takes.
