@@ -2,7 +2,8 @@
 //! send it, or, where several race for it, the sender of one order the ranks can run in
 //! ([`scheduled`]).
 
-use super::sim::{ev_tag, ranks, run_until_stuck, tag_desc, tag_id, Stuck};
+use super::describe::{ev_tag, ranks, tag_desc, tag_id};
+use super::stuck::{run_until_stuck, Stuck};
 use super::trace::Ev;
 use std::collections::{BTreeMap, HashMap};
 
@@ -62,9 +63,10 @@ pub fn resolve_any(
                     first.site().error(format!(
                         "this `{}`{} on rank {dst} ({td}) has no matching `send` at world size {n}: no rank sends \
                          rank {dst} a message with {td} that a receive naming its source does not take; it would \
-                         wait forever",
+                         wait forever{}",
                         first.call(),
-                        first.site().helper_note()
+                        first.site().helper_note(),
+                        stray_sends(traces, &comm, dst, &tag)
                     )),
                     dst,
                 ))
@@ -115,6 +117,51 @@ pub fn resolve_any(
         }
     }
     Ok(())
+}
+
+/// Sends to `dst` on `comm` with another tag than `tag` that no receive of `dst` takes
+/// (counted per sender and tag, against the receives naming that sender or any source),
+/// as a note: the message a receive with no matching send may have been meant to take
+/// (a result sent with the hello's tag).
+fn stray_sends(traces: &[Vec<Ev<'_>>], comm: &str, dst: usize, tag: &str) -> String {
+    use super::trace::ANY_SOURCE;
+    let mut surplus: BTreeMap<(usize, String), (i64, Option<usize>)> = BTreeMap::new();
+    for (r, t) in traces.iter().enumerate() {
+        for (i, ev) in t.iter().enumerate() {
+            let Ev::P2p { send, comm: c, peer, tag: tg, .. } = ev else { continue };
+            if c != comm || tag_id(tg) == tag {
+                continue;
+            }
+            if *send && *peer == dst {
+                // (The last one: the receives take them in order.)
+                let e = surplus.entry((r, tag_id(tg))).or_default();
+                e.0 += 1;
+                e.1 = Some(i);
+            } else if !*send && r == dst && *peer != ANY_SOURCE {
+                surplus.entry((*peer, tag_id(tg))).or_default().0 -= 1;
+            }
+        }
+    }
+    // (Receives from any source on a tag take what any rank sends with it.)
+    let wild = |t: &str| {
+        traces[dst]
+            .iter()
+            .filter(|e| matches!(e, Ev::P2p { send: false, comm: c, peer: ANY_SOURCE, tag: g, .. } if c == comm && tag_id(g) == t))
+            .count() as i64
+    };
+    let mut by_tag: BTreeMap<String, i64> = BTreeMap::new();
+    for ((_, t), (k, _)) in &surplus {
+        *by_tag.entry(t.clone()).or_default() += k;
+    }
+    let stray = surplus.iter().find(|((_, t), (k, _))| *k > 0 && by_tag[t] > wild(t));
+    let Some(((r, _), (_, Some(i)))) = stray else { return String::new() };
+    let ev = &traces[*r][*i];
+    format!(
+        "\nnote: rank {r} sends rank {dst} a message with {} that no receive takes, at {}: the message this \
+         receive was meant to take?",
+        tag_desc(&ev_tag(ev)),
+        ev.site().loc()
+    )
 }
 
 /// Every receive from any source given the sender it takes when the ranks run in one

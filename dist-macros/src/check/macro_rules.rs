@@ -115,20 +115,44 @@ pub(super) fn reset() {
 /// its statements or its expression); `None` when the call names none of them or no
 /// arm matches.
 pub(super) fn expansion(m: &syn::Macro) -> Option<&'static syn::Block> {
-    named(&m.path)?;
+    let own = named(&m.path).is_some();
+    if !own && m.path.segments.last()?.ident != "matches" {
+        return None;
+    }
     let at = m.path.segments.last().map(|s| s.ident.span().start());
     let key =
         format!("{:?} {}!{}", at.map(|a| (a.line, a.column)), quote::ToTokens::to_token_stream(&m.path), m.tokens);
     if let Some(found) = EXPANDED.with(|e| e.borrow().get(&key).copied()) {
         return found;
     }
-    let block = expand(m)
+    let block = if own { expand(m) } else { matches_expansion(m) }
         .and_then(|ts| syn::parse2::<syn::Block>(TokenTree::Group(Group::new(Delimiter::Brace, ts)).into()).ok());
     // Leaked on purpose: one small block per call site of a package macro, for the
     // life of the compiler process (the syntax the interpreter runs borrows it).
     let block: Option<&'static syn::Block> = block.map(|b| &*Box::leak(Box::new(b)));
     EXPANDED.with(|e| e.borrow_mut().insert(key, block));
     block
+}
+
+/// `matches!(x, pat if guard)` as the `match` it stands for (the standard library's
+/// definition), so a variant test in a filter (`slots.iter().filter(|s| matches!(s,
+/// Slot::Busy(_))).count()`) is followed like any `match`.
+fn matches_expansion(m: &syn::Macro) -> Option<TokenStream> {
+    let parse = |input: ParseStream| -> syn::Result<TokenStream> {
+        let x: syn::Expr = input.parse()?;
+        input.parse::<syn::Token![,]>()?;
+        let pat = syn::Pat::parse_multi_with_leading_vert(input)?;
+        let guard = if input.peek(syn::Token![if]) {
+            input.parse::<syn::Token![if]>()?;
+            let g: syn::Expr = input.parse()?;
+            Some(quote::quote!(if #g))
+        } else {
+            None
+        };
+        input.parse::<Option<syn::Token![,]>>()?;
+        Ok(quote::quote!(match #x { #pat #guard => true, _ => false }))
+    };
+    m.parse_body_with(parse).ok()
 }
 
 /// Lets a syntax visitor see inside calls of the package's macros: visits the

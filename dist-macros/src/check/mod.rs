@@ -3,6 +3,7 @@
 //! checked world size, and the traces are matched (see `docs/static-checks.md`).
 
 mod any_source;
+mod describe;
 mod interp;
 pub(crate) mod macro_rules;
 mod message;
@@ -10,6 +11,7 @@ mod package;
 mod passes;
 mod signature;
 mod sim;
+mod stuck;
 mod trace;
 
 pub use message::layout;

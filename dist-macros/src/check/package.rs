@@ -100,6 +100,9 @@ impl PackageItems {
         for v in &en.variants {
             let vid = &v.ident;
             if let Ok(marker) = syn::parse2::<ItemFn>(quote::quote! { fn __enum() -> #name {} }) {
+                // By the variant's name (the first enum that has it), and by the enum's
+                // and the variant's (`State::Busy` where `Slot` has a `Busy` too).
+                self.fns.entry(format!("{name}::{vid}::__variant")).or_insert(marker.clone());
                 self.fns.entry(format!("{vid}::__enum")).or_insert(marker);
             }
             if let syn::Fields::Unnamed(u) = &v.fields {

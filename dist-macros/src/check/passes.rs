@@ -5,7 +5,7 @@
 
 use super::any_source;
 use super::interp::{self, Interp, Macros, Outcome, Splits, Stop};
-use super::{sim, trace};
+use super::{describe, sim, stuck, trace};
 use std::collections::HashMap;
 use syn::ItemFn;
 
@@ -287,8 +287,14 @@ fn check_size_as<'a>(
         if pass.again && pass.learned != splits {
             // A split's members are known now: run again before judging anything.
             st.last = sim::collectives(n, &pass.traces);
-            let Pass { learned, traces, .. } = pass;
+            let Pass { learned, traces, sent, complete, .. } = pass;
             drop(traces);
+            // (With messages, what they carried goes to their receivers too: a worker
+            // that stopped at what its master sends reaches the split of the workers
+            // only once it is told.)
+            if messages {
+                interp::set_sent_p2p(sent, complete);
+            }
             if learned.keys().any(|k| !splits.contains_key(k)) && st.split_passes < SPLIT_PASSES {
                 st.split_passes += 1;
             }
@@ -436,16 +442,25 @@ fn verdict_of(st: &mut Passes, pass: Pass<'_>, n: usize, messages: bool) -> Step
     // messages a server loop receives, `until every peer said Done`, depends on what
     // the messages hold, which the check picked without knowing; the count is not
     // proven wrong.)
+    // (Or while every rank stopped where the check cannot follow it blocks before it
+    // gets there: workers waiting for a master's first assignment while it waits for a
+    // hello none of them sends.)
     if let Err(any_source::AnySource::Unmatched(e, dst)) = &resolved {
-        if !again && stopped.iter().all(|r| r == dst) {
-            return Step::Done(counted_by_data(ANY_SOURCE).unwrap_or_else(|| SizeResult::Problems(vec![e.clone()])));
+        if !again && (stopped.iter().all(|r| r == dst) || stuck::blocked_before_end(n, &traces, &stopped)) {
+            // (With what the others wait for meanwhile: a deadlock, told from both sides.)
+            let others = stuck::blocked_elsewhere(n, &traces, *dst);
+            let e = match others.is_empty() {
+                true => e.clone(),
+                false => syn::Error::new(e.span(), format!("{e}\nmeanwhile {}", others.join("; "))),
+            };
+            return Step::Done(counted_by_data(ANY_SOURCE).unwrap_or_else(|| SizeResult::Problems(vec![e])));
         }
     }
     if let Some((at, what)) = undecidable {
         // With messages: ranks stopped where the check cannot follow them, each after
         // it blocks forever in the run (a master blocked in a send to itself before
         // the `recv_any` whose sender it cannot know): what the run shows is judged.
-        if messages && !again && resolved.is_ok() && sim::blocked_before_end(n, &traces, &stopped) {
+        if messages && !again && resolved.is_ok() && stuck::blocked_before_end(n, &traces, &stopped) {
             return Step::Done(judged(n, &traces, resolved, None, local_note.as_deref(), st.relayed_seen.as_ref()));
         }
         return Step::Done(not_followed(at, what));
@@ -474,7 +489,7 @@ fn failed_after_communicating(n: usize, traces: &[Vec<trace::Ev<'_>>], failed: &
         return SizeResult::Fails;
     }
     let s = if failed.len() == 1 { "s" } else { "" };
-    noted(errs, Some(&format!("{} then fail{s} with the program's own error or panic", sim::ranks(failed))))
+    noted(errs, Some(&format!("{} then fail{s} with the program's own error or panic", describe::ranks(failed))))
 }
 
 /// The verdict on a pass every rank ran through, its receives from any source resolved

@@ -1,10 +1,13 @@
 //! From the traces of every rank at one world size: collectives that not every member
 //! reaches (or reaches in another order, with another root or op), sends and receives
-//! without a partner, and deadlocks under rendezvous semantics.
+//! without a partner, and deadlocks under rendezvous semantics (found where the traces,
+//! run together, stop: `stuck.rs`).
 
+use super::describe::{comm_desc, ev_tag, ranks, tag_desc, tag_id, Channel};
 use super::interp;
-use super::trace::{A2a, Count, Counts, Ev, Site};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use super::stuck::{deadlock, run_until_stuck};
+use super::trace::{A2a, Count, Counts, Ev};
+use std::collections::{BTreeMap, HashSet};
 
 /// Problems found at world size `n`, each an error spanned at the call to fix.
 pub fn check(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
@@ -31,52 +34,6 @@ pub fn check(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> {
     }
     errs.truncate(4);
     errs
-}
-
-/// "rank 0", "ranks 1, 2", "ranks 0..=3", as messages name ranks.
-pub fn ranks(rs: &[usize]) -> String {
-    match rs {
-        [r] => format!("rank {r}"),
-        _ => format!("ranks {}", list(rs)),
-    }
-}
-
-fn list(rs: &[usize]) -> String {
-    // 0, 1, 2, 3 → 0..=3
-    if rs.len() > 2 && rs.windows(2).all(|w| w[1] == w[0] + 1) {
-        return format!("{}..={}", rs[0], rs[rs.len() - 1]);
-    }
-    rs.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
-}
-
-fn comm_desc(comm: &str, group: &str, members: &[usize]) -> String {
-    if comm == "world" {
-        "the world".into()
-    } else {
-        format!("`{group}` (world ranks {})", list(members))
-    }
-}
-
-/// A tag as the program names it: `#3` (Tag::new(3)), `#3 ACT` (a const of the file),
-/// or `ACT` (a const the check cannot see).
-pub(super) fn tag_desc(t: &str) -> String {
-    match t.strip_prefix('#').map(|n| n.split_once(' ')) {
-        Some(Some((_, name))) => format!("tag `{name}`"),
-        Some(None) => format!("tag {}", &t[1..]),
-        None => format!("tag `{t}`"),
-    }
-}
-
-pub(super) fn ev_tag(e: &Ev) -> String {
-    match e {
-        Ev::P2p { tag, .. } => tag.clone(),
-        _ => String::new(),
-    }
-}
-
-/// What matching compares: the number when known, else the name.
-pub(super) fn tag_id(t: &str) -> String {
-    t.split(' ').next().unwrap_or(t).to_string()
 }
 
 // ---------------------------------------------------------------- collectives
@@ -535,9 +492,7 @@ fn reached_by_some(ev: &Ev, desc: &str, with: &[usize], without: &[usize], n: us
 
 // ---------------------------------------------------------------- unmatched p2p
 
-/// (communicator, source, destination, tag), in world ranks.
-type Channel = (String, usize, usize, String);
-
+/// Each channel's sends and receives, in posting order (a channel's ranks are world ranks).
 fn channels<'t, 'a>(traces: &'t [Vec<Ev<'a>>]) -> BTreeMap<Channel, (Vec<&'t Ev<'a>>, Vec<&'t Ev<'a>>)> {
     let mut ch: BTreeMap<Channel, (Vec<&Ev>, Vec<&Ev>)> = BTreeMap::new();
     for (r, t) in traces.iter().enumerate() {
@@ -711,236 +666,4 @@ fn lengths_where(n: usize, traces: &[Vec<Ev<'_>>], keep: &dyn Fn(usize, usize) -
         }
     }
     None
-}
-
-// ---------------------------------------------------------------- deadlock
-
-/// Where the ranks stop when every event runs as soon as it can: each rank's next event
-/// (`pc`), the posted events that completed (`done`), each collective's arrivals by
-/// (communicator, index), and each posted collective's (communicator, index).
-pub(super) struct Stuck {
-    pub(super) pc: Vec<usize>,
-    pub(super) done: Vec<HashSet<usize>>,
-    pub(super) arrivals: HashMap<(String, usize), Vec<(usize, usize)>>,
-    pub(super) coll_at: HashMap<(usize, usize), (String, usize)>,
-    /// The sender each receive from any source took, by (rank, event id).
-    pub(super) any_took: HashMap<(usize, usize), usize>,
-}
-
-/// Runs the traces as far as they go: a send and a receive on one channel complete
-/// together, in posting order; a collective completes when every member posted it; a
-/// wait passes when what it waits on completed. A receive from any source takes the
-/// send to its rank (communicator, tag) posted first, or, when none is, the next one
-/// posted that no receive naming its sender waits for: ranks run in order, each as far
-/// as it goes, which is one order the program can run in.
-pub(super) fn run_until_stuck(n: usize, traces: &[Vec<Ev<'_>>]) -> Stuck {
-    use super::trace::ANY_SOURCE;
-    let mut pc = vec![0usize; n];
-    let mut done: Vec<HashSet<usize>> = vec![HashSet::new(); n];
-    // Posted, unmatched (rank, id) per channel: sends, then receives.
-    type Queue = VecDeque<(usize, usize)>;
-    let mut queues: HashMap<Channel, (Queue, Queue)> = HashMap::new();
-    // Receives from any source waiting, by (communicator, receiver, tag); when each
-    // pending send was posted.
-    let mut wild: HashMap<(String, usize, String), Queue> = HashMap::new();
-    let mut posted_at: HashMap<(usize, usize), u64> = HashMap::new();
-    let mut clock = 0u64;
-    let mut any_took: HashMap<(usize, usize), usize> = HashMap::new();
-    let mut arrivals: HashMap<(String, usize), Vec<(usize, usize)>> = HashMap::new();
-    let mut coll_seq: Vec<HashMap<String, usize>> = vec![HashMap::new(); n];
-    // (rank, id) → (comm, index) of a posted collective.
-    let mut coll_at: HashMap<(usize, usize), (String, usize)> = HashMap::new();
-    loop {
-        let mut progress = false;
-        for r in 0..n {
-            while let Some(ev) = traces[r].get(pc[r]) {
-                match ev {
-                    Ev::P2p { id, send: false, comm, peer: ANY_SOURCE, tag, .. } => {
-                        let t = tag_id(tag);
-                        let first = queues
-                            .iter()
-                            .filter(|((c, _, d, tg), q)| c == comm && *d == r && *tg == t && !q.0.is_empty())
-                            .min_by_key(|(_, q)| posted_at.get(q.0.front().expect("non-empty")).copied())
-                            .map(|(k, _)| k.clone());
-                        match first.and_then(|k| queues.get_mut(&k)).and_then(|q| q.0.pop_front()) {
-                            Some(a) => {
-                                done[a.0].insert(a.1);
-                                done[r].insert(*id);
-                                any_took.insert((r, *id), a.0);
-                            }
-                            None => wild.entry((comm.clone(), r, t)).or_default().push_back((r, *id)),
-                        }
-                    }
-                    Ev::P2p { id, send, comm, peer, tag, .. } => {
-                        if *send {
-                            clock += 1;
-                            posted_at.insert((r, *id), clock);
-                            // No receive naming this rank waits: a receive from any source
-                            // that waits takes it.
-                            let named =
-                                queues.get(&(comm.clone(), r, *peer, tag_id(tag))).is_some_and(|q| !q.1.is_empty());
-                            if !named {
-                                if let Some(w) =
-                                    wild.get_mut(&(comm.clone(), *peer, tag_id(tag))).and_then(|w| w.pop_front())
-                                {
-                                    done[r].insert(*id);
-                                    done[w.0].insert(w.1);
-                                    any_took.insert(w, r);
-                                    pc[r] += 1;
-                                    progress = true;
-                                    continue;
-                                }
-                            }
-                        }
-                        let key = if *send {
-                            (comm.clone(), r, *peer, tag_id(tag))
-                        } else {
-                            (comm.clone(), *peer, r, tag_id(tag))
-                        };
-                        let q = queues.entry(key).or_default();
-                        if *send {
-                            q.0.push_back((r, *id))
-                        } else {
-                            q.1.push_back((r, *id))
-                        }
-                        while !q.0.is_empty() && !q.1.is_empty() {
-                            let (a, b) = (q.0.pop_front().expect("send"), q.1.pop_front().expect("recv"));
-                            done[a.0].insert(a.1);
-                            done[b.0].insert(b.1);
-                        }
-                    }
-                    Ev::Coll { id, comm, members, .. } => {
-                        let k = coll_seq[r].entry(comm.clone()).or_default();
-                        let key = (comm.clone(), *k);
-                        *k += 1;
-                        coll_at.insert((r, *id), key.clone());
-                        let a = arrivals.entry(key).or_default();
-                        a.push((r, *id));
-                        if a.len() == members.len() {
-                            for &(x, i) in a.iter() {
-                                done[x].insert(i);
-                            }
-                        }
-                    }
-                    Ev::Wait { ids, .. } => {
-                        if !ids.iter().all(|i| done[r].contains(i)) {
-                            break;
-                        }
-                    }
-                }
-                pc[r] += 1;
-                progress = true;
-            }
-        }
-        if !progress {
-            break;
-        }
-    }
-    Stuck { pc, done, arrivals, coll_at, any_took }
-}
-
-/// Whether each of `ranks` blocks forever before the end of its trace (the traces run
-/// as far as they go).
-pub fn blocked_before_end(n: usize, traces: &[Vec<Ev<'_>>], ranks: &[usize]) -> bool {
-    let Stuck { pc, .. } = run_until_stuck(n, traces);
-    !ranks.is_empty() && ranks.iter().all(|&r| pc[r] < traces[r].len())
-}
-
-fn deadlock(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
-    let Stuck { pc, done, arrivals, coll_at, .. } = run_until_stuck(n, traces);
-    let blocked: Vec<usize> = (0..n).filter(|&r| pc[r] < traces[r].len()).collect();
-    let first = *blocked.first()?;
-    // What rank r waits for: (the posted event it waits on, the ranks it waits for).
-    let waits = |r: usize| -> (&Ev, Vec<usize>) {
-        let Ev::Wait { ids, .. } = &traces[r][pc[r]] else { unreachable!("only waits block") };
-        let id = *ids.iter().find(|i| !done[r].contains(i)).expect("an incomplete id");
-        let ev = traces[r][..pc[r]]
-            .iter()
-            .find(|e| matches!(e, Ev::P2p { id: x, .. } | Ev::Coll { id: x, .. } if *x == id))
-            .expect("posted before the wait");
-        let on = match ev {
-            Ev::P2p { peer, .. } => vec![*peer],
-            Ev::Coll { members, .. } => {
-                let key = &coll_at[&(r, id)];
-                let here: HashSet<usize> =
-                    arrivals.get(key).map(|a| a.iter().map(|x| x.0).collect()).unwrap_or_default();
-                members.iter().copied().filter(|m| !here.contains(m)).collect()
-            }
-            Ev::Wait { .. } => vec![],
-        };
-        (ev, on)
-    };
-    let mut path = vec![first];
-    let cycle: Vec<usize> = loop {
-        let cur = *path.last().expect("non-empty");
-        let (_, on) = waits(cur);
-        let next = on.iter().copied().find(|p| blocked.contains(p)).or(on.first().copied());
-        match next {
-            Some(p) if path.contains(&p) => {
-                let at = path.iter().position(|&x| x == p).expect("contained");
-                break path[at..].to_vec();
-            }
-            Some(p) if blocked.contains(&p) => path.push(p),
-            _ => break path.clone(),
-        }
-    };
-    let describe = |r: usize| -> String {
-        let (ev, on) = waits(r);
-        let w = &traces[r][pc[r]];
-        let via = if w.call() == ev.call() { String::new() } else { format!("`{}` for its ", w.call()) };
-        match ev {
-            Ev::P2p { send, peer, site, call, .. } => format!(
-                "rank {r} blocks in {via}`{call}` {} rank {peer} ({})",
-                if *send { "to" } else { "from" },
-                site.loc()
-            ),
-            Ev::Coll { kind, comm, group, members, site, .. } => format!(
-                "rank {r} waits in {via}`{kind}` on {} ({}) for {}",
-                comm_desc(comm, group, members),
-                site.loc(),
-                ranks(&on)
-            ),
-            Ev::Wait { .. } => format!("rank {r} waits"),
-        }
-    };
-    let mut parts: Vec<String> = cycle.iter().take(3).map(|&r| describe(r)).collect();
-    if cycle.len() > 3 {
-        parts.push(format!("so on around a cycle of {} ranks", cycle.len()));
-    }
-    let all_sends = cycle.iter().all(|&r| matches!(waits(r).0, Ev::P2p { send: true, .. }));
-    let any_coll = cycle.iter().any(|&r| matches!(waits(r).0, Ev::Coll { .. }));
-    let to_itself = cycle.len() == 1 && waits(cycle[0]).1 == vec![cycle[0]];
-    let fix = deadlock_fix(to_itself, all_sends, any_coll);
-    let site: Site = traces[first][pc[first]].site();
-    let site = match waits(first).0 {
-        Ev::P2p { site, .. } | Ev::Coll { site, .. } if traces[first][pc[first]].call() == waits(first).0.call() => {
-            *site
-        }
-        _ => site,
-    };
-    Some(site.error(format!("deadlock at world size {n}: {}; {fix}", parts.join(", while "))))
-}
-
-/// The fix a deadlock suggests: a send to oneself, a cycle of sends (rendezvous), one
-/// through a collective, or receives waiting on each other.
-fn deadlock_fix(to_itself: bool, all_sends: bool, any_coll: bool) -> String {
-    if to_itself {
-        "a blocking send to oneself completes only when the matching recv is posted: put both in one \
-         `batch(|b| { b.send(..); b.recv(..) })`, or use `sendrecv`"
-            .to_string()
-    } else if all_sends {
-        "under rendezvous semantics (NCCL, MPI_Ssend) a send completes only once its recv is posted, so none \
-         of these sends finishes: post both directions at once with `sendrecv` or `batch`, or order them by \
-         parity (even ranks send first, odd ranks receive first)"
-            .to_string()
-    } else if any_coll {
-        "every rank must reach its collectives and its p2p calls in an order that lets each complete: call the \
-         collective at the same point on every rank, or make the p2p non-blocking (`isend`/`irecv`) and wait \
-         after the collective"
-            .to_string()
-    } else {
-        "each waits for the other: reorder the calls so that one side sends while the other receives, or post \
-         both with `sendrecv` or `batch`"
-            .to_string()
-    }
 }

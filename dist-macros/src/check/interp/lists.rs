@@ -228,6 +228,9 @@ impl<'a> Interp<'a> {
             ("iter" | "into_iter" | "iter_mut" | "copied" | "cloned" | "collect" | "to_vec" | "into_vec", _) => {
                 return Ok(Some(V::List(items)))
             }
+            // `tasks.into()` as a `VecDeque` (or a `Box<[T]>`): the same items, unless the
+            // package converts lists into types of its own.
+            ("into", []) if !super::receivers::own_from() => return Ok(Some(V::List(items))),
             ("rev", _) => return Ok(Some(V::list(items.iter().rev().cloned().collect()))),
             ("zip", [other]) => {
                 if let Some(b) = iter_items(other) {
@@ -268,8 +271,8 @@ impl<'a> Interp<'a> {
                 let found = items.iter().position(|i| i == &V::Int(*x));
                 return Ok(Some(found.map_or(V::Err, |i| V::Int(i as i128))));
             }
-            ("first", _) => return Ok(Some(V::Opt(items.first().cloned().map(Box::new)))),
-            ("last", _) => return Ok(Some(V::Opt(items.last().cloned().map(Box::new)))),
+            ("first" | "front", _) => return Ok(Some(V::Opt(items.first().cloned().map(Box::new)))),
+            ("last" | "back", _) => return Ok(Some(V::Opt(items.last().cloned().map(Box::new)))),
             ("sum", _) if items.iter().all(|i| matches!(i, V::Int(_))) => {
                 let total =
                     items
@@ -382,7 +385,7 @@ impl<'a> Interp<'a> {
             // (`order.extend(..)`, `v.truncate(k)`, `v.pop()`, `v.insert(i, x)`).
             (
                 "extend" | "extend_from_slice" | "append" | "truncate" | "clear" | "pop" | "insert" | "remove" | "sort"
-                | "sort_unstable" | "dedup" | "reverse",
+                | "sort_unstable" | "dedup" | "reverse" | "pop_back" | "pop_front" | "push_front",
                 _,
             ) if matches!(recv, V::List(_))
                 && matches!(&*mc.receiver, Expr::Path(_) | Expr::Field(_) | Expr::MethodCall(_)) =>
@@ -411,7 +414,13 @@ impl<'a> Interp<'a> {
                         l.clear();
                         Some(V::Unit)
                     }
-                    ("pop", []) => Some(V::Opt(l.pop().map(Box::new))),
+                    ("pop" | "pop_back", []) => Some(V::Opt(l.pop().map(Box::new))),
+                    // A `VecDeque` the check holds: a queue of tasks handed out while it lasts.
+                    ("pop_front", []) => Some(V::Opt((!l.is_empty()).then(|| Box::new(l.remove(0))))),
+                    ("push_front", [x]) if l.len() < LIST_BOUND as usize => {
+                        l.insert(0, x.clone());
+                        Some(V::Unit)
+                    }
                     ("insert", [V::Int(i), x]) if *i >= 0 && *i <= l.len() as i128 => {
                         l.insert(*i as usize, x.clone());
                         Some(V::Unit)
@@ -440,7 +449,7 @@ impl<'a> Interp<'a> {
                     }
                 }
             }
-            ("push", [x]) => {
+            ("push" | "push_back", [x]) => {
                 if let V::List(mut l) = recv {
                     if let Expr::Path(p) = &*mc.receiver {
                         std::rc::Rc::make_mut(&mut l).push(x.clone());

@@ -171,6 +171,9 @@ impl<'a> Interp<'a> {
                 self.any_source(c, id, tag);
                 self.note_received(id);
                 if m == "irecv_any" {
+                    if let Some(k) = self.incoming().map(|m| m.len() as i128) {
+                        self.any_counts.insert(id, k);
+                    }
                     return Ok(V::Req(vec![id]));
                 }
                 self.events.push(Ev::Wait { ids: vec![id], site: self.site(e), call: call_name(m) });
@@ -753,13 +756,17 @@ impl<'a> Interp<'a> {
     }
 
     /// The status of the receive from any source `id` on communicator `c`: its sender
-    /// where a previous pass resolved it, and, `just_posted`, its count where the
-    /// message is known (else the count is data).
+    /// where a previous pass resolved it, and its count where the message is known (the
+    /// one just posted, or, completed later, one of `irecv_any`) (else the count is data).
     pub(super) fn status_of(&self, c: usize, id: usize, just_posted: bool) -> V<'a> {
         let src = self.any_sources.get(&id).and_then(|w| {
             self.comms[c].members.as_ref().and_then(|m| m.iter().position(|x| x == w)).map(|g| g as i128)
         });
-        V::Status(src, self.incoming().filter(|_| just_posted).map(|m| m.len() as i128))
+        let count = match just_posted {
+            true => self.incoming().map(|m| m.len() as i128),
+            false => self.any_counts.get(&id).copied(),
+        };
+        V::Status(src, count)
     }
 
     pub(super) fn post_coll(

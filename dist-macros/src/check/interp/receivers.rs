@@ -68,6 +68,14 @@ thread_local! {
     /// Names of the package's functions and methods whose declared result may hold a
     /// communicator (a `fn get(&self) -> &Comm<Tp>` makes `x.get()` no proof of data).
     static COMM_RESULTS: std::cell::RefCell<std::collections::HashSet<String>> = Default::default();
+    /// Whether the package writes a conversion of its own from a list (`impl
+    /// From<Vec<Task>> for Queue`): then a list's `.into()` may be that type, not the list.
+    static OWN_FROM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the package converts lists into a type of its own ([`OWN_FROM`]).
+pub(super) fn own_from() -> bool {
+    OWN_FROM.with(|c| c.get())
 }
 
 /// Forgets [`op_calls`]'s cache (another entry point's syntax may reuse the addresses).
@@ -87,10 +95,31 @@ pub fn note_package_fns<'f>(fns: impl IntoIterator<Item = (&'f str, &'f syn::Ite
         }
     }
     let mut names = std::collections::HashSet::new();
-    for (_, f) in fns {
+    let mut own_from = false;
+    for (key, f) in fns {
+        own_from |= key.ends_with("::from") && f.sig.inputs.iter().any(|a| takes_list(&f.sig, a));
         Nested(&mut names).visit_item_fn(f);
     }
+    OWN_FROM.with(|c| c.set(own_from));
     COMM_RESULTS.with(|c| *c.borrow_mut() = names);
+}
+
+/// Whether a `from` takes what may be a list (`Vec<T>`, `VecDeque<T>`, a slice or an
+/// array, a generic): not `impl From<dist_runtime::Error> for MyError`.
+fn takes_list(sig: &syn::Signature, arg: &syn::FnArg) -> bool {
+    fn list(sig: &syn::Signature, t: &syn::Type) -> bool {
+        match t {
+            syn::Type::Reference(r) => list(sig, &r.elem),
+            syn::Type::Paren(p) => list(sig, &p.elem),
+            syn::Type::Slice(_) | syn::Type::Array(_) | syn::Type::ImplTrait(_) | syn::Type::Infer(_) => true,
+            syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| {
+                matches!(s.ident.to_string().as_str(), "Vec" | "VecDeque" | "Box" | "Rc" | "Arc" | "Cow")
+                    || sig.generics.type_params().any(|g| g.ident == s.ident)
+            }),
+            _ => false,
+        }
+    }
+    matches!(arg, syn::FnArg::Typed(t) if list(sig, &t.ty))
 }
 
 fn returns_comm(sig: &syn::Signature) -> bool {

@@ -424,20 +424,33 @@ impl<'a> Interp<'a> {
             V::Batch(c) if m == "size" => {
                 return Ok(Some(self.comm_size(c)));
             }
-            V::Req(ids) if m == "wait" => {
+            // `req.test()`: not complete the first time it is asked, complete (a wait)
+            // the next: one order the ranks can run in (a master polling for a result
+            // while it works on its own share). `Option<Status>` for a receive from any
+            // source, `bool` for other requests.
+            V::Req(ids)
+                if m == "test" && mc.args.is_empty() && self.polled.insert(ids.first().copied().unwrap_or(0)) =>
+            {
+                let any = self.events.iter().any(|ev| {
+                    matches!(ev, Ev::P2p { id, peer, .. } if ids.contains(id) && *peer == crate::check::trace::ANY_SOURCE)
+                });
+                return Ok(Some(if any { V::Opt(None) } else { V::Bool(false) }));
+            }
+            V::Req(ids) if m == "wait" || m == "test" => {
                 let any = self.events.iter().find_map(|ev| match ev {
                     Ev::P2p { id, peer, comm, .. } if ids.contains(id) && *peer == crate::check::trace::ANY_SOURCE => {
                         Some((*id, comm.clone()))
                     }
                     _ => None,
                 });
-                self.events.push(Ev::Wait { ids, site: self.site(e), call: "wait" });
+                self.events.push(Ev::Wait { ids, site: self.site(e), call: if m == "wait" { "wait" } else { "test" } });
                 // A receive from any source gives its status.
                 if let Some((id, comm)) = any {
                     let c = self.comms.iter().position(|k| k.key == comm).unwrap_or(0);
-                    return Ok(Some(self.status_of(c, id, false)));
+                    let st = self.status_of(c, id, false);
+                    return Ok(Some(if m == "wait" { st } else { V::Opt(Some(Box::new(st))) }));
                 }
-                return Ok(Some(V::Unit));
+                return Ok(Some(if m == "wait" { V::Unit } else { V::Bool(true) }));
             }
             _ => {}
         }

@@ -429,6 +429,12 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
             return Ok(V::Bool((a == b) == matches!(op, Eq(_))));
         }
     }
+    // Two variants of one enum held by name (`State::Idle != State::Finished`): known.
+    if let (V::Name(a), V::Name(b), Eq(_) | Ne(_)) = (l, r, op) {
+        if let Some(eq) = super::eval::names_equal(a, b) {
+            return Ok(V::Bool(eq == matches!(op, Eq(_))));
+        }
+    }
     let agreed = |v: &V<'a>| matches!(v, V::Agreed | V::Uniform | V::Name(_) | V::Float(_, true));
     let known = |v: &V<'a>| matches!(v, V::Float(..));
     if agreed(l)
@@ -493,6 +499,15 @@ pub(super) fn arith<'a>(op: &BinOp, l: &V<'a>, r: &V<'a>) -> Result<V<'a>, Strin
             Some(eq) => V::Bool(eq == matches!(op, Eq(_))),
             None => derived_of(op, l, r),
         },
+        // A unit variant held by name beside one held as a struct (`self.state !=
+        // State::Finished` where the state was built as `State::Busy(t)`): apart when
+        // the variants are, equal when both are the same unit variant.
+        (V::Struct(a, f), V::Name(b)) | (V::Name(b), V::Struct(a, f)) if matches!(op, Eq(_) | Ne(_)) => {
+            match super::eval::names_equal(a, b) {
+                Some(eq) if !eq || f.is_empty() => V::Bool(eq == matches!(op, Eq(_))),
+                _ => V::derived(&[l, r]),
+            }
+        }
         // `action == Action::Idle`, `cfg.schedule != Schedule::GPipe`: decided when
         // both sides are known that far.
         (V::Struct(..), V::Struct(..)) if matches!(op, Eq(_) | Ne(_)) => match known_eq(l, r) {

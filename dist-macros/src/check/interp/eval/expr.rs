@@ -292,7 +292,7 @@ impl<'a> Interp<'a> {
                     .into_iter()
                     .map(|(name, v)| (name.clone(), super::super::collections::as_field(&ty, &name, v)))
                     .collect();
-                if let Some(en) = self.enum_of(&ty) {
+                if let Some(en) = self.enum_of_path(&s.path) {
                     ty = format!("{en}::{ty}");
                 }
                 Ok(V::Struct(ty, fields))
@@ -336,11 +336,8 @@ impl<'a> Interp<'a> {
             return V::Struct(last, Vec::new());
         }
         // A unit variant of the package's enum: `Phase::Warmup`, or `Warmup` after a `use`.
-        if let Some(en) = self.enum_of(&last) {
-            let n = p.segments.len();
-            if n == 1 || p.segments[n - 2].ident == en {
-                return V::Struct(format!("{en}::{last}"), Vec::new());
-            }
+        if let Some(en) = self.enum_of_path(p) {
+            return V::Struct(format!("{en}::{last}"), Vec::new());
         } else if unit {
             return V::Struct(last, Vec::new());
         }
@@ -472,6 +469,25 @@ impl<'a> Interp<'a> {
                 self.clobber_place(&r.expr, false);
             }
         }
+    }
+
+    /// The enum of the package a path to a variant names: the type before the variant
+    /// (`State::Busy`, `Self::Busy`) where it is an enum of the package with that
+    /// variant, else the enum that has a variant of that name (`Busy` after a `use`).
+    pub(in crate::check::interp) fn enum_of_path(&self, p: &syn::Path) -> Option<String> {
+        let n = p.segments.len();
+        let last = p.segments[n - 1].ident.to_string();
+        if n >= 2 {
+            let ty = p.segments[n - 2].ident.to_string();
+            let ty = if ty == "Self" { self.self_ty.last().cloned().unwrap_or(ty) } else { ty };
+            if self.file_fns.contains_key(&format!("{ty}::{last}::__variant")) {
+                return Some(ty);
+            }
+            if ty.chars().next().is_some_and(|c| c.is_uppercase()) {
+                return None;
+            }
+        }
+        self.enum_of(&last)
     }
 
     /// The enum of the package that has a variant named `variant`.
