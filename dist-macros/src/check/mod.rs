@@ -479,7 +479,7 @@ fn shifted_arms(f: &ItemFn, n: usize, items: Items<'_, '_>) -> (Option<SizeResul
     let (macros, file, consts, memo) = items;
     let (mut clean, mut failed_after_deciding) = (false, false);
     let mut offset = 0;
-    let before = interp::spent();
+    let (before, msg_before) = (interp::spent(), passes::msg_budget());
     let mut found = None;
     'runs: while interp::arms_left() && offset < ARM_OFFSETS {
         offset += 1;
@@ -501,6 +501,7 @@ fn shifted_arms(f: &ItemFn, n: usize, items: Items<'_, '_>) -> (Option<SizeResul
     }
     interp::set_arm_offset(0);
     interp::restore_spent(before);
+    passes::restore_msg_budget(msg_before);
     (found, clean, failed_after_deciding)
 }
 

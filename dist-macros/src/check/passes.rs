@@ -156,6 +156,17 @@ thread_local! {
     static MSG_LEFT: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((MSG_STEPS_ALL, 0)) };
 }
 
+/// What is left of the entry's budget for attempts with messages ([`restore_msg_budget`]).
+pub(super) fn msg_budget() -> (u64, u32) {
+    MSG_LEFT.with(|l| l.get())
+}
+
+/// Gives back what runs made since [`msg_budget`] spent (runs made again with a parser's
+/// arms shifted spend none of what later world sizes have).
+pub(super) fn restore_msg_budget(left: (u64, u32)) {
+    MSG_LEFT.with(|l| l.set(left));
+}
+
 /// Gives the entry about to be checked [`MSG_STEPS_ALL`] for its attempts with messages.
 pub(super) fn reset_msg_budget() {
     MSG_LEFT.with(|l| l.set((MSG_STEPS_ALL, 0)));
@@ -174,6 +185,18 @@ pub(super) fn check_size<'a>(
     consts: &HashMap<String, interp::V<'a>>,
     memo: &Memo,
 ) -> SizeResult {
+    let arms = interp::arms_taken();
+    let r = check_size_once(f, n, (macros, file, consts, memo));
+    // (The arms a failed run took are not taken yet: in a run that gets through, each
+    // may lead elsewhere.)
+    if matches!(r, SizeResult::Fails) {
+        interp::restore_arms(arms);
+    }
+    r
+}
+
+/// [`check_size`]'s attempts: without messages' contents, then with them.
+fn check_size_once<'a>(f: &'a ItemFn, n: usize, (macros, file, consts, memo): Items<'a, '_>) -> SizeResult {
     let s0 = interp::total_steps();
     let first = check_size_as(f, n, macros, file, consts, memo, false);
     // (Not under `strict`: what a message carries, and the order a receive from any

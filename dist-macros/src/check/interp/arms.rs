@@ -18,6 +18,22 @@ pub fn reset_arms() {
     ARM_OFFSET.with(|o| o.set(0));
 }
 
+/// Which arms some run took so far, per `match` ([`restore_arms`] takes it back).
+pub fn arms_taken() -> FxMap<usize, (usize, u64)> {
+    ARMS.with(|a| a.borrow().clone())
+}
+
+/// Puts back which arms were taken: a run that failed (an arm that ends in the parser's
+/// own error for an unknown flag) has not shown what the other arms it took lead to.
+/// (The `match`es it reached stay known, with no arm taken.)
+pub fn restore_arms(taken: FxMap<usize, (usize, u64)>) {
+    ARMS.with(|a| {
+        for (site, e) in a.borrow_mut().iter_mut() {
+            e.1 = taken.get(site).map_or(0, |t| t.1);
+        }
+    });
+}
+
 /// Sets this run's offset into the arms of `match`es decided by pattern.
 pub fn set_arm_offset(k: usize) {
     ARM_OFFSET.with(|o| o.set(k));

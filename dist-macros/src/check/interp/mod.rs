@@ -22,7 +22,7 @@ mod arms;
 mod collections;
 mod counts;
 use arms::{arm_offset, arm_pick};
-pub use arms::{arms_left, reset_arms, set_arm_offset};
+pub use arms::{arms_left, arms_taken, reset_arms, restore_arms, set_arm_offset};
 pub use collections::{note_alias, note_field_type};
 pub use counts::{exact, resolve, sent_in, sent_known_of, set_sent_known, SentKnown};
 pub use local::{first_local_decision, local_data_differs, local_verdict, reset_local, LocalVerdict};
