@@ -648,8 +648,26 @@ fn lengths_where(n: usize, traces: &[Vec<Ev<'_>>], keep: &dyn Fn(usize, usize) -
             if !keep(*dst, *id) {
                 continue;
             }
+            let el = |k: &i128| format!("{k} element{}", if *k == 1 { "" } else { "s" });
+            // A receive from any source takes a message no longer than its buffer.
+            if matches!(r.call(), "recv_any" | "irecv_any") {
+                if a > b {
+                    return Some(r.site().error(format!(
+                        "this `{}`{} on rank {dst} takes up to {} but the message it takes here, from the `{}` on \
+                         rank {src} ({}, {}), has {} at world size {n}: a receive from any source takes a message \
+                         no longer than its buffer (the runtime fails it); size the buffer for the longest message",
+                        r.call(),
+                        r.site().helper_note(),
+                        el(b),
+                        s.call(),
+                        s.site().loc(),
+                        tag_desc(&ev_tag(s)),
+                        el(a),
+                    )));
+                }
+                continue;
+            }
             if a != b {
-                let el = |k: &i128| format!("{k} element{}", if *k == 1 { "" } else { "s" });
                 return Some(r.site().error(format!(
                     "this `{}`{} on rank {dst} takes {} but the message it matches, from the `{}` on rank {src} ({}, \
                      {}), has {} at world size {n}: a receive must be posted with the length of the message (the \

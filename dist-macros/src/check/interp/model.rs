@@ -168,6 +168,8 @@ impl<'a> Interp<'a> {
             "recv_any" | "irecv_any" => {
                 let Some(tag) = args.first() else { return Ok(V::Unit) };
                 let id = self.post_p2p_any(e, c, tag, m)?;
+                // (Its buffer's length: the most it takes.)
+                self.set_p2p_len(id, args.get(1));
                 self.any_source(c, id, tag);
                 self.note_received(id);
                 if m == "irecv_any" {
