@@ -109,7 +109,8 @@ impl<G: Group> Comm<G> {
     ///     // A manager takes results in whatever order the workers finish.
     ///     let mut seen = vec![false; n];
     ///     for _ in 1..n {
-    ///         let mut buf = [0u32; 4];
+    ///         // (Room for the longest message: worker n - 1 sends n - 1 values.)
+    ///         let mut buf = vec![0u32; n];
     ///         let st = world.recv_any(WORK, &mut buf)?;
     ///         assert_eq!(st.count, st.source); // worker k sends k values
     ///         assert!(buf[..st.count].iter().all(|&x| x == 10 * st.source as u32));
