@@ -44,6 +44,8 @@ pub(super) struct PackageItems {
     /// leaves one out runs the trait's body ([`Self::finish`]).
     pub(super) provided: std::collections::BTreeMap<(String, String), syn::TraitItemFn>,
     pub(super) trait_impls: Vec<(String, String, Vec<String>)>,
+    /// `type A = T;` of the package, as (`A`, `T`).
+    pub(super) aliases: Vec<(String, String)>,
     pub(super) seen: std::collections::HashSet<std::path::PathBuf>,
     /// The file of each function, by key (for messages).
     pub(super) files: HashMap<String, String>,
@@ -230,6 +232,7 @@ impl PackageItems {
                     if let syn::Type::Path(tp) = &*t.ty {
                         if let Some(last) = tp.path.segments.last() {
                             interp::note_alias(&t.ident.to_string(), &last.ident.to_string());
+                            self.aliases.push((t.ident.to_string(), last.ident.to_string()));
                         }
                     }
                 }
@@ -309,6 +312,22 @@ impl PackageItems {
     /// writing one of its provided methods runs the trait's body (`layer.grad()` on a
     /// layer that keeps the default), as `Type::method`.
     pub(super) fn finish(&mut self) {
+        // `type W = State;`: `W::Busy(t)` builds `State::Busy(t)` (unit variants through
+        // an alias are resolved where a path is read: `enum_of_path`).
+        for (alias, target) in std::mem::take(&mut self.aliases) {
+            let variants: Vec<(String, ItemFn)> = self
+                .fns
+                .iter()
+                .filter_map(|(k, f)| {
+                    let v = k.strip_prefix(&format!("{target}::"))?;
+                    let unnamed = !v.contains("::") && self.fns.contains_key(&format!("{k}::__variant"));
+                    unnamed.then(|| (format!("{alias}::{v}"), f.clone()))
+                })
+                .collect();
+            for (k, f) in variants {
+                self.fns.entry(k).or_insert(f);
+            }
+        }
         for (ty, tr, written) in std::mem::take(&mut self.trait_impls) {
             for ((t, name), m) in &self.provided {
                 if *t != tr || written.contains(name) {

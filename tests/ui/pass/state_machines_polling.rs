@@ -2,7 +2,8 @@
 // per worker (`enum Slot`), counts the busy ones with `matches!`, and while a result is
 // on its way polls for it with `test()`, working through the queue itself meanwhile;
 // each worker steps through `enum State`, whose variants share their names with
-// `Slot`'s. The check follows it whole (each variant of its own enum; a poll that finds
+// `Slot`'s, and which the worker names through an alias (`type W = State`). The check
+// follows it whole (each variant of its own enum; a poll that finds
 // nothing the first time and the result the next, one order the ranks can run in) and
 // finds nothing wrong.
 #![deny(deprecated)]
@@ -84,16 +85,18 @@ impl Coordinator<'_> {
     }
 }
 
+type W = State;
+
 fn worker(world: &Comm<World>) -> dist_runtime::Result<u64> {
-    let (mut state, mut did) = (State::Idle, 0);
+    let (mut state, mut did) = (W::Idle, 0);
     while state != State::Done {
         state = match state {
             State::Idle => {
                 let mut t = [0u64];
                 world.recv(0, WORK, &mut t)?;
-                if t[0] == STOP { State::Done } else { State::Busy(t[0]) }
+                if t[0] == STOP { W::Done } else { W::Busy(t[0]) }
             }
-            State::Busy(t) => {
+            W::Busy(t) => {
                 world.send(0, RESULT, &[t, t * t])?;
                 did += 1;
                 State::Idle

@@ -52,6 +52,22 @@ pub fn note_alias(alias: &str, target: &str) {
     ALIASES.with(|a| a.borrow_mut().insert(alias.to_string(), target.to_string()));
 }
 
+/// The type a package's alias names (`type S = State;`: `S` gives `State`), followed
+/// through aliases of aliases.
+pub(super) fn alias_target(name: &str) -> Option<String> {
+    ALIASES.with(|a| {
+        let a = a.borrow();
+        let mut t = a.get(name)?;
+        for _ in 0..8 {
+            match a.get(t.as_str()) {
+                Some(next) if next != t => t = next,
+                _ => break,
+            }
+        }
+        Some(t.clone())
+    })
+}
+
 impl Coll {
     /// The kind a struct name stands for (`"BTreeMap"`, or `"BTreeMap|Vec<u32>"` with
     /// the map's value type).
