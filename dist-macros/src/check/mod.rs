@@ -605,9 +605,15 @@ fn with_run_note(r: SizeResult, sample: Option<i128>, mode: Option<u8>) -> SizeR
         None => {}
     }
     if let Some(mode) = mode {
+        // (Named where the run noted them: the conditions it decided by its pattern.)
+        let (conds, more) = interp::decided_conditions();
+        let which = if conds.is_empty() {
+            "(a value reduced over all ranks, a flag from the command line)".to_string()
+        } else {
+            format!("({}{})", conds.join(", "), if more { ", …" } else { "" })
+        };
         notes.push(format!(
-            "when each condition on data the same on every rank (a value reduced over all ranks, a flag from \
-             the command line) is {}: every rank takes the same branch",
+            "when each condition on data the same on every rank {which} is {}: every rank takes the same branch",
             interp::AGREED_MODES[mode as usize]
         ));
     }

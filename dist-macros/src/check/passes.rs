@@ -449,7 +449,7 @@ fn verdict_of(st: &mut Passes, pass: Pass<'_>, n: usize, messages: bool) -> Step
     }
     let noted = |errs| noted(errs, local_note.as_deref());
     if let Some(e) = invalid {
-        return Step::Done(noted(vec![e]));
+        return Step::Done(noted(vec![sim::roots_differ(n, &traces).unwrap_or(e)]));
     }
     if any_new {
         // A status names its sender now: run again so code that uses it is followed.

@@ -52,7 +52,34 @@ pub fn reached_collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> 
     collectives_of(n, traces, true)
 }
 
-fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<syn::Error> {
+/// Roots that differ between the members of a collective every member reached (in the
+/// same order), in a run a rank ended with an invalid call: a rank that took itself for
+/// the root (or not) because its root differs passed its buffers as a root (or not),
+/// and the roots are the error to name.
+pub fn roots_differ(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+    let root = |e: &Option<&Ev>| match e {
+        Some(Ev::Coll { root, .. }) => *root,
+        _ => None,
+    };
+    for (comm, (group, members, by_rank)) in &sequences(traces) {
+        let len = members.iter().map(|r| by_rank.get(r).map_or(0, Vec::len)).min().unwrap_or(0);
+        for i in 0..len {
+            let at: Vec<(usize, Option<&Ev>)> =
+                members.iter().map(|&r| (r, by_rank.get(&r).and_then(|s| s.get(i)).copied())).collect();
+            if at.iter().any(|(_, e)| kind_of(e.expect("reached")) != kind_of(at[0].1.expect("reached"))) {
+                break;
+            }
+            let known: HashSet<i128> = at.iter().filter_map(|(_, e)| root(e)).collect();
+            if known.len() > 1 {
+                return agreement_at(&at, &comm_desc(comm, group, members), n);
+            }
+        }
+    }
+    None
+}
+
+/// Each communicator's collectives, by rank, in order.
+fn sequences<'t, 'a>(traces: &'t [Vec<Ev<'a>>]) -> Seqs<'t, 'a> {
     let mut seqs: Seqs<'_, '_> = BTreeMap::new();
     for (r, t) in traces.iter().enumerate() {
         for ev in t {
@@ -62,6 +89,11 @@ fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<s
             }
         }
     }
+    seqs
+}
+
+fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<syn::Error> {
+    let seqs = sequences(traces);
     let mut errs = Vec::new();
     for (comm, (group, members, by_rank)) in &seqs {
         let desc = comm_desc(comm, group, members);
@@ -104,7 +136,8 @@ fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<s
 
 /// The first position up to `i` of a communicator's sequences where the members'
 /// collectives come from different lines and one group of ranks has an extra collective
-/// there: without it, its later collectives are the others' (kind, root, op, length).
+/// there (or as many more as its sequence is longer: a loop's, skipped by the others):
+/// without them, its later collectives are the others' (kind, root, op, length).
 /// That collective, as reached by some ranks only.
 fn extra_before(
     members: &[usize],
@@ -133,13 +166,17 @@ fn extra_before(
             .map(|x| x.0)
             .partition(|&r| at.iter().find(|x| x.0 == r).is_some_and(|x| x.1.site().loc() == first));
         for (extra, others) in [(&with, &without), (&without, &with)] {
+            // (As many extra collectives as the one side has more: one per step of a
+            // loop the others skip.)
+            let (Some(&a0), Some(&b0)) = (extra.first(), others.first()) else { continue };
+            let more = seq(a0).len().saturating_sub(seq(b0).len()).max(1);
             let lines_up = extra.iter().all(|&a| {
                 others.iter().all(|&b| {
-                    let (sa, sb) = (&seq(a)[j + 1..], &seq(b)[j..]);
+                    let (sa, sb) = (&seq(a)[(j + more).min(seq(a).len())..], &seq(b)[j..]);
                     sa.len() == sb.len() && sa.iter().zip(sb).all(|(x, y)| sig(x) == sig(y))
                 })
             });
-            if lines_up && !extra.is_empty() {
+            if lines_up {
                 let ev = seq(extra[0])[j];
                 return Some(reached_by_some(ev, desc, extra, others, n));
             }

@@ -241,6 +241,37 @@ fn note_decision() {
 pub fn set_agreed_mode(mode: u8) {
     AGREED.with(|a| a.set((mode, false)));
     FAILED_AFTER_OPS.with(|f| f.set(false));
+    DECIDED_CONDS.with(|d| d.borrow_mut().clear());
+}
+
+thread_local! {
+    /// The conditions decided by the run's pattern since [`set_agreed_mode`] (where a
+    /// branch communicates), each once, as the notes of a problem name them: the site,
+    /// then `` `residual < tol` at src/solver.rs:41 ``.
+    static DECIDED_CONDS: std::cell::RefCell<Vec<(usize, String)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How many decided conditions a note names.
+const CONDS_NAMED: usize = 3;
+
+/// The conditions this run decided by its pattern (at most [`CONDS_NAMED`], and
+/// whether there were more).
+pub fn decided_conditions() -> (Vec<String>, bool) {
+    DECIDED_CONDS.with(|d| {
+        let d = d.borrow();
+        (d.iter().take(CONDS_NAMED).map(|(_, t)| t.clone()).collect(), d.len() > CONDS_NAMED)
+    })
+}
+
+/// Notes the condition at `site` as decided by the run's pattern (its text rendered
+/// the first time only).
+fn note_decided_condition(site: usize, text: impl FnOnce() -> String) {
+    DECIDED_CONDS.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.len() <= CONDS_NAMED && !d.iter().any(|(s, _)| *s == site) {
+            d.push((site, text()));
+        }
+    })
 }
 
 thread_local! {

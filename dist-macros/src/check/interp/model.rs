@@ -319,7 +319,17 @@ impl<'a> Interp<'a> {
             _ if uniform => args.first().and_then(buf_len),
             _ => None,
         };
-        let (counts, a2a) = self.check_lengths(e, mc, c, base, args, root)?;
+        let (counts, a2a) = match self.check_lengths(e, mc, c, base, args, root) {
+            Ok(x) => x,
+            // (The call stays in the trace, with its root: where the ranks' roots
+            // differ, that is the error to name, not what this rank's root made of
+            // its own buffers: `passes::verdict_of`.)
+            Err(stop @ Flow::Stop(Stop::Invalid { .. })) => {
+                self.post_coll(e, c, base, root, op)?;
+                return Err(stop);
+            }
+            Err(other) => return Err(other),
+        };
         // A root that is data computed on each rank: its hash, for the ranks' roots
         // to be compared ([`sim::check`]).
         let data_root = match ri.and_then(|i| Some((args.get(i)?, mc.args.get(i)?))) {

@@ -35,6 +35,7 @@ impl<'a> Interp<'a> {
         site: usize,
         branches: &[Branch<'a>],
         at: &impl ToTokens,
+        cond: &'a Expr,
     ) -> Result<Option<u32>, Flow<'a>> {
         if !self.agreed_communicates.contains(&site) {
             let (ne, nc, id) = (self.events.len(), self.comms.len(), self.next_id);
@@ -57,6 +58,17 @@ impl<'a> Interp<'a> {
                 Err(f) => return Err(f),
             }
         }
+        super::note_decided_condition(site, || {
+            // (Where it is: the file and line, without the chain of calls.)
+            let here = self.chain_text(trace::line_of(cond));
+            let here = here.split(", ").next().unwrap_or_default();
+            // (A `for` loop's, labelled or not: its iterator.)
+            let at_loop = at.to_token_stream().into_iter().take(4).any(|t| t.to_string() == "for");
+            match at_loop {
+                true => format!("the loop over `{}` at {here}", super::trace::expr_text(cond)),
+                false => format!("`{}` at {here}", super::trace::expr_text(cond)),
+            }
+        });
         Ok(Some(self.agreed_next(site, false).0))
     }
 
@@ -183,7 +195,7 @@ impl<'a> Interp<'a> {
                         branches.push(Branch::Expr(e));
                     }
                     if matches!(c, V::Agreed | V::Uniform) {
-                        if let Some(j) = me.agreed_branch(&*i.cond as *const Expr as usize, &branches, i)? {
+                        if let Some(j) = me.agreed_branch(&*i.cond as *const Expr as usize, &branches, i, &i.cond)? {
                             return match (super::agreed_decision(j), &i.else_branch) {
                                 (true, _) => me.then_branch(i),
                                 (false, Some((_, e))) => me.expr(e),
@@ -335,7 +347,7 @@ impl<'a> Interp<'a> {
                 for arm in &unknown_arms {
                     me.bind_opaque(&arm.pat, &v);
                 }
-                me.agreed_branch(site, &unknown, m)
+                me.agreed_branch(site, &unknown, m, &m.expr)
             })?
             else {
                 return Ok(V::opaque());
@@ -635,7 +647,7 @@ impl<'a> Interp<'a> {
             }
             let k = passes as u32;
             let go = match end {
-                V::Agreed => self.agreed_branch(site, &branch, f)?.is_some() && super::loop_decision(entry, k),
+                V::Agreed => self.agreed_branch(site, &branch, f, &f.expr)?.is_some() && super::loop_decision(entry, k),
                 V::Opaque { fp, .. } => self.local_branch(fp, &f.expr, site, &branch, f, Some((entry, k)))? == Some(0),
                 _ => false,
             };
@@ -685,7 +697,7 @@ impl<'a> Interp<'a> {
                     V::Bool(false) => Ok(V::Bool(false)),
                     V::Agreed | V::Uniform => {
                         let site = &*w.cond as *const Expr as usize;
-                        match me.agreed_branch(site, &[Branch::Block(&w.body)], w)? {
+                        match me.agreed_branch(site, &[Branch::Block(&w.body)], w, &w.cond)? {
                             Some(_) if super::loop_decision(entry, k) => me.block(&w.body).map(|_| V::Bool(true)),
                             _ => Ok(V::Bool(false)),
                         }
