@@ -470,8 +470,9 @@ impl Error {
                 Error::Deadlock { op, comm, site: site.with_callers(), story, culprit, victim }
             }
             // (`PeerFailed` and `Revoked` keep the op's own line: naming the callers reads
-            // the binary's debug info, ~0.4 s the first time, and survivors recovering from
-            // a death are waiting on each other's error.)
+            // the binary's debug info, which takes a noticeable time the first time
+            // (docs/performance.md, "Figures behind code choices"), and survivors
+            // recovering from a death are waiting on each other's error.)
             e => e,
         }
     }

@@ -1,8 +1,10 @@
 //! `Comm<G>`: the typed communicator. Every op checks its arguments locally before any
 //! byte moves, builds its [`Op`](crate::op::Op), then hands bytes + `DType` to the backend.
-//! The ops live by kind: `collective.rs`, `p2p.rs` (and `Batch`), `request.rs`
-//! (non-blocking collectives, `Request`, `wait_all`), `object.rs` (serde values);
-//! `subgroup`/`split`/`mesh2` are in `group.rs` (this folder's).
+//! The ops live by kind: `collective.rs`, `p2p.rs` (and `Batch`), `nonblocking.rs` (the
+//! `_async` collectives and their worker), `request.rs` (`Request`, `wait_all`/`any`/
+//! `some`), `object.rs` (serde values), `device.rs` (device buffers: agreement through
+//! the host, enqueue, the bounded wait), `recovery.rs` (`failed_ranks`, `revoke`,
+//! `agree`, `shrink`); `subgroup`/`split`/`mesh2` are in `group.rs` (this folder's).
 
 mod collective;
 pub(crate) mod device;

@@ -157,7 +157,8 @@ fn command(l: &Launch, addr: &str, port: &str, token: &str) -> Command {
     if std::env::var_os("DIST_MPIRUN_ARGS").is_none() {
         cmd.arg("--oversubscribe");
         // More ranks than cores: Open MPI's progress loop must yield, or a waiting rank
-        // takes the core its peer needs (a ping-pong gets ~100x slower).
+        // takes the core its peer needs (a ping-pong gets far slower: docs/performance.md,
+        // "Figures behind code choices").
         if l.n > std::thread::available_parallelism().map_or(1, |c| c.get()) {
             cmd.args(["--mca", "mpi_yield_when_idle", "1"]);
         }

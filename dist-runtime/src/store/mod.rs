@@ -4,7 +4,9 @@
 //! client that doesn't is dropped without touching the job's state.
 //!
 //! Wire format: every request is `op: u8, key: u32-len bytes, …`; see `Op`. The client
-//! ([`Store`], [`PrefixStore`]) is here, the server in `server.rs`.
+//! ([`Store`], [`PrefixStore`]) is here, the server in `server.rs`, what a rank reports
+//! to the launcher's store at its end (result, exit code, flight recorder) in
+//! `report.rs`, the unit tests in `tests.rs`.
 
 use crate::error::{Error, Result};
 use std::collections::HashMap;

@@ -2,6 +2,12 @@
 //! wait-for graph, and the failure notices. Backends supply the transport (the shm
 //! backend piggybacks op records on its epoch barrier; another would all-gather them);
 //! the verdicts and their messages are made here, once, for all of them.
+//!
+//! - `mod.rs`: the agreement of op records (kind, dtype, count, root, op, call site).
+//! - `deadlock.rs`: cycles in the wait-for graph, by each rank's state.
+//! - `watchdog.rs`: wait records, and the wait-for graph in words.
+//! - `failure.rs`: panic capture and the failure notices every backend registers.
+//! - `recorder.rs`: the flight recorder (each rank's last ops, printed on a failure).
 
 pub(crate) mod deadlock;
 pub(crate) mod failure;

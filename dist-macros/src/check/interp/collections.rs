@@ -291,6 +291,31 @@ fn sort<'a>(kind: Coll, mut es: Vec<(String, V<'a>)>) -> Vec<(String, V<'a>)> {
 }
 
 impl<'a> Interp<'a> {
+    /// Stores the entries `es` as the collection `ty` a method's receiver holds
+    /// (`sets[a].insert(b)`: into a list's item; a place the check does not hold is
+    /// forgotten by `store`).
+    fn coll_store(
+        &mut self,
+        mc: &'a ExprMethodCall,
+        kind: Coll,
+        ty: &str,
+        es: Vec<(String, V<'a>)>,
+    ) -> Result<(), Flow<'a>> {
+        if self.store(&mc.receiver, V::Struct(ty.to_string(), sort(kind, es))).is_err() {
+            self.clobber_place(&mc.receiver, false);
+        }
+        Ok(())
+    }
+
+    /// A method of a collection called with a key the check does not hold: data, and
+    /// the receiver forgotten where the method `writes`.
+    fn forget_receiver(&mut self, mc: &'a ExprMethodCall, writes: bool) -> Result<Option<V<'a>>, Flow<'a>> {
+        if writes {
+            self.clobber_place(&mc.receiver, false);
+        }
+        Ok(Some(V::opaque()))
+    }
+
     /// A method of a collection the check holds by its entries. A `BTree` kind iterates
     /// in key order on every rank; a `Hash` kind in an order that differs from process to
     /// process (its hasher is seeded per process), so here each rank sees it rotated by
@@ -307,24 +332,10 @@ impl<'a> Interp<'a> {
         m: &str,
         args: &[V<'a>],
     ) -> Result<Option<V<'a>>, Flow<'a>> {
-        let put = |me: &mut Self, es: Vec<(String, V<'a>)>| -> Result<(), Flow<'a>> {
-            // (`sets[a].insert(b)`: into a list's item; a place the check does not hold
-            // is forgotten by `store`.)
-            if me.store(&mc.receiver, V::Struct(ty.to_string(), sort(kind, es))).is_err() {
-                me.clobber_place(&mc.receiver, false);
-            }
-            Ok(())
-        };
-        let unknown_key = |me: &mut Self, writes: bool| {
-            if writes {
-                me.clobber_place(&mc.receiver, false);
-            }
-            Ok(Some(V::opaque()))
-        };
         let map = kind.is_map();
         Ok(Some(match (m, args) {
             ("insert", [k, v]) if map => {
-                let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                let Some(kt) = key_text(k) else { return self.forget_receiver(mc, true) };
                 let mut es = entries.to_vec();
                 let old = match es.iter_mut().find(|(x, _)| *x == kt) {
                     Some(slot) => Some(std::mem::replace(&mut slot.1, v.clone())),
@@ -333,24 +344,24 @@ impl<'a> Interp<'a> {
                         None
                     }
                 };
-                put(self, es)?;
+                self.coll_store(mc, kind, ty, es)?;
                 V::Opt(old.map(Box::new))
             }
             ("insert", [k]) if !map => {
-                let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                let Some(kt) = key_text(k) else { return self.forget_receiver(mc, true) };
                 let mut es = entries.to_vec();
                 let new = !es.iter().any(|(x, _)| *x == kt);
                 if new {
                     es.push((kt, V::Unit));
                 }
-                put(self, es)?;
+                self.coll_store(mc, kind, ty, es)?;
                 V::Bool(new)
             }
             ("remove", [k]) => {
-                let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                let Some(kt) = key_text(k) else { return self.forget_receiver(mc, true) };
                 let mut es = entries.to_vec();
                 let old = es.iter().position(|(x, _)| *x == kt).map(|i| es.remove(i).1);
-                put(self, es)?;
+                self.coll_store(mc, kind, ty, es)?;
                 if map {
                     V::Opt(old.map(Box::new))
                 } else {
@@ -358,30 +369,30 @@ impl<'a> Interp<'a> {
                 }
             }
             ("extend", [items]) => {
-                let Some(items) = iter_items(items) else { return unknown_key(self, true) };
+                let Some(items) = iter_items(items) else { return self.forget_receiver(mc, true) };
                 let mut es = entries.to_vec();
                 for x in items.iter() {
                     let (k, v) = match (map, x) {
                         (true, V::Tuple(kv)) if kv.len() == 2 => (&kv[0], kv[1].clone()),
                         (false, k) => (k, V::Unit),
-                        _ => return unknown_key(self, true),
+                        _ => return self.forget_receiver(mc, true),
                     };
-                    let Some(kt) = key_text(k) else { return unknown_key(self, true) };
+                    let Some(kt) = key_text(k) else { return self.forget_receiver(mc, true) };
                     match es.iter_mut().find(|(x, _)| *x == kt) {
                         Some(slot) if map => slot.1 = v,
                         Some(_) => {}
                         None => es.push((kt, v)),
                     }
                 }
-                put(self, es)?;
+                self.coll_store(mc, kind, ty, es)?;
                 V::Unit
             }
             ("clear", []) => {
-                put(self, Vec::new())?;
+                self.coll_store(mc, kind, ty, Vec::new())?;
                 V::Unit
             }
             ("get" | "contains_key" | "contains", [k]) => {
-                let Some(kt) = key_text(k) else { return unknown_key(self, false) };
+                let Some(kt) = key_text(k) else { return self.forget_receiver(mc, false) };
                 let found = entries.iter().find(|(x, _)| *x == kt).map(|(_, v)| v.clone());
                 if m == "get" && map {
                     V::Opt(found.map(Box::new))
@@ -424,7 +435,7 @@ impl<'a> Interp<'a> {
                     self.clobber_place(&mc.receiver, true);
                 }
                 if m == "drain" {
-                    put(self, Vec::new())?;
+                    self.coll_store(mc, kind, ty, Vec::new())?;
                 }
                 V::list(items)
             }

@@ -16,7 +16,13 @@
 //! communicate), `memo.rs` (quiet helpers' results remembered), `scopes.rs`
 //! (variables), `elem.rs` (buffers' element types, for reduce ops), `counts.rs` (what an
 //! `all_to_all` delivered, named by its sender, for `all_to_all_v`'s counts), `local.rs`
-//! (conditions on data that may differ from rank to rank).
+//! (conditions on data that may differ from rank to rank), `arms.rs` (which arms of a
+//! `match` on an input each run takes), `dispatch.rs` (methods of the package's own,
+//! called on values), `long.rs` (buffers too long to hold item by item), `messages.rs`
+//! (what point-to-point messages carry), `receivers.rs` (which calls named like a
+//! communicator's ops may be one), `uses.rs` (the package's `use` declarations, by
+//! module), `written.rs` (which fields of the package's structs its code writes),
+//! `iterators.rs` (the package's own iterators).
 
 mod arms;
 mod collections;

@@ -522,7 +522,7 @@ impl<'a> Interp<'a> {
     /// The lengths a collective's buffers must have on this rank, given its counts or
     /// the other buffer (what the runtime refuses with an error, here at compile time),
     /// and the counts every rank must pass alike, for the simulation to compare. (Long as
-    /// one `match` over the collective, after the closures its arms share.)
+    /// one `match` over the collective.)
     #[allow(clippy::type_complexity)]
     fn check_lengths(
         &self,
@@ -537,82 +537,43 @@ impl<'a> Interp<'a> {
         let n = members.len() as i128;
         let Some(me) = members.iter().position(|&w| w == self.rank) else { return Ok((None, None)) };
         let me_i = me as i128;
-        let len = |i: usize| args.get(i).and_then(buf_len);
-        let text = |i: usize| {
-            let t = mc.args.get(i).map(|a| crate::check::trace::expr_text(a)).unwrap_or_default();
-            t.strip_prefix("& ").map(|x| format!("&{x}")).unwrap_or(t)
-        };
-        // A counts argument is named without its borrow (`counts[2]`).
-        let name = |i: usize| text(i).trim_start_matches('&').trim_start_matches("mut ").to_string();
-        let counts_at = |i: usize| args.get(i).and_then(int_list);
-        let bad = |what: String| -> Flow<'a> {
-            Flow::Stop(Stop::Invalid {
-                site: self.site(e),
-                msg: format!(
-                    "`{base}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
-                     call: size the buffers from `size()` and the counts, or pin the sizes this program supports \
-                     with #[spmd(sizes = A..=B)]",
-                    self.rank, self.size
-                ),
-            })
-        };
-        // A value or buffer given on the wrong ranks (`Some` off the root, `None` on it).
-        let misplaced = |what: String| -> Flow<'a> {
-            Flow::Stop(Stop::Invalid {
-                site: self.site(e),
-                msg: format!(
-                    "`{base}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
-                     call: give it on the root only (`(rank == root).then(|| ..)`, with the same root as the call's)",
-                    self.rank, self.size
-                ),
-            })
-        };
-        let want = |i: usize, role: &str, n_want: i128, why: &str| -> Result<(), Flow<'a>> {
-            match len(i) {
-                Some(l) if l != n_want => Err(bad(format!(
-                    "its {role} buffer `{}` has {l} element{} but must have {n_want} ({why})",
-                    text(i),
-                    if l == 1 { "" } else { "s" }
-                ))),
-                _ => Ok(()),
-            }
-        };
+        let a = CallArgs { it: self, e, mc, base, args };
         // `counts` has one entry per rank.
         let counts_arg = match base {
             "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v" => Some(2),
             _ => None,
         };
-        if let Some(k) = counts_arg.and_then(counts_at) {
+        if let Some(k) = counts_arg.and_then(|i| a.counts_at(i)) {
             if k.len() as i128 != n {
-                return Err(bad(format!("`{}` has {} entries but the communicator has {n} ranks", name(2), k.len())));
+                return Err(a.bad(format!(
+                    "`{}` has {} entries but the communicator has {n} ranks",
+                    a.name(2),
+                    k.len()
+                )));
             }
         }
         let is_root = root.map(|r| r == me_i);
-        let opt_given = |i: usize| match args.get(i) {
-            Some(V::Opt(o)) => Some(o.is_some()),
-            _ => None,
-        };
         match base {
             "all_gather" => {
-                if let Some(l) = len(0) {
-                    want(1, "receive", n * l, "size() × send.len()")?;
+                if let Some(l) = a.len(0) {
+                    a.want(1, "receive", n * l, "size() × send.len()")?;
                 }
             }
             "all_gather_v" => {
-                if let Some(k) = counts_at(2) {
-                    want(0, "send", k[me], &format!("`{}[{me}]`", name(2)))?;
-                    want(1, "receive", k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
+                if let Some(k) = a.counts_at(2) {
+                    a.want(0, "send", k[me], &format!("`{}[{me}]`", a.name(2)))?;
+                    a.want(1, "receive", k.iter().sum(), &format!("the sum of `{}`", a.name(2)))?;
                 }
             }
             // (The value only the root gives, whatever its type.)
-            "broadcast_object" | "scatter_object" => match (is_root, opt_given(0)) {
+            "broadcast_object" | "scatter_object" => match (is_root, a.opt_given(0)) {
                 (Some(true), Some(false)) => {
-                    return Err(misplaced(format!(
+                    return Err(a.misplaced(format!(
                         "rank {me} is the root and must pass `Some(..)` for the value, not `None`"
                     )))
                 }
                 (Some(false), Some(true)) => {
-                    return Err(misplaced(format!(
+                    return Err(a.misplaced(format!(
                         "rank {me} is not the root ({}) and must pass `None` for the value",
                         root.unwrap_or_default()
                     )))
@@ -623,14 +584,14 @@ impl<'a> Interp<'a> {
                 let (mine, all) = if base.starts_with("gather") { (0, 1) } else { (1, 0) };
                 let (mine_role, all_role) =
                     if base.starts_with("gather") { ("send", "receive") } else { ("receive", "send") };
-                match (is_root, opt_given(all)) {
+                match (is_root, a.opt_given(all)) {
                     (Some(true), Some(false)) => {
-                        return Err(misplaced(format!(
+                        return Err(a.misplaced(format!(
                             "rank {me} is the root and must pass `Some(..)` for the {all_role} buffer, not `None`"
                         )))
                     }
                     (Some(false), Some(true)) => {
-                        return Err(misplaced(format!(
+                        return Err(a.misplaced(format!(
                             "rank {me} is not the root ({}) and must pass `None` for the {all_role} buffer",
                             root.unwrap_or_default()
                         )))
@@ -638,49 +599,49 @@ impl<'a> Interp<'a> {
                     _ => {}
                 }
                 if base.ends_with("_v") {
-                    if let Some(k) = counts_at(2) {
-                        want(mine, mine_role, k[me], &format!("`{}[{me}]`", name(2)))?;
+                    if let Some(k) = a.counts_at(2) {
+                        a.want(mine, mine_role, k[me], &format!("`{}[{me}]`", a.name(2)))?;
                         if is_root == Some(true) {
-                            want(all, all_role, k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
+                            a.want(all, all_role, k.iter().sum(), &format!("the sum of `{}`", a.name(2)))?;
                         }
                     }
-                } else if let (Some(l), Some(true)) = (len(mine), is_root) {
-                    want(all, all_role, n * l, &format!("size() × {mine_role}.len()"))?;
+                } else if let (Some(l), Some(true)) = (a.len(mine), is_root) {
+                    a.want(all, all_role, n * l, &format!("size() × {mine_role}.len()"))?;
                 }
             }
             "reduce_scatter" => {
-                if let Some(l) = len(1) {
-                    want(0, "send", n * l, "size() × recv.len()")?;
+                if let Some(l) = a.len(1) {
+                    a.want(0, "send", n * l, "size() × recv.len()")?;
                 }
             }
             "reduce_scatter_v" => {
-                if let Some(k) = counts_at(2) {
-                    want(1, "receive", k[me], &format!("`{}[{me}]`", name(2)))?;
-                    want(0, "send", k.iter().sum(), &format!("the sum of `{}`", name(2)))?;
+                if let Some(k) = a.counts_at(2) {
+                    a.want(1, "receive", k[me], &format!("`{}[{me}]`", a.name(2)))?;
+                    a.want(0, "send", k.iter().sum(), &format!("the sum of `{}`", a.name(2)))?;
                 }
             }
             "all_to_all_v" => {
                 for (ci, bi, role) in [(1, 0, "send"), (3, 2, "receive")] {
-                    if let Some(k) = counts_at(ci) {
+                    if let Some(k) = a.counts_at(ci) {
                         if k.len() as i128 != n {
-                            return Err(bad(format!(
+                            return Err(a.bad(format!(
                                 "`{}` has {} entries but the communicator has {n} ranks",
-                                name(ci),
+                                a.name(ci),
                                 k.len()
                             )));
                         }
-                        want(bi, role, k.iter().sum(), &format!("the sum of `{}`", name(ci)))?;
+                        a.want(bi, role, k.iter().sum(), &format!("the sum of `{}`", a.name(ci)))?;
                     }
                 }
-                if let (Some(s), Some(r)) = (counts_at(1), counts_at(3)) {
+                if let (Some(s), Some(r)) = (a.counts_at(1), a.counts_at(3)) {
                     // What a rank sends itself is what it receives from itself.
                     if s.get(me) != r.get(me) {
-                        return Err(bad(format!(
+                        return Err(a.bad(format!(
                             "`{}[{me}]` is {} but `{}[{me}]` is {}: what rank {me} sends itself is what it \
                              receives from itself, so the two must be equal",
-                            name(1),
+                            a.name(1),
                             s.get(me).copied().unwrap_or_default(),
-                            name(3),
+                            a.name(3),
                             r.get(me).copied().unwrap_or_default()
                         )));
                     }
@@ -701,16 +662,16 @@ impl<'a> Interp<'a> {
             // arrived to be traced back to it. (Its count on the communicator: the one
             // this call is about to take.)
             "all_to_all" => {
-                if let Some(l) = len(0) {
+                if let Some(l) = a.len(0) {
                     if l % n != 0 {
-                        return Err(bad(format!(
+                        return Err(a.bad(format!(
                             "its send buffer `{}` has {l} elements, not a multiple of the communicator size {n}",
-                            text(0)
+                            a.text(0)
                         )));
                     }
-                    want(1, "receive", l, "the same as send")?;
+                    a.want(1, "receive", l, "the same as send")?;
                 }
-                let sent = args.first().and_then(|v| self.counts_of(v, len(1)));
+                let sent = args.first().and_then(|v| self.counts_of(v, a.len(1)));
                 return Ok((None, sent.map(|items| A2a::Sent(self.comms[c].colls + 1, items))));
             }
             _ => {}
@@ -718,9 +679,9 @@ impl<'a> Interp<'a> {
         // The counts, for the ranks to be compared: known, or data with its hash.
         let counts = counts_arg.and_then(|i| match args.get(i)? {
             v if int_list(v).is_some() => Some(Counts::Known(int_list(v).expect("checked"))),
-            V::Opaque { comm: false, fp } if *fp != 0 => Some(Counts::Data(*fp, name(i))),
+            V::Opaque { comm: false, fp } if *fp != 0 => Some(Counts::Data(*fp, a.name(i))),
             v @ V::List(items) if items.iter().any(|x| matches!(x, V::Opaque { comm: false, fp } if *fp != 0)) => {
-                Some(Counts::Data(fp_of(&[v]), name(i)))
+                Some(Counts::Data(fp_of(&[v]), a.name(i)))
             }
             _ => None,
         });
@@ -820,5 +781,84 @@ pub(super) fn buf_len(v: &V) -> Option<i128> {
         V::List(items) => Some(items.len() as i128),
         V::Opt(Some(x)) => buf_len(x),
         v => super::long::long_len(v),
+    }
+}
+
+/// A collective call's arguments as [`Interp::check_lengths`] reads them: their lengths
+/// and counts where the check holds them, their text, and the errors it refuses them
+/// with.
+struct CallArgs<'x, 'a> {
+    it: &'x Interp<'a>,
+    e: &'a Expr,
+    mc: &'a ExprMethodCall,
+    base: &'x str,
+    args: &'x [V<'a>],
+}
+
+impl<'a> CallArgs<'_, 'a> {
+    /// Argument `i`'s length in elements.
+    fn len(&self, i: usize) -> Option<i128> {
+        self.args.get(i).and_then(buf_len)
+    }
+
+    /// Argument `i` as written (`&mut recv`).
+    fn text(&self, i: usize) -> String {
+        let t = self.mc.args.get(i).map(|a| crate::check::trace::expr_text(a)).unwrap_or_default();
+        t.strip_prefix("& ").map(|x| format!("&{x}")).unwrap_or(t)
+    }
+
+    /// A counts argument, named without its borrow (`counts[2]`).
+    fn name(&self, i: usize) -> String {
+        self.text(i).trim_start_matches('&').trim_start_matches("mut ").to_string()
+    }
+
+    /// Argument `i` as known integers.
+    fn counts_at(&self, i: usize) -> Option<Vec<i128>> {
+        self.args.get(i).and_then(int_list)
+    }
+
+    /// Whether argument `i`, an `Option`, is `Some`.
+    fn opt_given(&self, i: usize) -> Option<bool> {
+        match self.args.get(i) {
+            Some(V::Opt(o)) => Some(o.is_some()),
+            _ => None,
+        }
+    }
+
+    /// A buffer of the wrong length.
+    fn bad(&self, what: String) -> Flow<'a> {
+        Flow::Stop(Stop::Invalid {
+            site: self.it.site(self.e),
+            msg: format!(
+                "`{}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
+                 call: size the buffers from `size()` and the counts, or pin the sizes this program supports \
+                 with #[spmd(sizes = A..=B)]",
+                self.base, self.it.rank, self.it.size
+            ),
+        })
+    }
+
+    /// A value or buffer given on the wrong ranks (`Some` off the root, `None` on it).
+    fn misplaced(&self, what: String) -> Flow<'a> {
+        Flow::Stop(Stop::Invalid {
+            site: self.it.site(self.e),
+            msg: format!(
+                "`{}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
+                 call: give it on the root only (`(rank == root).then(|| ..)`, with the same root as the call's)",
+                self.base, self.it.rank, self.it.size
+            ),
+        })
+    }
+
+    /// Buffer `i` (its `role`) must have `n_want` elements (`why`).
+    fn want(&self, i: usize, role: &str, n_want: i128, why: &str) -> Result<(), Flow<'a>> {
+        match self.len(i) {
+            Some(l) if l != n_want => Err(self.bad(format!(
+                "its {role} buffer `{}` has {l} element{} but must have {n_want} ({why})",
+                self.text(i),
+                if l == 1 { "" } else { "s" }
+            ))),
+            _ => Ok(()),
+        }
     }
 }

@@ -7,6 +7,11 @@
 //! - `coll.rs`: each collective's shape as MPI's nonblocking collective.
 //! - `p2p.rs`: sends and receives with typed tags, matched in posting order.
 //! - `ops.rs`: element types and reductions (f16/bf16 through user-defined MPI ops).
+//! - `own.rs`: the collectives run with dist's own schedules over MPI's point-to-point
+//!   (small messages, where the agreement key rides in the op's own messages).
+//! - `health.rs`: the health board ranks post and read while they wait (who is still
+//!   running, who failed, who is stuck where), and the missing-ranks text.
+//! - `unreceived.rs`: messages sent that no receive took, named at the rank's exit.
 //!
 //! Every MPI call goes through [`call`], under one process-wide lock (the library is
 //! started with `MPI_THREAD_SERIALIZED`: the runtime calls it from the user's thread,

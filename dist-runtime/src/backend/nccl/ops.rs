@@ -268,27 +268,7 @@ impl NcclComm {
         let (comm, cu) = (self.comm, self.cu());
         let root = op.root as i32;
         let reduce = op.reduce_op().unwrap_or(ReduceOp::Sum);
-        let reduces = matches!(op.kind, OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter);
-        if dt.is_complex() && reduces && reduce == ReduceOp::Prod {
-            return Err(Error::backend(
-                "nccl",
-                format!(
-                    "{} of {dt} at {}: NCCL sums complex numbers as pairs of floats but has no complex product; \
-                     multiply on host buffers (shm, MPI)",
-                    op.name, op.site
-                ),
-            ));
-        }
-        if matches!(dt, DType::I16 | DType::U16) && reduces {
-            return Err(Error::backend(
-                "nccl",
-                format!(
-                    "{} of {dt} at {}: NCCL has no 16-bit integer type, so it moves {dt} but cannot reduce it; \
-                     widen to i32 on the device, or reduce on host buffers",
-                    op.name, op.site
-                ),
-            ));
-        }
+        refuse_unsupported(op, dt, reduce)?;
         if let Route::Native(block) = route(self.native, op, &bufs) {
             // (Nothing to move: NCCL would drop it too, after checking pointers a
             // zero-length view need not make valid. Every rank has the same counts.)
@@ -515,6 +495,34 @@ impl Device for NcclComm {
     fn cuda_stream(&self, _op: &'static str) -> Result<&Arc<CudaStream>> {
         Ok(&self.stream)
     }
+}
+
+/// The reductions NCCL has no kernel for, refused before anything is enqueued: a
+/// product of complex numbers (NCCL reduces them as pairs of floats), and any reduction
+/// of 16-bit integers (NCCL has no such type; it moves them as bytes).
+fn refuse_unsupported(op: &Op, dt: DType, reduce: ReduceOp) -> Result<()> {
+    let reduces = matches!(op.kind, OpKind::AllReduce | OpKind::Reduce | OpKind::ReduceScatter);
+    if dt.is_complex() && reduces && reduce == ReduceOp::Prod {
+        return Err(Error::backend(
+            "nccl",
+            format!(
+                "{} of {dt} at {}: NCCL sums complex numbers as pairs of floats but has no complex product; \
+                 multiply on host buffers (shm, MPI)",
+                op.name, op.site
+            ),
+        ));
+    }
+    if matches!(dt, DType::I16 | DType::U16) && reduces {
+        return Err(Error::backend(
+            "nccl",
+            format!(
+                "{} of {dt} at {}: NCCL has no 16-bit integer type, so it moves {dt} but cannot reduce it; \
+                 widen to i32 on the device, or reduce on host buffers",
+                op.name, op.site
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -118,10 +118,8 @@ fn runtime_nccl_path() -> Option<String> {
 /// - `NCCL_RUNTIME_CONNECT=0`, unless set: NCCL 2.22+ connects a collective's peers
 ///   lazily, inside the first collective that needs them, and that connection blocks
 ///   the host call itself while a peer never arrives: a device wait could then not end
-///   at `DIST_TIMEOUT` (measured on an H100 with NCCL 2.28: a rank whose peer never
-///   joined an all_reduce stayed in `ncclAllReduce` past 30 s with a 2 s deadline;
-///   connecting at creation, where every rank is present, it returned `Error::Timeout`
-///   at 2 s). The communicators are non-blocking now (`comm.rs`), which bounds a lazy
+///   at `DIST_TIMEOUT` (measured on a GPU: docs/performance.md, "Figures behind code
+///   choices"). The communicators are non-blocking now (`comm.rs`), which bounds a lazy
 ///   connection too (point-to-point connections stay lazy whatever the setting);
 ///   connecting collectives at creation stays the default that was measured.
 ///   `NCCL_RUNTIME_CONNECT=1` buys a faster init and less device memory for unused

@@ -57,9 +57,9 @@ impl Bell<'_> {
 }
 
 /// How a waiter waits before it sleeps: `spins` polls, then `sched_yield` polls for
-/// `yield_budget` (`DIST_SPIN`, `DIST_YIELD_US`; default 500 µs: long enough to cover a
-/// peer's copy of a chunk, ~25 µs per 256 KiB here, so streaming ops don't pay a futex
-/// sleep and wake-up per chunk).
+/// `yield_budget` (`DIST_SPIN`, `DIST_YIELD_US`; by default long enough to cover a
+/// peer's copy of a chunk, so streaming ops don't pay a futex sleep and wake-up per
+/// chunk: docs/performance.md, "Figures behind code choices").
 ///
 /// With `awake` (a host with more ranks than cores, `DIST_SPIN` unset): the host's count
 /// of ranks awake and its cores; a waiter spins [`IDLE_SPINS`] polls first while the
@@ -79,7 +79,8 @@ pub(crate) struct Pace<'a> {
 /// (the default of a host whose ranks fit its cores).
 pub(crate) const IDLE_SPINS: u32 = 1_000;
 
-/// Spin polls between two `sched_yield`s of the spin phase (~2-3 µs here).
+/// Spin polls between two `sched_yield`s of the spin phase (a few µs: docs/performance.md,
+/// "Figures behind code choices").
 const SPIN_BURST: u32 = 128;
 
 /// How long a waiter sleeps before it looks at its peers' health and the deadline.
