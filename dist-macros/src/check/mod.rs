@@ -178,18 +178,25 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
     // well: the error says what is wrong there, and a warning beside it ("no world size
     // proven") would read as if the check had not looked.
     // (At the error's call, or at a place its message names: the root's other call.)
-    let names = |msg: &str, line: usize| {
-        let at = format!("{file}:{line}");
-        // (`src/lib.rs:40`, not `other/src/lib.rs:40` or `src/lib.rs:401`.)
-        !file.is_empty()
-            && msg.match_indices(&at).any(|(i, _)| {
+    // (`src/lib.rs:40`, not `other/src/lib.rs:40` or `src/lib.rs:401`.)
+    let names_at = |msg: &str, at: &str| {
+        !at.is_empty()
+            && msg.match_indices(at).any(|(i, _)| {
                 !msg[i + at.len()..].starts_with(|c: char| c.is_ascii_digit())
                     && !msg[..i].ends_with(|c: char| c.is_alphanumeric() || "/_-.".contains(c))
             })
     };
-    let in_error =
-        |a: Pos| raw.errors.iter().any(|(msg, ea, eb)| (*ea..=*eb).contains(&a) || ea.0 == a.0 || names(msg, a.0));
-    let unfollowed: Vec<_> = raw.unfollowed.into_iter().filter(|u| !in_error(u.1)).collect();
+    let names = |msg: &str, line: usize| !file.is_empty() && names_at(msg, &format!("{file}:{line}"));
+    // (Inside a helper of another file every construct is placed at its call: there,
+    // only an error that names the construct's own place hides it.)
+    let in_helper = |what: &str| -> Option<String> {
+        message::place(what).filter(|p| file.is_empty() || !p.starts_with(&format!("{file}:"))).map(String::from)
+    };
+    let in_error = |what: &str, a: Pos| match in_helper(what) {
+        Some(p) => raw.errors.iter().any(|(msg, ..)| names_at(msg, &p)),
+        None => raw.errors.iter().any(|(msg, ea, eb)| (*ea..=*eb).contains(&a) || ea.0 == a.0 || names(msg, a.0)),
+    };
+    let unfollowed: Vec<_> = raw.unfollowed.into_iter().filter(|u| !in_error(&u.0, u.1)).collect();
     // One error a call: what else went wrong at the same call is counted on the first.
     let mut at_call: Vec<(String, Pos, Pos, usize)> = Vec::new();
     for (msg, a, b) in raw.errors {
@@ -318,7 +325,9 @@ fn check_entry(
                     return raw;
                 }
                 raw.open.push(n);
-                match raw.unfollowed.iter_mut().find(|u| u.1 == a) {
+                // (One entry a construct: at its span, and at its own place inside a
+                // helper, where every construct shares the call's span.)
+                match raw.unfollowed.iter_mut().find(|u| u.1 == a && message::place(&u.0) == message::place(&what)) {
                     Some(u) => u.3.push(n),
                     None => raw.unfollowed.push((what, a, b, vec![n])),
                 }
