@@ -1,6 +1,9 @@
-//! The NCCL backend (feature `nccl`): the device side of every communicator, for device
-//! buffers, through cudarc's `nccl::result` layer (cudarc's bindings, loaded at run time,
-//! so this builds on machines without CUDA).
+//! `dist_runtime::nccl`: the public face of GPUs under NCCL (feature `nccl`): how a
+//! user's job gets device communicators, what they accept, and the few names the NCCL
+//! side exports (`probe`, `NcclCallError`, `has_native_collectives`, cudarc's device
+//! types). The backend itself, the device side of every communicator through cudarc's
+//! `nccl::result` layer (loaded at run time, so this builds on machines without CUDA),
+//! is `backend/nccl/`.
 //!
 //! A job started with `DIST_BACKEND=nccl` (or `auto` where a GPU is visible) gives every
 //! communicator both a host backend (shared memory, for host buffers and objects) and an

@@ -303,7 +303,7 @@ fn agreement_at(at: &At<'_, '_>, desc: &str, n: usize) -> Option<syn::Error> {
         .or_else(|| mismatch(&op, "op"))
         .or_else(|| mismatch(&scale, "`PreMulSum` scale"))
         .or_else(|| mismatch(&len, "buffer length"))
-        .or_else(|| mismatch(&counts, "count"))
+        .or_else(|| mismatch(&counts, "count list"))
 }
 
 /// Counts that are data on every rank, computed from different values on two of them

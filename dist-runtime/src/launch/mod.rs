@@ -11,7 +11,6 @@ mod supervise;
 
 pub use nodes::Nodes;
 pub use report::{RankExit, Report};
-pub(crate) use supervise::spawn_thread;
 pub(crate) use supervise::Fault;
 
 use crate::error::{Error, Result};

@@ -11,7 +11,7 @@ use super::Launch;
 use crate::error::{Error, Result};
 use crate::store::StoreServer;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -428,48 +428,26 @@ fn pump(
     outputs: Arc<Vec<Mutex<Vec<u8>>>>,
     launcher: Arc<Mutex<Vec<u8>>>,
 ) -> Result<std::thread::JoinHandle<()>> {
-    let (capture, prefixed) = (l.capture, l.prefix);
-    super::spawn_thread("mpirun's output", move || {
-        let mut r = BufReader::new(stream);
-        let mut line = Vec::new();
-        while let Ok(n) = r.read_until(b'\n', &mut line) {
-            if n == 0 {
-                break;
+    let prefixed = l.prefix;
+    super::supervise::pump_lines("mpirun's output", stream, is_err, l.capture, move |line| {
+        let text = String::from_utf8_lossy(line).into_owned();
+        let tagged = parse_tag(&text).filter(|(rank, _)| *rank < outputs.len());
+        match &tagged {
+            Some((rank, body)) => {
+                let mut s = outputs[*rank].lock().unwrap_or_else(|p| p.into_inner());
+                s.extend_from_slice(body.as_bytes());
+                let pre = format!("[rank {rank}] ");
+                Some(
+                    if prefixed && !body.starts_with(&pre) { format!("{pre}{body}") } else { body.to_string() }
+                        .into_bytes(),
+                )
             }
-            if !line.ends_with(b"\n") {
-                line.push(b'\n');
+            None => {
+                launcher.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(line);
+                // (Open MPI's internal log lines after a rank's abort say nothing the
+                // report does not: kept with mpirun's output, not shown.)
+                (!orte_noise(&text)).then(|| text.into_bytes())
             }
-            let text = String::from_utf8_lossy(&line).into_owned();
-            let tagged = parse_tag(&text).filter(|(rank, _)| *rank < outputs.len());
-            let shown = match &tagged {
-                Some((rank, body)) => {
-                    let mut s = outputs[*rank].lock().unwrap_or_else(|p| p.into_inner());
-                    s.extend_from_slice(body.as_bytes());
-                    let pre = format!("[rank {rank}] ");
-                    if prefixed && !body.starts_with(&pre) {
-                        format!("{pre}{body}")
-                    } else {
-                        body.to_string()
-                    }
-                }
-                None => {
-                    launcher.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(line.as_slice());
-                    // (Open MPI's internal log lines after a rank's abort say nothing the
-                    // report does not: kept with mpirun's output, not shown.)
-                    if orte_noise(&text) {
-                        String::new()
-                    } else {
-                        text.clone()
-                    }
-                }
-            };
-            if !capture {
-                let mut out: Box<dyn Write> =
-                    if is_err { Box::new(std::io::stderr().lock()) } else { Box::new(std::io::stdout().lock()) };
-                let _ = out.write_all(shown.as_bytes());
-                let _ = out.flush();
-            }
-            line.clear();
         }
     })
 }

@@ -6,11 +6,11 @@
 //! stop this node's ranks.
 
 use super::report::{blame, leftovers, RankExit, Report};
-use super::supervise::{spawn_thread, supervise, Injector, Seen, Supervised};
+use super::supervise::{pump_lines, supervise, Injector, Seen, Supervised};
 use super::{nodes, Launch};
 use crate::error::{Error, Result};
 use crate::store::StoreServer;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -336,37 +336,18 @@ fn pump(
     prefixed: bool,
     sink: Arc<Mutex<Vec<u8>>>,
 ) -> Result<std::thread::JoinHandle<()>> {
-    spawn_thread(&format!("rank {rank}'s output"), move || {
-        let mut r = BufReader::new(stream);
-        let mut line = Vec::new();
-        let prefix = format!("[rank {rank}] ");
-        while let Ok(n) = r.read_until(b'\n', &mut line) {
-            if n == 0 {
-                break;
+    let prefix = format!("[rank {rank}] ");
+    pump_lines(&format!("rank {rank}'s output"), stream, is_err, capture, move |line| {
+        {
+            let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
+            s.extend_from_slice(line);
+            if !capture && s.len() > 64 << 10 {
+                let cut = s.len() - (32 << 10);
+                s.drain(..cut);
             }
-            if !line.ends_with(b"\n") {
-                line.push(b'\n');
-            }
-            let already = !prefixed || line.starts_with(prefix.as_bytes());
-            {
-                let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
-                s.extend_from_slice(&line);
-                if !capture && s.len() > 64 << 10 {
-                    let cut = s.len() - (32 << 10);
-                    s.drain(..cut);
-                }
-            }
-            if !capture {
-                let mut out: Box<dyn Write> =
-                    if is_err { Box::new(std::io::stderr().lock()) } else { Box::new(std::io::stdout().lock()) };
-                if !already {
-                    let _ = out.write_all(prefix.as_bytes());
-                }
-                let _ = out.write_all(&line);
-                let _ = out.flush();
-            }
-            line.clear();
         }
+        let already = !prefixed || line.starts_with(prefix.as_bytes());
+        Some(if already { line.to_vec() } else { [prefix.as_bytes(), line].concat() })
     })
 }
 

@@ -1,6 +1,7 @@
 //! The supervision loop both launchers run: look at the ranks, inject a fault if asked,
 //! stop the job at the timeout or when the ranks' side says so, make sure it ends. What a
 //! launcher can see of its ranks (its own children, or mpirun's) is behind [`Supervised`].
+//! The ranks' output is pumped by [`pump_lines`], which both launchers run too.
 
 use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
@@ -139,5 +140,39 @@ pub(crate) fn spawn_thread<F: FnOnce() + Send + 'static>(what: &str, f: F) -> Re
              memory or thread limit, `ulimit -v` / `ulimit -u`, or start fewer ranks)"
         ),
         source: Some(Box::new(e)),
+    })
+}
+
+/// Pumps `stream` (a rank's or mpirun's stdout or stderr) line by line on a thread of its
+/// own: `each` records a line (with its newline, added where the stream ended without
+/// one) and says what to show of it, if anything; unless the launcher captures the
+/// output, that goes to this process's stderr (`is_err`) or stdout, a whole line a write.
+pub(crate) fn pump_lines(
+    what: &str,
+    stream: impl std::io::Read + Send + 'static,
+    is_err: bool,
+    capture: bool,
+    mut each: impl FnMut(&[u8]) -> Option<Vec<u8>> + Send + 'static,
+) -> Result<std::thread::JoinHandle<()>> {
+    use std::io::{BufRead, Write};
+    spawn_thread(what, move || {
+        let mut r = std::io::BufReader::new(stream);
+        let mut line = Vec::new();
+        while let Ok(n) = r.read_until(b'\n', &mut line) {
+            if n == 0 {
+                break;
+            }
+            if !line.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            let shown = each(&line);
+            if let (false, Some(shown)) = (capture, shown) {
+                let mut out: Box<dyn Write> =
+                    if is_err { Box::new(std::io::stderr().lock()) } else { Box::new(std::io::stdout().lock()) };
+                let _ = out.write_all(&shown);
+                let _ = out.flush();
+            }
+            line.clear();
+        }
     })
 }
