@@ -2,8 +2,8 @@
 //! circle between files (in dist-runtime and in dist-macros), no import from `backend/`
 //! into the typed layer, `init` or the launcher, no backend naming another, and `verify/`
 //! and the files of the bottom floor naming no layer above them; no source file over 800
-//! lines of code and no function over 100 unless it is one `match` (after a prelude of
-//! at most 16 lines) and says so. Each
+//! lines of code and no function over 100 unless it is one `match` (with at most 16
+//! lines of code beside it) and says so. Each
 //! failure names the file, the line and the path it uses (or the size it has).
 //!
 //! An import is any path a file names from `crate::` or `super::` (in `use` lines and in
@@ -301,12 +301,36 @@ const FILE_LINES: usize = 800;
 /// The most lines of code a function holds, unless it is one `match` and says so in the
 /// comments just above it ("one `match`").
 const FN_LINES: usize = 100;
-/// The most lines of code before the `match` of a function marked as one `match`.
+/// The most lines of code beside the `match` of a function marked as one `match`.
 const MATCH_PRELUDE: usize = 16;
 
 fn is_code(line: &str) -> bool {
     let t = line.trim();
     !t.is_empty() && !t.starts_with("//")
+}
+
+/// The lines of code of a function's body (`f`: from its `fn` line to its closing brace,
+/// at `indent`) outside its largest `match` at the body's first level (`match x {`,
+/// `let y = match x {`, `Ok(match x {`, to the brace that closes it at that level).
+fn beside_the_match(f: &[&str], indent: &str) -> usize {
+    let Some(open) = f.iter().position(|l| code(l).trim_end().ends_with('{')) else { return 0 };
+    let body = &f[open + 1..f.len() - 1];
+    let level = format!("{indent}    ");
+    let at_level = |l: &str| l.strip_prefix(level.as_str()).is_some_and(|t| !t.starts_with(' '));
+    let mut largest = 0;
+    let mut k = 0;
+    while k < body.len() {
+        let l = code(body[k]).trim_end();
+        if at_level(l) && l.contains("match ") && l.ends_with('{') {
+            let close = body[k + 1..].iter().position(|x| at_level(x) && x.trim_start().starts_with('}'));
+            let stop = close.map_or(body.len() - 1, |c| k + 1 + c);
+            largest = largest.max(body[k..=stop].iter().filter(|x| is_code(x)).count());
+            k = stop + 1;
+        } else {
+            k += 1;
+        }
+    }
+    body.iter().filter(|x| is_code(x)).count() - largest
 }
 
 /// `fn` items of `text` (at any indentation) longer than [`FN_LINES`] lines of code and
@@ -339,24 +363,14 @@ fn long_functions(f: &File) -> Vec<String> {
             x.starts_with("//") || x.starts_with("#[")
         });
         let marked = above.into_iter().any(|x| x.contains("one `match`"));
-        // (A function marked as one `match` is one: at most a short prelude of code
-        // before the `match` at its body's first level.)
-        let body = format!("{indent}    ");
-        let prelude = lines[i + 1..=i + 1 + end]
-            .iter()
-            .take_while(|x| {
-                let t = x.strip_prefix(body.as_str()).unwrap_or("");
-                !(t.starts_with("match ")
-                    || t.contains("= match ")
-                    || t.starts_with("Ok(match ")
-                    || t.starts_with("let ") && t.contains(" match "))
-            })
-            .filter(|x| is_code(x))
-            .count();
-        if n > FN_LINES && marked && prelude > MATCH_PRELUDE {
+        // (A function marked as one `match` is one: beside its largest `match` at the
+        // body's first level, at most a few lines of code in the body.)
+        let rest = if n > FN_LINES && marked { beside_the_match(&lines[i..=i + 1 + end], indent) } else { 0 };
+        if rest > MATCH_PRELUDE {
             let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
             out.push(format!(
-                "{}:{} fn {name} ({n} lines of code) is marked one `match` but has {prelude} lines before it (more than {MATCH_PRELUDE})",
+                "{}:{} fn {name} ({n} lines of code) is marked one `match` but has {rest} lines of code beside it \
+                 (more than {MATCH_PRELUDE})",
                 f.path,
                 i + 1
             ));
@@ -367,6 +381,18 @@ fn long_functions(f: &File) -> Vec<String> {
         }
     }
     out
+}
+
+#[test]
+fn one_match_is_measured_beside_its_largest_match() {
+    let f = "fn f(x: u8) -> u8 {\n    let a = 1;\n    let b = match x {\n        0 => 1,\n        _ => 2,\n    };\n    \
+             match x {\n        0 => {\n            let c = match a { _ => 3 };\n            c\n        }\n        _ => b,\n    \
+             }\n}";
+    let lines: Vec<&str> = f.lines().collect();
+    // `let a` and the small `let b = match` (4 lines) beside the largest one.
+    assert_eq!(beside_the_match(&lines, ""), 5, "{f}");
+    let only = "fn g(x: u8) -> u8 {\n    match x {\n        _ => 0,\n    }\n}";
+    assert_eq!(beside_the_match(&only.lines().collect::<Vec<_>>(), ""), 0);
 }
 
 #[test]

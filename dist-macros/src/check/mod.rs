@@ -148,6 +148,7 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
         let at = f.sig.ident.span().start();
         let mut items = PackageItems { entry_at: Some((at.line, at.column)), ..Default::default() };
         interp::reset_uses();
+        interp::reset_aliases();
         macro_rules::reset();
         items.file(&path, &entry_name, 0);
         // A binary of a package with a library crate: the library's module tree too
@@ -179,7 +180,10 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
     // proven") would read as if the check had not looked.
     // (At the error's call, or at a place its message names: the root's other call.)
     // (`src/lib.rs:40`, not `other/src/lib.rs:40` or `src/lib.rs:401`.)
+    // (In the message, not in the notes of the run that showed it, which name the
+    // conditions it decided at their lines.)
     let names_at = |msg: &str, at: &str| {
+        let msg = msg.split(" (when ").next().unwrap_or(msg);
         !at.is_empty()
             && msg.match_indices(at).any(|(i, _)| {
                 !msg[i + at.len()..].starts_with(|c: char| c.is_ascii_digit())
@@ -190,7 +194,14 @@ pub fn communication(f: &ItemFn, sizes: &[usize], strict: bool) -> Verdict {
     // (Inside a helper of another file every construct is placed at its call: there,
     // only an error that names the construct's own place hides it.)
     let in_helper = |what: &str| -> Option<String> {
-        message::place(what).filter(|p| file.is_empty() || !p.starts_with(&format!("{file}:"))).map(String::from)
+        // (A place with its line: `src/halo.rs:15`, not "the call marked here" where
+        // lines are not known.)
+        let with_line =
+            |p: &&str| p.rsplit_once(':').is_some_and(|(_, l)| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()));
+        message::place(what)
+            .filter(with_line)
+            .filter(|p| file.is_empty() || !p.starts_with(&format!("{file}:")))
+            .map(String::from)
     };
     let in_error = |what: &str, a: Pos| match in_helper(what) {
         Some(p) => raw.errors.iter().any(|(msg, ..)| names_at(msg, &p)),

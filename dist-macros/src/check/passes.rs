@@ -56,6 +56,8 @@ pub(super) struct Pass<'a> {
     /// and which ranks ran to their end (so sent all they send).
     sent: interp::SentP2p,
     complete: Vec<bool>,
+    /// Each rank's collective its run ended at as invalid (`Interp::invalid_call`).
+    invalid_calls: Vec<(usize, trace::Ev<'a>)>,
 }
 
 /// The package's items the ranks run with: macros, functions, constants, memo.
@@ -82,6 +84,7 @@ pub(super) fn run_ranks<'a: 's, 's>(
         failed_p2p_only: false,
         sent: interp::SentP2p::new(),
         complete: vec![false; n],
+        invalid_calls: Vec::new(),
     };
     // (Ranks run in order, so a broadcast's root of a lower rank than its other members
     // has left what it held here when they reach the call.)
@@ -115,6 +118,9 @@ pub(super) fn run_ranks<'a: 's, 's>(
         }
         for (key, rank, ck) in it.splits_out.drain(..) {
             pass.learned.entry(key).or_default().insert(rank, ck);
+        }
+        if let Some(ev) = it.invalid_call.take() {
+            pass.invalid_calls.push((r, ev));
         }
         pass.again |= it.needs_another_pass;
         pass.sent.extend(std::mem::take(&mut it.sent_out));
@@ -389,7 +395,7 @@ fn first_look<'s>(st: &mut Passes, ran: Option<Pass<'s>>, n: usize, messages: bo
 /// The verdict on a pass whose splits settled, or another pass where it learned
 /// senders, messages, or how ranks go at conditions on data another rank sent.
 fn verdict_of(st: &mut Passes, pass: Pass<'_>, n: usize, messages: bool) -> Step {
-    let Pass { mut traces, again, invalid, undecidable, stopped, sent, complete, .. } = pass;
+    let Pass { mut traces, again, invalid, undecidable, stopped, sent, complete, invalid_calls, .. } = pass;
     // Conditions on data that may differ from rank to rank: followed where ranks'
     // data tell apart (problems found then say how the ranks went), else the
     // construct is not followed.
@@ -449,7 +455,12 @@ fn verdict_of(st: &mut Passes, pass: Pass<'_>, n: usize, messages: bool) -> Step
     }
     let noted = |errs| noted(errs, local_note.as_deref());
     if let Some(e) = invalid {
-        return Step::Done(noted(vec![sim::roots_differ(n, &traces).unwrap_or(e)]));
+        // (The invalid calls at the ends of their ranks' traces, for their roots.)
+        let at: Vec<usize> = invalid_calls.iter().map(|(r, _)| *r).collect();
+        for (r, ev) in invalid_calls {
+            traces[r].push(ev);
+        }
+        return Step::Done(noted(vec![sim::roots_differ(n, &traces, &at).unwrap_or(e)]));
     }
     if any_new {
         // A status names its sender now: run again so code that uses it is followed.

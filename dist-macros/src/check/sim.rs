@@ -52,27 +52,29 @@ pub fn reached_collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> 
     collectives_of(n, traces, true)
 }
 
-/// Roots that differ between the members of a collective every member reached (in the
-/// same order), in a run a rank ended with an invalid call: a rank that took itself for
-/// the root (or not) because its root differs passed its buffers as a root (or not),
-/// and the roots are the error to name.
-pub fn roots_differ(n: usize, traces: &[Vec<Ev<'_>>]) -> Option<syn::Error> {
+/// Roots that differ between the members of the collective a rank of `invalid` ended its
+/// run at (an invalid call, last in its trace), at that call's place in its
+/// communicator's sequence, where every member reached it: a rank that took itself for
+/// the root (or not) because its root differs passed its buffers as a root (or not), and
+/// the roots are the error to name.
+pub fn roots_differ(n: usize, traces: &[Vec<Ev<'_>>], invalid: &[usize]) -> Option<syn::Error> {
     let root = |e: &Option<&Ev>| match e {
         Some(Ev::Coll { root, .. }) => *root,
         _ => None,
     };
-    for (comm, (group, members, by_rank)) in &sequences(traces) {
-        let len = members.iter().map(|r| by_rank.get(r).map_or(0, Vec::len)).min().unwrap_or(0);
-        for i in 0..len {
-            let at: Vec<(usize, Option<&Ev>)> =
-                members.iter().map(|&r| (r, by_rank.get(&r).and_then(|s| s.get(i)).copied())).collect();
-            if at.iter().any(|(_, e)| kind_of(e.expect("reached")) != kind_of(at[0].1.expect("reached"))) {
-                break;
-            }
-            let known: HashSet<i128> = at.iter().filter_map(|(_, e)| root(e)).collect();
-            if known.len() > 1 {
-                return agreement_at(&at, &comm_desc(comm, group, members), n);
-            }
+    let seqs = sequences(traces);
+    for &r in invalid {
+        let Some(Ev::Coll { comm, .. }) = traces.get(r).and_then(|t| t.last()) else { continue };
+        let Some((group, members, by_rank)) = seqs.get(comm) else { continue };
+        let Some(i) = by_rank.get(&r).map(|s| s.len() - 1) else { continue };
+        let at: Vec<(usize, Option<&Ev>)> =
+            members.iter().map(|&m| (m, by_rank.get(&m).and_then(|s| s.get(i)).copied())).collect();
+        if at.iter().any(|(_, e)| e.is_none_or(|e| kind_of(e) != kind_of(at[0].1.expect("checked")))) {
+            continue;
+        }
+        let known: HashSet<i128> = at.iter().filter_map(|(_, e)| root(e)).collect();
+        if known.len() > 1 {
+            return agreement_at(&at, &comm_desc(comm, group, members), n);
         }
     }
     None
@@ -111,7 +113,7 @@ fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<s
                 // (An extra collective earlier that met the others' next one, `count()`
                 // on the rank that prints: the one it names, where dropping it lines up
                 // the rest.)
-                let extra = extra_before(members, by_rank, i, &desc, n);
+                let extra = extra_before(members, by_rank, i, (&desc, n), reached_only);
                 errs.push(extra.unwrap_or_else(|| reached_by_some(ev, &desc, &reached, &missing, n)));
                 break;
             }
@@ -126,7 +128,7 @@ fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<s
                 // different lines may be one rank's extra collective meeting the others'
                 // next one: where dropping it lines every later collective up, it is
                 // that collective the error names (`if rank == 0 { log(norm()?) }`).
-                errs.push(extra_before(members, by_rank, i, &desc, n).unwrap_or(e));
+                errs.push(extra_before(members, by_rank, i, (&desc, n), reached_only).unwrap_or(e));
                 break;
             }
         }
@@ -143,8 +145,8 @@ fn extra_before(
     members: &[usize],
     by_rank: &BTreeMap<usize, Vec<&Ev<'_>>>,
     i: usize,
-    desc: &str,
-    n: usize,
+    (desc, n): (&str, usize),
+    reached_only: bool,
 ) -> Option<syn::Error> {
     let sig = |e: &&Ev| match e {
         Ev::Coll { kind, root, op, len, .. } => Some((*kind, *root, op.clone(), *len)),
@@ -166,10 +168,19 @@ fn extra_before(
             .map(|x| x.0)
             .partition(|&r| at.iter().find(|x| x.0 == r).is_some_and(|x| x.1.site().loc() == first));
         for (extra, others) in [(&with, &without), (&without, &with)] {
-            // (As many extra collectives as the one side has more: one per step of a
-            // loop the others skip.)
+            // (As many extra collectives as the one side has more, all of the line the
+            // first is at: one per step of a loop the others skip. Not where a rank's
+            // sequence is short because it failed.)
             let (Some(&a0), Some(&b0)) = (extra.first(), others.first()) else { continue };
-            let more = seq(a0).len().saturating_sub(seq(b0).len()).max(1);
+            let more = match seq(a0).len().saturating_sub(seq(b0).len()) {
+                m if m > 1 && !reached_only => m,
+                _ => 1,
+            };
+            let loop_of_one_line =
+                seq(a0)[j..(j + more).min(seq(a0).len())].iter().all(|e| e.site().loc() == seq(a0)[j].site().loc());
+            if !loop_of_one_line {
+                continue;
+            }
             let lines_up = extra.iter().all(|&a| {
                 others.iter().all(|&b| {
                     let (sa, sb) = (&seq(a)[(j + more).min(seq(a).len())..], &seq(b)[j..]);

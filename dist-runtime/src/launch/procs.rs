@@ -346,6 +346,9 @@ fn pump(
                 s.drain(..cut);
             }
         }
+        if capture {
+            return None;
+        }
         let already = !prefixed || line.starts_with(prefix.as_bytes());
         Some(if already { line.to_vec() } else { [prefix.as_bytes(), line].concat() })
     })

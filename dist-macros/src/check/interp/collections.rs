@@ -52,6 +52,11 @@ pub fn note_alias(alias: &str, target: &str) {
     ALIASES.with(|a| a.borrow_mut().insert(alias.to_string(), target.to_string()));
 }
 
+/// Forgets the aliases of the package read before (a new check).
+pub fn reset_aliases() {
+    ALIASES.with(|a| a.borrow_mut().clear());
+}
+
 /// The type a package's alias names (`type S = State;`: `S` gives `State`), followed
 /// through aliases of aliases.
 pub(super) fn alias_target(name: &str) -> Option<String> {

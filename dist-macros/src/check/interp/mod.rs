@@ -29,7 +29,7 @@ mod collections;
 mod counts;
 use arms::{arm_offset, arm_pick};
 pub use arms::{arms_left, arms_taken, reset_arms, restore_arms, set_arm_offset};
-pub use collections::{note_alias, note_field_type};
+pub use collections::{note_alias, note_field_type, reset_aliases};
 pub use counts::{exact, resolve, sent_in, sent_known_of, set_sent_known, SentKnown};
 pub use local::{first_local_decision, local_data_differs, local_verdict, reset_local, LocalVerdict};
 use local::{local_decision, local_enabled, local_stop};
@@ -400,6 +400,9 @@ pub struct Interp<'a> {
     scopes: scopes::Scopes<'a>,
     pub comms: Vec<CommInst>,
     pub events: Vec<Ev<'a>>,
+    /// The collective this rank's run ended at as invalid (its own buffers refused), kept
+    /// out of `events`: only the comparison of roots reads it (`sim::roots_differ`).
+    pub invalid_call: Option<Ev<'a>>,
     next_id: usize,
     fns: HashMap<String, &'a ItemFn>,
     /// Free functions of the same source file, checked inline when called.
@@ -656,6 +659,7 @@ impl<'a> Interp<'a> {
                 groups: None,
             }],
             events: Vec::new(),
+            invalid_call: None,
             next_id: 0,
             fns: HashMap::new(),
             file_fns,

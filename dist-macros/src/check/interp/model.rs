@@ -321,11 +321,12 @@ impl<'a> Interp<'a> {
         };
         let (counts, a2a) = match self.check_lengths(e, mc, c, base, args, root) {
             Ok(x) => x,
-            // (The call stays in the trace, with its root: where the ranks' roots
-            // differ, that is the error to name, not what this rank's root made of
-            // its own buffers: `passes::verdict_of`.)
+            // (The call is kept, with its root, apart from the trace: where the ranks'
+            // roots differ, that is the error to name, not what this rank's root made
+            // of its own buffers: `passes::verdict_of`.)
             Err(stop @ Flow::Stop(Stop::Invalid { .. })) => {
                 self.post_coll(e, c, base, root, op)?;
+                self.invalid_call = self.events.pop();
                 return Err(stop);
             }
             Err(other) => return Err(other),
@@ -538,20 +539,7 @@ impl<'a> Interp<'a> {
         let Some(me) = members.iter().position(|&w| w == self.rank) else { return Ok((None, None)) };
         let me_i = me as i128;
         let a = CallArgs { it: self, e, mc, base, args };
-        // `counts` has one entry per rank.
-        let counts_arg = match base {
-            "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v" => Some(2),
-            _ => None,
-        };
-        if let Some(k) = counts_arg.and_then(|i| a.counts_at(i)) {
-            if k.len() as i128 != n {
-                return Err(a.bad(format!(
-                    "`{}` has {} entries but the communicator has {n} ranks",
-                    a.name(2),
-                    k.len()
-                )));
-            }
-        }
+        let counts_arg = a.counts_arg(n)?;
         let is_root = root.map(|r| r == me_i);
         match base {
             "all_gather" => {
@@ -676,16 +664,7 @@ impl<'a> Interp<'a> {
             }
             _ => {}
         }
-        // The counts, for the ranks to be compared: known, or data with its hash.
-        let counts = counts_arg.and_then(|i| match args.get(i)? {
-            v if int_list(v).is_some() => Some(Counts::Known(int_list(v).expect("checked"))),
-            V::Opaque { comm: false, fp } if *fp != 0 => Some(Counts::Data(*fp, a.name(i))),
-            v @ V::List(items) if items.iter().any(|x| matches!(x, V::Opaque { comm: false, fp } if *fp != 0)) => {
-                Some(Counts::Data(fp_of(&[v]), a.name(i)))
-            }
-            _ => None,
-        });
-        Ok((counts, None))
+        Ok((counts_arg.and_then(|i| a.counts(i)), None))
     }
 
     /// Records a posted send or receive with `peer` (a world rank, or [`ANY_SOURCE`]).
@@ -848,6 +827,38 @@ impl<'a> CallArgs<'_, 'a> {
                 self.base, self.it.rank, self.it.size
             ),
         })
+    }
+
+    /// Which argument is the counts of a rooted or gathering `_v` collective, refused
+    /// where it has not one entry per rank of the `n`.
+    fn counts_arg(&self, n: i128) -> Result<Option<usize>, Flow<'a>> {
+        let counts_arg = match self.base {
+            "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v" => Some(2),
+            _ => None,
+        };
+        if let Some(k) = counts_arg.and_then(|i| self.counts_at(i)) {
+            if k.len() as i128 != n {
+                return Err(self.bad(format!(
+                    "`{}` has {} entries but the communicator has {n} ranks",
+                    self.name(2),
+                    k.len()
+                )));
+            }
+        }
+        Ok(counts_arg)
+    }
+
+    /// The counts argument `i`, for the ranks to be compared: known, or data with its
+    /// hash.
+    fn counts(&self, i: usize) -> Option<Counts> {
+        match self.args.get(i)? {
+            v if int_list(v).is_some() => Some(Counts::Known(int_list(v).expect("checked"))),
+            V::Opaque { comm: false, fp } if *fp != 0 => Some(Counts::Data(*fp, self.name(i))),
+            v @ V::List(items) if items.iter().any(|x| matches!(x, V::Opaque { comm: false, fp } if *fp != 0)) => {
+                Some(Counts::Data(fp_of(&[v]), self.name(i)))
+            }
+            _ => None,
+        }
     }
 
     /// Buffer `i` (its `role`) must have `n_want` elements (`why`).

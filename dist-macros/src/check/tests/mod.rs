@@ -335,7 +335,7 @@ fn buffer_lengths_are_checked() {
             c,
             n,
         );
-        assert!(e[0].contains("different counts"), "{e:?}");
+        assert!(e[0].contains("different count lists"), "{e:?}");
         // Counts from what each rank received: data that differs from rank to rank.
         let e = problems(
             &with(

@@ -116,10 +116,14 @@ pub(super) fn run(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
         }
         (_, b) => b,
     };
+    if let Some(u @ ReduceOp::User(_)) = op.reduce_op() {
+        return user(c, op, u, bufs);
+    }
     run_part(c, op, bufs)
 }
 
-/// One collective call on MPI (a part of a larger in-place one, see [`run`]).
+/// One collective call on MPI (a part of a larger in-place one, see [`run`]; never a
+/// user reduction, which [`run`] hands to `user`).
 /// (Long as one `match` over the op's kind and buffer shape, one MPI call per arm.)
 fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     // SAFETY: placeholder, written by the posting call.
@@ -133,9 +137,6 @@ fn run_part(c: &MpiComm, op: &Op, bufs: Bufs<'_>) -> Result<()> {
     let mut _scratch: Vec<u8> = Vec::new();
     // What to finish after the wait: (buffer, dtype, op) of a reduction's result.
     let mut post: Option<(&mut [u8], crate::dtype::DType, ReduceOp)> = None;
-    if let Some(u @ ReduceOp::User(_)) = op.reduce_op() {
-        return user(c, op, u, bufs);
-    }
     let own = super::own::applies(c);
     let own_reductions = super::own::applies_to_reductions(c);
     match (op.kind, bufs) {

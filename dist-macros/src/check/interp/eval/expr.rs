@@ -480,9 +480,14 @@ impl<'a> Interp<'a> {
         if n >= 2 {
             let ty = p.segments[n - 2].ident.to_string();
             let ty = if ty == "Self" { self.self_ty.last().cloned().unwrap_or(ty) } else { ty };
-            let ty = super::super::collections::alias_target(&ty).unwrap_or(ty);
             if self.file_fns.contains_key(&format!("{ty}::{last}::__variant")) {
                 return Some(ty);
+            }
+            // (Through an alias, `type W = State;`, where no enum of that name has it.)
+            if let Some(target) = super::super::collections::alias_target(&ty) {
+                if self.file_fns.contains_key(&format!("{target}::{last}::__variant")) {
+                    return Some(target);
+                }
             }
             if ty.chars().next().is_some_and(|c| c.is_uppercase()) {
                 return None;
