@@ -102,7 +102,7 @@ for t in tests::lib_sums comms::tests::share_loss_reaches_every_stage comms::rin
 done
 echo "-- cargo spmd check: what the compile-time check proved, per entry"
 out=$(cargo spmd check 2>&1) || { echo "$out"; fail "cargo spmd check failed on the user crate"; }
-grep -q "src/main.rs: \`main\`" <<<"$out" && grep -q "proven at world sizes \[1,2,3" <<<"$out" ||
+grep -A1 -x "src/main.rs: \`main\`" <<<"$out" | grep -q "proven at world sizes \[1,2,3" ||
   { echo "$out"; fail "cargo spmd check did not list main as proven"; }
 # A helper in another file with an error at one size and, at a smaller one, a construct
 # the check cannot follow: both are listed (every construct of a helper shares its
@@ -117,6 +117,10 @@ version = "0.1.0"
 edition = "2021"
 [dependencies]
 dist-runtime = { path = "$root/dist-runtime" }
+[profile.dev.package.dist-runtime]
+opt-level = 2
+[profile.dev.package.dist-macros]
+opt-level = 3
 [workspace]
 TOML
 cat > "$scratch/src/main.rs" <<'RS'
