@@ -452,7 +452,7 @@ fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seq
             differ.then_some((*i, *j, s, r, *ev, *ev2, lj, li))
         })
     });
-    let (i, j, s, r, ev, ev2, lj, li) = bad?;
+    let Some((i, j, s, r, ev, ev2, lj, li)) = bad else { return formed_pairs_at(&a2a, members, desc, n, seqs) };
     Some(ev2.site().error(match (s, r) {
         (Count::Known(s), Count::Known(r)) => format!(
             "`{}` on {desc} at world size {n}: rank {i} sends rank {j} {s} element{} (its send counts, \
@@ -485,6 +485,47 @@ fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seq
             ev.site().loc(),
         ),
     }))
+}
+
+/// `all_to_all_v` counts that are data on both sides, compared by their forms
+/// (`interp::of_count`): rank j expects from rank i a count computed from what rank i
+/// sent it, which differs from what rank i sends by a known number or a factor
+/// (`c` against `2 · c`: payload counts in pairs where the counts were exchanged as
+/// pairs) whatever that data is.
+fn formed_pairs_at(
+    a2a: &Pairs<'_, '_>,
+    members: &[usize],
+    desc: &str,
+    n: usize,
+    seqs: &Seqs<'_, '_>,
+) -> Option<syn::Error> {
+    let sent =
+        |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq));
+    let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
+    a2a.iter().find_map(|(i, (send, _), ev)| {
+        a2a.iter().find_map(|(j, (_, recv), ev2)| {
+            let (li, lj) = (local(*i), local(*j));
+            let (s, r) = (send.get(lj)?, recv.get(li)?);
+            if matches!((s, r), (Count::Known(_), Count::Known(_))) {
+                return None;
+            }
+            let (fs, fr) = (interp::of_count(s, &sent, 8)?, interp::of_count(r, &sent, 8)?);
+            let how = interp::provably_differ(&fr, &fs)?;
+            let (from, sends) = if i == j {
+                ("itself".into(), "it sends itself".into())
+            } else {
+                (format!("rank {i}"), format!("rank {i} sends it"))
+            };
+            Some(ev2.site().error(format!(
+                "`{}` on {desc} at world size {n}: rank {j} expects from {from} {how} {sends} (item {li} of rank \
+                 {j}'s receive counts, {}, against item {lj} of rank {i}'s send counts, {}), whatever the data both \
+                 are computed from; what each rank sends another must be what that rank expects from it",
+                ev2.call(),
+                ev2.site().loc(),
+                ev.site().loc(),
+            )))
+        })
+    })
 }
 
 /// The first root or reduce op, in rank order, that the check could not prove the same

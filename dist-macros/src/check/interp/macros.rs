@@ -116,8 +116,13 @@ impl<'a> Interp<'a> {
             V::Int(k) if (0..=REPEAT_BOUND).contains(&k) => V::list(vec![v; k as usize]),
             // (Too long to hold item by item: its length is still known.)
             V::Int(k) if k > REPEAT_BOUND && !v.has_comm() => super::long::long_buffer(&v, k),
-            // (Its length is what `k` is: data computed from it differs where `k` does.)
-            n => V::derived(&[&v, &n]),
+            // (Its length is what `k` is: data computed from it differs where `k` does;
+            // its length is `k`'s form, `super::forms`.)
+            n => {
+                let buf = V::derived(&[&v, &n]);
+                super::forms::note_len(&buf, &n);
+                buf
+            }
         })
     }
 }

@@ -15,7 +15,8 @@
 //! `value.rs` (values and flow), `summary.rs` (summarising code that cannot
 //! communicate), `memo.rs` (quiet helpers' results remembered), `scopes.rs`
 //! (variables), `elem.rs` (buffers' element types, for reduce ops), `counts.rs` (what an
-//! `all_to_all` delivered, named by its sender, for `all_to_all_v`'s counts), `local.rs`
+//! `all_to_all` delivered, named by its sender, for `all_to_all_v`'s counts), `forms.rs`
+//! (lengths and counts computed from data, as linear forms of that data), `local.rs`
 //! (conditions on data that may differ from rank to rank), `arms.rs` (which arms of a
 //! `match` on an input each run takes), `dispatch.rs` (methods of the package's own,
 //! called on values), `long.rs` (buffers too long to hold item by item), `messages.rs`
@@ -39,6 +40,8 @@ pub(crate) use summary::{restore_spent, spent};
 mod dispatch;
 mod elem;
 mod eval;
+mod forms;
+pub use forms::{of_count, provably_differ};
 mod groups;
 mod iterators;
 mod lists;
@@ -58,12 +61,13 @@ mod uses;
 mod value;
 mod written;
 pub use written::set_written_fields;
-use written::{field_resized, field_written, reads_receiver};
+use written::{field_own_resized, field_resized, field_written, reads_receiver};
 
 /// Forgets every cache the interpreter keeps by syntax address (at the start of each
 /// check: another entry point's syntax may reuse the addresses).
 pub fn reset_caches() {
     counts::reset();
+    forms::reset();
     groups::reset_partitions();
     std_methods::reset_composed();
     summary::reset();

@@ -4,6 +4,7 @@
 
 use super::super::trace::call_name;
 use super::super::trace::{A2a, Count, Counts, Ev};
+use super::forms;
 use super::*;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -551,6 +552,9 @@ impl<'a> Interp<'a> {
                 if let Some(k) = a.counts_at(2) {
                     a.want(0, "send", k[me], &format!("`{}[{me}]`", a.name(2)))?;
                     a.want(1, "receive", k.iter().sum(), &format!("the sum of `{}`", a.name(2)))?;
+                } else if let Some(k) = a.count_forms(2) {
+                    a.want_form(0, "send", k.get(me), &format!("`{}[{me}]`", a.name(2)))?;
+                    a.want_form(1, "receive", forms::sum(&k).as_ref(), &format!("the sum of `{}`", a.name(2)))?;
                 }
             }
             // (The value only the root gives, whatever its type.)
@@ -592,6 +596,12 @@ impl<'a> Interp<'a> {
                         if is_root == Some(true) {
                             a.want(all, all_role, k.iter().sum(), &format!("the sum of `{}`", a.name(2)))?;
                         }
+                    } else if let Some(k) = a.count_forms(2) {
+                        a.want_form(mine, mine_role, k.get(me), &format!("`{}[{me}]`", a.name(2)))?;
+                        if is_root == Some(true) {
+                            let sum = forms::sum(&k);
+                            a.want_form(all, all_role, sum.as_ref(), &format!("the sum of `{}`", a.name(2)))?;
+                        }
                     }
                 } else if let (Some(l), Some(true)) = (a.len(mine), is_root) {
                     a.want(all, all_role, n * l, &format!("size() × {mine_role}.len()"))?;
@@ -606,6 +616,9 @@ impl<'a> Interp<'a> {
                 if let Some(k) = a.counts_at(2) {
                     a.want(1, "receive", k[me], &format!("`{}[{me}]`", a.name(2)))?;
                     a.want(0, "send", k.iter().sum(), &format!("the sum of `{}`", a.name(2)))?;
+                } else if let Some(k) = a.count_forms(2) {
+                    a.want_form(1, "receive", k.get(me), &format!("`{}[{me}]`", a.name(2)))?;
+                    a.want_form(0, "send", forms::sum(&k).as_ref(), &format!("the sum of `{}`", a.name(2)))?;
                 }
             }
             "all_to_all_v" => {
@@ -619,6 +632,8 @@ impl<'a> Interp<'a> {
                             )));
                         }
                         a.want(bi, role, k.iter().sum(), &format!("the sum of `{}`", a.name(ci)))?;
+                    } else if let Some(k) = a.count_forms(ci) {
+                        a.want_form(bi, role, forms::sum(&k).as_ref(), &format!("the sum of `{}`", a.name(ci)))?;
                     }
                 }
                 if let (Some(s), Some(r)) = (a.counts_at(1), a.counts_at(3)) {
@@ -859,6 +874,38 @@ impl<'a> CallArgs<'_, 'a> {
             }
             _ => None,
         }
+    }
+
+    /// The counts argument `i` as forms (`super::forms`): numbers, or data computed
+    /// from data by sums and products with numbers.
+    fn count_forms(&self, i: usize) -> Option<Vec<forms::Form>> {
+        match self.args.get(i)? {
+            V::List(items) => items.iter().map(forms::form_of).collect(),
+            _ => None,
+        }
+    }
+
+    /// Buffer `i` (its `role`), whose length is data, must have `want` elements (`why`),
+    /// data too: an error where the two differ whatever that data is (`Σ counts + 1`
+    /// against `Σ counts`) or unless it is 0 (`3 · rows` against `rows`).
+    fn want_form(&self, i: usize, role: &str, want: Option<&forms::Form>, why: &str) -> Result<(), Flow<'a>> {
+        let (Some(have), Some(want)) = (self.args.get(i).and_then(forms::len_form), want) else { return Ok(()) };
+        let Some(how) = (!have.terms.is_empty()).then(|| forms::provably_differ(&have, want)).flatten() else {
+            return Ok(());
+        };
+        Err(Flow::Stop(Stop::Invalid {
+            site: self.it.site(self.e),
+            msg: format!(
+                "`{}` on rank {} at world size {}: its {role} buffer `{}` has {how} it must have ({why}), \
+                 whatever the data both are computed from{}; the runtime refuses such a call with an error: size \
+                 the buffer from the same counts the call is given",
+                self.base,
+                self.it.rank,
+                self.it.size,
+                self.text(i),
+                if how.contains(" as many") { " (unless it is empty)" } else { "" },
+            ),
+        }))
     }
 
     /// Buffer `i` (its `role`) must have `n_want` elements (`why`).

@@ -622,6 +622,10 @@ impl<'a> Interp<'a> {
                 _ => {}
             }
         }
+        // Lengths and sums of data as forms (`vec![0; total].len()`, `counts.iter().sum()`).
+        if let Some(v) = super::forms::method(&recv, &m, &args) {
+            return Ok(v);
+        }
         // Arithmetic on data the same on every rank (`rr.sqrt()`, `a.max(b)`, `x.abs()`)
         // with arguments the same on every rank stays the same on every rank.
         if matches!(recv, V::Agreed) && !args.iter().any(|v| matches!(v, V::Closure(_))) {

@@ -8,7 +8,7 @@ use super::*;
 thread_local! {
     /// The (type, field) pairs the package's code ever writes, and ever resizes, after
     /// building the struct ([`set_written_fields`]; type `*`: not known).
-    static WRITTEN_FIELDS: std::cell::RefCell<(FieldSet, FieldSet)> = Default::default();
+    static WRITTEN_FIELDS: std::cell::RefCell<(FieldSet, FieldSet, FieldSet)> = Default::default();
 }
 
 /// (type, field) pairs.
@@ -19,6 +19,9 @@ type FieldSet = std::collections::HashSet<(String, String)>;
 struct W {
     written: std::collections::HashSet<(String, String)>,
     resized: std::collections::HashSet<(String, String)>,
+    /// Fields whose own length may change (not only a list's in them: `x.k.push(..)`,
+    /// `x.k = ..`, `&mut x.k`; not `x.k[i].push(..)` or `&mut x.k[i]`).
+    own: std::collections::HashSet<(String, String)>,
     /// The type of `self` in the function visited.
     me: Option<String>,
     /// Local bindings whose type the code names.
@@ -72,6 +75,9 @@ impl W {
     fn resized(&mut self, e: &syn::Expr) {
         if let Some(f) = self.field(e, true) {
             self.resized.insert(f);
+        }
+        if let Some(f) = self.field(e, false) {
+            self.own.insert(f);
         }
     }
     /// A place assigned or lent mutably: its field is written, and may be resized.
@@ -186,7 +192,7 @@ pub fn set_written_fields<'f>(fns: impl IntoIterator<Item = (&'f str, &'f syn::I
         w.types.clear();
         w.visit_item_fn(f);
     }
-    WRITTEN_FIELDS.with(|s| *s.borrow_mut() = (w.written, w.resized));
+    WRITTEN_FIELDS.with(|s| *s.borrow_mut() = (w.written, w.resized, w.own));
     READING_METHODS.with(|r| *r.borrow_mut() = reading);
 }
 
@@ -247,5 +253,15 @@ pub(super) fn field_resized(ty: &str, name: &str) -> bool {
     WRITTEN_FIELDS.with(|s| {
         let s = s.borrow();
         s.1.contains(&(ty.to_string(), name.to_string())) || s.1.contains(&("*".to_string(), name.to_string()))
+    })
+}
+
+/// Whether the package may change the length of the field `name` of a `ty` itself (not
+/// only of a list in it): a method that adds or removes items called on it, the field
+/// assigned or lent mutably whole.
+pub(super) fn field_own_resized(ty: &str, name: &str) -> bool {
+    WRITTEN_FIELDS.with(|s| {
+        let s = s.borrow();
+        s.2.contains(&(ty.to_string(), name.to_string())) || s.2.contains(&("*".to_string(), name.to_string()))
     })
 }

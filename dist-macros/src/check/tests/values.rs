@@ -827,3 +827,26 @@ fn a_halo_plan_from_sorted_columns_and_partition_point_is_followed() {
     let e = problems(&bad, "", 2);
     assert!(!e.is_empty() && !e[0].starts_with("undecidable"), "{e:?}");
 }
+
+/// A list in a struct's field grown in a loop over data (`out.idx.push(i)` for each
+/// `i` of a filtered list) holds as many items as the data says: its length is data,
+/// never the length it had before the loop.
+#[test]
+fn a_field_grown_in_a_loop_over_data_has_a_length_from_data() {
+    let src = r#"fn f(world: Comm<World>) -> dist_runtime::Result<()> {
+        #[derive(Default)]
+        struct S { idx: Vec<u32> }
+        let n = world.size();
+        let order: Vec<usize> = (0..std::process::id() as usize % 7).collect();
+        let mut out = S::default();
+        for i in order {
+            out.idx.push(i as u32);
+        }
+        world.all_gather_v(&[0u32; 0], &mut vec![0u32; 998], &vec![out.idx.len(); n])?;
+        Ok(())
+    }"#;
+    for n in 1..=3 {
+        let e = problems(src, "", n);
+        assert!(e.iter().all(|e| !e.contains("must have 0")), "size {n}: {e:?}");
+    }
+}

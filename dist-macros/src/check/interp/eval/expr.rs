@@ -576,6 +576,7 @@ impl<'a> Interp<'a> {
             Err(_) => V::derived(&[&l, &r]),
         };
         super::super::counts::note_arith(&op, &l, &r, &v);
+        super::super::forms::note_arith(&op, &l, &r, &v);
         if compound.is_some() {
             self.store(&b.left, v)?;
             return Ok(V::Unit);

@@ -212,7 +212,7 @@ impl<'a> Interp<'a> {
                     }
                 } else if exact {
                     let after: Vec<&V<'a>> = afters.iter().filter(|x| x.0 == k).map(|x| &x.1).collect();
-                    exact_after(slot.clone(), &after, !reshaped.contains(&k), cond_fp)
+                    exact_after(slot.clone(), &after, !reshaped.contains(&k), cond_fp, agreed_cond)
                 } else if reshaped.contains(&k) {
                     let comm = slot.has_comm();
                     V::Opaque { comm, fp: if comm { 0 } else { fp_of(&[slot, &V::Int(salt as i128)]) } }
@@ -221,7 +221,7 @@ impl<'a> Interp<'a> {
                     // them, keep what they hold.)
                     let after: Vec<&V<'a>> = afters.iter().filter(|x| x.0 == k).map(|x| &x.1).collect();
                     let exact_cond = agreed_cond || super::value::is_exact(cond_fp);
-                    merged_after(slot.clone(), &after, true, cond_fp, exact_cond)
+                    merged_after(slot.clone(), &after, true, cond_fp, (exact_cond, agreed_cond))
                 } else {
                     forget_with(slot.clone(), false, salt)
                 };
@@ -289,16 +289,17 @@ struct Changes<'a> {
 /// branches did (`salt`); where no branch changed its shape, a list keeps its length and
 /// a struct its fields, each merged alike (`stopper.bad_epochs` after `if val <
 /// self.best { .. } else { self.bad_epochs += 1 }`, its `patience` kept as it was).
-fn exact_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64) -> V<'a> {
-    merged_after(v, after, same_shape, cond, true)
+fn exact_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64, agreed: bool) -> V<'a> {
+    merged_after(v, after, same_shape, cond, (true, agreed))
 }
 
 /// What a variable holds after branches under a condition on data (`cond`: its hash)
 /// that changed it (`after`: what each branch left): field by field in a struct, where a
 /// field no branch changed keeps its value and a changed one is data computed from its
 /// own values (not from its struct's other fields, which may be the rank's own while it
-/// is not); exact data where `exact` ([`exact_after`]).
-fn merged_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64, exact: bool) -> V<'a> {
+/// is not); exact data where `exact` ([`exact_after`]); `agreed` where the condition is
+/// the same on every rank.
+fn merged_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64, (exact, agreed): (bool, bool)) -> V<'a> {
     if !after.is_empty() && after.iter().all(|a| **a == v) {
         return v;
     }
@@ -319,8 +320,16 @@ fn merged_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64, exa
             V::data(fp_of(&[v, salt]))
         }
     };
+    // (A list keeps its length only where no branch left a list of another length: a
+    // struct's field grown in a branch or loop, `out.idx.push(i)`, has a length from
+    // data. One a branch left as data keeps its length where the package never resizes
+    // that field, below.)
+    // Under a condition the same on every rank (a flag parsed from the inputs), the
+    // branches' lengths are those of one run, as the inputs' numbers are samples: the
+    // list keeps its length.
+    let same_len = |items: &[V<'a>]| agreed || after.iter().all(|a| !matches!(a, V::List(l) if l.len() != items.len()));
     match v {
-        V::List(items) if same_shape => {
+        V::List(items) if same_shape && same_len(&items) => {
             let salt = from(&V::List(items.clone()));
             V::list(items.iter().map(|x| leaf(x, &salt)).collect())
         }
@@ -336,8 +345,13 @@ fn merged_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64, exa
                             _ => None,
                         })
                         .collect();
-                    let x = if at.len() == after.len() {
-                        merged_after(x, &at, true, cond, exact)
+                    // (A field the package resizes, left as data by a branch: its length too.)
+                    let resized = !agreed
+                        && matches!(x, V::List(_))
+                        && super::super::field_own_resized(&t, &k)
+                        && at.iter().any(|a| !matches!(a, V::List(_)));
+                    let x = if at.len() == after.len() && !resized {
+                        merged_after(x, &at, true, cond, (exact, agreed))
                     } else {
                         leaf(&x, &V::Name(format!("{k}/{cond}")))
                     };
