@@ -358,6 +358,39 @@ fn a2a_counts<'t, 'a>(at: &At<'t, 'a>) -> Option<Pairs<'t, 'a>> {
     (a2a.len() == at.len()).then_some(a2a)
 }
 
+/// One ordered pair of an `all_to_all_v`'s members: rank `i` (its send counts and call)
+/// and rank `j` (its own send counts, its receive counts and call), with their places
+/// in the communicator (`li`, `lj`).
+struct Pair<'t, 'a> {
+    i: usize,
+    j: usize,
+    li: usize,
+    lj: usize,
+    send: &'t [Count],
+    own: &'t [Count],
+    recv: &'t [Count],
+    ev: &'t Ev<'a>,
+    ev2: &'t Ev<'a>,
+}
+
+/// The first `Some` that `f` gives over the ordered pairs of `a2a`'s members.
+fn find_pair<'t, 'a, T>(
+    a2a: &Pairs<'t, 'a>,
+    members: &[usize],
+    mut f: impl FnMut(Pair<'t, 'a>) -> Option<T>,
+) -> Option<T> {
+    let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
+    a2a.iter().find_map(|&(i, (send, _), ev)| {
+        a2a.iter()
+            .find_map(|&(j, (own, recv), ev2)| f(Pair { i, j, li: local(i), lj: local(j), send, own, recv, ev, ev2 }))
+    })
+}
+
+/// What rank `from` sent by its `seq`-th collective on a communicator, from `seqs`.
+fn sent_of<'s>(seqs: &'s Seqs<'_, '_>) -> impl Fn(&str, usize, u64) -> Option<Vec<Count>> + 's {
+    move |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq))
+}
+
 /// `all_to_all_v` whose receive count takes the wrong item of an exchange of counts:
 /// rank j's count from rank i is item x of what rank i sent by an `all_to_all`, while
 /// what rank i sends rank j is item y of that same exchange, another value (counts of
@@ -367,44 +400,39 @@ fn a2a_counts<'t, 'a>(at: &At<'t, 'a>) -> Option<Pairs<'t, 'a>> {
 /// is not the one its sender sends by.
 fn item_taken_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seqs<'_, '_>) -> Option<syn::Error> {
     let a2a = a2a_counts(at)?;
-    let sent =
-        |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq));
-    let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
-    a2a.iter().find_map(|(i, (send, _), ev)| {
-        a2a.iter().find_map(|(j, (_, recv), ev2)| {
-            let (li, lj) = (local(*i), local(*j));
-            let Count::Recv { comm, seq, from, idx } = recv.get(li)? else { return None };
-            let s = interp::resolve(send.get(lj)?, &sent, 8);
-            if *from != *i || !matches!(s, Count::Data(_)) {
-                return None;
-            }
-            let items = sent(comm, *from, *seq)?;
-            let item = |k: usize| interp::resolve(&items[k], &sent, 8);
-            // (Positions in the block rank i sent rank j: `b` items a destination.)
-            let b = items.len() / members.len().max(1);
-            let block = lj * b..(lj + 1) * b;
-            let y = block.clone().find(|&k| item(k) == s)?;
-            if y == *idx || !block.contains(idx) || item(*idx) == s {
-                return None;
-            }
-            let (x, y) = (idx - block.start, y - block.start);
-            let exchange = seqs
-                .get(comm)?
-                .2
-                .get(from)?
-                .iter()
-                .find(|e| matches!(e, Ev::Coll { a2a: Some(A2a::Sent(q, _)), .. } if q == seq))?;
-            Some(ev2.site().error(format!(
-                "`{}` on {desc} at world size {n}: rank {j} expects from rank {i} item {x} of the {b} rank {i} \
+    let sent = sent_of(seqs);
+    find_pair(&a2a, members, |Pair { i, j, li, lj, send, recv, ev, ev2, .. }| {
+        let Count::Recv { comm, seq, from, idx } = recv.get(li)? else { return None };
+        let s = interp::resolve(send.get(lj)?, &sent, 8);
+        if *from != i || !matches!(s, Count::Data(_)) {
+            return None;
+        }
+        let items = sent(comm, *from, *seq)?;
+        let item = |k: usize| interp::resolve(&items[k], &sent, 8);
+        // (Positions in the block rank i sent rank j: `b` items a destination.)
+        let b = items.len() / members.len().max(1);
+        let block = lj * b..(lj + 1) * b;
+        let y = block.clone().find(|&k| item(k) == s)?;
+        if y == *idx || !block.contains(idx) || item(*idx) == s {
+            return None;
+        }
+        let (x, y) = (idx - block.start, y - block.start);
+        let exchange = seqs
+            .get(comm)?
+            .2
+            .get(from)?
+            .iter()
+            .find(|e| matches!(e, Ev::Coll { a2a: Some(A2a::Sent(q, _)), .. } if q == seq))?;
+        Some(ev2.site().error(format!(
+            "`{}` on {desc} at world size {n}: rank {j} expects from rank {i} item {x} of the {b} rank {i} \
                  sent it by the `all_to_all` at {} (item {li} of its receive counts, {}), but what rank {i} sends \
                  rank {j} (item {lj} of its send counts, {}) is item {y} of those {b}, another value rank {i} \
                  computed; the receive counts must be the exchanged counts of what this call sends",
-                ev2.call(),
-                exchange.site().loc(),
-                ev2.site().loc(),
-                ev.site().loc(),
-            )))
-        })
+            ev2.call(),
+            exchange.site().loc(),
+            ev2.site().loc(),
+            ev.site().loc(),
+        )))
     })
 }
 
@@ -413,9 +441,7 @@ fn item_taken_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs:
 /// `all_to_all` replaced by what their sender sent (`seqs`: every rank's collectives).
 fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seqs<'_, '_>) -> Option<syn::Error> {
     let a2a = a2a_counts(at)?;
-    let sent =
-        |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq));
-    let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
+    let sent = sent_of(seqs);
     // Data counts are taken to differ where the receiver's count is its own send count
     // for that rank (receive counts assumed to mirror send counts) and the sender's
     // count is not provably the same value (another hash, or data not computed exactly). (Two counts each rank works out from its own data
@@ -430,27 +456,22 @@ fn pairs_at(at: &At<'_, '_>, members: &[usize], desc: &str, n: usize, seqs: &Seq
             && own.iter().zip(*recv).all(|(a, b)| a == b)
             && own.iter().any(|c| matches!(c, Count::Data(_)))
     });
-    let bad = a2a.iter().find_map(|(i, (send, _), ev)| {
-        a2a.iter().find_map(|(j, (own, recv), ev2)| {
-            let (li, lj) = (local(*i), local(*j));
-            let (s0, r0) = (send.get(lj)?, recv.get(li)?);
-            let s = interp::resolve(s0, &sent, 8);
-            let r = interp::resolve(r0, &sent, 8);
-            let mirrored = own.get(li) == Some(r0);
-            let differ = match (&s, &r) {
-                (Count::Known(a), Count::Known(b)) => a != b,
-                // (Equal hashes prove nothing unless the data is exact: the same recipe of
-                // known values.)
-                (Count::Data(f), Count::Data(g)) => mirrored && i != j && (f != g || !interp::exact(*f)),
-                // (A rank whose data left nothing to send, a known 0, beside one that
-                // mirrors its own data count: that data may be more.)
-                (Count::Known(_), Count::Data(_)) | (Count::Data(_), Count::Known(_)) => {
-                    data_mirror && mirrored && i != j
-                }
-                _ => false,
-            };
-            differ.then_some((*i, *j, s, r, *ev, *ev2, lj, li))
-        })
+    let bad = find_pair(&a2a, members, |Pair { i, j, li, lj, send, own, recv, ev, ev2 }| {
+        let (s0, r0) = (send.get(lj)?, recv.get(li)?);
+        let s = interp::resolve(s0, &sent, 8);
+        let r = interp::resolve(r0, &sent, 8);
+        let mirrored = own.get(li) == Some(r0);
+        let differ = match (&s, &r) {
+            (Count::Known(a), Count::Known(b)) => a != b,
+            // (Equal hashes prove nothing unless the data is exact: the same recipe of
+            // known values.)
+            (Count::Data(f), Count::Data(g)) => mirrored && i != j && (f != g || !interp::exact(*f)),
+            // (A rank whose data left nothing to send, a known 0, beside one that
+            // mirrors its own data count: that data may be more.)
+            (Count::Known(_), Count::Data(_)) | (Count::Data(_), Count::Known(_)) => data_mirror && mirrored && i != j,
+            _ => false,
+        };
+        differ.then_some((i, j, s, r, ev, ev2, lj, li))
     });
     let Some((i, j, s, r, ev, ev2, lj, li)) = bad else { return formed_pairs_at(&a2a, members, desc, n, seqs) };
     Some(ev2.site().error(match (s, r) {
@@ -499,32 +520,27 @@ fn formed_pairs_at(
     n: usize,
     seqs: &Seqs<'_, '_>,
 ) -> Option<syn::Error> {
-    let sent =
-        |comm: &str, from: usize, seq: u64| seqs.get(comm)?.2.get(&from).and_then(|evs| interp::sent_in(evs, seq));
-    let local = |w: usize| members.iter().position(|&m| m == w).unwrap_or(0);
-    a2a.iter().find_map(|(i, (send, _), ev)| {
-        a2a.iter().find_map(|(j, (_, recv), ev2)| {
-            let (li, lj) = (local(*i), local(*j));
-            let (s, r) = (send.get(lj)?, recv.get(li)?);
-            if matches!((s, r), (Count::Known(_), Count::Known(_))) {
-                return None;
-            }
-            let (fs, fr) = (interp::of_count(s, &sent, 8)?, interp::of_count(r, &sent, 8)?);
-            let how = interp::provably_differ(&fr, &fs)?;
-            let (from, sends) = if i == j {
-                ("itself".into(), "it sends itself".into())
-            } else {
-                (format!("rank {i}"), format!("rank {i} sends it"))
-            };
-            Some(ev2.site().error(format!(
-                "`{}` on {desc} at world size {n}: rank {j} expects from {from} {how} {sends} (item {li} of rank \
+    let sent = sent_of(seqs);
+    find_pair(a2a, members, |Pair { i, j, li, lj, send, recv, ev, ev2, .. }| {
+        let (s, r) = (send.get(lj)?, recv.get(li)?);
+        if matches!((s, r), (Count::Known(_), Count::Known(_))) {
+            return None;
+        }
+        let (fs, fr) = (interp::of_count(s, &sent, 8)?, interp::of_count(r, &sent, 8)?);
+        let how = interp::provably_differ(&fr, &fs)?;
+        let (from, sends) = if i == j {
+            ("itself".into(), "it sends itself".into())
+        } else {
+            (format!("rank {i}"), format!("rank {i} sends it"))
+        };
+        Some(ev2.site().error(format!(
+            "`{}` on {desc} at world size {n}: rank {j} expects from {from} {how} {sends} (item {li} of rank \
                  {j}'s receive counts, {}, against item {lj} of rank {i}'s send counts, {}), whatever the data both \
                  are computed from; what each rank sends another must be what that rank expects from it",
-                ev2.call(),
-                ev2.site().loc(),
-                ev.site().loc(),
-            )))
-        })
+            ev2.call(),
+            ev2.site().loc(),
+            ev.site().loc(),
+        )))
     })
 }
 
