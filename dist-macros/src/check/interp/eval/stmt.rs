@@ -322,11 +322,10 @@ fn merged_after<'a>(v: V<'a>, after: &[&V<'a>], same_shape: bool, cond: u64, (ex
     };
     // (A list keeps its length only where no branch left a list of another length: a
     // struct's field grown in a branch or loop, `out.idx.push(i)`, has a length from
-    // data. One a branch left as data keeps its length where the package never resizes
-    // that field, below.)
-    // Under a condition the same on every rank (a flag parsed from the inputs), the
-    // branches' lengths are those of one run, as the inputs' numbers are samples: the
-    // list keeps its length.
+    // data; one a branch left as data keeps its length where the package never resizes
+    // that field itself, below. Under a condition the same on every rank, a flag parsed
+    // from the inputs, the branches' lengths are those of one run, as the inputs'
+    // numbers are samples: the list keeps its length.)
     let same_len = |items: &[V<'a>]| agreed || after.iter().all(|a| !matches!(a, V::List(l) if l.len() != items.len()));
     match v {
         V::List(items) if same_shape && same_len(&items) => {
