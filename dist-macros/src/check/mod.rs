@@ -417,6 +417,7 @@ fn check_size_for_inputs<'a>(
     // well as at any other size, and the cost stays a fraction of the check's.
     let runs_all: Vec<(i128, u8)> =
         runs.iter().copied().filter(|&(_, mode)| mode != LATE_MET || (2..=LATE_MET_SIZES).contains(&n)).collect();
+    let steps_before = interp::total_steps();
     for &(sample, mode) in &runs_all {
         interp::set_uniform_sample(sample);
         interp::set_agreed_mode(mode);
@@ -430,6 +431,11 @@ fn check_size_for_inputs<'a>(
             }
             SizeResult::Clean => clean = true,
             SizeResult::Fails => failed_after_deciding |= interp::decided_agreed() && interp::failed_after_ops(),
+        }
+    }
+    if decided && n == 2 {
+        if let Some(r) = late_inputs_run(f, n, (macros, file, consts, memo), interp::total_steps() - steps_before) {
+            return r;
         }
     }
     // A `match` on an input (a parser's flags) with arms no run took: runs again with
@@ -555,6 +561,41 @@ fn assuming_checks_pass(f: &ItemFn, n: usize, items: Items<'_, '_>, runs: Vec<(i
     clean.then_some(SizeResult::Clean)
 }
 
+/// One more run at size 2, with conditions on data the same on every rank met late and
+/// the inputs' numbers past that ([`LATE_SAMPLE`]): a loop counted by `--iters` runs
+/// until they are met, with the program's flags on (`-v` and a solver's logging at its
+/// 10th iteration: what the parser's defaults alone leave off). An extra run, bounded by
+/// the steps the size's runs took so far (`spent`), judged by the ranks' paths alone
+/// ([`sim::set_paths_only`]): only a problem of paths it shows counts, noted.
+fn late_inputs_run(f: &ItemFn, n: usize, items: Items<'_, '_>, spent: u64) -> Option<SizeResult> {
+    let (macros, file, consts, memo) = items;
+    let (before, msg_before) = (interp::spent(), passes::msg_budget());
+    interp::set_uniform_sample(LATE_SAMPLE);
+    interp::set_agreed_mode(LATE_MET);
+    interp::set_step_ceiling(interp::total_steps() + spent.max(LATE_STEPS));
+    sim::set_paths_only(true);
+    let found = sim::path_problems();
+    let r = check_size(f, n, macros, file, consts, memo);
+    // (Not where ranks went different ways at a condition on their own data: with
+    // numbers this large, a quiet helper the others follow whole is summarised, and
+    // data the same on every rank may look like each rank's own.)
+    let paths = sim::path_problems() > found && interp::local_verdict().note.is_none();
+    sim::set_paths_only(false);
+    interp::set_step_ceiling(u64::MAX);
+    interp::restore_spent(before);
+    passes::restore_msg_budget(msg_before);
+    match r {
+        r @ SizeResult::Problems(_) if paths => {
+            let (read, decided) = (interp::read_uniform(), interp::decided_agreed());
+            Some(with_run_note(r, read.then_some(LATE_SAMPLE), decided.then_some(LATE_MET)))
+        }
+        _ => None,
+    }
+}
+
+/// The fewest steps [`late_inputs_run`] may take, whatever the runs before it took.
+const LATE_STEPS: u64 = 200_000;
+
 /// More runs, each with the arms of `match`es on inputs shifted by one more, while
 /// some arm was never taken (a parser with more flags than the patterns reach).
 const ARM_OFFSETS: usize = 8;
@@ -612,6 +653,10 @@ fn with_arm_note(r: SizeResult) -> SizeResult {
 const LATE_MET: u8 = 4;
 const LATE_MET_SIZES: usize = 3;
 
+/// The inputs' numbers in the run with conditions met late and inputs read: past the
+/// tests the pattern fails first, so that loops they count run until those are met.
+const LATE_SAMPLE: i128 = 34;
+
 /// Problems found in a run with inputs' numbers `sample` and pattern `mode` say so.
 fn with_run_note(r: SizeResult, sample: Option<i128>, mode: Option<u8>) -> SizeResult {
     let SizeResult::Problems(errs) = r else { return r };
@@ -626,16 +671,34 @@ fn with_run_note(r: SizeResult, sample: Option<i128>, mode: Option<u8>) -> SizeR
     }
     if let Some(mode) = mode {
         // (Named where the run noted them: the conditions it decided by its pattern.)
-        let (conds, more) = interp::decided_conditions();
+        let (conds, more, flags) = interp::decided_conditions();
+        for (text, on) in &flags {
+            // (`batched`: the flag itself; `verbose && rank == 0 && it % 10 == 0`: a
+            // flag with what this rank knows.)
+            let code = text.split('`').nth(1).unwrap_or_default();
+            notes.push(match code.contains("&&") || code.contains("||") {
+                true => format!(
+                    "when {text} is {} wherever what else it tests holds (it tests a value read from the \
+                     program's inputs: a flag, the same on every rank all run long)",
+                    if *on { "taken" } else { "not taken" }
+                ),
+                false => format!(
+                    "when {text}, read from the program's inputs, is {on} (a flag: the same on every rank all run long)"
+                ),
+            });
+        }
         let which = if conds.is_empty() {
             "(a value reduced over all ranks, a flag from the command line)".to_string()
         } else {
             format!("({}{})", conds.join(", "), if more { ", …" } else { "" })
         };
-        notes.push(format!(
-            "when each condition on data the same on every rank {which} is {}: every rank takes the same branch",
-            interp::AGREED_MODES[mode as usize]
-        ));
+        // (Flags alone: the pattern matters where it kept loops going, met late.)
+        if !conds.is_empty() || flags.is_empty() || mode == LATE_MET {
+            notes.push(format!(
+                "when each condition on data the same on every rank {which} is {}: every rank takes the same branch",
+                interp::AGREED_MODES[mode as usize]
+            ));
+        }
     }
     if notes.is_empty() {
         return SizeResult::Problems(errs);

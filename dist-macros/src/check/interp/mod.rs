@@ -266,12 +266,20 @@ const CONDS_NAMED: usize = 3;
 
 /// The conditions this run decided by its pattern (at most [`CONDS_NAMED`], and
 /// whether there were more).
-pub fn decided_conditions() -> (Vec<String>, bool) {
+/// Those that are flags read from the program's inputs come apart, each with the way it
+/// was decided (the same at every test: [`input_decision`]).
+pub fn decided_conditions() -> (Vec<String>, bool, Vec<(String, bool)>) {
     DECIDED_CONDS.with(|d| {
         let d = d.borrow();
-        (d.iter().take(CONDS_NAMED).map(|(_, t)| t.clone()).collect(), d.len() > CONDS_NAMED)
+        let flag = |t: &str| t.strip_prefix(INPUT_MARK).map(|rest| (rest[1..].to_string(), rest.starts_with('1')));
+        let inputs = d.iter().filter_map(|(_, t)| flag(t)).collect();
+        let pattern: Vec<&String> = d.iter().map(|(_, t)| t).filter(|t| flag(t).is_none()).collect();
+        (pattern.iter().take(CONDS_NAMED).map(|t| t.to_string()).collect(), pattern.len() > CONDS_NAMED, inputs)
     })
 }
+
+/// Marks a decided condition's text as a flag of the inputs (then '1' or '0': how it went).
+const INPUT_MARK: char = '\u{1}';
 
 /// Notes the condition at `site` as decided by the run's pattern (its text rendered
 /// the first time only).
@@ -320,6 +328,29 @@ fn agreed_decision(j: u32) -> bool {
             _ => j >= LATE,
         }
     })
+}
+
+/// The decision of a condition that is a value read from the program's inputs as a
+/// whole (`cfg.verbose`, `cfg.verbose && rank == 0` where the rest holds): the same at
+/// every test in a run, as the program's flag is, whatever the run's pattern does with
+/// conditions on data that change (a residual): taken in the patterns that take such
+/// conditions first (and met late: `-v` with a solver's 10th iteration's logging),
+/// not in the others. The condition's note at `site` says so.
+pub(super) fn input_decision(site: usize) -> bool {
+    note_decision();
+    let on = AGREED.with(|a| {
+        let (mode, _) = a.get();
+        a.set((mode, true));
+        !matches!(mode, 2 | 3)
+    });
+    DECIDED_CONDS.with(|d| {
+        if let Some((_, text)) = d.borrow_mut().iter_mut().find(|(s, _)| *s == site) {
+            if !text.starts_with(INPUT_MARK) {
+                *text = format!("{INPUT_MARK}{}{text}", u8::from(on));
+            }
+        }
+    });
+    on
 }
 
 /// Whether a `while` loop whose condition the check decides by this run's pattern runs

@@ -536,6 +536,9 @@ impl<'a> Interp<'a> {
         root: Option<i128>,
     ) -> Result<(Option<Counts>, Option<A2a>), Flow<'a>> {
         let Some(members) = &self.comms[c].members else { return Ok((None, None)) };
+        if crate::check::sim::paths_only() {
+            return Ok((None, None));
+        }
         let n = members.len() as i128;
         let Some(me) = members.iter().position(|&w| w == self.rank) else { return Ok((None, None)) };
         let me_i = me as i128;

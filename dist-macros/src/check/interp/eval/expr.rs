@@ -532,9 +532,12 @@ impl<'a> Interp<'a> {
                 (_, V::Bool(_), V::Bool(y)) => V::Bool(y),
                 (And(_), _, V::Bool(false)) => V::Bool(false),
                 (Or(_), _, V::Bool(true)) => V::Bool(true),
-                // The same on every rank, with what this rank knows: still the same.
-                (_, V::Bool(_), y) if same(&y) => V::Agreed,
-                (_, x, V::Bool(_)) if same(&x) => V::Agreed,
+                // The same on every rank, with what this rank knows: still the same (and
+                // a flag from the inputs where the rest holds, `cfg.verbose && rank == 0`
+                // on rank 0, is still that flag: the same all run long).
+                (_, V::Bool(_), y) if same(&y) => y,
+                (_, x, V::Bool(_)) if same(&x) => x,
+                (_, V::Uniform, V::Uniform) => V::Uniform,
                 (_, x, y) if same(&x) && same(&y) => V::Agreed,
                 (_, x, y) => V::derived(&[&x, &y]),
             });

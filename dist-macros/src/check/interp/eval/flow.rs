@@ -195,8 +195,13 @@ impl<'a> Interp<'a> {
                         branches.push(Branch::Expr(e));
                     }
                     if matches!(c, V::Agreed | V::Uniform) {
-                        if let Some(j) = me.agreed_branch(&*i.cond as *const Expr as usize, &branches, i, &i.cond)? {
-                            return match (super::agreed_decision(j), &i.else_branch) {
+                        let site = &*i.cond as *const Expr as usize;
+                        if let Some(j) = me.agreed_branch(site, &branches, i, &i.cond)? {
+                            let on = match c {
+                                V::Uniform => super::input_decision(site),
+                                _ => super::agreed_decision(j),
+                            };
+                            return match (on, &i.else_branch) {
                                 (true, _) => me.then_branch(i),
                                 (false, Some((_, e))) => me.expr(e),
                                 (false, None) => Ok(V::Unit),

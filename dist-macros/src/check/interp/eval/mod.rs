@@ -317,7 +317,10 @@ fn is_uniform_source(name: &str) -> bool {
 /// across ranks) returned: its data parts are inputs too, the same on every rank.
 fn uniform_data(v: V<'_>) -> V<'_> {
     match v {
-        V::Opaque { comm: false, .. } => V::Uniform,
+        // (Its values the same on every rank are functions of the inputs alone too,
+        // the same all run long: `cfg.verbose`, set by `-v` in a parser's `match`, is the
+        // program's flag, not a condition that changes as a residual's does.)
+        V::Opaque { comm: false, .. } | V::Agreed => V::Uniform,
         V::Struct(t, f) => V::Struct(t, f.into_iter().map(|(k, v)| (k, uniform_data(v))).collect()),
         V::Tuple(l) => V::Tuple(l.into_iter().map(uniform_data).collect()),
         V::Opt(Some(x)) => V::Opt(Some(Box::new(uniform_data(*x)))),
