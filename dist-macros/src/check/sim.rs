@@ -58,11 +58,12 @@ pub fn reached_collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> 
     collectives_of(n, traces, true)
 }
 
-/// Roots that differ between the members of the collective a rank of `invalid` ended its
-/// run at (an invalid call, last in its trace), at that call's place in its
-/// communicator's sequence, where every member reached it: a rank that took itself for
-/// the root (or not) because its root differs passed its buffers as a root (or not), and
-/// the roots are the error to name.
+/// Roots or count lists that differ between the members of the collective a rank of
+/// `invalid` ended its run at (an invalid call, last in its trace), at that call's place
+/// in its communicator's sequence, where every member reached it: a rank that took itself
+/// for the root (or not) because its root differs passed its buffers as a root (or not),
+/// and a rank whose buffers do not add up to counts that are not the others' (`vec![my_len;
+/// n]`) passed the counts wrong; those are the error to name.
 pub fn roots_differ(n: usize, traces: &[Vec<Ev<'_>>], invalid: &[usize]) -> Option<syn::Error> {
     let root = |e: &Option<&Ev>| match e {
         Some(Ev::Coll { root, .. }) => *root,
@@ -79,11 +80,20 @@ pub fn roots_differ(n: usize, traces: &[Vec<Ev<'_>>], invalid: &[usize]) -> Opti
             continue;
         }
         let known: HashSet<i128> = at.iter().filter_map(|(_, e)| root(e)).collect();
-        if known.len() > 1 {
+        let counts: HashSet<&Vec<i128>> = at.iter().filter_map(|(_, e)| known_counts(e)).collect();
+        if known.len() > 1 || counts.len() > 1 {
             return agreement_at(&at, &comm_desc(comm, group, members), n);
         }
     }
     None
+}
+
+/// A `_v` collective's counts, where known.
+fn known_counts<'e>(e: &Option<&'e Ev<'_>>) -> Option<&'e Vec<i128>> {
+    match e {
+        Some(Ev::Coll { counts: Some(Counts::Known(k)), .. }) => Some(k),
+        _ => None,
+    }
 }
 
 /// Each communicator's collectives, by rank, in order.

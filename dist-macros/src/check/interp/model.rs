@@ -325,8 +325,15 @@ impl<'a> Interp<'a> {
             // (The call is kept, with its root, apart from the trace: where the ranks'
             // roots differ, that is the error to name, not what this rank's root made
             // of its own buffers: `passes::verdict_of`.)
+            // (And its counts: where the ranks' count lists differ, `counts[rank]` is
+            // not this rank's length on every rank, and that is the error to name.)
             Err(stop @ Flow::Stop(Stop::Invalid { .. })) => {
+                let v = matches!(base, "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v");
+                let counts = v.then(|| CallArgs { it: self, e, mc, base, args }.counts(2)).flatten();
                 self.post_coll(e, c, base, root, op)?;
+                if let Some(Ev::Coll { counts: k, .. }) = self.events.last_mut() {
+                    *k = counts;
+                }
                 self.invalid_call = self.events.pop();
                 return Err(stop);
             }
