@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The compile-time check on the realistic corpus (tests/corpus, docs/static-checks.md).
+"""The compile-time check on the realistic corpus (tests/corpus, docs/check-corpus.md).
 
 Each program under the corpus is an ordinary crate of several files. For each:
   - the clean program must build with no error (its warnings, if any, are reported:
@@ -10,7 +10,7 @@ Each program under the corpus is an ordinary crate of several files. For each:
     what the check says is compared with the bug's `expect`: "rejected" (a compile
     error naming the file and line of the communicating call, `src/pipeline.rs:42`, or
     spanned there), "rejected_elsewhere" (an error at another call), or "open" (not
-    found yet: a known gap of the check, listed in docs/static-checks.md).
+    found yet: a known gap of the check, listed in docs/check-corpus.md).
 Exit status 1 when any of these fails. Crates are copied under target/corpus, built
 with one shared target directory (target/outside, shared with the other crates outside the
 workspace), so the runtime compiles once.
