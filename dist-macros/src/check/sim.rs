@@ -133,13 +133,17 @@ fn collectives_of(n: usize, traces: &[Vec<Ev<'_>>], reached_only: bool) -> Vec<s
                 errs.push(extra.unwrap_or_else(|| reached_by_some(ev, &desc, &reached, &missing, n)));
                 break;
             }
-            let found = order_at(&at, by_rank, i, &desc, n);
-            let found = if paths_only() { found } else { found.or_else(|| agreement_at(&at, &desc, n)) };
-            let found = found
-                .or_else(|| data_counts_at(&at, &desc, n))
-                .or_else(|| pairs_at(&at, members, &desc, n, &seqs))
-                .or_else(|| item_taken_at(&at, members, &desc, n, &seqs))
-                .or_else(|| data_root_at(&at, &desc, n));
+            let found = order_at(&at, by_rank, i, &desc, n).or_else(|| {
+                // (Judged by paths alone: not the arguments. See [`set_paths_only`].)
+                if paths_only() {
+                    return None;
+                }
+                agreement_at(&at, &desc, n)
+                    .or_else(|| data_counts_at(&at, &desc, n))
+                    .or_else(|| pairs_at(&at, members, &desc, n, &seqs))
+                    .or_else(|| item_taken_at(&at, members, &desc, n, &seqs))
+                    .or_else(|| data_root_at(&at, &desc, n))
+            });
             if let Some(e) = found {
                 // Collectives that agree in kind, op, root and length but come from
                 // different lines may be one rank's extra collective meeting the others'

@@ -26,6 +26,7 @@
 //! `iterators.rs` (the package's own iterators).
 
 mod arms;
+mod call_args;
 mod collections;
 mod counts;
 use arms::{arm_offset, arm_pick};

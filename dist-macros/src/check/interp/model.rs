@@ -4,6 +4,7 @@
 
 use super::super::trace::call_name;
 use super::super::trace::{A2a, Count, Counts, Ev};
+use super::call_args::{buf_len, CallArgs};
 use super::forms;
 use super::*;
 use proc_macro2::TokenStream;
@@ -322,19 +323,8 @@ impl<'a> Interp<'a> {
         };
         let (counts, a2a) = match self.check_lengths(e, mc, c, base, args, root) {
             Ok(x) => x,
-            // (The call is kept, with its root, apart from the trace: where the ranks'
-            // roots differ, that is the error to name, not what this rank's root made
-            // of its own buffers: `passes::verdict_of`.)
-            // (And its counts: where the ranks' count lists differ, `counts[rank]` is
-            // not this rank's length on every rank, and that is the error to name.)
             Err(stop @ Flow::Stop(Stop::Invalid { .. })) => {
-                let v = matches!(base, "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v");
-                let counts = v.then(|| CallArgs { it: self, e, mc, base, args }.counts(2)).flatten();
-                self.post_coll(e, c, base, root, op)?;
-                if let Some(Ev::Coll { counts: k, .. }) = self.events.last_mut() {
-                    *k = counts;
-                }
-                self.invalid_call = self.events.pop();
+                self.keep_invalid_call((e, mc, c, base, args), root, op)?;
                 return Err(stop);
             }
             Err(other) => return Err(other),
@@ -526,6 +516,26 @@ impl<'a> Interp<'a> {
                 *len = buf.and_then(buf_len);
             }
         }
+    }
+
+    /// A collective this rank's arguments make invalid, kept with its root and counts
+    /// apart from the trace: where the ranks' roots or count lists differ, that is the
+    /// error to name, not what this rank made of its own buffers (`passes::verdict_of`;
+    /// `counts[rank]` is not this rank's length on every rank).
+    fn keep_invalid_call(
+        &mut self,
+        (e, mc, c, base, args): (&'a Expr, &'a ExprMethodCall, usize, &str, &[V<'a>]),
+        root: Option<i128>,
+        op: Option<String>,
+    ) -> Result<(), Flow<'a>> {
+        let v = matches!(base, "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v");
+        let counts = v.then(|| CallArgs { it: self, e, mc, base, args }.counts(2)).flatten();
+        self.post_coll(e, c, base, root, op)?;
+        if let Some(Ev::Coll { counts: k, .. }) = self.events.last_mut() {
+            *k = counts;
+        }
+        self.invalid_call = self.events.pop();
+        Ok(())
     }
 
     /// The lengths a collective's buffers must have on this rank, given its counts or
@@ -775,158 +785,5 @@ impl<'a> Interp<'a> {
             site: self.site(e),
         });
         Ok(id)
-    }
-}
-
-/// A buffer argument's length in elements, where the check holds it (`&v`, `&mut
-/// v[a..b]`, `Some(&mut all[..])`).
-pub(super) fn buf_len(v: &V) -> Option<i128> {
-    match v {
-        V::List(items) => Some(items.len() as i128),
-        V::Opt(Some(x)) => buf_len(x),
-        v => super::long::long_len(v),
-    }
-}
-
-/// A collective call's arguments as [`Interp::check_lengths`] reads them: their lengths
-/// and counts where the check holds them, their text, and the errors it refuses them
-/// with.
-struct CallArgs<'x, 'a> {
-    it: &'x Interp<'a>,
-    e: &'a Expr,
-    mc: &'a ExprMethodCall,
-    base: &'x str,
-    args: &'x [V<'a>],
-}
-
-impl<'a> CallArgs<'_, 'a> {
-    /// Argument `i`'s length in elements.
-    fn len(&self, i: usize) -> Option<i128> {
-        self.args.get(i).and_then(buf_len)
-    }
-
-    /// Argument `i` as written (`&mut recv`).
-    fn text(&self, i: usize) -> String {
-        let t = self.mc.args.get(i).map(|a| crate::check::trace::expr_text(a)).unwrap_or_default();
-        t.strip_prefix("& ").map(|x| format!("&{x}")).unwrap_or(t)
-    }
-
-    /// A counts argument, named without its borrow (`counts[2]`).
-    fn name(&self, i: usize) -> String {
-        self.text(i).trim_start_matches('&').trim_start_matches("mut ").to_string()
-    }
-
-    /// Argument `i` as known integers.
-    fn counts_at(&self, i: usize) -> Option<Vec<i128>> {
-        self.args.get(i).and_then(int_list)
-    }
-
-    /// Whether argument `i`, an `Option`, is `Some`.
-    fn opt_given(&self, i: usize) -> Option<bool> {
-        match self.args.get(i) {
-            Some(V::Opt(o)) => Some(o.is_some()),
-            _ => None,
-        }
-    }
-
-    /// A buffer of the wrong length.
-    fn bad(&self, what: String) -> Flow<'a> {
-        Flow::Stop(Stop::Invalid {
-            site: self.it.site(self.e),
-            msg: format!(
-                "`{}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
-                 call: size the buffers from `size()` and the counts, or pin the sizes this program supports \
-                 with #[spmd(sizes = A..=B)]",
-                self.base, self.it.rank, self.it.size
-            ),
-        })
-    }
-
-    /// A value or buffer given on the wrong ranks (`Some` off the root, `None` on it).
-    fn misplaced(&self, what: String) -> Flow<'a> {
-        Flow::Stop(Stop::Invalid {
-            site: self.it.site(self.e),
-            msg: format!(
-                "`{}` on rank {} at world size {}: {what}; the runtime refuses it with an error on every \
-                 call: give it on the root only (`(rank == root).then(|| ..)`, with the same root as the call's)",
-                self.base, self.it.rank, self.it.size
-            ),
-        })
-    }
-
-    /// Which argument is the counts of a rooted or gathering `_v` collective, refused
-    /// where it has not one entry per rank of the `n`.
-    fn counts_arg(&self, n: i128) -> Result<Option<usize>, Flow<'a>> {
-        let counts_arg = match self.base {
-            "all_gather_v" | "gather_v" | "scatter_v" | "reduce_scatter_v" => Some(2),
-            _ => None,
-        };
-        if let Some(k) = counts_arg.and_then(|i| self.counts_at(i)) {
-            if k.len() as i128 != n {
-                return Err(self.bad(format!(
-                    "`{}` has {} entries but the communicator has {n} ranks",
-                    self.name(2),
-                    k.len()
-                )));
-            }
-        }
-        Ok(counts_arg)
-    }
-
-    /// The counts argument `i`, for the ranks to be compared: known, or data with its
-    /// hash.
-    fn counts(&self, i: usize) -> Option<Counts> {
-        match self.args.get(i)? {
-            v if int_list(v).is_some() => Some(Counts::Known(int_list(v).expect("checked"))),
-            V::Opaque { comm: false, fp } if *fp != 0 => Some(Counts::Data(*fp, self.name(i))),
-            v @ V::List(items) if items.iter().any(|x| matches!(x, V::Opaque { comm: false, fp } if *fp != 0)) => {
-                Some(Counts::Data(fp_of(&[v]), self.name(i)))
-            }
-            _ => None,
-        }
-    }
-
-    /// The counts argument `i` as forms (`super::forms`): numbers, or data computed
-    /// from data by sums and products with numbers.
-    fn count_forms(&self, i: usize) -> Option<Vec<forms::Form>> {
-        match self.args.get(i)? {
-            V::List(items) => items.iter().map(forms::form_of).collect(),
-            _ => None,
-        }
-    }
-
-    /// Buffer `i` (its `role`), whose length is data, must have `want` elements (`why`),
-    /// data too: an error where the two differ whatever that data is (`Σ counts + 1`
-    /// against `Σ counts`) or unless it is 0 (`3 · rows` against `rows`).
-    fn want_form(&self, i: usize, role: &str, want: Option<&forms::Form>, why: &str) -> Result<(), Flow<'a>> {
-        let (Some(have), Some(want)) = (self.args.get(i).and_then(forms::len_form), want) else { return Ok(()) };
-        let Some(how) = (!have.terms.is_empty()).then(|| forms::provably_differ(&have, want)).flatten() else {
-            return Ok(());
-        };
-        Err(Flow::Stop(Stop::Invalid {
-            site: self.it.site(self.e),
-            msg: format!(
-                "`{}` on rank {} at world size {}: its {role} buffer `{}` has {how} it must have ({why}), \
-                 whatever the data both are computed from{}; the runtime refuses such a call with an error: size \
-                 the buffer from the same counts the call is given",
-                self.base,
-                self.it.rank,
-                self.it.size,
-                self.text(i),
-                if how.contains(" as many") { " (unless it is empty)" } else { "" },
-            ),
-        }))
-    }
-
-    /// Buffer `i` (its `role`) must have `n_want` elements (`why`).
-    fn want(&self, i: usize, role: &str, n_want: i128, why: &str) -> Result<(), Flow<'a>> {
-        match self.len(i) {
-            Some(l) if l != n_want => Err(self.bad(format!(
-                "its {role} buffer `{}` has {l} element{} but must have {n_want} ({why})",
-                self.text(i),
-                if l == 1 { "" } else { "s" }
-            ))),
-            _ => Ok(()),
-        }
     }
 }
