@@ -460,7 +460,7 @@ fn verdict_of(st: &mut Passes, pass: Pass<'_>, n: usize, messages: bool) -> Step
         for (r, ev) in invalid_calls {
             traces[r].push(ev);
         }
-        return Step::Done(noted(vec![sim::roots_differ(n, &traces, &at).unwrap_or(e)]));
+        return Step::Done(noted(vec![sim::roots_or_counts_differ(n, &traces, &at).unwrap_or(e)]));
     }
     if any_new {
         // A status names its sender now: run again so code that uses it is followed.

@@ -64,7 +64,7 @@ pub fn reached_collectives(n: usize, traces: &[Vec<Ev<'_>>]) -> Vec<syn::Error> 
 /// for the root (or not) because its root differs passed its buffers as a root (or not),
 /// and a rank whose buffers do not add up to counts that are not the others' (`vec![my_len;
 /// n]`) passed the counts wrong; those are the error to name.
-pub fn roots_differ(n: usize, traces: &[Vec<Ev<'_>>], invalid: &[usize]) -> Option<syn::Error> {
+pub fn roots_or_counts_differ(n: usize, traces: &[Vec<Ev<'_>>], invalid: &[usize]) -> Option<syn::Error> {
     let root = |e: &Option<&Ev>| match e {
         Some(Ev::Coll { root, .. }) => *root,
         _ => None,

@@ -437,7 +437,7 @@ pub struct Interp<'a> {
     pub comms: Vec<CommInst>,
     pub events: Vec<Ev<'a>>,
     /// The collective this rank's run ended at as invalid (its own buffers refused), kept
-    /// out of `events`: only the comparison of roots reads it (`sim::roots_differ`).
+    /// out of `events`: only the comparison of roots and counts reads it (`sim::roots_or_counts_differ`).
     pub invalid_call: Option<Ev<'a>>,
     next_id: usize,
     fns: HashMap<String, &'a ItemFn>,
