@@ -65,6 +65,12 @@ struct ChaosArgs {
     /// With `--continue`: how many ranks to kill at once in each run.
     #[arg(long, default_value_t = 1)]
     victims: usize,
+    /// Build the example in release. By default it is built as `cargo xtask run` builds
+    /// (dev, with dist-runtime and dist-macros optimised), so a chaos run after a
+    /// `run` compiles only the example; what is judged (the victim named, the job ended,
+    /// nothing left behind) does not depend on the profile.
+    #[arg(long)]
+    release: bool,
 }
 
 fn main() -> ExitCode {
@@ -121,7 +127,8 @@ fn chaos(a: ChaosArgs) -> Result<ExitCode, String> {
         return chaos_continue(&a);
     }
     let features = if a.backend == "mpi" { vec!["dist-runtime/mpi".to_string()] } else { vec![] };
-    let build = cargo_spmd::BuildSpec { example: Some("chaos".into()), release: true, features, ..Default::default() };
+    let build =
+        cargo_spmd::BuildSpec { example: Some("chaos".into()), release: a.release, features, ..Default::default() };
     let exe = cargo_spmd::build(&build)?;
     if a.fault == "stop" {
         return chaos_stop(&a, &exe);
@@ -204,7 +211,7 @@ fn chaos_continue(a: &ChaosArgs) -> Result<ExitCode, String> {
     if a.backend != "shm" {
         return Err("chaos --continue: surviving a death is built on the shm backend only so far".into());
     }
-    let build = cargo_spmd::BuildSpec { example: Some("elastic".into()), release: true, ..Default::default() };
+    let build = cargo_spmd::BuildSpec { example: Some("elastic".into()), release: a.release, ..Default::default() };
     let exe = cargo_spmd::build(&build)?;
     let mut rand = chooser(a.seed);
     println!(
