@@ -38,7 +38,11 @@ mod layout {
     /// root; `None` when there is none past 1.
     pub fn grid(n: usize) -> Option<(usize, usize)> {
         let pr = (1..=n).take_while(|d| d * d <= n).filter(|d| n % d == 0).last()?;
-        if pr == 1 { None } else { Some((pr, n / pr)) }
+        if pr == 1 {
+            None
+        } else {
+            Some((pr, n / pr))
+        }
     }
 }
 

@@ -29,8 +29,9 @@ struct RowParallel {
 impl Layer for RowParallel {
     fn forward(&mut self, x: &[f32]) -> Result<Vec<f32>> {
         let rows = x.len() / self.w.len();
-        let mut y: Vec<f32> =
-            (0..rows).map(|r| x[r * self.w.len()..(r + 1) * self.w.len()].iter().zip(&self.w).map(|(a, b)| a * b).sum()).collect();
+        let mut y: Vec<f32> = (0..rows)
+            .map(|r| x[r * self.w.len()..(r + 1) * self.w.len()].iter().zip(&self.w).map(|(a, b)| a * b).sum())
+            .collect();
         self.tp.all_reduce(&mut y, ReduceOp::Sum)?;
         self.saved = x.to_vec();
         Ok(y)

@@ -35,5 +35,4 @@ fn main(world: Comm<World>) -> dist_runtime::Result<()> {
     }
     let survivors = comm.shrink()?;
     survivors.barrier()
-
 }

@@ -29,7 +29,8 @@ fn main(world: Comm<World>) -> dist_runtime::Result<()> {
     let (n, me) = (world.size(), world.rank());
     let mut out: Vec<(usize, Vec<u64>)> = (0..3).map(|k| ((me + k) % n, vec![PUT, (me * 10 + k) as u64])).collect();
     out.extend((0..n).map(|r| (r, vec![DONE])));
-    let sends = out.iter().map(|(to, words)| world.isend(*to, REQUEST, words)).collect::<dist_runtime::Result<Vec<_>>>()?;
+    let sends =
+        out.iter().map(|(to, words)| world.isend(*to, REQUEST, words)).collect::<dist_runtime::Result<Vec<_>>>()?;
     let stored = serve(&world)?;
     wait_all(sends)?;
     let mut total = [stored];

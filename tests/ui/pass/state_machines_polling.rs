@@ -94,7 +94,11 @@ fn worker(world: &Comm<World>) -> dist_runtime::Result<u64> {
             State::Idle => {
                 let mut t = [0u64];
                 world.recv(0, WORK, &mut t)?;
-                if t[0] == STOP { W::Done } else { W::Busy(t[0]) }
+                if t[0] == STOP {
+                    W::Done
+                } else {
+                    W::Busy(t[0])
+                }
             }
             W::Busy(t) => {
                 world.send(0, RESULT, &[t, t * t])?;
