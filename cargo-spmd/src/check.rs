@@ -1,11 +1,14 @@
 //! `cargo spmd check`: what the compile-time communication check proved, per entry.
 //!
-//! Runs `cargo check` on the package's targets with `DIST_CHECK_REPORT` set, so that
-//! every `#[spmd]` entry the build expands appends one JSON line (its file, the world
-//! sizes proven, those the program does not support by design, those left to the
-//! run-time checks, each construct the check could not follow with its line and why,
+//! Builds the package's targets (`cargo build --all-targets`) with `DIST_CHECK_REPORT`
+//! set, so that every `#[spmd]` entry the build expands appends one JSON line (its file,
+//! the world sizes proven, those the program does not support by design, those left to
+//! the run-time checks, each construct the check could not follow with its line and why,
 //! and its first error). The package's sources are touched first, so that every entry
-//! is expanded again.
+//! is expanded again. The build is `cargo spmd run`'s (the same profile overrides, so the
+//! check runs in an optimised dist-macros), so after a run only the package itself is
+//! compiled again; `cargo check` would build every dependency a second time, as metadata,
+//! and the macro unoptimised.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -19,6 +22,10 @@ pub struct CheckArgs {
     /// Print the JSON lines as the macro wrote them, not the table.
     #[arg(long)]
     pub json: bool,
+    /// Build exactly with the package's profile (as `cargo spmd run --exact-profile`),
+    /// without the overrides that optimise dist-runtime and dist-macros.
+    #[arg(long)]
+    pub exact_profile: bool,
 }
 
 /// The `.rs` files under `dir` (not `target/`), to touch.
@@ -83,11 +90,16 @@ pub fn check(a: CheckArgs) -> Result<ExitCode, String> {
         }
     }
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args(["check", "--all-targets", "--message-format", "short"]);
+    cmd.args(["build", "--all-targets", "--message-format", "short"]);
+    if !a.exact_profile {
+        for o in crate::DEV_OVERRIDES {
+            cmd.args(["--config", o]);
+        }
+    }
     if let Some(p) = &a.package {
         cmd.args(["-p", p]);
     }
-    let status = cmd.env("DIST_CHECK_REPORT", &report).status().map_err(|e| format!("cargo check: {e}"))?;
+    let status = cmd.env("DIST_CHECK_REPORT", &report).status().map_err(|e| format!("cargo build: {e}"))?;
     let text = std::fs::read_to_string(&report).unwrap_or_default();
     let _ = std::fs::remove_file(&report);
     if a.json {
