@@ -120,6 +120,7 @@ pub(super) fn reset() {
     WRITTEN.with(|m| m.borrow_mut().clear());
     OVERFLOWED.with(|o| o.borrow_mut().clear());
     CONCRETE_SPENT.with(|s| s.set(0));
+    super::eval::reset_names_inputs();
 }
 
 /// What the check has spent of its budgets for quiet regions (the steps under the

@@ -866,15 +866,38 @@ fn names_inputs(exprs: &[&Expr]) -> bool {
     // (The inputs themselves: `std::env::args()` or `env::var(..)` in the call. A
     // number from a config is not: what a helper makes of it with other values, a
     // data set whose rank's slice is this rank's, is data.)
+    // Each argument's answer is remembered by its syntax's address for the check
+    // ([`reset_names_inputs`]): rendering it as text at every call was a tenth of a
+    // training loop's check.
     exprs.iter().any(|e| {
-        let t: String = e.to_token_stream().to_string().chars().filter(|c| !c.is_whitespace()).collect();
-        ["env::args", "env::var"].iter().any(|w| {
-            t.match_indices(w).any(|(at, _)| {
-                let before = t[..at].chars().next_back();
-                let after = t[at + w.len()..].chars().next();
-                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                    && after.is_some_and(|c| c == '(' || c == '_' || c == 's')
-            })
+        let key = *e as *const Expr as usize;
+        if let Some(v) = NAMES_INPUTS.with(|m| m.borrow().get(&key).copied()) {
+            return v;
+        }
+        let v = names_input(e);
+        NAMES_INPUTS.with(|m| m.borrow_mut().insert(key, v));
+        v
+    })
+}
+
+thread_local! {
+    static NAMES_INPUTS: std::cell::RefCell<FxMap<usize, bool>> = std::cell::RefCell::new(FxMap::default());
+}
+
+/// Forgets [`names_inputs`]' answers (at the start of each check: addresses of another
+/// entry point's syntax may be reused).
+pub(in crate::check::interp) fn reset_names_inputs() {
+    NAMES_INPUTS.with(|m| m.borrow_mut().clear());
+}
+
+fn names_input(e: &Expr) -> bool {
+    let t: String = e.to_token_stream().to_string().chars().filter(|c| !c.is_whitespace()).collect();
+    ["env::args", "env::var"].iter().any(|w| {
+        t.match_indices(w).any(|(at, _)| {
+            let before = t[..at].chars().next_back();
+            let after = t[at + w.len()..].chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                && after.is_some_and(|c| c == '(' || c == '_' || c == 's')
         })
     })
 }

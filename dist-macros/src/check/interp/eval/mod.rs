@@ -12,6 +12,7 @@ mod call;
 mod expr;
 mod flow;
 mod pat;
+pub(super) use call::reset_names_inputs;
 pub(super) use pat::names_equal;
 mod place;
 mod stmt;

@@ -198,7 +198,10 @@ impl<'a> Interp<'a> {
     /// they were exact, else data (its shape kept where no branch changed it).
     fn merge_changes(&mut self, ch: Changes<'a>, cond_fp: u64, agreed_cond: bool, at: &impl ToTokens) {
         let Changes { changed, reshaped, salts, all_agreed, all_exact, afters } = ch;
-        let cond = self.place(at);
+        // (Where the condition is, and the names it reads, for the notes of what came to
+        // hold data: worked out once, and only for a variable that needs a note. Each
+        // renders `at` as tokens, which for a loop is its whole body.)
+        let mut cond: Option<(String, Vec<String>)> = None;
         for k in changed {
             if let Some(slot) = self.scopes.get_mut(k) {
                 let salt = salts.iter().filter(|x| x.0 == k).fold(0u64, |a, x| a.rotate_left(5) ^ x.1) | 1;
@@ -227,8 +230,14 @@ impl<'a> Interp<'a> {
                 };
                 let name = scopes::text(k).to_string();
                 if !name.starts_with('\u{0}') {
-                    let text = format!("`{name}` is set in a branch or loop whose condition depends on data ({cond})");
-                    self.note_why(&name, text, at);
+                    let (place, reads) = cond.get_or_insert_with(|| {
+                        let mut reads = Vec::new();
+                        super::summary::ident_walk(at.to_token_stream(), &mut reads);
+                        (self.place(at), reads)
+                    });
+                    let text = format!("`{name}` is set in a branch or loop whose condition depends on data ({place})");
+                    let more = reads.iter().filter(|m| **m != name).cloned().collect();
+                    self.why.insert(name, (text, more));
                 }
             }
         }
